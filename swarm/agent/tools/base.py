@@ -1,0 +1,73 @@
+"""What a tool is: a name, a description, a pydantic input model, and ``run``.
+
+The input model's JSON schema is what the model sees. ``run`` returns the text
+of the tool result, or raises ``ToolError`` whose message goes back to the
+model as an error result (never a crash of the loop).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from swarm.models.base import ToolSpec
+
+I = TypeVar("I", bound=BaseModel)
+
+
+class ToolError(Exception):
+    """A tool failed in a way the model should hear about and can react to."""
+
+
+@dataclass
+class ToolContext:
+    """What a tool may know about the agent running it."""
+
+    cwd: Path
+    agent_name: str = "agent"
+    team: str | None = None
+    write_roots: list[Path] | None = None
+    """Directories Write/Edit may touch; None means anywhere."""
+    background: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    """Background processes started by tools; the loop's owner stops them."""
+    extras: dict[str, Any] = field(default_factory=dict)
+    """Services wired by the runtime (e.g. the mailbox for SendMessage)."""
+
+    def resolve(self, file_path: str) -> Path:
+        """``file_path`` made absolute against ``cwd`` (no symlink resolution)."""
+        path = Path(file_path).expanduser()
+        return path if path.is_absolute() else (self.cwd / path)
+
+    def check_writable(self, path: Path) -> None:
+        """Raise ToolError if ``path`` lies outside every write root."""
+        if self.write_roots is None:
+            return
+        real = path.resolve()
+        for root in self.write_roots:
+            if real == root.resolve() or real.is_relative_to(root.resolve()):
+                return
+        roots = ", ".join(str(r) for r in self.write_roots)
+        raise ToolError(f"{path} is outside the directories this agent may write ({roots})")
+
+
+class Tool(ABC, Generic[I]):
+    """Base class for tools; subclasses set the class variables and ``run``."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    input_model: ClassVar[type[BaseModel]]
+    read_only: ClassVar[bool] = False
+
+    def spec(self) -> ToolSpec:
+        schema = self.input_model.model_json_schema()
+        schema.pop("title", None)
+        return ToolSpec(name=self.name, description=self.description, input_schema=schema)
+
+    @abstractmethod
+    def run(self, args: I, ctx: ToolContext) -> str:
+        """Do the work; return the result text or raise ToolError."""

@@ -1,0 +1,94 @@
+"""Codecs between raw JSON and protocol models, for ``LockedJsonFile``.
+
+Invalid entries are dropped one at a time and logged; only a document whose
+overall shape is wrong raises ``ValueError`` (and is quarantined by the file).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from swarm.core.protocol import InboxEntry, Member, TeamFile
+
+log = logging.getLogger(__name__)
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _valid_items(model: type[M], items: list[Any], source: Path, what: str) -> list[M]:
+    kept: list[M] = []
+    for index, item in enumerate(items):
+        try:
+            kept.append(model.model_validate(item))
+        except ValidationError as exc:
+            log.warning(
+                "dropped invalid %s", what,
+                extra={"path": str(source), "index": index, "error": exc.errors()[0]["msg"]},
+            )
+    return kept
+
+
+class InboxCodec:
+    """An inbox file: a JSON array of ``InboxEntry``."""
+
+    def empty(self) -> list[InboxEntry]:
+        return []
+
+    def decode(self, raw: Any, source: Path) -> list[InboxEntry]:
+        if not isinstance(raw, list):
+            raise ValueError(f"expected a JSON array, found {type(raw).__name__}")
+        return _valid_items(InboxEntry, raw, source, "inbox entry")
+
+    def encode(self, value: list[InboxEntry]) -> Any:
+        return [entry.wire() for entry in value]
+
+
+class TeamCodec:
+    """A team ``config.json``; ``None`` when the team does not exist."""
+
+    def empty(self) -> TeamFile | None:
+        return None
+
+    def decode(self, raw: Any, source: Path) -> TeamFile | None:
+        if not isinstance(raw, dict):
+            raise ValueError(f"expected a JSON object, found {type(raw).__name__}")
+        members = raw.get("members", [])
+        if not isinstance(members, list):
+            raise ValueError("'members' is not an array")
+        head = {k: v for k, v in raw.items() if k != "members"}
+        try:
+            team = TeamFile.model_validate(head)
+        except ValidationError as exc:
+            raise ValueError(f"team file invalid: {exc.errors()[0]['loc']} {exc.errors()[0]['msg']}") from exc
+        team.members = _valid_items(Member, members, source, "team member")
+        return team
+
+    def encode(self, value: TeamFile | None) -> Any:
+        if value is None:
+            return None
+        doc = value.wire()
+        doc["members"] = [m.wire() for m in value.members]
+        return doc
+
+
+class ModelCodec(Generic[M]):
+    """A single JSON object validated as one model; ``None`` when missing."""
+
+    def __init__(self, model: type[M]) -> None:
+        self.model = model
+
+    def empty(self) -> M | None:
+        return None
+
+    def decode(self, raw: Any, source: Path) -> M | None:
+        try:
+            return self.model.model_validate(raw)
+        except ValidationError as exc:
+            raise ValueError(str(exc.errors()[0]["msg"])) from exc
+
+    def encode(self, value: M | None) -> Any:
+        return None if value is None else value.model_dump(mode="json", by_alias=True, exclude_unset=True)

@@ -1,0 +1,77 @@
+"""The swarm home: every path swarm touches is derived here, from one root.
+
+``SWARM_HOME`` or ``--home`` choose the root (default ``~/.swarm``). Names are
+validated before they are joined into a path, so nothing is ever created
+outside the home.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from swarm.core.names import validate_name
+
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+
+
+def default_root(env: os._Environ[str] | dict[str, str] | None = None) -> Path:
+    """``$SWARM_HOME`` if set, else ``~/.swarm``."""
+    source = os.environ if env is None else env
+    value = source.get("SWARM_HOME")
+    return Path(value).expanduser() if value else Path.home() / ".swarm"
+
+
+def ensure_dir(path: Path) -> Path:
+    """Create ``path`` (and parents) with mode 0700; return it."""
+    path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    return path
+
+
+@dataclass(frozen=True)
+class Home:
+    """Paths under one swarm home root."""
+
+    root: Path
+
+    @classmethod
+    def from_env(cls, override: str | os.PathLike[str] | None = None) -> Home:
+        root = Path(override).expanduser() if override else default_root()
+        return cls(root.absolute())
+
+    @property
+    def teams_dir(self) -> Path:
+        return self.root / "teams"
+
+    @property
+    def tasks_root(self) -> Path:
+        return self.root / "tasks"
+
+    def team_dir(self, team: str) -> Path:
+        return self.teams_dir / validate_name(team, "team name")
+
+    def config_path(self, team: str) -> Path:
+        return self.team_dir(team) / "config.json"
+
+    def inboxes_dir(self, team: str) -> Path:
+        return self.team_dir(team) / "inboxes"
+
+    def inbox_path(self, team: str, agent: str) -> Path:
+        return self.inboxes_dir(team) / f"{validate_name(agent, 'agent name')}.json"
+
+    def logs_dir(self, team: str) -> Path:
+        return self.team_dir(team) / "logs"
+
+    def log_path(self, team: str, agent: str) -> Path:
+        return self.logs_dir(team) / f"{validate_name(agent, 'agent name')}.log"
+
+    def transcripts_dir(self, team: str) -> Path:
+        return self.team_dir(team) / "transcripts"
+
+    def transcript_path(self, team: str, agent: str) -> Path:
+        return self.transcripts_dir(team) / f"{validate_name(agent, 'agent name')}.jsonl"
+
+    def tasks_dir(self, team: str) -> Path:
+        return self.tasks_root / validate_name(team, "team name")

@@ -1,0 +1,177 @@
+"""One primitive for every JSON file swarm writes: locked read-modify-write.
+
+- An exclusive ``filelock`` on ``<file>.lock`` is held for the whole cycle,
+  with a bounded wait that ends in ``LockTimeoutError``.
+- Writes are atomic: ``<file>.tmp`` (written only under the lock, so a fixed
+  name is safe and a crashed writer's leftover is simply overwritten), flushed,
+  fsynced, then ``os.replace``-d over the target. Readers need no lock: they
+  see the old content or the new, never a mix.
+- A file that does not parse is moved aside to ``<file>.corrupt-<ms>``, logged,
+  and treated as empty. What counts as "does not parse" and how single invalid
+  entries are dropped is the codec's business (see ``Codec``).
+
+All locking lives here, so a Claude-Code-compatible lock could be added
+without touching callers.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Generic, Protocol, TypeVar
+
+import filelock
+
+from swarm.core.home import FILE_MODE, ensure_dir
+from swarm.errors import LockTimeoutError
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+DEFAULT_LOCK_TIMEOUT = 10.0
+
+
+class Codec(Protocol[T]):
+    """Turns parsed JSON into a typed value and back.
+
+    ``decode`` raises ``ValueError`` when the document as a whole is unusable
+    (the file is then quarantined); it drops and logs invalid parts itself.
+    """
+
+    def empty(self) -> T: ...
+
+    def decode(self, raw: Any, source: Path) -> T: ...
+
+    def encode(self, value: T) -> Any: ...
+
+
+class _Unparsable(Exception):
+    """The bytes on disk are not a document this codec accepts."""
+
+
+class LockedJsonFile(Generic[T]):
+    """A JSON document on disk, read lock-free and changed under a file lock."""
+
+    def __init__(
+        self,
+        path: Path,
+        codec: Codec[T],
+        *,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+        fsync: bool = True,
+        indent: int | None = None,
+    ) -> None:
+        self.path = path
+        self.codec = codec
+        self.lock_timeout = lock_timeout
+        self.fsync = fsync
+        self.indent = indent
+        self._lock = filelock.FileLock(
+            f"{path}.lock", timeout=lock_timeout, mode=FILE_MODE
+        )
+
+    # -- reading ---------------------------------------------------------
+
+    def _load_raw(self) -> tuple[Any, bool]:
+        """Return (raw json, existed); raise ``_Unparsable`` on bad bytes."""
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return None, False
+        try:
+            return json.loads(data), True
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise _Unparsable(str(exc)) from exc
+
+    def _decode(self, raw: Any, existed: bool) -> T:
+        if not existed:
+            return self.codec.empty()
+        try:
+            return self.codec.decode(raw, self.path)
+        except ValueError as exc:
+            raise _Unparsable(str(exc)) from exc
+
+    def read(self) -> T:
+        """The current value, without taking the lock (quarantines bad files)."""
+        try:
+            raw, existed = self._load_raw()
+            return self._decode(raw, existed)
+        except _Unparsable:
+            with self._locked():
+                value, _ = self._read_locked()
+            return value
+
+    def exists(self) -> bool:
+        return self.path.exists()
+
+    # -- changing --------------------------------------------------------
+
+    def update(self, change: Callable[[T], R]) -> R:
+        """Run ``change`` on the current value under the lock, then persist it.
+
+        ``change`` mutates the value in place and returns whatever the caller
+        wants back. The file is rewritten only if the encoded value differs.
+        """
+        return self.transform(lambda value: (value, change(value)))
+
+    def transform(self, step: Callable[[T], tuple[T, R]]) -> R:
+        """Like ``update``, but ``step`` returns ``(new value, result)``."""
+        with self._locked():
+            value, before = self._read_locked()
+            new_value, result = step(value)
+            after = self.codec.encode(new_value)
+            if after != before:
+                self._write(after)
+            return result
+
+    def _read_locked(self) -> tuple[T, Any]:
+        """Value and its encoding as found on disk; quarantine if unparsable."""
+        try:
+            raw, existed = self._load_raw()
+            value = self._decode(raw, existed)
+        except _Unparsable as exc:
+            self._quarantine(str(exc))
+            value = self.codec.empty()
+            return value, None
+        return value, (raw if existed else None)
+
+    def _quarantine(self, reason: str) -> Path:
+        target = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time() * 1000)}")
+        os.replace(self.path, target)
+        log.error("quarantined corrupt file", extra={"path": str(self.path), "moved_to": str(target), "reason": reason})
+        return target
+
+    def _write(self, doc: Any) -> None:
+        ensure_dir(self.path.parent)
+        tmp = self.path.with_name(f"{self.path.name}.tmp")
+        data = json.dumps(doc, ensure_ascii=False, indent=self.indent).encode()
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+        try:
+            os.write(fd, data)
+            if self.fsync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, self.path)
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        ensure_dir(self.path.parent)
+        try:
+            self._lock.acquire()
+        except filelock.Timeout as exc:
+            raise LockTimeoutError(
+                f"could not lock {self.path} within {self.lock_timeout:g}s; "
+                f"another swarm process holds {self.path.name}.lock — retry, or stop the stuck process"
+            ) from exc
+        try:
+            yield
+        finally:
+            self._lock.release()

@@ -1,0 +1,150 @@
+"""Inboxes: send, broadcast, read, take, acknowledge, wait.
+
+An inbox file holds only what has not been delivered yet: ``take`` returns the
+undelivered entries and prunes them in one locked cycle; a recipient that must
+not lose a message on a crash instead reads with ``pending``, records what it
+got, then ``acknowledge``-s the ids (redelivery after a crash is made
+idempotent by that record). ``wait`` blocks on file-change events.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from swarm.core.clock import now_iso
+from swarm.core.codecs import InboxCodec
+from swarm.core.home import Home, ensure_dir
+from swarm.core.jsonfile import LockedJsonFile
+from swarm.core.names import BROADCAST, validate_name
+from swarm.core.protocol import InboxEntry, TeamFile
+from swarm.core.teams import TeamStore
+from swarm.core.watch import ChangeWatcher, watch_file
+from swarm.errors import NotFoundError, UsageError
+
+MAX_MESSAGE_BYTES = 256 * 1024
+"""Largest ``text`` accepted by ``send`` (UTF-8 bytes). Larger payloads belong in files."""
+
+
+@dataclass
+class Mailbox:
+    """The inboxes of one team."""
+
+    home: Home
+    team: str
+    events: bool = True
+    """Use file-change events for ``wait``; False forces the polling fallback."""
+    _teams: TeamStore = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        validate_name(self.team, "team name")
+        self._teams = TeamStore(self.home)
+
+    # -- writing -----------------------------------------------------------
+
+    def send(self, to: str, text: str, *, sender: str, summary: str | None = None,
+             color: str | None = None) -> list[InboxEntry]:
+        """Append a message to ``to``'s inbox (``*``: every member but ``sender``).
+
+        Returns the entries written (one per recipient), each with its ``msg_id``.
+        """
+        validate_name(sender, "sender name")
+        _check_size(text)
+        team = self._teams.get(self.team)
+        recipients = self.recipients(team, to, sender)
+        written = []
+        for name in recipients:
+            entry = InboxEntry(sender=sender, text=text, timestamp=now_iso(), read=False,
+                               msg_id=str(uuid.uuid4()), type="message")
+            if summary:
+                entry.summary = summary
+            if color:
+                entry.color = color
+            self._file(name).update(lambda entries, e=entry: entries.append(e))
+            written.append(entry)
+        return written
+
+    def recipients(self, team: TeamFile, to: str, sender: str) -> list[str]:
+        """Names a message to ``to`` goes to; NotFoundError for a non-member."""
+        names = [m.name for m in team.members]
+        if to == BROADCAST:
+            return [n for n in names if n != sender]
+        validate_name(to, "recipient name")
+        if to not in names:
+            raise NotFoundError(
+                f"no member {to!r} in team {self.team!r}; members: {', '.join(names)} (or '*' for all)"
+            )
+        return [to]
+
+    # -- reading -------------------------------------------------------------
+
+    def read(self, agent: str, *, unread_only: bool = False) -> list[InboxEntry]:
+        """Entries in ``agent``'s inbox, oldest first, without changing it."""
+        entries = self._file(agent).read()
+        return [e for e in entries if not e.read] if unread_only else entries
+
+    def pending(self, agent: str) -> list[InboxEntry]:
+        """Undelivered entries (same as ``read(unread_only=True)``)."""
+        return self.read(agent, unread_only=True)
+
+    def take(self, agent: str) -> list[InboxEntry]:
+        """Return the undelivered entries and prune the inbox in one locked cycle."""
+        def drain(entries: list[InboxEntry]) -> list[InboxEntry]:
+            undelivered = [e for e in entries if not e.read]
+            entries.clear()
+            return undelivered
+
+        return self._file(agent).update(drain)
+
+    def acknowledge(self, agent: str, msg_ids: Iterable[str]) -> int:
+        """Prune delivered entries by id (and any already marked read); return how many."""
+        ids = set(msg_ids)
+
+        def prune(entries: list[InboxEntry]) -> int:
+            before = len(entries)
+            entries[:] = [e for e in entries if not e.read and e.msg_id not in ids]
+            return before - len(entries)
+
+        return self._file(agent).update(prune)
+
+    # -- waiting -------------------------------------------------------------
+
+    def watcher(self, agent: str) -> ChangeWatcher:
+        """A change watcher on ``agent``'s inbox; close it when done."""
+        path = self.home.inbox_path(self.team, agent)
+        ensure_dir(path.parent)
+        return watch_file(path, events=self.events)
+
+    def wait(self, agent: str, timeout: float, *, watcher: ChangeWatcher | None = None) -> bool:
+        """Block until ``agent`` has undelivered entries (True) or ``timeout`` passes (False).
+
+        Woken by file-change events; pass a long-lived ``watcher`` to avoid
+        setting one up per call.
+        """
+        own = watcher is None
+        active = watcher or self.watcher(agent)
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                if self.pending(agent):
+                    return True
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                active.wait(remaining)
+        finally:
+            if own:
+                active.close()
+
+    def _file(self, agent: str) -> LockedJsonFile[list[InboxEntry]]:
+        return LockedJsonFile(self.home.inbox_path(self.team, agent), InboxCodec())
+
+
+def _check_size(text: str) -> None:
+    size = len(text.encode("utf-8", errors="surrogatepass"))
+    if size > MAX_MESSAGE_BYTES:
+        raise UsageError(
+            f"message is {size} bytes; the limit is {MAX_MESSAGE_BYTES} — put large content in a file and send its path"
+        )

@@ -1,0 +1,259 @@
+"""Pydantic models for everything on disk and in inboxes (spec/PROTOCOL.md).
+
+Models keep unknown fields (``extra="allow"``) and are dumped with
+``exclude_unset`` so a rewrite preserves what another writer put there.
+``parse_frame`` turns an inbox entry's text into a typed frame or leaves it as
+plain text; a malformed frame is text, never an exception.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, TypeAdapter, ValidationError
+from pydantic.alias_generators import to_camel
+
+log = logging.getLogger(__name__)
+
+COLORS = ("blue", "green", "yellow", "purple", "orange", "pink", "cyan", "red")
+
+
+class _Wire(BaseModel):
+    """Base for models read from or written to disk."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    def wire(self) -> dict[str, Any]:
+        """The JSON object as it goes on disk."""
+        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+class _CamelWire(_Wire):
+    model_config = ConfigDict(extra="allow", populate_by_name=True, alias_generator=to_camel)
+
+
+# -- inbox ---------------------------------------------------------------
+
+
+class InboxEntry(_Wire):
+    sender: StrictStr = Field(alias="from")
+    text: StrictStr
+    timestamp: StrictStr
+    read: bool = False
+    color: str | None = None
+    summary: str | None = None
+    type: str | None = None
+    msg_id: str | None = None
+    msg_v: int | None = Field(default=None, alias="msgV")
+    from_plugin: str | None = None
+    lead_sig: str | None = None
+
+
+# -- team file -------------------------------------------------------------
+
+
+class Member(_CamelWire):
+    agent_id: StrictStr
+    name: StrictStr
+    agent_type: str | None = None
+    model: str | None = None
+    prompt: str | None = None
+    color: str | None = None
+    plan_mode_required: bool = False
+    joined_at: int = 0
+    tmux_pane_id: str = ""
+    cwd: str = ""
+    worktree_path: str | None = None
+    session_id: str | None = None
+    subscriptions: list[Any] = Field(default_factory=list)
+    backend_type: str | None = None
+    is_active: bool | None = None
+    mode: str | None = None
+    pid: int | None = None
+
+
+class TeamFile(_CamelWire):
+    name: StrictStr
+    description: str | None = None
+    created_at: int = 0
+    lead_agent_id: StrictStr
+    lead_session_id: str | None = None
+    members: list[Member] = Field(default_factory=list)
+
+    def member(self, name: str) -> Member | None:
+        return next((m for m in self.members if m.name == name), None)
+
+
+# -- tasks -------------------------------------------------------------------
+
+
+class Task(_CamelWire):
+    id: StrictStr
+    subject: StrictStr
+    description: str = ""
+    active_form: str | None = None
+    owner: str | None = None
+    status: Literal["pending", "in_progress", "completed"] = "pending"
+    blocks: list[str] = Field(default_factory=list)
+    blocked_by: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+# -- frames ------------------------------------------------------------------
+
+
+class ShutdownRequest(_CamelWire):
+    type: Literal["shutdown_request"] = "shutdown_request"
+    request_id: StrictStr
+    sender: StrictStr = Field(alias="from")
+    reason: str | None = None
+    timestamp: StrictStr
+
+
+class ShutdownApproved(_CamelWire):
+    type: Literal["shutdown_approved"] = "shutdown_approved"
+    request_id: StrictStr
+    sender: StrictStr = Field(alias="from")
+    timestamp: StrictStr
+    pane_id: str = ""
+    backend_type: str = ""
+
+
+class ShutdownRejected(_CamelWire):
+    type: Literal["shutdown_rejected"] = "shutdown_rejected"
+    request_id: StrictStr
+    sender: StrictStr = Field(alias="from")
+    reason: StrictStr
+    timestamp: StrictStr
+
+
+class PlanApprovalRequest(_CamelWire):
+    type: Literal["plan_approval_request"] = "plan_approval_request"
+    request_id: StrictStr
+    sender: StrictStr = Field(alias="from")
+    timestamp: StrictStr
+    plan_file_path: str = ""
+    plan_content: StrictStr
+
+
+class PlanApprovalResponse(_CamelWire):
+    type: Literal["plan_approval_response"] = "plan_approval_response"
+    request_id: StrictStr
+    approved: bool
+    feedback: str | None = None
+    timestamp: StrictStr
+    permission_mode: str | None = None
+
+
+class PermissionRequest(_Wire):
+    type: Literal["permission_request"] = "permission_request"
+    request_id: StrictStr
+    agent_id: StrictStr
+    tool_name: StrictStr
+    tool_use_id: StrictStr
+    description: str = ""
+    input: dict[str, Any]
+    permission_suggestions: list[Any] = Field(default_factory=list)
+
+
+class PermissionResponseBody(_Wire):
+    updated_input: dict[str, Any] | None = None
+    permission_updates: list[Any] | None = None
+
+
+class PermissionResponse(_Wire):
+    type: Literal["permission_response"] = "permission_response"
+    request_id: StrictStr
+    subtype: Literal["success", "error"]
+    response: PermissionResponseBody | None = None
+    error: str | None = None
+
+
+class IdleNotification(_CamelWire):
+    type: Literal["idle_notification"] = "idle_notification"
+    sender: StrictStr = Field(alias="from")
+    timestamp: StrictStr
+    idle_reason: Literal["available", "interrupted", "failed"] | None = None
+    summary: str | None = None
+    completed_task_id: str | None = None
+    completed_status: Literal["resolved", "blocked", "failed"] | None = None
+    failure_reason: str | None = None
+    result: str | None = None
+
+
+class TaskAssignment(_CamelWire):
+    type: Literal["task_assignment"] = "task_assignment"
+    task_id: StrictStr
+    subject: StrictStr
+    description: str = ""
+    assigned_by: StrictStr
+    timestamp: StrictStr
+
+
+class TaskCompleted(_CamelWire):
+    type: Literal["task_completed"] = "task_completed"
+    sender: str | None = Field(default=None, alias="from")
+    task_id: StrictStr
+    task_subject: str | None = None
+    timestamp: str | None = None
+
+
+class TeammateTerminated(_Wire):
+    type: Literal["teammate_terminated"] = "teammate_terminated"
+    message: StrictStr
+
+
+Frame = Annotated[
+    Union[
+        ShutdownRequest,
+        ShutdownApproved,
+        ShutdownRejected,
+        PlanApprovalRequest,
+        PlanApprovalResponse,
+        PermissionRequest,
+        PermissionResponse,
+        IdleNotification,
+        TaskAssignment,
+        TaskCompleted,
+        TeammateTerminated,
+    ],
+    Field(discriminator="type"),
+]
+_FRAME = TypeAdapter(Frame)
+FRAME_TYPES = frozenset(
+    m.model_fields["type"].default
+    for m in (
+        ShutdownRequest, ShutdownApproved, ShutdownRejected, PlanApprovalRequest,
+        PlanApprovalResponse, PermissionRequest, PermissionResponse, IdleNotification,
+        TaskAssignment, TaskCompleted, TeammateTerminated,
+    )
+)
+
+
+def parse_frame(text: str) -> Frame | str:
+    """The typed frame carried by ``text``, or ``text`` itself if it is not one.
+
+    Never raises: text that is not JSON, JSON that is not an object, an unknown
+    ``type`` or a frame with missing/invalid fields all come back as text.
+    """
+    if not text.startswith("{"):
+        return text
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError:
+        return text
+    if not isinstance(obj, dict) or obj.get("type") not in FRAME_TYPES:
+        return text
+    try:
+        return _FRAME.validate_python(obj)
+    except ValidationError as exc:
+        log.warning("malformed frame treated as text", extra={"type": obj.get("type"), "errors": exc.error_count()})
+        return text
+
+
+def frame_text(frame: _Wire) -> str:
+    """Serialise a frame for an inbox entry's ``text``."""
+    data = frame.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return json.dumps(data, ensure_ascii=False)

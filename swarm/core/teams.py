@@ -1,0 +1,163 @@
+"""The team file: create, list, show, delete, and member changes, all locked."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+from typing import Any
+
+from swarm.core.clock import now_ms
+from swarm.core.codecs import TeamCodec
+from swarm.core.home import Home, ensure_dir
+from swarm.core.jsonfile import LockedJsonFile
+from swarm.core.names import LEAD_NAME, agent_id, validate_name
+from swarm.core.protocol import COLORS, Member, TeamFile
+from swarm.errors import ConflictError, NotFoundError
+
+
+class TeamStore:
+    """All team files under one home."""
+
+    def __init__(self, home: Home) -> None:
+        self.home = home
+
+    def _file(self, team: str) -> LockedJsonFile[TeamFile | None]:
+        return LockedJsonFile(self.home.config_path(team), TeamCodec(), indent=2)
+
+    # -- teams -------------------------------------------------------------
+
+    def create(self, team: str, description: str | None = None, *, cwd: str | None = None,
+               lead_session_id: str | None = None) -> TeamFile:
+        """Create ``team`` with its ``team-lead`` member; ConflictError if it exists."""
+        validate_name(team, "team name")
+        if self._file(team).exists():
+            raise ConflictError(f"team {team!r} already exists; pick another name or `swarm team delete {team}`")
+        ensure_dir(self.home.inboxes_dir(team))
+        stamp = now_ms()
+        lead = Member(agent_id=agent_id(LEAD_NAME, team), name=LEAD_NAME, agent_type=LEAD_NAME,
+                      joined_at=stamp, tmux_pane_id="leader", cwd=cwd or os.getcwd(),
+                      subscriptions=[], is_active=True)
+        fresh = TeamFile(name=team, created_at=stamp, lead_agent_id=lead.agent_id, members=[lead])
+        if description:
+            fresh.description = description
+        if lead_session_id:
+            fresh.lead_session_id = lead_session_id
+
+        def put(current: TeamFile | None) -> tuple[TeamFile, TeamFile]:
+            if current is not None:
+                raise ConflictError(f"team {team!r} already exists")
+            return fresh, fresh
+
+        return self._file(team).transform(put)
+
+    def list(self) -> list[TeamFile]:
+        """Every team in the home, by name; unreadable ones are skipped."""
+        if not self.home.teams_dir.is_dir():
+            return []
+        teams = []
+        for entry in sorted(self.home.teams_dir.iterdir()):
+            if entry.is_dir() and (entry / "config.json").exists():
+                team = self._file(entry.name).read()
+                if team is not None:
+                    teams.append(team)
+        return teams
+
+    def get(self, team: str) -> TeamFile:
+        found = self._file(team).read()
+        if found is None:
+            raise NotFoundError(f"team {team!r} not found; `swarm team list` shows the teams, `swarm team create {team}` makes it")
+        return found
+
+    def exists(self, team: str) -> bool:
+        return self._file(team).exists()
+
+    def delete(self, team: str, *, force: bool = False) -> TeamFile:
+        """Remove the team directory (inboxes, logs, transcripts) and its tasks.
+
+        Refused while a member other than the lead is active, unless ``force``.
+        The directory is first renamed aside (atomic) so no reader sees half a team.
+        """
+        def check(current: TeamFile) -> TeamFile:
+            active = [m.name for m in current.members if m.is_active and m.name != LEAD_NAME]
+            if active and not force:
+                raise ConflictError(
+                    f"team {team!r} has active members ({', '.join(active)}); "
+                    f"shut them down first or pass --force"
+                )
+            return current
+
+        removed = self.modify(team, check)
+        tomb = self.home.teams_dir / f".deleted-{team}-{now_ms()}"
+        os.replace(self.home.team_dir(team), tomb)
+        shutil.rmtree(tomb, ignore_errors=True)
+        shutil.rmtree(self.home.tasks_dir(team), ignore_errors=True)
+        return removed
+
+    # -- members -------------------------------------------------------------
+
+    def add_member(self, team: str, member: Member, *, replace_inactive: bool = True) -> Member:
+        """Add ``member``; a live member of that name is a ConflictError.
+
+        An inactive member of the same name is replaced when ``replace_inactive``.
+        A color is assigned when the member has none.
+        """
+        validate_name(member.name, "agent name")
+
+        def add(current: TeamFile) -> Member:
+            existing = current.member(member.name)
+            if existing is not None:
+                if existing.is_active or not replace_inactive or member.name == LEAD_NAME:
+                    raise ConflictError(
+                        f"team {team!r} already has a member named {member.name!r}; pick another name"
+                    )
+                current.members.remove(existing)
+            if member.color is None:
+                member.color = _free_color(current)
+            current.members.append(member)
+            return member
+
+        return self.modify(team, add)
+
+    def update_member(self, team: str, name: str, **changes: Any) -> Member:
+        """Set fields (python names, e.g. ``is_active=False``) on member ``name``."""
+        def apply(current: TeamFile) -> Member:
+            member = _require_member(current, team, name)
+            for key, value in changes.items():
+                setattr(member, key, value)
+            return member
+
+        return self.modify(team, apply)
+
+    def remove_member(self, team: str, name: str) -> Member:
+        if name == LEAD_NAME:
+            raise ConflictError("the team-lead member cannot be removed; delete the team instead")
+
+        def drop(current: TeamFile) -> Member:
+            member = _require_member(current, team, name)
+            current.members.remove(member)
+            return member
+
+        return self.modify(team, drop)
+
+    def modify(self, team: str, change: Callable[[TeamFile], Any]) -> Any:
+        """Run ``change`` on the team file under its lock (NotFoundError if missing)."""
+        def guarded(current: TeamFile | None) -> Any:
+            if current is None:
+                raise NotFoundError(f"team {team!r} not found; `swarm team list` shows the teams")
+            return change(current)
+
+        return self._file(team).update(guarded)
+
+def _require_member(team_file: TeamFile, team: str, name: str) -> Member:
+    member = team_file.member(name)
+    if member is None:
+        names = ", ".join(m.name for m in team_file.members)
+        raise NotFoundError(f"no member {name!r} in team {team!r}; members: {names}")
+    return member
+
+
+def _free_color(team_file: TeamFile) -> str:
+    used = {m.color for m in team_file.members}
+    free = [c for c in COLORS if c not in used]
+    return free[0] if free else COLORS[len(team_file.members) % len(COLORS)]

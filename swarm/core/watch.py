@@ -1,0 +1,111 @@
+"""Wake up when a file in a directory changes: inotify, or polling as a fallback.
+
+Writers replace files atomically (``os.replace``), so the directory is watched,
+not the file: the rename shows up as ``IN_MOVED_TO`` for the file's name.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Protocol
+
+log = logging.getLogger(__name__)
+
+POLL_INTERVAL = 0.05
+
+
+class ChangeWatcher(Protocol):
+    """Blocks until the watched file may have changed, or a timeout."""
+
+    def wait(self, timeout: float) -> bool:
+        """Return True if a change was seen, False on timeout."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class InotifyWatcher:
+    """Event-driven watcher for one file name in one directory (Linux)."""
+
+    def __init__(self, path: Path) -> None:
+        from inotify_simple import INotify, flags
+
+        self._name = path.name
+        self._inotify = INotify()
+        mask = flags.MOVED_TO | flags.CLOSE_WRITE | flags.CREATE | flags.DELETE
+        self._inotify.add_watch(str(path.parent), mask)
+
+    def wait(self, timeout: float) -> bool:
+        deadline = time.monotonic() + max(timeout, 0.0)
+        while True:
+            remaining_ms = max(0, int((deadline - time.monotonic()) * 1000))
+            events = self._inotify.read(timeout=remaining_ms)
+            if any(event.name == self._name for event in events):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+
+    def close(self) -> None:
+        self._inotify.close()
+
+
+class PollingWatcher:
+    """Fallback watcher: compares the file's stat every ``interval`` seconds."""
+
+    def __init__(self, path: Path, interval: float = POLL_INTERVAL) -> None:
+        self._path = path
+        self._interval = interval
+        self._last = self._signature()
+
+    def _signature(self) -> tuple[int, int, int] | None:
+        try:
+            st = os.stat(self._path)
+        except FileNotFoundError:
+            return None
+        return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+    def wait(self, timeout: float) -> bool:
+        deadline = time.monotonic() + max(timeout, 0.0)
+        while True:
+            current = self._signature()
+            if current != self._last:
+                self._last = current
+                return True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            time.sleep(min(self._interval, remaining))
+
+    def close(self) -> None:
+        return None
+
+
+def watch_file(path: Path, *, events: bool = True) -> ChangeWatcher:
+    """An inotify watcher when available (and ``events``), else polling.
+
+    The parent directory must exist.
+    """
+    if events:
+        try:
+            return InotifyWatcher(path)
+        except (ImportError, OSError) as exc:
+            log.info("file events unavailable, polling instead", extra={"path": str(path), "reason": str(exc)})
+    return PollingWatcher(path)
+
+
+class Watching:
+    """Context manager form: ``with Watching(path) as w: w.wait(1.0)``."""
+
+    def __init__(self, path: Path, *, events: bool = True) -> None:
+        self._watcher = watch_file(path, events=events)
+
+    def __enter__(self) -> ChangeWatcher:
+        return self._watcher
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._watcher.close()

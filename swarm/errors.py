@@ -1,0 +1,58 @@
+"""The project's exception tree.
+
+Every error a user can cause or meet is one of these, with a message that says
+what was wrong and what to do. Third-party errors are translated into them at
+one boundary (``raise ... from exc``); the CLI catches only ``SwarmError``.
+
+    SwarmError
+    ├── UsageError            bad input: names, sizes, arguments (exit 2)
+    │   └── InvalidNameError
+    ├── NotFoundError         unknown team, member, request, file
+    ├── ConflictError         the thing exists already / is still active
+    ├── LockTimeoutError      a lock was held longer than the bounded wait
+    ├── CorruptFileError      a file could not be parsed (after quarantine)
+    ├── BackendError          tmux / subprocess / git could not do its job
+    └── ModelError            a model provider failed after its retries
+"""
+
+from __future__ import annotations
+
+
+class SwarmError(Exception):
+    """Base of every error swarm raises on purpose."""
+
+    exit_code = 1
+
+
+class UsageError(SwarmError):
+    """The input was wrong; fixing the command fixes it."""
+
+    exit_code = 2
+
+
+class InvalidNameError(UsageError):
+    """A team or agent name that cannot become a path component."""
+
+
+class NotFoundError(SwarmError):
+    """A team, member, request or file that does not exist."""
+
+
+class ConflictError(SwarmError):
+    """The operation clashes with existing state."""
+
+
+class LockTimeoutError(SwarmError):
+    """A file lock was not acquired within its bounded wait."""
+
+
+class CorruptFileError(SwarmError):
+    """A JSON file did not parse."""
+
+
+class BackendError(SwarmError):
+    """A process backend (tmux, subprocess) or git failed."""
+
+
+class ModelError(SwarmError):
+    """A model provider failed and will not be retried further."""

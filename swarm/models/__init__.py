@@ -1,0 +1,1 @@
+"""Model providers: anthropic (real SDK) and scripted (offline, deterministic)."""

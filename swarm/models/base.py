@@ -1,0 +1,57 @@
+"""The one small interface every model provider implements."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, Field
+
+from swarm.agent.messages import Message, TextBlock, ToolUseBlock, Usage
+
+
+class ToolSpec(BaseModel):
+    """A tool as the model sees it."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+class ModelRequest(BaseModel):
+    system: str = ""
+    messages: list[Message]
+    tools: list[ToolSpec] = Field(default_factory=list)
+    max_tokens: int = 8192
+
+
+StopReason = Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "refusal", "pause_turn"]
+
+
+class ModelResponse(BaseModel):
+    content: list[TextBlock | ToolUseBlock]
+    stop_reason: StopReason | None = "end_turn"
+    usage: Usage = Field(default_factory=Usage)
+    model: str = ""
+
+    def message(self) -> Message:
+        return Message(role="assistant", content=list(self.content))
+
+
+class ModelProvider(Protocol):
+    """Turns a request into the model's next assistant message.
+
+    Implementations raise ``swarm.errors.ModelError`` for failures that are
+    final (after their own retries), with a message a user can act on.
+    """
+
+    @property
+    def name(self) -> str:
+        """Provider name, e.g. ``anthropic`` or ``scripted``."""
+        ...
+
+    @property
+    def model(self) -> str:
+        """The model id requests go to."""
+        ...
+
+    def complete(self, request: ModelRequest) -> ModelResponse: ...
