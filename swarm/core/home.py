@@ -25,8 +25,19 @@ def default_root(env: os._Environ[str] | dict[str, str] | None = None) -> Path:
 
 
 def ensure_dir(path: Path) -> Path:
-    """Create ``path`` (and parents) with mode 0700; return it."""
-    path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    """Create ``path`` and any missing parents, each with mode 0700; return it."""
+    if path.is_dir():
+        return path
+    missing = []
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        missing.append(probe)
+        probe = probe.parent
+    for directory in reversed(missing):
+        try:
+            directory.mkdir(mode=DIR_MODE)
+        except FileExistsError:
+            pass
     return path
 
 

@@ -17,7 +17,7 @@ def _describe(char: str) -> str:
     if char == "\x00":
         return "NUL"
     if char.isprintable() and not char.isspace():
-        return f"{char!r}"
+        return f"{char!r}" if char.isascii() else f"{char!r} (U+{ord(char):04X})"
     name = unicodedata.name(char, "")
     return f"U+{ord(char):04X}" + (f" ({name.lower()})" if name else "")
 

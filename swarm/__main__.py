@@ -1,0 +1,3 @@
+from swarm.cli.main import main
+
+main()

@@ -1,0 +1,292 @@
+"""Read, Write and Edit: the file tools, with Claude Code's names and fields.
+
+All three take ``file_path`` absolute or relative to the agent's cwd. Read
+streams the file (so a 20 MB log read with ``offset``/``limit`` never sits in
+memory whole) and numbers lines like ``cat -n``. Write and Edit check the
+agent's write roots first, then replace the file atomically: a temp file in
+the same directory, fsynced, ``os.replace``-d over the target, keeping an
+existing file's mode. Every ``OSError`` becomes a ``ToolError`` here.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import secrets
+from collections.abc import Iterator
+from itertools import islice
+from pathlib import Path
+from typing import BinaryIO
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from swarm.agent.tools.base import Tool, ToolContext, ToolError
+
+DEFAULT_LIMIT = 2000
+MAX_LINE_CHARS = 2000
+MAX_WHOLE_FILE_BYTES = 10 * 1024 * 1024
+SNIFF_BYTES = 8192
+
+
+# --- helpers shared with the other tool modules ------------------------------
+
+
+def os_error(exc: OSError, path: Path, verb: str) -> ToolError:
+    """Translate an OSError into a ToolError the model can act on."""
+    if isinstance(exc, FileNotFoundError):
+        return ToolError(f"file not found: {path}")
+    if isinstance(exc, IsADirectoryError):
+        return ToolError(f"{path} is a directory, not a file")
+    if isinstance(exc, PermissionError):
+        return ToolError(f"permission denied: cannot {verb} {path}")
+    return ToolError(f"cannot {verb} {path}: {exc.strerror or exc}")
+
+
+def looks_binary(head: bytes) -> bool:
+    """True if ``head`` (a file's first bytes) is not UTF-8 text."""
+    if b"\x00" in head:
+        return True
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+    except UnicodeDecodeError:
+        return True
+    return False
+
+
+def truncate_line(line: str, limit: int = MAX_LINE_CHARS) -> str:
+    """``line`` cut to ``limit`` chars, with a marker when cut."""
+    if len(line) <= limit:
+        return line
+    return f"{line[:limit]} [... line truncated, {len(line) - limit} more chars]"
+
+
+def _binary_error(path: Path) -> ToolError:
+    return ToolError(f"{path} looks like a binary file (not UTF-8 text); Read only shows text files")
+
+
+# --- Read --------------------------------------------------------------------
+
+
+class ReadInput(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    file_path: str = Field(description="Path of the file to read: absolute, or relative to the working directory.")
+    offset: int | None = Field(
+        default=None, ge=0,
+        description="1-based line number to start reading at. Give it (with limit) for files too large to read at once.",
+    )
+    limit: int | None = Field(
+        default=None, ge=1,
+        description=f"Number of lines to read (default {DEFAULT_LIMIT}).",
+    )
+
+
+class ReadTool(Tool[ReadInput]):
+    name = "Read"
+    description = (
+        "Read a text file from the local filesystem. Output lines are numbered like `cat -n` "
+        f"(line number, a tab, the line). Reads up to {DEFAULT_LIMIT} lines from the start unless "
+        "offset/limit are given; lines longer than 2000 characters are truncated. Files over 10 MB "
+        "must be read in pieces with offset/limit. Binary files are refused. To list a directory "
+        "use Glob or Bash `ls`."
+    )
+    input_model = ReadInput
+    read_only = True
+
+    def run(self, args: ReadInput, ctx: ToolContext) -> str:
+        path = ctx.resolve(args.file_path)
+        start = max(args.offset or 1, 1)
+        limit = args.limit or DEFAULT_LIMIT
+        try:
+            size = _check_readable(path, whole=args.offset is None and args.limit is None)
+            if size == 0:
+                return f"(the file {path} exists but is empty)"
+            with path.open("rb") as fh:
+                return _read_numbered(fh, path, start, limit)
+        except OSError as exc:
+            raise os_error(exc, path, "read") from exc
+
+
+def _check_readable(path: Path, whole: bool) -> int:
+    """The size of ``path``; ToolError for a directory or a too-large whole read."""
+    if path.is_dir():
+        raise ToolError(f"{path} is a directory; use Glob or Bash `ls` to list its contents")
+    size = path.stat().st_size
+    if whole and size > MAX_WHOLE_FILE_BYTES:
+        raise ToolError(
+            f"{path} is {size:,} bytes, over the {MAX_WHOLE_FILE_BYTES:,}-byte limit for a whole-file "
+            "read; use offset and limit to read part of it (or Grep to find the lines you need)"
+        )
+    return size
+
+
+def _read_numbered(fh: BinaryIO, path: Path, start: int, limit: int) -> str:
+    """Lines ``start .. start+limit-1`` of ``fh``, numbered, plus a note if more follow."""
+    if looks_binary(fh.read(SNIFF_BYTES)):
+        raise _binary_error(path)
+    fh.seek(0)
+    lines = _text_lines(fh, path)
+    skipped = sum(1 for _ in islice(lines, start - 1))
+    if skipped < start - 1:
+        return f"(the file {path} has only {skipped} lines; offset {start} is past the end)"
+    out = [f"{n:>6}\t{truncate_line(line)}" for n, line in enumerate(islice(lines, limit), start)]
+    if next(lines, None) is not None:
+        out.append(f"(more lines follow; continue with offset={start + len(out)})")
+    return "\n".join(out)
+
+
+def _text_lines(fh: BinaryIO, path: Path) -> Iterator[str]:
+    """Decoded lines of ``fh`` without their line endings, streamed."""
+    for raw in fh:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _binary_error(path) from exc
+        yield text.rstrip("\r\n")
+
+
+# --- atomic writes ------------------------------------------------------------
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically, keeping an existing file's mode.
+
+    Writes through a symlink to its target. Raises OSError (callers translate).
+    """
+    target = path.resolve() if path.is_symlink() else path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    mode = target.stat().st_mode & 0o7777 if target.exists() else None
+    tmp, fd = _create_temp(target)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+            if mode is not None:
+                os.fchmod(fh.fileno(), mode)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _create_temp(target: Path) -> tuple[Path, int]:
+    """A new temp file beside ``target`` (mode 0666 less the umask) and its fd."""
+    for _ in range(100):
+        tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            return tmp, os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"could not create a temp file beside {target}")
+
+
+# --- Write -------------------------------------------------------------------
+
+
+class WriteInput(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    file_path: str = Field(description="Path of the file to write: absolute, or relative to the working directory.")
+    content: str = Field(description="The complete new content of the file.")
+
+
+class WriteTool(Tool[WriteInput]):
+    name = "Write"
+    description = (
+        "Write a file, replacing it if it exists and creating missing parent directories. "
+        "The content is the whole file. To change part of an existing file, prefer Edit."
+    )
+    input_model = WriteInput
+    read_only = False
+
+    def run(self, args: WriteInput, ctx: ToolContext) -> str:
+        path = ctx.resolve(args.file_path)
+        ctx.check_writable(path)
+        data = args.content.encode("utf-8")
+        try:
+            if path.is_dir():
+                raise ToolError(f"{path} is a directory; give the path of a file to write")
+            existed = path.exists()
+            atomic_write(path, data)
+        except OSError as exc:
+            raise os_error(exc, path, "write") from exc
+        verb = "Overwrote" if existed else "Created"
+        return f"{verb} {path} ({len(data)} bytes)"
+
+
+# --- Edit --------------------------------------------------------------------
+
+
+class EditInput(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    file_path: str = Field(description="Path of the file to edit: absolute, or relative to the working directory.")
+    old_string: str = Field(
+        description="The exact text to replace, including whitespace and indentation. "
+        "It must occur exactly once unless replace_all is true."
+    )
+    new_string: str = Field(description="The text to put in its place (must differ from old_string).")
+    replace_all: bool = Field(default=False, description="Replace every occurrence of old_string (default false).")
+
+
+class EditTool(Tool[EditInput]):
+    name = "Edit"
+    description = (
+        "Replace an exact string in an existing file. old_string must match the file exactly "
+        "(whitespace and indentation included) and occur once, unless replace_all is true. "
+        "Read the file first. To create a new file use Write."
+    )
+    input_model = EditInput
+    read_only = False
+
+    def run(self, args: EditInput, ctx: ToolContext) -> str:
+        path = ctx.resolve(args.file_path)
+        ctx.check_writable(path)
+        _check_edit_args(args)
+        try:
+            text = _read_text(path)
+            new_text, count = _replace(text, args, path)
+            atomic_write(path, new_text.encode("utf-8"))
+        except OSError as exc:
+            raise os_error(exc, path, "edit") from exc
+        plural = "occurrence" if count == 1 else "occurrences"
+        return f"Edited {path}: replaced {count} {plural}"
+
+
+def _check_edit_args(args: EditInput) -> None:
+    if args.old_string == "":
+        raise ToolError("old_string is empty; give the exact text to replace (use Write to create or overwrite a file)")
+    if args.old_string == args.new_string:
+        raise ToolError("old_string and new_string are identical; nothing would change")
+
+
+def _read_text(path: Path) -> str:
+    """The whole text of ``path``, for Edit; ToolError if missing or binary."""
+    if not path.exists():
+        raise ToolError(f"file not found: {path} (Edit changes existing files; use Write to create one)")
+    if path.is_dir():
+        raise ToolError(f"{path} is a directory, not a file")
+    data = path.read_bytes()
+    if looks_binary(data[:SNIFF_BYTES]):
+        raise ToolError(f"{path} looks like a binary file; Edit only changes UTF-8 text files")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ToolError(f"{path} is not valid UTF-8 text; Edit only changes UTF-8 text files") from exc
+
+
+def _replace(text: str, args: EditInput, path: Path) -> tuple[str, int]:
+    """``text`` with the replacement made, and the number of replacements."""
+    count = text.count(args.old_string)
+    if count == 0:
+        raise ToolError(
+            f"old_string was not found in {path}. It must match exactly, including whitespace, "
+            "indentation and line endings; Read the file and copy the text from it."
+        )
+    if count > 1 and not args.replace_all:
+        raise ToolError(
+            f"old_string occurs {count} times in {path}; add surrounding lines to make it unique, "
+            "or set replace_all to true to replace every occurrence"
+        )
+    return text.replace(args.old_string, args.new_string), count

@@ -1,0 +1,306 @@
+"""Bash: run a shell command in the agent's cwd, with a timeout that kills the tree.
+
+Each command runs as ``/bin/bash -c COMMAND`` (``sh`` where bash is missing)
+in its own session, stdin from /dev/null, inheriting the environment. Stdout
+and stderr go into one pipe, drained on a thread so a chatty child never
+blocks on a full pipe; the text kept is capped to its head and tail.
+
+Ending a command (timeout, or leftovers still attached to the output after
+the shell exits) is one function, ``kill_tree``: collect every descendant and
+every process of the command's session first (so children that escaped the
+process group are not missed), SIGTERM them, wait a short grace, SIGKILL what
+is left. ``ProcessLookupError`` / ``NoSuchProcess`` mean the job is done.
+
+Results, following Claude Code:
+
+- exit code 0 → the output (or ``(no output)``);
+- non-zero exit → an *error* result (``ToolError``) with the output and
+  ``exit code N`` (or ``killed by signal SIGNAME``) on the last line;
+- timeout → an error result saying so, with the output so far;
+- ``run_in_background`` → returns at once with the pid and a log file; the
+  ``Popen`` goes into ``ctx.background`` for the agent's owner to stop.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections import deque
+from collections.abc import Collection, Iterable
+from contextlib import suppress
+from pathlib import Path
+from typing import IO, cast
+
+import psutil
+from pydantic import BaseModel, ConfigDict, Field
+
+from swarm.agent.tools.base import Tool, ToolContext, ToolError
+
+DEFAULT_TIMEOUT_MS = 120_000
+MAX_TIMEOUT_MS = 600_000
+MAX_OUTPUT_CHARS = 30_000
+KILL_GRACE_SECONDS = 2.0
+DRAIN_SECONDS = 1.0
+"""How long output may keep flowing after the shell itself has exited."""
+
+Popen = subprocess.Popen[bytes]
+
+
+class BashInput(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    command: str = Field(description="The shell command to run (bash syntax).")
+    timeout: int | None = Field(
+        default=None, ge=1,
+        description=f"Timeout in milliseconds (default {DEFAULT_TIMEOUT_MS}, max {MAX_TIMEOUT_MS}).",
+    )
+    description: str | None = Field(
+        default=None, description="A short description (5-10 words) of what the command does."
+    )
+    run_in_background: bool = Field(
+        default=False,
+        description="Start the command in the background and return at once with its pid and a log "
+        "file to Read for its output. Use for servers and other long-running processes.",
+    )
+
+
+class BashTool(Tool[BashInput]):
+    name = "Bash"
+    description = (
+        "Run a bash command in the working directory and return its combined stdout and stderr. "
+        f"Times out after {DEFAULT_TIMEOUT_MS} ms by default (timeout, in ms, up to {MAX_TIMEOUT_MS}); "
+        "on timeout the command and all processes it started are killed. A non-zero exit code is "
+        f"reported as an error. Output over {MAX_OUTPUT_CHARS} characters is cut in the middle. "
+        "stdin is /dev/null, so interactive commands will not work. Use run_in_background for "
+        "long-running processes such as servers. Prefer Read, Glob and Grep to cat, find and grep."
+    )
+    input_model = BashInput
+    read_only = False
+
+    def __init__(self, shell: str | None = None) -> None:
+        self._shell = shell or _default_shell()
+        self._log_dir: Path | None = None
+
+    def run(self, args: BashInput, ctx: ToolContext) -> str:
+        if args.run_in_background:
+            return self._start_background(args.command, ctx)
+        timeout_ms = min(args.timeout or DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS)
+        return self._run_foreground(args.command, timeout_ms, ctx)
+
+    def _run_foreground(self, command: str, timeout_ms: int, ctx: ToolContext) -> str:
+        proc = self._spawn(command, ctx, subprocess.PIPE)
+        capture = OutputCapture(cast(IO[bytes], proc.stdout), MAX_OUTPUT_CHARS)
+        timed_out = lingering = False
+        try:
+            timed_out = not _wait(proc, timeout_ms / 1000)
+            lingering = not timed_out and not capture.join(DRAIN_SECONDS)
+        finally:
+            if timed_out or lingering or proc.returncode is None:
+                kill_tree(proc)
+                capture.join(DRAIN_SECONDS)
+        if timed_out:
+            raise ToolError(f"Command timed out after {timeout_ms} ms and was killed.\n{_body(capture.text())}")
+        return _result(capture.text(), proc.returncode, lingering)
+
+    def _start_background(self, command: str, ctx: ToolContext) -> str:
+        log = self._new_log()
+        with log.open("wb") as out:
+            proc = self._spawn(command, ctx, out)
+        ctx.background.append(proc)
+        return (
+            f"Started in the background: pid {proc.pid}. Output (stdout and stderr) goes to {log}; "
+            "Read that file to follow it. The process is stopped when this agent finishes."
+        )
+
+    def _spawn(self, command: str, ctx: ToolContext, stdout: int | IO[bytes]) -> Popen:
+        try:
+            return subprocess.Popen(
+                [self._shell, "-c", command], cwd=ctx.cwd, env=dict(os.environ),
+                stdin=subprocess.DEVNULL, stdout=stdout, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise ToolError(f"could not start {self._shell} in {ctx.cwd}: {exc.strerror or exc}") from exc
+
+    def _new_log(self) -> Path:
+        try:
+            if self._log_dir is None or not self._log_dir.is_dir():
+                self._log_dir = Path(tempfile.mkdtemp(prefix="swarm-bash-"))
+            fd, name = tempfile.mkstemp(prefix="bg-", suffix=".log", dir=self._log_dir)
+            os.close(fd)
+        except OSError as exc:
+            raise ToolError(f"could not create a log file for the background command: {exc}") from exc
+        return Path(name)
+
+
+def _default_shell() -> str:
+    if os.access("/bin/bash", os.X_OK):
+        return "/bin/bash"
+    return shutil.which("bash") or shutil.which("sh") or "/bin/sh"
+
+
+def _wait(proc: Popen, seconds: float) -> bool:
+    """True if ``proc`` exited within ``seconds``."""
+    try:
+        proc.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        return False
+    return True
+
+
+# --- results -----------------------------------------------------------------
+
+
+def _body(output: str) -> str:
+    return output.rstrip("\n") or "(no output)"
+
+
+def _result(output: str, code: int, lingering: bool) -> str:
+    """The tool result for a command that finished; ToolError for a non-zero exit."""
+    text = _body(output)
+    if lingering:
+        text += (
+            "\n(processes the command left running still held its output open and were stopped; "
+            "use run_in_background for long-running processes)"
+        )
+    if code != 0:
+        raise ToolError(f"{text}\n{_exit_text(code)}")
+    return text
+
+
+def _exit_text(code: int) -> str:
+    if code >= 0:
+        return f"exit code {code}"
+    try:
+        return f"killed by signal {signal.Signals(-code).name}"
+    except ValueError:
+        return f"killed by signal {-code}"
+
+
+# --- output capture ----------------------------------------------------------
+
+
+class OutputCapture:
+    """Drains a byte stream on a daemon thread, keeping its head and tail as text.
+
+    Memory stays bounded however much the child writes: the first ``cap/2``
+    characters and roughly the last ``cap/2`` are kept, the rest only counted.
+    The thread closes the stream when it reaches end of file.
+    """
+
+    def __init__(self, stream: IO[bytes], cap: int = MAX_OUTPUT_CHARS) -> None:
+        self._stream = stream
+        self._half = cap // 2
+        self._head: list[str] = []
+        self._head_len = 0
+        self._tail: deque[str] = deque()
+        self._tail_len = 0
+        self._total = 0
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._drain, name="bash-output", daemon=True)
+        self._thread.start()
+
+    def join(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` s for end of file; True if it was reached."""
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def text(self) -> str:
+        """What was read so far, with a marker where the middle was dropped."""
+        with self._lock:
+            head = "".join(self._head)
+            tail = "".join(self._tail)[-self._half:] if self._tail else ""
+            omitted = self._total - len(head) - len(tail)
+        if omitted <= 0:
+            return head + tail
+        return f"{head}\n[... {omitted} chars truncated ...]\n{tail}"
+
+    def _drain(self) -> None:
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        fd = self._stream.fileno()
+        try:
+            while chunk := os.read(fd, 65536):
+                self._add(decoder.decode(chunk))
+            self._add(decoder.decode(b"", final=True))
+        except OSError:
+            pass  # the pipe broke: nothing more will come
+        finally:
+            self._stream.close()
+
+    def _add(self, text: str) -> None:
+        with self._lock:
+            self._total += len(text)
+            room = self._half - self._head_len
+            if room > 0:
+                self._head.append(text[:room])
+                self._head_len += len(text[:room])
+                text = text[room:]
+            if text:
+                self._tail.append(text)
+                self._tail_len += len(text)
+                while self._tail_len - len(self._tail[0]) >= self._half:
+                    self._tail_len -= len(self._tail.popleft())
+
+
+# --- killing a process tree --------------------------------------------------
+
+
+def kill_tree(proc: Popen, grace: float = KILL_GRACE_SECONDS) -> None:
+    """Stop ``proc`` (a session leader), its process group, its session and descendants.
+
+    SIGTERM first, SIGKILL after ``grace`` seconds for whatever is left. Safe to
+    call twice and on a process that has already exited.
+    """
+    targets = _members(proc.pid)
+    _signal(proc.pid, targets.values(), signal.SIGTERM)
+    if _wait_gone(proc, targets.values(), grace):
+        return
+    targets.update(_members(proc.pid))
+    _signal(proc.pid, targets.values(), signal.SIGKILL)
+    _wait_gone(proc, targets.values(), grace)
+
+
+def _members(leader: int) -> dict[int, psutil.Process]:
+    """Descendants of ``leader`` plus every process in its group or session."""
+    found: dict[int, psutil.Process] = {}
+    with suppress(psutil.Error):
+        found.update((p.pid, p) for p in psutil.Process(leader).children(recursive=True))
+    for p in psutil.process_iter():
+        with suppress(OSError):
+            if os.getpgid(p.pid) == leader or os.getsid(p.pid) == leader:
+                found.setdefault(p.pid, p)
+    found.pop(leader, None)
+    return found
+
+
+def _signal(leader: int, others: Iterable[psutil.Process], sig: signal.Signals) -> None:
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(leader, sig)
+    for p in others:
+        with suppress(psutil.Error):
+            p.send_signal(sig)
+
+
+def _wait_gone(proc: Popen, others: Collection[psutil.Process], timeout: float) -> bool:
+    """Poll until ``proc`` is reaped and ``others`` are gone (or zombies); True if so."""
+    deadline = time.monotonic() + timeout
+    while True:
+        proc.poll()
+        if proc.returncode is not None and not any(_alive(p) for p in others):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+
+
+def _alive(p: psutil.Process) -> bool:
+    try:
+        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False

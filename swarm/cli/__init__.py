@@ -1,0 +1,1 @@
+"""click commands: parse, call one runtime function, render (table or --json)."""

@@ -1,0 +1,111 @@
+"""``swarm send`` and ``swarm inbox``."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from swarm.cli.options import agent_name_callback, home_of, json_option, team_option
+from swarm.cli.render import emit_json, one_line, table
+from swarm.core.mailbox import Mailbox
+from swarm.core.names import BROADCAST, LEAD_NAME
+from swarm.core.protocol import InboxEntry
+from swarm.core.teams import TeamStore
+from swarm.errors import NotFoundError
+
+
+def _recipient(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    return value if value == BROADCAST else agent_name_callback(ctx, param, value)
+
+
+@click.command()
+@click.argument("name", callback=_recipient)
+@click.argument("message")
+@team_option
+@click.option("--from", "sender", default=LEAD_NAME, show_default=True, callback=agent_name_callback,
+              help="Sender; must be a member of the team.")
+@click.option("--summary", "-s", default=None, help="5-10 word preview shown to the recipient.")
+@json_option
+@click.pass_context
+def send(ctx: click.Context, name: str, message: str, team: str, sender: str,
+         summary: str | None, as_json: bool) -> None:
+    """Send MESSAGE to member NAME of the team ('*' for everyone but the sender).
+
+    MESSAGE '-' reads the message from stdin.
+    """
+    if message == "-":
+        message = sys.stdin.read()
+    home = home_of(ctx)
+    team_file = TeamStore(home).get(team)
+    member = team_file.member(sender)
+    if member is None:
+        names = ", ".join(m.name for m in team_file.members)
+        raise NotFoundError(f"sender {sender!r} is not a member of team {team!r}; members: {names}")
+    entries = Mailbox(home, team).send(name, message, sender=sender, summary=summary, color=member.color)
+    recipients = Mailbox(home, team).recipients(team_file, name, sender)
+    if as_json:
+        emit_json([{"to": to, **e.wire()} for to, e in zip(recipients, entries)])
+    elif not entries:
+        click.echo("no recipients: the team has no other members")
+    else:
+        click.echo(f"sent to {', '.join(recipients)}")
+
+
+@click.command()
+@click.argument("name", callback=agent_name_callback)
+@team_option
+@click.option("--unread", is_flag=True, help="Only entries not yet delivered.")
+@click.option("--take", is_flag=True, help="Remove the undelivered entries as they are shown.")
+@click.option("--follow", "-f", is_flag=True, help="Keep waiting and print entries as they arrive (Ctrl-C stops).")
+@json_option
+@click.pass_context
+def inbox(ctx: click.Context, name: str, team: str, unread: bool, take: bool, follow: bool,
+          as_json: bool) -> None:
+    """Show the inbox of member NAME."""
+    home = home_of(ctx)
+    team_file = TeamStore(home).get(team)
+    mailbox = Mailbox(home, team)
+    mailbox.recipients(team_file, name, sender="")  # NotFoundError for a non-member
+
+    def fetch() -> list[InboxEntry]:
+        return mailbox.take(name) if take else mailbox.read(name, unread_only=unread)
+
+    if not follow:
+        _show(fetch(), as_json, empty_note=f"inbox of {name} is empty")
+        return
+    _follow(mailbox, name, fetch, as_json)
+
+
+def _follow(mailbox: Mailbox, name: str, fetch: object, as_json: bool) -> None:
+    seen: set[str] = set()
+    watcher = mailbox.watcher(name)
+    try:
+        while True:
+            fresh = [e for e in fetch() if (e.msg_id or e.timestamp + e.text) not in seen]  # type: ignore[operator]
+            seen.update(e.msg_id or e.timestamp + e.text for e in fresh)
+            for entry in fresh:
+                if as_json:
+                    click.echo(json.dumps(entry.wire(), ensure_ascii=False))
+                else:
+                    _print_entry(entry)
+            watcher.wait(3600)
+    except KeyboardInterrupt:
+        return
+    finally:
+        watcher.close()
+
+
+def _show(entries: list[InboxEntry], as_json: bool, *, empty_note: str) -> None:
+    if as_json:
+        emit_json([e.wire() for e in entries])
+    elif not entries:
+        click.echo(empty_note)
+    else:
+        table(["time", "from", "summary / text", "read"],
+              [[e.timestamp, e.sender, one_line(e.summary or e.text), "yes" if e.read else "no"] for e in entries])
+
+
+def _print_entry(entry: InboxEntry) -> None:
+    click.echo(f"[{entry.timestamp}] {entry.sender}: {entry.text}")

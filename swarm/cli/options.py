@@ -1,0 +1,50 @@
+"""Options and context shared by commands."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from swarm.core.home import Home
+from swarm.core.names import validate_name
+from swarm.errors import InvalidNameError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def home_of(ctx: click.Context) -> Home:
+    home = ctx.find_object(Home)
+    if home is None:  # a command invoked outside the group (tests)
+        home = Home.from_env()
+        ctx.obj = home
+    return home
+
+
+def _name_callback(kind: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
+    def check(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if value is None:
+            return value
+        try:
+            return validate_name(value, kind)
+        except InvalidNameError as exc:
+            raise click.BadParameter(str(exc)) from exc
+
+    return check
+
+
+def team_option(func: F) -> F:
+    """``--team T`` (default ``$SWARM_TEAM``), validated as a name."""
+    return click.option(
+        "--team", "-t", envvar="SWARM_TEAM", required=True, show_envvar=True,
+        callback=_name_callback("team name"), help="Team name.",
+    )(func)
+
+
+def json_option(func: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")(func)
+
+
+team_name_argument = click.argument("name", callback=_name_callback("team name"))
+agent_name_callback = _name_callback("agent name")

@@ -1,0 +1,90 @@
+"""``swarm team create|list|show|delete``."""
+
+from __future__ import annotations
+
+import click
+
+from swarm.cli.options import home_of, json_option, team_name_argument
+from swarm.cli.render import emit_json, table
+from swarm.core.clock import now_ms
+from swarm.core.protocol import TeamFile
+from swarm.core.teams import TeamStore
+
+
+@click.group()
+def team() -> None:
+    """Create, list, show and delete teams."""
+
+
+@team.command("create")
+@team_name_argument
+@click.option("--description", "-d", default=None, help="What the team is for.")
+@json_option
+@click.pass_context
+def create(ctx: click.Context, name: str, description: str | None, as_json: bool) -> None:
+    """Create team NAME with its team-lead member."""
+    created = TeamStore(home_of(ctx)).create(name, description)
+    if as_json:
+        emit_json(_team_json(created))
+    else:
+        click.echo(f"created team {created.name} ({home_of(ctx).config_path(name)})")
+
+
+@team.command("list")
+@json_option
+@click.pass_context
+def list_(ctx: click.Context, as_json: bool) -> None:
+    """List the teams in the home."""
+    teams = TeamStore(home_of(ctx)).list()
+    if as_json:
+        emit_json([_team_json(t) for t in teams])
+        return
+    if not teams:
+        click.echo("no teams; create one with `swarm team create NAME`")
+        return
+    table(["team", "members", "active", "age", "description"], [
+        [t.name, len(t.members), sum(1 for m in t.members if m.is_active), _age(t.created_at), t.description or ""]
+        for t in teams
+    ])
+
+
+@team.command("show")
+@team_name_argument
+@json_option
+@click.pass_context
+def show(ctx: click.Context, name: str, as_json: bool) -> None:
+    """Show team NAME and its members."""
+    found = TeamStore(home_of(ctx)).get(name)
+    if as_json:
+        emit_json(_team_json(found))
+        return
+    click.echo(f"team {found.name}" + (f": {found.description}" if found.description else ""))
+    table(["name", "type", "backend", "pane/pid", "active", "color", "cwd"], [
+        [m.name, m.agent_type or "", m.backend_type or "", m.tmux_pane_id or (m.pid or ""),
+         "yes" if m.is_active else "no", m.color or "", m.cwd]
+        for m in found.members
+    ])
+
+
+@team.command("delete")
+@team_name_argument
+@click.option("--force", is_flag=True, help="Delete even while members are active.")
+@click.pass_context
+def delete(ctx: click.Context, name: str, force: bool) -> None:
+    """Delete team NAME: its inboxes, logs, transcripts and tasks."""
+    TeamStore(home_of(ctx)).delete(name, force=force)
+    click.echo(f"deleted team {name}")
+
+
+def _team_json(t: TeamFile) -> dict[str, object]:
+    doc = t.wire()
+    doc["members"] = [m.wire() for m in t.members]
+    return doc
+
+
+def _age(created_ms: int) -> str:
+    seconds = max(0, (now_ms() - created_ms) // 1000)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"

@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from swarm.cli.main import cli
+
+SWARM_EXE = Path(sys.executable).parent / "swarm"
+
+
+@pytest.fixture
+def run_cli() -> Callable[..., Result]:
+    """Invoke the CLI in-process (click's runner) with the test's environment."""
+    runner = CliRunner()
+
+    def invoke(*args: str, input: str | None = None) -> Result:
+        return runner.invoke(cli, list(args), input=input, catch_exceptions=False)
+
+    return invoke
+
+
+@pytest.fixture
+def run_exe(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """Run the installed ``swarm`` executable in a subprocess."""
+    if not SWARM_EXE.exists():
+        pytest.fail(f"installed swarm executable missing at {SWARM_EXE}; pip install the project first")
+    cwd = tmp_path / "cwd"
+    cwd.mkdir(exist_ok=True)
+
+    def run(*args: str, input: str | None = None, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(SWARM_EXE), *args], capture_output=True, text=True, input=input,
+                              cwd=cwd, env=dict(os.environ), timeout=timeout)
+
+    return run

@@ -1,0 +1,96 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from swarm.core.home import Home
+from swarm.core.mailbox import Mailbox
+from swarm.core.protocol import Member
+from swarm.core.teams import TeamStore
+from swarm.errors import ConflictError, NotFoundError
+
+
+def test_create_writes_team_file_with_lead(home: Home) -> None:
+    TeamStore(home).create("alpha", "does things")
+    doc = json.loads(home.config_path("alpha").read_text())
+    assert doc["name"] == "alpha"
+    assert doc["leadAgentId"] == "team-lead@alpha"
+    assert [m["name"] for m in doc["members"]] == ["team-lead"]
+    assert doc["members"][0]["agentId"] == "team-lead@alpha"
+    assert isinstance(doc["createdAt"], int) and doc["createdAt"] > 1_700_000_000_000
+
+
+def test_create_twice_conflicts(home: Home) -> None:
+    store = TeamStore(home)
+    store.create("alpha")
+    with pytest.raises(ConflictError, match="already exists"):
+        store.create("alpha")
+
+
+def test_list_and_get(home: Home) -> None:
+    store = TeamStore(home)
+    assert store.list() == []
+    store.create("b")
+    store.create("a")
+    assert [t.name for t in store.list()] == ["a", "b"]
+    with pytest.raises(NotFoundError, match="swarm team list"):
+        store.get("nope")
+
+
+def test_member_add_update_remove(home: Home) -> None:
+    store = TeamStore(home)
+    store.create("t")
+    added = store.add_member("t", Member(agent_id="bob@t", name="bob"))
+    assert added.color == "blue"
+    second = store.add_member("t", Member(agent_id="amy@t", name="amy"))
+    assert second.color not in (None, "blue")
+    store.update_member("t", "bob", is_active=True, pid=42)
+    bob = store.get("t").member("bob")
+    assert bob is not None and bob.is_active and bob.pid == 42
+    with pytest.raises(ConflictError):
+        store.add_member("t", Member(agent_id="bob@t", name="bob"))
+    store.remove_member("t", "bob")
+    assert store.get("t").member("bob") is None
+    with pytest.raises(NotFoundError, match="members: team-lead, amy"):
+        store.update_member("t", "bob", pid=1)
+
+
+def test_inactive_member_can_be_replaced(home: Home) -> None:
+    store = TeamStore(home)
+    store.create("t")
+    store.add_member("t", Member(agent_id="bob@t", name="bob", is_active=False, prompt="old"))
+    store.add_member("t", Member(agent_id="bob@t", name="bob", prompt="new"))
+    members = [m for m in store.get("t").members if m.name == "bob"]
+    assert len(members) == 1 and members[0].prompt == "new"
+
+
+def test_unknown_fields_survive_rewrite(home: Home) -> None:
+    store = TeamStore(home)
+    store.create("t")
+    path = home.config_path("t")
+    doc = json.loads(path.read_text())
+    doc["futureField"] = {"x": 1}
+    doc["members"][0]["claudeOnly"] = "keep me"
+    path.write_text(json.dumps(doc))
+    store.add_member("t", Member(agent_id="bob@t", name="bob"))
+    after = json.loads(path.read_text())
+    assert after["futureField"] == {"x": 1}
+    assert after["members"][0]["claudeOnly"] == "keep me"
+
+
+def test_delete_refused_while_active_unless_forced(home: Home) -> None:
+    store = TeamStore(home)
+    store.create("t")
+    store.add_member("t", Member(agent_id="bob@t", name="bob", is_active=True))
+    Mailbox(home, "t").send("bob", "hi", sender="team-lead")
+    tasks = home.tasks_dir("t")
+    tasks.mkdir(parents=True)
+    (tasks / "1.json").write_text("{}")
+    with pytest.raises(ConflictError, match="bob"):
+        store.delete("t")
+    assert home.inbox_path("t", "bob").exists()
+    store.delete("t", force=True)
+    assert not home.team_dir("t").exists()
+    assert not tasks.exists()
+    assert list(home.teams_dir.iterdir()) == []
