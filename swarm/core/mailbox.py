@@ -9,6 +9,7 @@ idempotent by that record). ``wait`` blocks on file-change events.
 
 from __future__ import annotations
 
+import hashlib
 import time
 import uuid
 from collections.abc import Iterable
@@ -98,13 +99,13 @@ class Mailbox:
 
         return self._file(agent).update(drain)
 
-    def acknowledge(self, agent: str, msg_ids: Iterable[str]) -> int:
-        """Prune delivered entries by id (and any already marked read); return how many."""
-        ids = set(msg_ids)
+    def acknowledge(self, agent: str, keys: Iterable[str]) -> int:
+        """Prune delivered entries by ``delivery_key`` (and any already marked read); return how many."""
+        ids = set(keys)
 
         def prune(entries: list[InboxEntry]) -> int:
             before = len(entries)
-            entries[:] = [e for e in entries if not e.read and e.msg_id not in ids]
+            entries[:] = [e for e in entries if not e.read and delivery_key(e) not in ids]
             return before - len(entries)
 
         return self._file(agent).update(prune)
@@ -140,6 +141,18 @@ class Mailbox:
 
     def _file(self, agent: str) -> LockedJsonFile[list[InboxEntry]]:
         return LockedJsonFile(self.home.inbox_path(self.team, agent), InboxCodec())
+
+
+def delivery_key(entry: InboxEntry) -> str:
+    """The id that names an entry for acknowledgement and de-duplication.
+
+    ``msg_id`` when present; entries written without one (older writers) get a
+    digest of sender, timestamp and text.
+    """
+    if entry.msg_id:
+        return entry.msg_id
+    digest = hashlib.sha256(f"{entry.sender}\0{entry.timestamp}\0{entry.text}".encode()).hexdigest()
+    return f"sha256:{digest[:32]}"
 
 
 def _check_size(text: str) -> None:

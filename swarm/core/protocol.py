@@ -72,6 +72,19 @@ class Member(_CamelWire):
     is_active: bool | None = None
     mode: str | None = None
     pid: int | None = None
+    # swarm additions (Claude Code ignores them):
+    proc_start: float | None = None
+    """The teammate process's create time, to tell a live pid from a reused one."""
+    status: str | None = None
+    """``starting``, ``idle``, ``busy`` or ``stopped``, written by the teammate."""
+    last_activity: int | None = None
+    """Epoch ms of the teammate's last turn start or end."""
+    tokens: int | None = None
+    """Tokens the teammate's model has used so far."""
+    playbook: str | None = None
+    """Scripted-model playbook path, when the teammate runs offline."""
+    tmux_socket: str | None = None
+    """tmux server (socket name or path) holding the teammate's pane."""
 
 
 class TeamFile(_CamelWire):

@@ -8,14 +8,18 @@ model as an error result (never a crash of the loop).
 from __future__ import annotations
 
 import subprocess
+import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel
 
 from swarm.models.base import ToolSpec
+
+if TYPE_CHECKING:
+    from swarm.core.mailbox import Mailbox
 
 I = TypeVar("I", bound=BaseModel)
 
@@ -35,8 +39,17 @@ class ToolContext:
     """Directories Write/Edit may touch; None means anywhere."""
     background: list[subprocess.Popen[bytes]] = field(default_factory=list)
     """Background processes started by tools; the loop's owner stops them."""
+    mailbox: Mailbox | None = None
+    """The team's mailbox when the agent is a teammate (SendMessage needs it)."""
+    cancel: threading.Event = field(default_factory=threading.Event)
+    """Set to stop the loop before its next model call (shutdown, SIGINT)."""
+    pane_id: str = ""
+    backend_type: str = ""
+    color: str | None = None
+    shutdown_decision: bool | None = None
+    """Set by SendMessage when the agent answers a shutdown request (True = approved)."""
     extras: dict[str, Any] = field(default_factory=dict)
-    """Services wired by the runtime (e.g. the mailbox for SendMessage)."""
+    """Further services wired by the runtime."""
 
     def resolve(self, file_path: str) -> Path:
         """``file_path`` made absolute against ``cwd`` (no symlink resolution)."""

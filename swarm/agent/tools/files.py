@@ -16,9 +16,10 @@ import secrets
 from collections.abc import Iterator
 from itertools import islice
 from pathlib import Path
-from typing import BinaryIO
+from typing import Annotated, Any, BinaryIO
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
 
 from swarm.agent.tools.base import Tool, ToolContext, ToolError
 
@@ -26,9 +27,33 @@ DEFAULT_LIMIT = 2000
 MAX_LINE_CHARS = 2000
 MAX_WHOLE_FILE_BYTES = 10 * 1024 * 1024
 SNIFF_BYTES = 8192
+SKIP_CHUNK_BYTES = 256 * 1024
 
 
 # --- helpers shared with the other tool modules ------------------------------
+
+
+def _tidy_schema(schema: dict[str, Any], model: type[BaseModel]) -> None:
+    """Drop pydantic's per-field titles and ``null`` defaults: noise to the model."""
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+        if "default" in prop and prop["default"] is None:
+            del prop["default"]
+
+
+class ToolInput(BaseModel):
+    """Base of the tool input models.
+
+    Unknown fields are ignored (models add stray ones); optional fields are
+    typed ``X | SkipJsonSchema[None]`` so the schema shows a plain type.
+    """
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, json_schema_extra=_tidy_schema)
+
+
+NonNegInt = Annotated[int, Field(ge=0)]
+PosInt = Annotated[int, Field(ge=1)]
+NoneOmitted = SkipJsonSchema[None]
 
 
 def os_error(exc: OSError, path: Path, verb: str) -> ToolError:
@@ -67,16 +92,14 @@ def _binary_error(path: Path) -> ToolError:
 # --- Read --------------------------------------------------------------------
 
 
-class ReadInput(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
+class ReadInput(ToolInput):
     file_path: str = Field(description="Path of the file to read: absolute, or relative to the working directory.")
-    offset: int | None = Field(
-        default=None, ge=0,
+    offset: NonNegInt | NoneOmitted = Field(
+        default=None,
         description="1-based line number to start reading at. Give it (with limit) for files too large to read at once.",
     )
-    limit: int | None = Field(
-        default=None, ge=1,
+    limit: PosInt | NoneOmitted = Field(
+        default=None,
         description=f"Number of lines to read (default {DEFAULT_LIMIT}).",
     )
 
@@ -125,14 +148,37 @@ def _read_numbered(fh: BinaryIO, path: Path, start: int, limit: int) -> str:
     if looks_binary(fh.read(SNIFF_BYTES)):
         raise _binary_error(path)
     fh.seek(0)
+    skipped = _skip_lines(fh, start - 1)
     lines = _text_lines(fh, path)
-    skipped = sum(1 for _ in islice(lines, start - 1))
-    if skipped < start - 1:
-        return f"(the file {path} has only {skipped} lines; offset {start} is past the end)"
     out = [f"{n:>6}\t{truncate_line(line)}" for n, line in enumerate(islice(lines, limit), start)]
+    if not out:
+        return f"(the file {path} has only {skipped} lines; offset {start} is past the end)"
     if next(lines, None) is not None:
         out.append(f"(more lines follow; continue with offset={start + len(out)})")
     return "\n".join(out)
+
+
+def _skip_lines(fh: BinaryIO, count: int) -> int:
+    """Move ``fh`` past ``count`` lines, counting newlines chunk by chunk.
+
+    Returns the number of lines skipped: ``count``, or the file's line count
+    if it has fewer lines.
+    """
+    skipped, partial = 0, False
+    while skipped < count:
+        chunk = fh.read(SKIP_CHUNK_BYTES)
+        if not chunk:
+            return skipped + partial
+        newlines = chunk.count(b"\n")
+        if skipped + newlines >= count:
+            pos = -1
+            for _ in range(count - skipped):
+                pos = chunk.index(b"\n", pos + 1)
+            fh.seek(pos + 1 - len(chunk), os.SEEK_CUR)
+            return count
+        skipped += newlines
+        partial = not chunk.endswith(b"\n")
+    return skipped
 
 
 def _text_lines(fh: BinaryIO, path: Path) -> Iterator[str]:
@@ -184,9 +230,7 @@ def _create_temp(target: Path) -> tuple[Path, int]:
 # --- Write -------------------------------------------------------------------
 
 
-class WriteInput(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
+class WriteInput(ToolInput):
     file_path: str = Field(description="Path of the file to write: absolute, or relative to the working directory.")
     content: str = Field(description="The complete new content of the file.")
 
@@ -218,9 +262,7 @@ class WriteTool(Tool[WriteInput]):
 # --- Edit --------------------------------------------------------------------
 
 
-class EditInput(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
+class EditInput(ToolInput):
     file_path: str = Field(description="Path of the file to edit: absolute, or relative to the working directory.")
     old_string: str = Field(
         description="The exact text to replace, including whitespace and indentation. "

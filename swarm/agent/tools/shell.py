@@ -38,9 +38,10 @@ from pathlib import Path
 from typing import IO, cast
 
 import psutil
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from swarm.agent.tools.base import Tool, ToolContext, ToolError
+from swarm.agent.tools.files import NoneOmitted, PosInt, ToolInput
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
@@ -52,15 +53,13 @@ DRAIN_SECONDS = 1.0
 Popen = subprocess.Popen[bytes]
 
 
-class BashInput(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
+class BashInput(ToolInput):
     command: str = Field(description="The shell command to run (bash syntax).")
-    timeout: int | None = Field(
-        default=None, ge=1,
+    timeout: PosInt | NoneOmitted = Field(
+        default=None,
         description=f"Timeout in milliseconds (default {DEFAULT_TIMEOUT_MS}, max {MAX_TIMEOUT_MS}).",
     )
-    description: str | None = Field(
+    description: str | NoneOmitted = Field(
         default=None, description="A short description (5-10 words) of what the command does."
     )
     run_in_background: bool = Field(
@@ -83,8 +82,9 @@ class BashTool(Tool[BashInput]):
     input_model = BashInput
     read_only = False
 
-    def __init__(self, shell: str | None = None) -> None:
+    def __init__(self, shell: str | None = None, kill_grace: float = KILL_GRACE_SECONDS) -> None:
         self._shell = shell or _default_shell()
+        self._kill_grace = kill_grace
         self._log_dir: Path | None = None
 
     def run(self, args: BashInput, ctx: ToolContext) -> str:
@@ -102,7 +102,7 @@ class BashTool(Tool[BashInput]):
             lingering = not timed_out and not capture.join(DRAIN_SECONDS)
         finally:
             if timed_out or lingering or proc.returncode is None:
-                kill_tree(proc)
+                kill_tree(proc, self._kill_grace)
                 capture.join(DRAIN_SECONDS)
         if timed_out:
             raise ToolError(f"Command timed out after {timeout_ms} ms and was killed.\n{_body(capture.text())}")

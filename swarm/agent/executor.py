@@ -1,0 +1,61 @@
+"""Run one tool call: find the tool, validate its input, ask the gate, run it.
+
+Every failure becomes an error ``ToolResultBlock`` the model can read; nothing
+here raises into the loop.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Protocol
+
+from pydantic import BaseModel, ValidationError
+
+from swarm.agent.messages import ToolResultBlock, ToolUseBlock
+from swarm.agent.tools.base import Tool, ToolContext, ToolError
+
+log = logging.getLogger(__name__)
+
+
+class ToolGate(Protocol):
+    """Decides whether a validated tool call may run (permissions, plan mode).
+
+    Returns the arguments to run with (possibly updated) or raises ToolError
+    with the reason for a denial.
+    """
+
+    def authorize(self, tool: Tool[BaseModel], args: BaseModel, tool_use_id: str, ctx: ToolContext) -> BaseModel: ...
+
+
+def execute(call: ToolUseBlock, tools: Mapping[str, Tool[BaseModel]], ctx: ToolContext,
+            gate: ToolGate | None = None) -> ToolResultBlock:
+    tool = tools.get(call.name)
+    if tool is None:
+        return _error(call, f"unknown tool {call.name!r}; available tools: {', '.join(sorted(tools))}")
+    try:
+        args = tool.input_model.model_validate(call.input)
+    except ValidationError as exc:
+        return _error(call, f"invalid input for {call.name}: {_summarise(exc)}")
+    try:
+        if gate is not None:
+            args = gate.authorize(tool, args, call.id, ctx)
+        output = tool.run(args, ctx)
+    except ToolError as exc:
+        return _error(call, str(exc))
+    except Exception as exc:  # a tool bug must not kill the agent; the model and the log both hear of it
+        log.exception("tool crashed", extra={"tool": call.name, "tool_use_id": call.id})
+        return _error(call, f"{call.name} failed unexpectedly: {type(exc).__name__}: {exc}")
+    return ToolResultBlock(tool_use_id=call.id, content=output)
+
+
+def _error(call: ToolUseBlock, message: str) -> ToolResultBlock:
+    return ToolResultBlock(tool_use_id=call.id, content=message, is_error=True)
+
+
+def _summarise(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:5]:
+        where = ".".join(str(p) for p in err["loc"]) or "input"
+        parts.append(f"{where}: {err['msg']}")
+    return "; ".join(parts)

@@ -1,0 +1,22 @@
+"""How inbox entries become model input: each wrapped as a <teammate-message>."""
+
+from __future__ import annotations
+
+from html import escape
+
+from swarm.core.protocol import InboxEntry
+
+
+def wrap(entry: InboxEntry) -> str:
+    """``<teammate-message teammate_id="alice" color="blue" summary="...">text</teammate-message>``."""
+    attrs = [f'teammate_id="{escape(entry.sender)}"']
+    if entry.color:
+        attrs.append(f'color="{escape(entry.color)}"')
+    if entry.summary:
+        attrs.append(f'summary="{escape(entry.summary)}"')
+    return f"<teammate-message {' '.join(attrs)}>\n{entry.text}\n</teammate-message>"
+
+
+def batch(entries: list[InboxEntry]) -> str:
+    """Several queued entries as one user turn."""
+    return "\n\n".join(wrap(e) for e in entries)

@@ -1,0 +1,57 @@
+"""Run limits and the exceptions that stop the loop.
+
+    AgentStop            the loop ended for a reason other than end_turn
+    ├── LimitReached     max turns, token budget or wall time
+    ├── Interrupted      cancellation (shutdown request, SIGINT)
+    └── TooManyToolErrors  the model kept making failing tool calls
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from swarm.agent.messages import Usage
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_turns: int = 0
+    """Most model calls in one run; 0 means unlimited."""
+    max_tokens: int = 0
+    """Token budget (input + output + cache) for one run; 0 means unlimited."""
+    max_seconds: float = 0
+    """Wall-time budget in seconds for one run; 0 means unlimited."""
+    max_consecutive_tool_errors: int = 8
+    """Steps in a row whose tool calls all failed before the run ends; 0 means unlimited."""
+
+    def check(self, *, turns: int, usage: Usage, started: float) -> None:
+        """Raise LimitReached if another model call would exceed a limit."""
+        if self.max_turns and turns >= self.max_turns:
+            raise LimitReached("max_turns", f"reached the limit of {self.max_turns} turns")
+        if self.max_tokens and usage.total >= self.max_tokens:
+            raise LimitReached("token_budget", f"used {usage.total} tokens of a {self.max_tokens} budget")
+        if self.max_seconds and time.monotonic() - started >= self.max_seconds:
+            raise LimitReached("wall_time", f"ran past the {self.max_seconds:g}s time limit")
+
+
+class AgentStop(Exception):
+    """The loop stopped early; ``reason`` is a short stable code."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class LimitReached(AgentStop):
+    pass
+
+
+class Interrupted(AgentStop):
+    def __init__(self, message: str = "interrupted") -> None:
+        super().__init__("interrupted", message)
+
+
+class TooManyToolErrors(AgentStop):
+    def __init__(self, count: int) -> None:
+        super().__init__("tool_errors", f"{count} steps in a row had only failing tool calls")

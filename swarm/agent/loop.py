@@ -1,0 +1,117 @@
+"""The agent loop: model -> tool calls -> tool results -> model, until end_turn.
+
+One function, ``run_agent``, runs every kind of agent (a teammate's turn, a
+headless ``swarm run``, later subagents); what differs is the data passed in.
+Limits are checked before every model call; cancellation is checked between
+steps, so the conversation always ends in a consistent state (every tool_use
+has its tool_result). Messages that arrive while the agent works are asked for
+between steps and ride along in the next model request.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel
+
+from swarm.agent.conversation import Conversation
+from swarm.agent.executor import ToolGate, execute
+from swarm.agent.limits import AgentStop, Interrupted, Limits, TooManyToolErrors
+from swarm.agent.messages import ContentBlock, Message, TextBlock, ToolResultBlock, Usage
+from swarm.agent.tools.base import Tool, ToolContext
+from swarm.models.base import ModelProvider, ModelRequest
+
+log = logging.getLogger(__name__)
+
+Inbound = Callable[[], list[str]]
+"""Returns texts of messages that arrived since the last call (may be empty)."""
+
+
+@dataclass
+class AgentRun:
+    """How a run ended."""
+
+    text: str
+    stop_reason: str
+    """``end_turn``, or an AgentStop reason: max_turns, token_budget, wall_time, interrupted, tool_errors."""
+    turns: int = 0
+    usage: Usage = field(default_factory=Usage)
+    detail: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.stop_reason == "end_turn"
+
+
+@dataclass
+class AgentSpec:
+    """What varies between kinds of agents: data, not branches in the loop."""
+
+    provider: ModelProvider
+    tools: Sequence[Tool[BaseModel]]
+    system: str = ""
+    limits: Limits = field(default_factory=Limits)
+    gate: ToolGate | None = None
+    max_tokens: int = 8192
+
+
+def run_agent(spec: AgentSpec, conversation: Conversation, ctx: ToolContext,
+              inbound: Inbound | None = None) -> AgentRun:
+    """Run until the model ends its turn or a limit, error streak or cancel stops it.
+
+    ``conversation`` must end with the user message to answer. Model errors
+    (``ModelError``) propagate; everything a tool does wrong goes back to the model.
+    """
+    tools = {tool.name: tool for tool in spec.tools}
+    specs = [tool.spec() for tool in spec.tools]
+    started = time.monotonic()
+    usage, turns, error_streak = Usage(), 0, 0
+    try:
+        while True:
+            if ctx.cancel.is_set():
+                raise Interrupted("cancelled before the next model call")
+            spec.limits.check(turns=turns, usage=usage, started=started)
+            response = spec.provider.complete(ModelRequest(
+                system=spec.system, messages=conversation.messages, tools=specs, max_tokens=spec.max_tokens))
+            turns += 1
+            usage = usage + response.usage
+            assistant = response.message()
+            if not assistant.content:
+                assistant = Message(role="assistant", content=[TextBlock(text="(no content)")])
+            conversation.add(assistant)
+            calls = assistant.tool_uses()
+            if not calls:
+                return AgentRun(assistant.text(), "end_turn", turns, usage)
+            results = _run_calls(calls, tools, ctx, spec.gate)
+            error_streak = error_streak + 1 if all(r.is_error for r in results) else 0
+            conversation.add(Message(role="user", content=[*results, *_arrivals(inbound)]))
+            limit = spec.limits.max_consecutive_tool_errors
+            if limit and error_streak >= limit:
+                raise TooManyToolErrors(error_streak)
+    except AgentStop as stop:
+        log.info("agent stopped", extra={"reason": stop.reason, "turns": turns})
+        if conversation.transcript is not None:
+            conversation.transcript.event("stop", reason=stop.reason, detail=str(stop))
+        return AgentRun(conversation.last_text(), stop.reason, turns, usage, str(stop))
+
+
+def _run_calls(calls: list, tools: dict[str, Tool[BaseModel]], ctx: ToolContext,  # type: ignore[type-arg]
+               gate: ToolGate | None) -> list[ToolResultBlock]:
+    """Run each call in order; once cancelled, the rest get an error result."""
+    results = []
+    for call in calls:
+        if ctx.cancel.is_set():
+            results.append(ToolResultBlock(tool_use_id=call.id, is_error=True,
+                                           content="not run: the agent was asked to stop"))
+        else:
+            results.append(execute(call, tools, ctx, gate))
+    return results
+
+
+def _arrivals(inbound: Inbound | None) -> list[ContentBlock]:
+    if inbound is None:
+        return []
+    return [TextBlock(text=text) for text in inbound()]

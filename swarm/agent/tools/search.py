@@ -1,0 +1,453 @@
+"""Glob and Grep: find files by name and by content.
+
+Glob walks the tree itself (skipping VCS directories such as ``.git``) and
+matches each file's path relative to the search root against the pattern:
+``**`` spans directories, ``*`` / ``?`` / ``[...]`` stay within one path
+component, ``{a,b}`` are alternatives. Matches come newest first.
+
+Grep runs ripgrep (``rg``) when it is installed, else a pure-Python search
+with the same semantics; ``GrepTool(rg_path=...)`` picks the backend
+explicitly (``None`` forces the Python one). Both backends:
+
+- search every file under the root except inside VCS directories — neither
+  reads ``.gitignore`` (rg runs with ``--no-ignore --hidden``), so results do
+  not depend on which backend is installed;
+- skip binary files (a NUL byte in the first 8 KiB);
+- apply ``glob`` to the file name when it has no ``/``, else to the path
+  relative to the root (ripgrep's rule), and not at all when the root is a
+  single file;
+- print absolute paths, files in path order, in ripgrep's formats
+  (``path:line:text`` for matches, ``path-line-text`` for context, ``--``
+  between separate groups when context is asked for).
+
+``files_with_matches`` lists are then sorted newest first, and ``head_limit``
+applies to the lines or entries of the final list.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from swarm.agent.tools.base import Tool, ToolContext, ToolError
+from swarm.agent.tools.files import SNIFF_BYTES, NonNegInt, NoneOmitted, ToolInput, truncate_line
+
+VCS_DIRS = frozenset({".git", ".hg", ".svn"})
+MAX_GLOB_RESULTS = 1000
+MAX_GREP_OUTPUT_CHARS = 30_000
+_MAGIC = re.compile(r"[*?\[{]")
+
+OutputMode = Literal["content", "files_with_matches", "count"]
+
+
+# --- shared: walking and glob patterns ---------------------------------------
+
+
+def walk_files(root: Path) -> Iterator[tuple[Path, str]]:
+    """Files under ``root`` in path order, with their ``/``-separated relative path.
+
+    Entries of each directory are visited in name order, files and
+    directories interleaved (as ``rg --sort path`` does); VCS directories and
+    symlinked directories are not entered; unreadable directories are skipped.
+    """
+    yield from _walk(root, "")
+
+
+def _walk(directory: Path, prefix: str) -> Iterator[tuple[Path, str]]:
+    try:
+        with os.scandir(directory) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in entries:
+        rel = prefix + entry.name
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name not in VCS_DIRS:
+                    yield from _walk(Path(entry.path), rel + "/")
+            elif entry.is_file():
+                yield Path(entry.path), rel
+        except OSError:
+            continue
+
+
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """A regex that matches a whole ``/``-separated relative path against ``pattern``."""
+    return re.compile(_translate(pattern) + r"\Z", re.DOTALL)
+
+
+def _translate(pat: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(pat):
+        piece, i = _translate_at(pat, i)
+        out.append(piece)
+    return "".join(out)
+
+
+def _translate_at(pat: str, i: int) -> tuple[str, int]:
+    """The regex for the glob token starting at ``pat[i]``, and the next index."""
+    if pat.startswith("**/", i):
+        return "(?:.*/)?", i + 3
+    if pat.startswith("**", i):
+        return ".*", i + 2
+    char = pat[i]
+    if char == "*":
+        return "[^/]*", i + 1
+    if char == "?":
+        return "[^/]", i + 1
+    if char == "[":
+        return _char_class(pat, i)
+    if char == "{":
+        return _braces(pat, i)
+    return re.escape(char), i + 1
+
+
+def _char_class(pat: str, i: int) -> tuple[str, int]:
+    j = i + 1
+    if j < len(pat) and pat[j] in "!^":
+        j += 1
+    if j < len(pat) and pat[j] == "]":
+        j += 1
+    end = pat.find("]", j)
+    if end < 0:
+        return re.escape("["), i + 1
+    body = pat[i + 1:end].replace("\\", "\\\\")
+    if body[:1] in ("!", "^"):
+        body = "^" + body[1:]
+    return f"[{body}]", end + 1
+
+
+def _braces(pat: str, i: int) -> tuple[str, int]:
+    depth, start, parts = 0, i + 1, []
+    for j in range(i, len(pat)):
+        if pat[j] == "{":
+            depth += 1
+        elif pat[j] == "}":
+            depth -= 1
+            if depth == 0:
+                parts.append(pat[start:j])
+                return "(?:" + "|".join(_translate(p) for p in parts) + ")", j + 1
+        elif pat[j] == "," and depth == 1:
+            parts.append(pat[start:j])
+            start = j + 1
+    return re.escape("{"), i + 1
+
+
+def newest_first(paths: Iterable[Path]) -> list[Path]:
+    """``paths`` sorted by modification time, newest first (ties by path)."""
+    def key(path: Path) -> tuple[float, str]:
+        try:
+            return -path.stat().st_mtime, str(path)
+        except OSError:
+            return 0.0, str(path)
+    return sorted(paths, key=key)
+
+
+def _search_root(ctx: ToolContext, path: str | None) -> Path:
+    root = ctx.resolve(path) if path else ctx.cwd
+    if not root.exists():
+        raise ToolError(f"path not found: {root}")
+    return root
+
+
+# --- Glob --------------------------------------------------------------------
+
+
+class GlobInput(ToolInput):
+    pattern: str = Field(
+        description="Glob pattern matched against paths relative to `path`, e.g. `**/*.py` or "
+        "`src/**/*.{ts,tsx}`. `**` matches any number of directories; `*` stays within one."
+    )
+    path: str | NoneOmitted = Field(
+        default=None, description="Directory to search in (default: the working directory)."
+    )
+
+
+class GlobTool(Tool[GlobInput]):
+    name = "Glob"
+    description = (
+        "Find files by name pattern (e.g. `**/*.py`, `src/**/test_*.ts`). Returns absolute paths, "
+        f"most recently modified first, at most {MAX_GLOB_RESULTS}. Skips .git directories. "
+        "Use Grep to search file contents."
+    )
+    input_model = GlobInput
+    read_only = True
+
+    def run(self, args: GlobInput, ctx: ToolContext) -> str:
+        root, pattern = _split_base(args.pattern, _search_root(ctx, args.path))
+        if not root.is_dir():
+            raise ToolError(f"not a directory: {root} (Glob searches a directory; use Read for a file)")
+        rx = glob_regex(pattern)
+        found = newest_first(path for path, rel in walk_files(root) if rx.match(rel))
+        if not found:
+            return "No files found"
+        lines = [str(p) for p in found[:MAX_GLOB_RESULTS]]
+        if len(found) > MAX_GLOB_RESULTS:
+            lines.append(
+                f"(showing the {MAX_GLOB_RESULTS} most recently modified of {len(found)} files; "
+                "use a narrower pattern or path)"
+            )
+        return "\n".join(lines)
+
+
+def _split_base(pattern: str, base: Path) -> tuple[Path, str]:
+    """Move the pattern's leading literal directories (or an absolute prefix) onto ``base``."""
+    if pattern.startswith("/"):
+        base = Path("/")
+    parts = [p for p in pattern.split("/") if p not in ("", ".")]
+    k = 0
+    while k < len(parts) - 1 and not _MAGIC.search(parts[k]):
+        k += 1
+    return base.joinpath(*parts[:k]), "/".join(parts[k:])
+
+
+# --- Grep --------------------------------------------------------------------
+
+
+class GrepInput(ToolInput):
+    pattern: str = Field(description="Regular expression to search for in file contents.")
+    path: str | NoneOmitted = Field(
+        default=None, description="File or directory to search (default: the working directory)."
+    )
+    glob: str | NoneOmitted = Field(
+        default=None,
+        description="Only search files matching this glob, e.g. `*.py` or `*.{ts,tsx}` (matched "
+        "against the file name; against the relative path if it contains `/`).",
+    )
+    output_mode: OutputMode = Field(
+        default="files_with_matches",
+        description="`files_with_matches` (default): paths of matching files; `content`: matching "
+        "lines; `count`: number of matching lines per file.",
+    )
+    case_insensitive: bool = Field(default=False, alias="-i", description="Case-insensitive search.")
+    line_numbers: bool = Field(
+        default=True, alias="-n", description="Show line numbers (content mode; default true)."
+    )
+    after: NonNegInt | NoneOmitted = Field(
+        default=None, alias="-A", description="Lines of context after each match (content mode)."
+    )
+    before: NonNegInt | NoneOmitted = Field(
+        default=None, alias="-B", description="Lines of context before each match (content mode)."
+    )
+    context: NonNegInt | NoneOmitted = Field(
+        default=None, alias="-C",
+        description="Lines of context before and after each match (content mode).",
+    )
+    head_limit: NonNegInt | NoneOmitted = Field(
+        default=None,
+        description="Show only the first N output lines (content) or entries (files, count). "
+        "0 or unset means unlimited.",
+    )
+
+
+@dataclass(frozen=True)
+class GrepQuery:
+    """A Grep request resolved against the context, ready for a backend."""
+
+    pattern: str
+    root: Path
+    glob: str | None
+    mode: OutputMode
+    ignore_case: bool
+    numbers: bool
+    before: int
+    after: int
+
+    @classmethod
+    def from_input(cls, args: GrepInput, ctx: ToolContext) -> GrepQuery:
+        content = args.output_mode == "content"
+        around = args.context or 0
+        return cls(
+            pattern=args.pattern, root=_search_root(ctx, args.path), glob=args.glob,
+            mode=args.output_mode, ignore_case=args.case_insensitive, numbers=args.line_numbers,
+            before=(args.before if args.before is not None else around) if content else 0,
+            after=(args.after if args.after is not None else around) if content else 0,
+        )
+
+
+class _Detect(Enum):
+    DETECT = "detect"
+
+
+DETECT = _Detect.DETECT
+"""``GrepTool(rg_path=DETECT)``: use ``rg`` from PATH if there is one."""
+
+
+class GrepTool(Tool[GrepInput]):
+    name = "Grep"
+    description = (
+        "Search file contents with a regular expression (ripgrep syntax). output_mode "
+        "`files_with_matches` (default) lists matching files newest first; `content` shows matching "
+        "lines as path:line:text (with -A/-B/-C context lines as path-line-text); `count` shows "
+        "path:count. Filter files with `glob`; `-i` ignores case; `head_limit` caps the output. "
+        "Skips binary files and .git directories."
+    )
+    input_model = GrepInput
+    read_only = True
+
+    def __init__(self, rg_path: str | None | _Detect = DETECT) -> None:
+        self.rg_path: str | None = shutil.which("rg") if rg_path is DETECT else rg_path
+
+    def run(self, args: GrepInput, ctx: ToolContext) -> str:
+        query = GrepQuery.from_input(args, ctx)
+        results = rg_grep(self.rg_path, query) if self.rg_path else python_grep(query)
+        if not results:
+            return "No files found" if query.mode == "files_with_matches" else "No matches found"
+        if query.mode == "files_with_matches":
+            results = [str(p) for p in newest_first(Path(r) for r in results)]
+        return _format_results(results, args.head_limit, query.mode)
+
+
+def _format_results(results: list[str], head_limit: int | None, mode: OutputMode) -> str:
+    shown = results[:head_limit] if head_limit else results
+    lines = [truncate_line(line) for line in shown]
+    if mode == "files_with_matches":
+        lines.insert(0, f"Found {len(results)} file{'s' if len(results) != 1 else ''}")
+    if len(shown) < len(results):
+        lines.append(f"(showing the first {len(shown)} of {len(results)} results; raise head_limit to see more)")
+    text = "\n".join(lines)
+    if len(text) > MAX_GREP_OUTPUT_CHARS:
+        omitted = len(text) - MAX_GREP_OUTPUT_CHARS
+        text = f"{text[:MAX_GREP_OUTPUT_CHARS]}\n[... {omitted} chars truncated; use head_limit or a narrower search ...]"
+    return text
+
+
+# --- Grep backends -----------------------------------------------------------
+
+
+def python_grep(query: GrepQuery) -> list[str]:
+    """Search with ``re``; result lines in ripgrep's formats (see module docstring)."""
+    rx = _compile(query)
+    out: list[str] = []
+    writer = _ContentWriter(query, out)
+    for path in _candidates(query):
+        lines = _text_lines(path)
+        if lines is None:
+            continue
+        if query.mode == "files_with_matches":
+            if any(rx.search(line) for line in lines):
+                out.append(str(path))
+        elif query.mode == "count":
+            count = sum(1 for line in lines if rx.search(line))
+            if count:
+                out.append(f"{path}:{count}")
+        else:
+            writer.add_file(str(path), lines, rx)
+    return out
+
+
+def _compile(query: GrepQuery) -> re.Pattern[str]:
+    try:
+        return re.compile(query.pattern, re.IGNORECASE if query.ignore_case else 0)
+    except re.error as exc:
+        raise ToolError(f"invalid regular expression {query.pattern!r}: {exc}") from exc
+
+
+def _candidates(query: GrepQuery) -> Iterator[Path]:
+    if query.root.is_file():
+        yield query.root
+        return
+    rx = glob_regex(query.glob) if query.glob else None
+    on_path = bool(query.glob and "/" in query.glob)
+    for path, rel in walk_files(query.root):
+        if rx is None or rx.match(rel if on_path else path.name):
+            yield path
+
+
+def _text_lines(path: Path) -> Iterator[str] | None:
+    """The lines of ``path`` (lossy UTF-8), or None for a binary or unreadable file."""
+    try:
+        with path.open("rb") as fh:
+            if b"\x00" in fh.read(SNIFF_BYTES):
+                return None
+    except OSError:
+        return None
+    return _iter_lines(path)
+
+
+def _iter_lines(path: Path) -> Iterator[str]:
+    try:
+        with path.open("rb") as fh:
+            for raw in fh:
+                yield raw.decode("utf-8", "replace").rstrip("\r\n")
+    except OSError:
+        return
+
+
+class _ContentWriter:
+    """Appends ``content``-mode lines for file after file, with context and ``--``."""
+
+    def __init__(self, query: GrepQuery, out: list[str]) -> None:
+        self._q = query
+        self._out = out
+
+    def add_file(self, display: str, lines: Iterable[str], rx: re.Pattern[str]) -> None:
+        pending: deque[tuple[int, str]] = deque(maxlen=self._q.before)
+        last = after_left = 0
+        for no, line in enumerate(lines, 1):
+            if rx.search(line):
+                self._separate(pending[0][0] if pending else no, last)
+                for n, text in pending:
+                    self._emit(display, n, text, "-")
+                pending.clear()
+                self._emit(display, no, line, ":")
+                last, after_left = no, self._q.after
+            elif after_left > 0:
+                self._emit(display, no, line, "-")
+                last, after_left = no, after_left - 1
+            else:
+                pending.append((no, line))
+
+    def _separate(self, first: int, last: int) -> None:
+        """``--`` before a group not adjacent to the previous output (context mode only)."""
+        has_context = self._q.before > 0 or self._q.after > 0
+        if has_context and self._out and (last == 0 or first > last + 1):
+            self._out.append("--")
+
+    def _emit(self, display: str, no: int, line: str, sep: str) -> None:
+        number = f"{no}{sep}" if self._q.numbers else ""
+        self._out.append(f"{display}{sep}{number}{line}")
+
+
+def rg_grep(rg: str, query: GrepQuery) -> list[str]:
+    """Search with ripgrep; result lines in the same formats as ``python_grep``."""
+    try:
+        done = subprocess.run(
+            _rg_args(rg, query), capture_output=True, stdin=subprocess.DEVNULL,
+            cwd=query.root if query.root.is_dir() else query.root.parent,  # rg anchors globs at its cwd
+        )
+    except OSError as exc:
+        raise ToolError(f"could not run ripgrep ({rg}): {exc.strerror or exc}") from exc
+    stdout = done.stdout.decode("utf-8", "replace")
+    if done.returncode == 2 and not stdout:
+        message = done.stderr.decode("utf-8", "replace").strip()
+        raise ToolError(f"grep failed: {message}")
+    return [line.rstrip("\r") for line in stdout.splitlines()]
+
+
+def _rg_args(rg: str, query: GrepQuery) -> list[str]:
+    args = [rg, "--no-config", "--no-ignore", "--hidden", "--color", "never", "--sort", "path"]
+    args += [arg for name in sorted(VCS_DIRS) for arg in ("--glob", f"!{name}")]
+    if query.ignore_case:
+        args.append("--ignore-case")
+    if query.glob:
+        args += ["--glob", query.glob]
+    if query.mode == "files_with_matches":
+        args.append("--files-with-matches")
+    elif query.mode == "count":
+        args += ["--count", "--with-filename"]
+    else:
+        args += ["--with-filename", "--no-heading", "-n" if query.numbers else "-N"]
+        args += ["-A", str(query.after), "-B", str(query.before)]
+    return args + ["--regexp", query.pattern, "--", str(query.root)]

@@ -1,0 +1,86 @@
+"""Append-only JSONL record of an agent's conversation.
+
+Each line is one record: ``{"kind": "message", "message": {...}}`` for every
+message in the conversation, ``{"kind": "delivered", "msg_id": ...}`` for an
+inbox entry taken into it (what makes redelivery idempotent), and
+``{"kind": "event", ...}`` for anything else worth keeping (stops, usage).
+A line torn by a crash is skipped on reading.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from swarm.agent.messages import Message
+from swarm.core.clock import now_iso
+from swarm.core.home import FILE_MODE, ensure_dir
+
+log = logging.getLogger(__name__)
+
+
+class Transcript:
+    """One JSONL file, appended to and never rewritten."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def _append(self, record: dict[str, Any], *, durable: bool = False) -> None:
+        ensure_dir(self.path.parent)
+        line = json.dumps({"ts": now_iso(), **record}, ensure_ascii=False) + "\n"
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
+        try:
+            os.write(fd, line.encode())
+            if durable:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def message(self, message: Message) -> None:
+        self._append({"kind": "message", "message": message.model_dump(mode="json")})
+
+    def delivered(self, msg_ids: list[str]) -> None:
+        """Record inbox entries as taken into the conversation (fsynced)."""
+        if msg_ids:
+            self._append({"kind": "delivered", "msg_ids": msg_ids}, durable=True)
+
+    def event(self, name: str, **fields: Any) -> None:
+        self._append({"kind": "event", "event": name, **fields})
+
+    def records(self) -> list[dict[str, Any]]:
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return []
+        records = []
+        for number, line in enumerate(raw.splitlines(), 1):
+            try:
+                record = json.loads(line)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                log.warning("skipped torn transcript line", extra={"path": str(self.path), "line": number})
+                continue
+            if isinstance(record, dict):
+                records.append(record)
+        return records
+
+    def messages(self) -> list[Message]:
+        out = []
+        for record in self.records():
+            if record.get("kind") == "message":
+                try:
+                    out.append(Message.model_validate(record.get("message")))
+                except ValidationError:
+                    log.warning("skipped invalid transcript message", extra={"path": str(self.path)})
+        return out
+
+    def delivered_ids(self) -> set[str]:
+        ids: set[str] = set()
+        for record in self.records():
+            if record.get("kind") == "delivered":
+                ids.update(str(i) for i in record.get("msg_ids", []))
+        return ids

@@ -1,0 +1,116 @@
+"""Spawn a teammate: check names -> write member -> initial prompt -> start process.
+
+Any failure after the member entry is written removes it again (and the
+prompt), so a failed spawn leaves no partial state.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from swarm.backends.base import LaunchSpec
+from swarm.backends.select import make_backend
+from swarm.core.clock import now_ms
+from swarm.core.home import Home
+from swarm.core.mailbox import Mailbox
+from swarm.core.names import LEAD_NAME, agent_id, validate_name
+from swarm.core.protocol import Member, parse_frame
+from swarm.core.teams import TeamStore
+from swarm.errors import SwarmError, UsageError
+from swarm.runtime.env import teammate_env
+from swarm.runtime.liveness import reap_dead
+from swarm.teammate.config import PERMISSION_MODES, TeammateConfig
+
+log = logging.getLogger(__name__)
+
+
+class SpawnRequest(BaseModel):
+    team: str
+    name: str
+    prompt: str
+    backend: str = "auto"
+    agent_type: str = "general-purpose"
+    model: str | None = None
+    permission_mode: str = "default"
+    plan_mode_required: bool = False
+    cwd: Path
+    color: str | None = None
+    playbook: Path | None = None
+    tmux_socket: str | None = None
+
+
+def spawn(home: Home, request: SpawnRequest, env: Mapping[str, str]) -> Member:
+    """Start teammate ``request.name``; returns its member entry once the process runs."""
+    _check(request)
+    teams = TeamStore(home)
+    teams.get(request.team)
+    reap_dead(home, request.team)  # a dead member of the same name may be replaced
+    backend = make_backend(request.backend, env=env, tmux_socket=request.tmux_socket)
+    member = teams.add_member(request.team, _member(request, backend.name))
+    mailbox = Mailbox(home, request.team)
+    try:
+        mailbox.send(request.name, request.prompt, sender=LEAD_NAME, summary="initial task")
+        handle = backend.start(_launch(home, request, member, backend.name, env))
+    except (SwarmError, OSError):
+        _undo(home, request)
+        raise
+    return teams.update_member(request.team, request.name, pid=handle.pid, is_active=True,
+                               tmux_pane_id=handle.pane_id or "subprocess", backend_type=backend.name)
+
+
+def _check(request: SpawnRequest) -> None:
+    validate_name(request.team, "team name")
+    validate_name(request.name, "agent name")
+    if request.name == LEAD_NAME:
+        raise UsageError(f"{LEAD_NAME!r} is the lead's name; pick another name for the teammate")
+    if not request.prompt.strip():
+        raise UsageError("the initial prompt is empty; say what the teammate should do with --prompt")
+    if not isinstance(parse_frame(request.prompt), str):
+        raise UsageError("the initial prompt is a protocol frame; a prompt must be plain text")
+    if request.permission_mode not in PERMISSION_MODES:
+        raise UsageError(f"unknown permission mode {request.permission_mode!r}; use one of {', '.join(PERMISSION_MODES)}")
+    if not request.cwd.is_dir():
+        raise UsageError(f"--cwd {request.cwd} is not a directory")
+    if request.playbook is not None and not request.playbook.is_file():
+        raise UsageError(f"playbook {request.playbook} not found")
+
+
+def _member(request: SpawnRequest, backend: str) -> Member:
+    member = Member(
+        agent_id=agent_id(request.name, request.team), name=request.name, agent_type=request.agent_type,
+        prompt=request.prompt, plan_mode_required=request.plan_mode_required, joined_at=now_ms(),
+        cwd=str(request.cwd.resolve()), backend_type=backend, is_active=False, status="starting",
+        mode=request.permission_mode, subscriptions=[],
+    )
+    for field, value in (("model", request.model), ("color", request.color), ("tmux_socket", request.tmux_socket),
+                         ("playbook", str(request.playbook.resolve()) if request.playbook else None)):
+        if value is not None:
+            setattr(member, field, value)
+    return member
+
+
+def _launch(home: Home, request: SpawnRequest, member: Member, backend: str,
+            env: Mapping[str, str]) -> LaunchSpec:
+    config = TeammateConfig(
+        team=request.team, name=request.name, agent_id=member.agent_id, color=member.color,
+        agent_type=request.agent_type, model=request.model, permission_mode=request.permission_mode,
+        plan_mode_required=request.plan_mode_required, cwd=request.cwd.resolve(),
+        playbook=request.playbook.resolve() if request.playbook else None, backend=backend, home=home.root,
+    )
+    return LaunchSpec(argv=[sys.executable, "-m", "swarm.teammate", *config.argv()],
+                      env=teammate_env(env, str(home.root)), cwd=request.cwd.resolve(), team=request.team,
+                      name=request.name, log_path=home.log_path(request.team, request.name), color=member.color)
+
+
+def _undo(home: Home, request: SpawnRequest) -> None:
+    try:
+        TeamStore(home).remove_member(request.team, request.name)
+        Mailbox(home, request.team).take(request.name)
+        home.inbox_path(request.team, request.name).unlink(missing_ok=True)
+    except (SwarmError, OSError) as exc:  # keep the original error; this one is only logged
+        log.warning("could not undo failed spawn", extra={"agent": request.name, "reason": str(exc)})

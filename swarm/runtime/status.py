@@ -1,0 +1,58 @@
+"""What each member is doing: backend, process, state, queue, activity, tokens."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from swarm.core.clock import now_ms
+from swarm.core.home import Home
+from swarm.core.mailbox import Mailbox
+from swarm.core.names import LEAD_NAME
+from swarm.core.protocol import Member
+from swarm.core.teams import TeamStore
+from swarm.runtime.handles import process_alive
+from swarm.runtime.liveness import reap_dead
+
+
+class MemberStatus(BaseModel):
+    name: str
+    agent_type: str | None
+    backend: str
+    pid: int | None
+    pane: str
+    state: str
+    """``lead``, ``starting``, ``idle``, ``busy``, ``dead``, ``stopped`` or ``killed``."""
+    undelivered: int
+    last_activity_ms: int | None
+    idle_for_s: float | None
+    tokens: int
+    color: str | None
+    cwd: str
+    worktree: str | None
+
+
+def team_status(home: Home, team: str) -> list[MemberStatus]:
+    """Status of every member; dead teammates are detected (and reported once) first."""
+    reap_dead(home, team)
+    mailbox = Mailbox(home, team)
+    return [_row(m, len(mailbox.pending(m.name))) for m in TeamStore(home).get(team).members]
+
+
+def _row(member: Member, undelivered: int) -> MemberStatus:
+    last = member.last_activity
+    return MemberStatus(
+        name=member.name, agent_type=member.agent_type, backend=member.backend_type or "",
+        pid=member.pid, pane=member.tmux_pane_id, state=_state(member), undelivered=undelivered,
+        last_activity_ms=last, idle_for_s=(now_ms() - last) / 1000 if last else None,
+        tokens=member.tokens or 0, color=member.color, cwd=member.cwd, worktree=member.worktree_path,
+    )
+
+
+def _state(member: Member) -> str:
+    if member.name == LEAD_NAME:
+        return "lead"
+    if member.is_active and process_alive(member):
+        return member.status if member.status in ("idle", "busy", "starting") else "idle"
+    if member.is_active and member.pid is None:
+        return "starting"
+    return member.status if member.status in ("stopped", "killed", "dead") else "stopped"

@@ -1,0 +1,1 @@
+"""The teammate process: join, wait, deliver, run turns, answer frames, leave."""

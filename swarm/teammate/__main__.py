@@ -1,0 +1,52 @@
+"""``python -m swarm.teammate ...``: the process a backend starts for a teammate."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+from types import FrameType
+
+from swarm.core.home import Home, ensure_dir
+from swarm.errors import SwarmError
+from swarm.teammate.config import parse_args
+from swarm.teammate.session import TeammateSession
+
+
+class Terminated(BaseException):
+    """Raised in the main thread by SIGTERM/SIGINT/SIGHUP so ``finally`` blocks run."""
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    raise Terminated(signal.Signals(signum).name)
+
+
+def _setup_logging(home: Home, team: str, name: str) -> None:
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    if sys.stderr.isatty():  # in a tmux pane: also keep a log file for `swarm logs`
+        path = home.log_path(team, name)
+        ensure_dir(path.parent)
+        handlers.append(logging.FileHandler(path))
+    logging.basicConfig(level=logging.INFO, handlers=handlers,
+                        format=f"%(asctime)s {name} %(levelname)s %(name)s: %(message)s")
+
+
+def main(argv: list[str] | None = None) -> int:
+    config = parse_args(sys.argv[1:] if argv is None else argv)
+    home = Home.from_env(config.home)
+    _setup_logging(home, config.team, config.name)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, _on_signal)
+    try:
+        return TeammateSession(config, home, dict(os.environ)).run()
+    except SwarmError as exc:
+        logging.getLogger("swarm.teammate").error("teammate failed: %s", exc)
+        return 1
+    except Terminated as exc:
+        logging.getLogger("swarm.teammate").info("teammate stopped by %s", exc)
+        return 143
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,63 @@
+"""The teammate's command line, parsed into one validated object."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from swarm.core.names import validate_name
+
+PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
+
+
+class TeammateConfig(BaseModel):
+    team: str
+    name: str
+    agent_id: str
+    color: str | None = None
+    parent_session: str | None = None
+    agent_type: str = "general-purpose"
+    model: str | None = None
+    permission_mode: str = "default"
+    plan_mode_required: bool = False
+    cwd: Path
+    playbook: Path | None = None
+    backend: str = "subprocess"
+    home: Path | None = None
+
+    def argv(self) -> list[str]:
+        """The arguments that recreate this config (after the program)."""
+        args = ["--team", self.team, "--name", self.name, "--agent-id", self.agent_id,
+                "--agent-type", self.agent_type, "--permission-mode", self.permission_mode,
+                "--cwd", str(self.cwd), "--backend", self.backend]
+        for flag, value in (("--color", self.color), ("--parent-session", self.parent_session),
+                            ("--model", self.model), ("--playbook", self.playbook), ("--home", self.home)):
+            if value is not None:
+                args += [flag, str(value)]
+        if self.plan_mode_required:
+            args.append("--plan-mode-required")
+        return args
+
+
+def parse_args(argv: list[str]) -> TeammateConfig:
+    parser = argparse.ArgumentParser(prog="python -m swarm.teammate",
+                                     description="A swarm teammate process (started by `swarm spawn`).")
+    parser.add_argument("--team", required=True)
+    parser.add_argument("--name", required=True)
+    parser.add_argument("--agent-id", required=True)
+    parser.add_argument("--color")
+    parser.add_argument("--parent-session")
+    parser.add_argument("--agent-type", default="general-purpose")
+    parser.add_argument("--model")
+    parser.add_argument("--permission-mode", default="default", choices=PERMISSION_MODES)
+    parser.add_argument("--plan-mode-required", action="store_true")
+    parser.add_argument("--cwd", required=True, type=Path)
+    parser.add_argument("--playbook", type=Path)
+    parser.add_argument("--backend", default="subprocess")
+    parser.add_argument("--home", type=Path)
+    ns = parser.parse_args(argv)
+    validate_name(ns.team, "team name")
+    validate_name(ns.name, "agent name")
+    return TeammateConfig(**{k: v for k, v in vars(ns).items() if v is not None})

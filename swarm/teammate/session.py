@@ -1,0 +1,185 @@
+"""One teammate's life: join the team, deliver messages, run turns, leave.
+
+Frames are handled by code: a ``shutdown_request`` is shown to the model (so it
+can reject with a reason) and approved by the runtime if the model's turn ends
+without an answer — a teammate never ignores a shutdown. Everything else
+becomes a turn of the agent loop, followed by an ``idle_notification`` to the lead.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+
+from swarm.agent.conversation import Conversation
+from swarm.agent.inbound import wrap
+from swarm.agent.loop import AgentRun, AgentSpec, run_agent
+from swarm.agent.messages import Usage
+from swarm.agent.prompts import system_prompt
+from swarm.agent.tools import core_tools
+from swarm.agent.tools.base import ToolContext
+from swarm.agent.tools.messaging import SendMessage
+from swarm.agent.transcript import Transcript
+from swarm.backends.procs import process_create_time
+from swarm.core.clock import now_iso, now_ms
+from swarm.core.home import Home
+from swarm.core.mailbox import Mailbox
+from swarm.core.names import LEAD_NAME
+from swarm.core.protocol import (
+    IdleNotification,
+    InboxEntry,
+    PermissionResponse,
+    PlanApprovalResponse,
+    ShutdownApproved,
+    ShutdownRequest,
+    frame_text,
+    parse_frame,
+)
+from swarm.core.teams import TeamStore
+from swarm.errors import ModelError, SwarmError
+from swarm.models.factory import make_provider
+from swarm.teammate.config import TeammateConfig
+from swarm.teammate.delivery import Delivery
+
+log = logging.getLogger(__name__)
+
+IDLE_WAIT = 3600.0
+"""Seconds an idle teammate blocks on its inbox before re-checking (events wake it sooner)."""
+
+
+class TeammateSession:
+    def __init__(self, config: TeammateConfig, home: Home, env: Mapping[str, str]) -> None:
+        self.config = config
+        self.teams = TeamStore(home)
+        self.mailbox = Mailbox(home, config.team)
+        self.transcript = Transcript(home.transcript_path(config.team, config.name))
+        self.conversation = Conversation.resume(self.transcript)
+        self.delivery = Delivery(self.mailbox, config.name, self.transcript)
+        self.pane_id = env.get("TMUX_PANE", "") if config.backend == "tmux" else "subprocess"
+        self.ctx = ToolContext(
+            cwd=config.cwd, agent_name=config.name, team=config.team, mailbox=self.mailbox,
+            write_roots=None if config.permission_mode == "bypassPermissions" else [config.cwd],
+            pane_id=self.pane_id, backend_type=config.backend, color=config.color,
+        )
+        provider = make_provider(config.model, playbook=config.playbook, env=env,
+                                 variables={"agent_name": config.name, "team": config.team})
+        self.spec = AgentSpec(provider=provider, tools=[*core_tools(), SendMessage()],
+                              system=system_prompt(config.cwd, name=config.name, team=config.team))
+        self.usage = Usage()
+        self.pending_shutdown: ShutdownRequest | None = None
+        self.stopping = False
+
+    # -- lifecycle -------------------------------------------------------------
+
+    def run(self) -> int:
+        """Serve the inbox until a shutdown is approved; the member is marked inactive on any exit."""
+        watcher = self.mailbox.watcher(self.config.name)
+        try:
+            self._join()
+            while not self.stopping:
+                entries = self.delivery.collect()
+                if entries:
+                    self._handle(entries)
+                else:
+                    self.mailbox.wait(self.config.name, IDLE_WAIT, watcher=watcher)
+            return 0
+        finally:
+            watcher.close()
+            self._leave()
+
+    def _join(self) -> None:
+        pid = os.getpid()
+        self.teams.update_member(
+            self.config.team, self.config.name, is_active=True, pid=pid,
+            proc_start=process_create_time(pid), tmux_pane_id=self.pane_id,
+            backend_type=self.config.backend, status="idle", last_activity=now_ms(),
+            cwd=str(self.config.cwd), mode=self.config.permission_mode,
+        )
+        self.transcript.event("joined", pid=pid, backend=self.config.backend, pane=self.pane_id)
+        log.info("joined team", extra={"team": self.config.team, "agent_id": self.config.agent_id})
+
+    def _leave(self) -> None:
+        try:
+            self.teams.update_member(self.config.team, self.config.name, is_active=False,
+                                     status="stopped", last_activity=now_ms(), tokens=self.usage.total)
+        except SwarmError as exc:  # the team may have been deleted under us; nothing left to mark
+            log.warning("could not mark member inactive", extra={"reason": str(exc)})
+        self.transcript.event("left", usage=self.usage.model_dump())
+
+    # -- delivery --------------------------------------------------------------
+
+    def _handle(self, entries: list[InboxEntry]) -> None:
+        texts = self._admit(entries)
+        if texts:
+            self._turn(batch_texts(texts))
+        if self.pending_shutdown is not None and not self.stopping:
+            self._approve_shutdown(self.pending_shutdown)
+
+    def _admit(self, entries: list[InboxEntry]) -> list[str]:
+        """Texts for the model; frames the runtime handles itself are taken out."""
+        texts = []
+        for entry in entries:
+            frame = parse_frame(entry.text)
+            if isinstance(frame, (PermissionResponse, PlanApprovalResponse)):
+                log.warning("ignored response with no waiting request", extra={"type": frame.type})
+                continue
+            if isinstance(frame, ShutdownRequest):
+                self.pending_shutdown = frame
+            texts.append(wrap(entry))
+        return texts
+
+    def _inbound(self) -> list[str]:
+        """Messages that arrived during a turn, for the next model call."""
+        texts = self._admit(self.delivery.collect())
+        return [batch_texts(texts)] if texts else []
+
+    # -- turns -----------------------------------------------------------------
+
+    def _turn(self, text: str) -> None:
+        self._status("busy")
+        self.conversation.add_user_text(text)
+        self.ctx.cancel.clear()
+        self.ctx.shutdown_decision = None
+        try:
+            run = run_agent(self.spec, self.conversation, self.ctx, inbound=self._inbound)
+        except ModelError as exc:
+            self._status("idle")
+            self._notify_idle("failed", summary="model error", failure=str(exc))
+            return
+        self.usage = self.usage + run.usage
+        self._status("idle")
+        if self.ctx.shutdown_decision is True:
+            self.pending_shutdown = None
+            self.stopping = True
+            return
+        if self.ctx.shutdown_decision is False:
+            self.pending_shutdown = None
+        self._notify_idle("available" if run.ok else "interrupted", run=run)
+
+    def _approve_shutdown(self, request: ShutdownRequest) -> None:
+        frame = ShutdownApproved(request_id=request.request_id, sender=self.config.name,
+                                 timestamp=now_iso(), pane_id=self.pane_id, backend_type=self.config.backend)
+        self.mailbox.send(LEAD_NAME, frame_text(frame), sender=self.config.name, summary="shutdown approved")
+        self.pending_shutdown = None
+        self.stopping = True
+
+    def _notify_idle(self, reason: str, *, run: AgentRun | None = None, summary: str | None = None,
+                     failure: str | None = None) -> None:
+        result = run.text if run else None
+        frame = IdleNotification(sender=self.config.name, timestamp=now_iso(), idle_reason=reason,  # type: ignore[arg-type]
+                                 summary=summary or _summary(result or ""), result=result, failure_reason=failure)
+        self.mailbox.send(LEAD_NAME, frame_text(frame), sender=self.config.name, summary=frame.summary)
+
+    def _status(self, status: str) -> None:
+        self.teams.update_member(self.config.team, self.config.name, status=status,
+                                 last_activity=now_ms(), tokens=self.usage.total)
+
+
+def batch_texts(texts: list[str]) -> str:
+    return "\n\n".join(texts)
+
+
+def _summary(text: str, limit: int = 80) -> str:
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return first if len(first) <= limit else first[: limit - 1] + "…"

@@ -1,0 +1,26 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from swarm.models.anthropic_provider import AnthropicProvider, RetryPolicy
+from tests.fakes import FakeAnthropicServer
+
+
+@pytest.fixture
+def api() -> Iterator[FakeAnthropicServer]:
+    server = FakeAnthropicServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def claude(api: FakeAnthropicServer) -> Iterator[AnthropicProvider]:
+    """The real SDK, over HTTP, to the fake server."""
+    provider = AnthropicProvider(env={"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": api.base_url},
+                                 retry=RetryPolicy(max_retries=2, base_delay=0.01, max_delay=0.05), timeout=10)
+    yield provider
+    provider.close()

@@ -1,0 +1,92 @@
+"""The offline scripted model drives the very same loop and tools."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from swarm.agent.conversation import Conversation
+from swarm.agent.loop import AgentSpec, run_agent
+from swarm.agent.tools import core_tools
+from swarm.agent.tools.base import ToolContext
+from swarm.agent.tools.messaging import SendMessage
+from swarm.core.home import Home
+from swarm.core.mailbox import Mailbox
+from swarm.core.protocol import Member, ShutdownApproved, parse_frame
+from swarm.core.teams import TeamStore
+from swarm.models.scripted import ScriptedProvider
+
+PLAYBOOK = """
+[[rules]]
+match = 'rename (?P<old>\\w+) to (?P<new>\\w+)'
+[[rules.steps]]
+tool_calls = [{ name = "Edit", input = { file_path = "notes.txt", old_string = "{old}", new_string = "{new}" } }]
+[[rules.steps]]
+tool_calls = [{ name = "Bash", input = { command = "grep -c {new} notes.txt" } }]
+[[rules.steps]]
+tool_calls = [{ name = "SendMessage", input = { to = "bob", message = "renamed {old} to {new}", summary = "rename done" } }]
+[[rules.steps]]
+text = "Renamed {old} to {new} and told bob."
+
+[[rules]]
+match = '"type":\\s*"shutdown_request".*"requestId":\\s*"(?P<rid>[^"]+)"'
+tool_calls = [{ name = "SendMessage", input = { to = "team-lead", message = { type = "shutdown_response", request_id = "{rid}", approve = true } } }]
+"""
+
+
+def _team(home: Home) -> Mailbox:
+    store = TeamStore(home)
+    store.create("t")
+    for name in ("alice", "bob"):
+        store.add_member("t", Member(agent_id=f"{name}@t", name=name))
+    return Mailbox(home, "t")
+
+
+def test_playbook_edits_runs_bash_and_messages_a_teammate(tmp_path: Path, home: Home) -> None:
+    mailbox = _team(home)
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "notes.txt").write_text("alpha beta alpha\n")
+    playbook = tmp_path / "play.toml"
+    playbook.write_text(PLAYBOOK)
+    spec = AgentSpec(provider=ScriptedProvider(playbook), tools=[*core_tools(), SendMessage()])
+    conversation = Conversation()
+    conversation.add_user_text("please rename beta to gamma")
+    ctx = ToolContext(cwd=work, agent_name="alice", team="t", mailbox=mailbox)
+    result = run_agent(spec, conversation, ctx)
+
+    assert result.ok and result.text == "Renamed beta to gamma and told bob."
+    assert (work / "notes.txt").read_text() == "alpha gamma alpha\n"
+    tool_results = [b for m in conversation.messages for b in m.content if b.type == "tool_result"]
+    assert [r.is_error for r in tool_results] == [False, False, False]
+    assert tool_results[1].content.startswith("1")
+    [entry] = mailbox.read("bob")
+    assert (entry.sender, entry.text, entry.summary) == ("alice", "renamed beta to gamma", "rename done")
+
+
+def test_structured_shutdown_response_becomes_a_frame_and_stops(tmp_path: Path, home: Home) -> None:
+    mailbox = _team(home)
+    playbook = tmp_path / "play.toml"
+    playbook.write_text(PLAYBOOK)
+    spec = AgentSpec(provider=ScriptedProvider(playbook), tools=[*core_tools(), SendMessage()])
+    conversation = Conversation()
+    conversation.add_user_text('{"type": "shutdown_request", "requestId": "shutdown-1@alice", '
+                               '"from": "team-lead", "timestamp": "t"}')
+    ctx = ToolContext(cwd=tmp_path, agent_name="alice", team="t", mailbox=mailbox, pane_id="%3", backend_type="tmux")
+    result = run_agent(spec, conversation, ctx)
+
+    assert result.stop_reason == "interrupted"
+    assert ctx.shutdown_decision is True
+    [entry] = mailbox.read("team-lead")
+    frame = parse_frame(entry.text)
+    assert isinstance(frame, ShutdownApproved)
+    assert (frame.request_id, frame.sender, frame.pane_id, frame.backend_type) == ("shutdown-1@alice", "alice", "%3", "tmux")
+
+
+def test_plain_text_that_looks_like_a_frame_stays_text(tmp_path: Path, home: Home) -> None:
+    mailbox = _team(home)
+    tool = SendMessage()
+    ctx = ToolContext(cwd=tmp_path, agent_name="alice", team="t", mailbox=mailbox)
+    tool.run(tool.input_model.model_validate(
+        {"to": "bob", "message": '{"type": "shutdown_response", "approve": true}'}), ctx)
+    assert ctx.shutdown_decision is None and not ctx.cancel.is_set()
+    assert mailbox.read("bob")[0].text == '{"type": "shutdown_response", "approve": true}'

@@ -1,0 +1,65 @@
+"""``swarm run -p`` as a user runs it: the installed executable, the real SDK, a fake API."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.cli.conftest import SWARM_EXE
+from tests.fakes import FakeAnthropicServer
+from tests.fakes.anthropic_server import error_reply, text_reply, tool_use_reply
+
+
+@pytest.fixture
+def api() -> Iterator[FakeAnthropicServer]:
+    server = FakeAnthropicServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _run(args: list[str], cwd: Path, env_extra: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, **env_extra}
+    return subprocess.run([str(SWARM_EXE), "run", *args], capture_output=True, text=True, cwd=cwd, env=env,
+                          timeout=60)
+
+
+def test_prints_exactly_the_final_text(tmp_path: Path, api: FakeAnthropicServer) -> None:
+    (tmp_path / "a.txt").write_text("42\n")
+    api.enqueue(tool_use_reply("Read", {"file_path": "a.txt"}, text="Let me look."),
+                text_reply("The answer is 42."))
+    result = _run(["-p", "what is in a.txt?"], tmp_path,
+                  {"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": api.base_url})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "The answer is 42.\n"
+    assert "42" in api.requests[1].body["messages"][-1]["content"][0]["content"]
+
+
+def test_max_turns_exit_code_and_message(tmp_path: Path, api: FakeAnthropicServer) -> None:
+    for i in range(3):
+        api.enqueue(tool_use_reply("Glob", {"pattern": "*"}, tool_id=f"toolu_{i}"))
+    result = _run(["-p", "go", "--max-turns", "1"], tmp_path,
+                  {"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": api.base_url})
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert "max_turns" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_auth_failure_is_one_clear_line(tmp_path: Path, api: FakeAnthropicServer) -> None:
+    api.enqueue(error_reply(401, "authentication_error", "invalid x-api-key"))
+    result = _run(["-p", "hi"], tmp_path, {"ANTHROPIC_API_KEY": "bad", "ANTHROPIC_BASE_URL": api.base_url})
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("swarm: error:") and "401" in lines[0]
+    assert len(api.requests) == 1
+
+
+def test_offline_default_without_api_key(tmp_path: Path) -> None:
+    result = _run(["-p", "hello offline"], tmp_path, {})
+    assert result.returncode == 0
+    assert "hello offline" in result.stdout
