@@ -28,15 +28,23 @@ class ToolGate(Protocol):
     def authorize(self, tool: Tool[BaseModel], args: BaseModel, tool_use_id: str, ctx: ToolContext) -> BaseModel: ...
 
 
+class MalformedCall(ToolResultBlock):
+    """An error result for a call that named no tool or gave invalid input.
+
+    The loop counts streaks of these: a model that keeps making calls it
+    cannot make is stopped; a command that fails is just information.
+    """
+
+
 def execute(call: ToolUseBlock, tools: Mapping[str, Tool[BaseModel]], ctx: ToolContext,
             gate: ToolGate | None = None) -> ToolResultBlock:
     tool = tools.get(call.name)
     if tool is None:
-        return _error(call, f"unknown tool {call.name!r}; available tools: {', '.join(sorted(tools))}")
+        return _malformed(call, f"unknown tool {call.name!r}; available tools: {', '.join(sorted(tools))}")
     try:
         args = tool.input_model.model_validate(call.input)
     except ValidationError as exc:
-        return _error(call, f"invalid input for {call.name}: {_summarise(exc)}")
+        return _malformed(call, f"invalid input for {call.name}: {_summarise(exc)}")
     try:
         if gate is not None:
             args = gate.authorize(tool, args, call.id, ctx)
@@ -47,6 +55,10 @@ def execute(call: ToolUseBlock, tools: Mapping[str, Tool[BaseModel]], ctx: ToolC
         log.exception("tool crashed", extra={"tool": call.name, "tool_use_id": call.id})
         return _error(call, f"{call.name} failed unexpectedly: {type(exc).__name__}: {exc}")
     return ToolResultBlock(tool_use_id=call.id, content=output)
+
+
+def _malformed(call: ToolUseBlock, message: str) -> MalformedCall:
+    return MalformedCall(tool_use_id=call.id, content=message, is_error=True)
 
 
 def _error(call: ToolUseBlock, message: str) -> ToolResultBlock:

@@ -23,7 +23,8 @@ class Limits:
     max_seconds: float = 0
     """Wall-time budget in seconds for one run; 0 means unlimited."""
     max_consecutive_tool_errors: int = 8
-    """Steps in a row whose tool calls all failed before the run ends; 0 means unlimited."""
+    """Steps in a row whose tool calls were all malformed (unknown tool, invalid input)
+    before the run ends; 0 means unlimited. Tools that run and fail do not count."""
 
     def check(self, *, turns: int, usage: Usage, started: float) -> None:
         """Raise LimitReached if another model call would exceed a limit."""
@@ -54,4 +55,4 @@ class Interrupted(AgentStop):
 
 class TooManyToolErrors(AgentStop):
     def __init__(self, count: int) -> None:
-        super().__init__("tool_errors", f"{count} steps in a row had only failing tool calls")
+        super().__init__("tool_errors", f"{count} steps in a row had only malformed tool calls")

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel
 
 from swarm.agent.conversation import Conversation
-from swarm.agent.executor import ToolGate, execute
+from swarm.agent.executor import MalformedCall, ToolGate, execute
 from swarm.agent.limits import AgentStop, Interrupted, Limits, TooManyToolErrors
 from swarm.agent.messages import ContentBlock, Message, TextBlock, ToolResultBlock, Usage
 from swarm.agent.tools.base import Tool, ToolContext
@@ -86,7 +86,7 @@ def run_agent(spec: AgentSpec, conversation: Conversation, ctx: ToolContext,
             if not calls:
                 return AgentRun(assistant.text(), "end_turn", turns, usage)
             results = _run_calls(calls, tools, ctx, spec.gate)
-            error_streak = error_streak + 1 if all(r.is_error for r in results) else 0
+            error_streak = error_streak + 1 if all(isinstance(r, MalformedCall) for r in results) else 0
             conversation.add(Message(role="user", content=[*results, *_arrivals(inbound)]))
             limit = spec.limits.max_consecutive_tool_errors
             if limit and error_streak >= limit:

@@ -90,12 +90,14 @@ def test_invalid_and_unknown_tool_calls_go_back_to_the_model(tmp_path: Path, api
     assert unknown["is_error"] is True and "unknown tool 'Teleport'" in unknown["content"]
 
 
-def test_error_streak_ends_the_run(tmp_path: Path, api: FakeAnthropicServer, claude: AnthropicProvider) -> None:
+def test_malformed_call_streak_ends_the_run(tmp_path: Path, api: FakeAnthropicServer,
+                                            claude: AnthropicProvider) -> None:
+    api.enqueue(tool_use_reply("Read", {"file_path": "missing.txt"}, tool_id="toolu_a"))  # fails, but well-formed
     for i in range(4):
-        api.enqueue(tool_use_reply("Read", {"file_path": f"missing{i}.txt"}, tool_id=f"toolu_{i}"))
+        api.enqueue(tool_use_reply("Read", {"path": f"missing{i}.txt"}, tool_id=f"toolu_{i}"))
     result = run_headless("read", claude, cwd=tmp_path, limits=Limits(max_consecutive_tool_errors=3))
     assert result.stop_reason == "tool_errors"
-    assert len(api.requests) == 3
+    assert len(api.requests) == 4
 
 
 def test_mid_turn_message_reaches_the_next_request(tmp_path: Path, api: FakeAnthropicServer,

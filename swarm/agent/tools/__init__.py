@@ -7,6 +7,8 @@ commands and Grep remembers which backend it chose.
 
 from __future__ import annotations
 
+from typing import Any
+
 from swarm.agent.tools.base import Tool, ToolContext, ToolError
 from swarm.agent.tools.files import EditInput, EditTool, ReadInput, ReadTool, WriteInput, WriteTool
 from swarm.agent.tools.search import GlobInput, GlobTool, GrepInput, GrepTool
@@ -33,6 +35,6 @@ __all__ = [
 ]
 
 
-def core_tools() -> list[Tool]:
+def core_tools() -> list[Tool[Any]]:
     """New instances of the six core tools, in the order the model sees them."""
     return [ReadTool(), WriteTool(), EditTool(), BashTool(), GlobTool(), GrepTool()]

@@ -96,7 +96,8 @@ class ReadInput(ToolInput):
     file_path: str = Field(description="Path of the file to read: absolute, or relative to the working directory.")
     offset: NonNegInt | NoneOmitted = Field(
         default=None,
-        description="1-based line number to start reading at. Give it (with limit) for files too large to read at once.",
+        description="1-based line number to start reading at. "
+        "Give it (with limit) for files too large to read at once.",
     )
     limit: PosInt | NoneOmitted = Field(
         default=None,

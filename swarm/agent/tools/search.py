@@ -40,7 +40,7 @@ from typing import Literal
 from pydantic import Field
 
 from swarm.agent.tools.base import Tool, ToolContext, ToolError
-from swarm.agent.tools.files import SNIFF_BYTES, NonNegInt, NoneOmitted, ToolInput, truncate_line
+from swarm.agent.tools.files import SNIFF_BYTES, NoneOmitted, NonNegInt, ToolInput, truncate_line
 
 VCS_DIRS = frozenset({".git", ".hg", ".svn"})
 MAX_GLOB_RESULTS = 1000
@@ -296,7 +296,7 @@ class GrepTool(Tool[GrepInput]):
     input_model = GrepInput
     read_only = True
 
-    def __init__(self, rg_path: str | None | _Detect = DETECT) -> None:
+    def __init__(self, rg_path: str | _Detect | None = DETECT) -> None:
         self.rg_path: str | None = shutil.which("rg") if rg_path is DETECT else rg_path
 
     def run(self, args: GrepInput, ctx: ToolContext) -> str:
@@ -319,7 +319,8 @@ def _format_results(results: list[str], head_limit: int | None, mode: OutputMode
     text = "\n".join(lines)
     if len(text) > MAX_GREP_OUTPUT_CHARS:
         omitted = len(text) - MAX_GREP_OUTPUT_CHARS
-        text = f"{text[:MAX_GREP_OUTPUT_CHARS]}\n[... {omitted} chars truncated; use head_limit or a narrower search ...]"
+        note = f"[... {omitted} chars truncated; use head_limit or a narrower search ...]"
+        text = f"{text[:MAX_GREP_OUTPUT_CHARS]}\n{note}"
     return text
 
 
@@ -450,4 +451,4 @@ def _rg_args(rg: str, query: GrepQuery) -> list[str]:
     else:
         args += ["--with-filename", "--no-heading", "-n" if query.numbers else "-N"]
         args += ["-A", str(query.after), "-B", str(query.before)]
-    return args + ["--regexp", query.pattern, "--", str(query.root)]
+    return [*args, "--regexp", query.pattern, "--", str(query.root)]

@@ -301,6 +301,6 @@ def _wait_gone(proc: Popen, others: Collection[psutil.Process], timeout: float) 
 
 def _alive(p: psutil.Process) -> bool:
     try:
-        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+        return bool(p.is_running() and p.status() != psutil.STATUS_ZOMBIE)
     except psutil.Error:
         return False
