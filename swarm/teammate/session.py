@@ -86,6 +86,7 @@ class TeammateSession:
             return 0
         finally:
             watcher.close()
+            self.spec.provider.close()
             self._leave()
 
     def _join(self) -> None:

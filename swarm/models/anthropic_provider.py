@@ -1,0 +1,329 @@
+"""The Anthropic Messages API provider, through the official ``anthropic`` SDK.
+
+The SDK is imported lazily, inside the first request, so importing this module
+(and every command that never talks to Anthropic) stays cheap.
+
+Retries are ours, not the SDK's (the client is built with ``max_retries=0``):
+
+    retried with exponential backoff + jitter, each wait capped at max_delay:
+        429 rate limited, 408, 409, every 5xx (incl. 529 overloaded),
+        connection errors and timeouts; a ``retry-after-ms`` / ``retry-after``
+        header replaces the computed wait (also capped)
+    never retried (explicit list): 400, 401, 403, 404, 413, 422
+    never retried either: any other 4xx, other SDK errors
+
+Errors are translated at one boundary, ``_call_with_retries``:
+
+    anthropic.AnthropicError ──► swarm.errors.ModelError   (raise ... from exc)
+
+The ``ModelError`` message is one line: what failed, how often, what to do.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import logging
+import os
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from http import HTTPStatus
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, get_args
+
+from swarm.agent.messages import TextBlock, ToolUseBlock, Usage
+from swarm.errors import ModelError, UsageError
+from swarm.models.base import ModelRequest, ModelResponse, StopReason
+
+if TYPE_CHECKING:
+    import anthropic
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MODEL = "claude-sonnet-4-6"
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+DEFAULT_TIMEOUT = 600.0
+"""Seconds one HTTP request may take before it counts as a (retryable) timeout."""
+
+RETRY_STATUSES = frozenset({408, 409, 429})
+"""Retried 4xx statuses; every status >= 500 is retried as well."""
+DO_NOT_RETRY_STATUSES = frozenset({400, 401, 403, 404, 413, 422})
+"""Never retried: the same request would fail the same way."""
+
+_STOP_REASONS = frozenset(get_args(StopReason))
+_ADVICE = {
+    400: "fix the request (model, max_tokens, messages, tools); it is not retried",
+    401: "check ANTHROPIC_API_KEY",
+    403: "check that the API key may use model {model}",
+    404: "check the model id ({model}) and ANTHROPIC_BASE_URL ({base_url})",
+    413: "the request is too large; shorten the conversation or tool results",
+    422: "the request could not be processed; check the messages and tools",
+    429: "the API is rate-limiting; wait and retry later, or run fewer agents at once",
+    529: "the API is overloaded; retry later",
+}
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how patiently a failed request is retried."""
+
+    max_retries: int = 4
+    """Retries after the first attempt; 0 means one attempt only."""
+    base_delay: float = 1.0
+    """Seconds before the first retry; doubled for each further retry."""
+    max_delay: float = 30.0
+    """Ceiling (seconds) on any single wait, including a server's retry-after."""
+    jitter: float = 0.25
+    """Up to this fraction of each computed wait is randomly taken off."""
+
+    def delay(self, retry_index: int, retry_after: float | None, rand: float) -> float:
+        """Seconds to wait before retry number ``retry_index`` (0-based).
+
+        ``rand`` is a number in [0, 1); ``retry_after`` is the server's hint.
+        """
+        if retry_after is not None:
+            return min(self.max_delay, max(0.0, retry_after))
+        backoff = min(self.max_delay, self.base_delay * 2.0**retry_index)
+        return backoff * (1.0 - self.jitter * rand)
+
+
+@dataclass(frozen=True)
+class _Failure:
+    """One failed attempt, classified."""
+
+    retryable: bool
+    what: str
+    advice: str
+    detail: str = ""
+    retry_after: float | None = None
+
+    def message(self, attempts: int) -> str:
+        """One line: ``anthropic API <what> [N times] [(detail)]; <advice>``."""
+        times = f" {attempts} times" if attempts > 1 else ""
+        detail = f" ({self.detail})" if self.detail else ""
+        return f"anthropic API {self.what}{times}{detail}; {self.advice}"
+
+
+class AnthropicProvider:
+    """``ModelProvider`` for the Anthropic Messages API (non-streaming).
+
+    Configuration: explicit argument > ``env`` (``ANTHROPIC_API_KEY``,
+    ``ANTHROPIC_BASE_URL``, ``ANTHROPIC_MODEL``) > default. ``env`` defaults to
+    ``os.environ``, read once here. ``usage`` accumulates over every call.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str | None = None,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        env: Mapping[str, str] | None = None,
+        retry: RetryPolicy | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        sleep: Callable[[float], None] = time.sleep,
+        rand: Callable[[], float] = random.random,
+    ) -> None:
+        source = os.environ if env is None else env
+        key = api_key or source.get("ANTHROPIC_API_KEY", "")
+        if not key:
+            raise UsageError("ANTHROPIC_API_KEY is not set; export it, or use the offline model 'scripted'")
+        self._api_key = key
+        self._base_url = base_url or source.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
+        self._model = model or source.get("ANTHROPIC_MODEL") or DEFAULT_MODEL
+        self._retry = retry or RetryPolicy()
+        self._timeout = timeout
+        self._sleep = sleep
+        self._rand = rand
+        self._client: anthropic.Anthropic | None = None
+        self._lock = threading.Lock()
+        self.usage = Usage()
+
+    @property
+    def name(self) -> str:
+        return "anthropic"
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    @property
+    def base_url(self) -> str:
+        return self._base_url
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        """Send ``request``; retry transient failures; raise ``ModelError`` when done trying."""
+        raw = self._call_with_retries(build_params(self._model, request))
+        response = to_model_response(raw)
+        with self._lock:
+            self.usage = self.usage + response.usage
+        return response
+
+    def close(self) -> None:
+        """Release the HTTP connection pool; safe to call twice."""
+        client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
+    def __enter__(self) -> AnthropicProvider:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _sdk_client(self) -> anthropic.Anthropic:
+        if self._client is None:
+            sdk = _sdk()
+            self._client = sdk.Anthropic(
+                api_key=self._api_key, base_url=self._base_url, max_retries=0, timeout=self._timeout
+            )
+        return self._client
+
+    def _call_with_retries(self, params: dict[str, Any]) -> Any:
+        sdk, client = _sdk(), self._sdk_client()
+        attempts = self._retry.max_retries + 1
+        for attempt in range(1, attempts + 1):
+            try:
+                return client.messages.create(**params)
+            except sdk.AnthropicError as exc:
+                failure = self._classify(exc, sdk)
+                if not failure.retryable or attempt == attempts:
+                    raise ModelError(failure.message(attempt)) from exc
+            delay = self._retry.delay(attempt - 1, failure.retry_after, self._rand())
+            log.warning("retried model request", extra={
+                "provider": "anthropic", "model": self._model, "attempt": attempt,
+                "reason": failure.what, "delay_s": round(delay, 3)})
+            self._sleep(delay)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _classify(self, exc: Exception, sdk: ModuleType) -> _Failure:
+        if isinstance(exc, sdk.APIStatusError):
+            return self._classify_status(exc)
+        if isinstance(exc, sdk.APITimeoutError):
+            return _Failure(True, f"did not answer within {self._timeout:g} s",
+                            "retry later, or raise the timeout")
+        if isinstance(exc, sdk.APIConnectionError):
+            return _Failure(True, f"could not be reached at {self._base_url}",
+                            "check the network and ANTHROPIC_BASE_URL", _one_line(str(exc.__cause__ or exc)))
+        return _Failure(False, "call failed in the SDK", "check the anthropic package version and the request",
+                        f"{type(exc).__name__}: {_one_line(str(exc))}")
+
+    def _classify_status(self, exc: Any) -> _Failure:
+        status: int = exc.status_code
+        what = f"returned {status} {_reason(status)}"
+        advice = _ADVICE.get(status)
+        if advice is None:
+            advice = "check https://status.anthropic.com or retry later" if status >= 500 else "it is not retried"
+        advice = advice.format(model=self._model, base_url=self._base_url)
+        retryable = status not in DO_NOT_RETRY_STATUSES and (status in RETRY_STATUSES or status >= 500)
+        return _Failure(retryable, what, advice, _error_detail(exc.body), _retry_after(exc.response.headers))
+
+
+def build_params(model: str, request: ModelRequest) -> dict[str, Any]:
+    """The keyword arguments for ``client.messages.create``."""
+    params: dict[str, Any] = {
+        "model": model,
+        "max_tokens": request.max_tokens,
+        "messages": [m.model_dump(mode="json") for m in request.messages],
+    }
+    if request.system:
+        params["system"] = request.system
+    if request.tools:
+        params["tools"] = [
+            {"name": t.name, "description": t.description, "input_schema": t.input_schema}
+            for t in request.tools
+        ]
+    return params
+
+
+def to_model_response(message: Any) -> ModelResponse:
+    """Translate an SDK ``Message`` into our ``ModelResponse``.
+
+    Text and tool_use blocks are kept; other block kinds (thinking, server
+    tools) are dropped with a debug log.
+    """
+    content: list[TextBlock | ToolUseBlock] = []
+    for block in message.content:
+        if block.type == "text":
+            content.append(TextBlock(text=block.text))
+        elif block.type == "tool_use":
+            content.append(ToolUseBlock(id=block.id, name=block.name, input=dict(block.input or {})))
+        else:
+            log.debug("dropped content block", extra={"provider": "anthropic", "block_type": block.type})
+    return ModelResponse(
+        content=content,
+        stop_reason=_stop_reason(message.stop_reason),
+        usage=_usage(message.usage),
+        model=message.model or "",
+    )
+
+
+def _usage(raw: Any) -> Usage:
+    return Usage(
+        input_tokens=raw.input_tokens or 0,
+        output_tokens=raw.output_tokens or 0,
+        cache_read_input_tokens=getattr(raw, "cache_read_input_tokens", None) or 0,
+        cache_creation_input_tokens=getattr(raw, "cache_creation_input_tokens", None) or 0,
+    )
+
+
+def _stop_reason(raw: str | None) -> StopReason | None:
+    if raw in _STOP_REASONS:
+        return raw  # type: ignore[return-value]
+    if raw == "model_context_window_exceeded":
+        return "max_tokens"
+    return None
+
+
+def _error_detail(body: object) -> str:
+    """``"<type>: <message>"`` from Anthropic's error body, or the raw body, on one line."""
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict):
+        kind, message = error.get("type") or "error", error.get("message") or ""
+        return _one_line(f"{kind}: {message}" if message else str(kind))
+    return _one_line(str(body)) if body else ""
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds from ``retry-after-ms`` or ``retry-after`` (seconds or HTTP date)."""
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        try:
+            return float(millis) / 1000.0
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return when.timestamp() - time.time()
+
+
+def _reason(status: int) -> str:
+    if status == 529:
+        return "Overloaded"
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Error"
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _sdk() -> ModuleType:
+    """The ``anthropic`` module, imported on first use."""
+    import anthropic
+
+    return anthropic

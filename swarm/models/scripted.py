@@ -1,0 +1,233 @@
+"""The scripted model: deterministic, offline, driven by a playbook.
+
+It answers through the same ``ModelProvider`` interface as a real model, so
+its tool calls run through the same agent loop and tools. Per call:
+
+1. Continue an unfinished multi-step rule: the one whose last step's tool
+   calls the incoming tool results answer, else the one whose last step was
+   text only. Steps continue whatever the tool results say.
+2. Otherwise the first rule (in file order) whose ``on`` accepts the incoming
+   message and whose ``match`` regex is found in the incoming text.
+3. Otherwise the ``[default]`` text reply, which quotes the first line.
+
+The incoming text is the latest user message: its text blocks and tool
+result contents, in order, joined with newlines. Tool use ids count per
+provider (``toolu_scripted_0001``). Usage is approximate: ``ceil(chars / 4)``,
+at least 1, for the whole request (input) and the reply (output).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from swarm.agent.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, Usage
+from swarm.models.base import ModelRequest, ModelResponse
+from swarm.models.playbook import Playbook, Reply, load_playbook, render, render_value
+
+log = logging.getLogger(__name__)
+
+SCRIPTED = "scripted"
+
+
+@dataclass(frozen=True)
+class Incoming:
+    """What the model is answering: the latest user message, flattened."""
+
+    text: str
+    kind: Literal["prompt", "tool_result"]
+    tool_result_ids: frozenset[str] = frozenset()
+
+    @property
+    def first_line(self) -> str:
+        """The first non-blank line, stripped ("" if there is none)."""
+        return next((line.strip() for line in self.text.splitlines() if line.strip()), "")
+
+
+@dataclass
+class _Run:
+    """A rule being played step by step."""
+
+    rule_index: int
+    steps: list[Reply]
+    values: dict[str, str]
+    next_step: int = 0
+    waiting_for: set[str] = field(default_factory=set)
+
+    @property
+    def finished(self) -> bool:
+        return self.next_step >= len(self.steps)
+
+
+class ScriptedProvider:
+    """``ModelProvider`` that plays a playbook; with none, it only gives the default reply.
+
+    ``variables`` (e.g. ``agent_name``, ``team``) fill placeholders and
+    override the playbook's ``[vars]``; regex groups override both.
+    """
+
+    def __init__(
+        self,
+        playbook: Playbook | Path | None = None,
+        *,
+        variables: Mapping[str, str] | None = None,
+    ) -> None:
+        if isinstance(playbook, Path):
+            playbook = load_playbook(playbook)
+        self._playbook = Playbook() if playbook is None else playbook
+        self._variables = dict(variables or {})
+        self._playbook.check_placeholders(self._variables)
+        self._lock = threading.Lock()
+        self._tool_ids = 0
+        self._fired: set[int] = set()
+        self._waiting: dict[str, _Run] = {}
+        self._parked: _Run | None = None
+        self.usage = Usage()
+
+    @property
+    def name(self) -> str:
+        return SCRIPTED
+
+    @property
+    def model(self) -> str:
+        return SCRIPTED
+
+    @property
+    def playbook(self) -> Playbook:
+        return self._playbook
+
+    def close(self) -> None:
+        """Nothing to release: the scripted model holds no connections."""
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        incoming = incoming_of(request.messages)
+        with self._lock:
+            run = self._continuation(incoming) or self._start(incoming)
+            reply, values = self._next_reply(run, incoming)
+            content = self._render(reply, values)
+            self._remember(run, content)
+            usage = Usage(input_tokens=approx_tokens(request_text(request)),
+                          output_tokens=approx_tokens(content_text(content)))
+            self.usage = self.usage + usage
+        has_tools = any(isinstance(b, ToolUseBlock) for b in content)
+        return ModelResponse(content=content, stop_reason="tool_use" if has_tools else "end_turn",
+                             usage=usage, model=SCRIPTED)
+
+    def _next_reply(self, run: _Run | None, incoming: Incoming) -> tuple[Reply, dict[str, str]]:
+        if run is None:
+            return Reply(text=self._playbook.default.text), self._base_values(incoming)
+        reply = run.steps[run.next_step]
+        run.next_step += 1
+        log.debug("scripted rule played", extra={"rule": run.rule_index, "step": run.next_step})
+        return reply, run.values
+
+    def _continuation(self, incoming: Incoming) -> _Run | None:
+        for tool_use_id in incoming.tool_result_ids:
+            run = self._waiting.get(tool_use_id)
+            if run is not None:
+                for waited in run.waiting_for:
+                    self._waiting.pop(waited, None)
+                run.waiting_for.clear()
+                return run
+        run, self._parked = self._parked, None
+        return run
+
+    def _start(self, incoming: Incoming) -> _Run | None:
+        for index, rule in enumerate(self._playbook.rules):
+            if (rule.once and index in self._fired) or not rule.accepts(incoming.kind):
+                continue
+            found = rule.pattern.search(incoming.text)
+            if found is None:
+                continue
+            self._fired.add(index)
+            return _Run(index, rule.replies(), self._match_values(incoming, found))
+        return None
+
+    def _base_values(self, incoming: Incoming) -> dict[str, str]:
+        return {"incoming": incoming.text, "first_line": incoming.first_line,
+                **self._playbook.vars, **self._variables}
+
+    def _match_values(self, incoming: Incoming, found: re.Match[str]) -> dict[str, str]:
+        """Built-ins < [vars] < provider variables < numbered groups < named groups."""
+        values = self._base_values(incoming)
+        groups = [found.group(0), *found.groups()]
+        values.update({str(i): g or "" for i, g in enumerate(groups)})
+        values.update({k: v or "" for k, v in found.groupdict().items()})
+        return values
+
+    def _render(self, reply: Reply, values: Mapping[str, str]) -> list[TextBlock | ToolUseBlock]:
+        content: list[TextBlock | ToolUseBlock] = []
+        text = render(reply.text, values) if reply.text is not None else ""
+        if text or not reply.tool_calls:
+            content.append(TextBlock(text=text))
+        for call in reply.tool_calls:
+            self._tool_ids += 1
+            content.append(ToolUseBlock(id=f"toolu_scripted_{self._tool_ids:04d}", name=call.name,
+                                        input=render_value(call.input, values)))
+        return content
+
+    def _remember(self, run: _Run | None, content: list[TextBlock | ToolUseBlock]) -> None:
+        """Keep an unfinished run: under its tool use ids, or parked if the step was text only."""
+        if run is None or run.finished:
+            return
+        ids = {b.id for b in content if isinstance(b, ToolUseBlock)}
+        if not ids:
+            self._parked = run
+            return
+        run.waiting_for = ids
+        for tool_use_id in ids:
+            self._waiting[tool_use_id] = run
+
+
+def incoming_of(messages: list[Message]) -> Incoming:
+    """The latest user message, flattened; an empty prompt if there is none."""
+    for message in reversed(messages):
+        if message.role == "user":
+            return _flatten(message)
+    return Incoming(text="", kind="prompt")
+
+
+def _flatten(message: Message) -> Incoming:
+    parts: list[str] = []
+    result_ids: set[str] = set()
+    for block in message.content:
+        if isinstance(block, TextBlock):
+            parts.append(block.text)
+        elif isinstance(block, ToolResultBlock):
+            parts.append(block.content)
+            result_ids.add(block.tool_use_id)
+    kind: Literal["prompt", "tool_result"] = "tool_result" if result_ids else "prompt"
+    return Incoming(text="\n".join(parts), kind=kind, tool_result_ids=frozenset(result_ids))
+
+
+def approx_tokens(text: str) -> int:
+    """``ceil(len(text) / 4)``, at least 1."""
+    return max(1, -(-len(text) // 4))
+
+
+def request_text(request: ModelRequest) -> str:
+    """Everything the request sends, as text, for the input token estimate."""
+    parts = [request.system]
+    parts += [json.dumps(tool.model_dump(), sort_keys=True) for tool in request.tools]
+    for message in request.messages:
+        parts.append(content_text(message.content))
+    return "\n".join(parts)
+
+
+def content_text(content: Sequence[object]) -> str:
+    """Text of blocks: text, tool result content, tool name + JSON input."""
+    parts: list[str] = []
+    for block in content:
+        if isinstance(block, TextBlock):
+            parts.append(block.text)
+        elif isinstance(block, ToolResultBlock):
+            parts.append(block.content)
+        elif isinstance(block, ToolUseBlock):
+            parts.append(block.name + json.dumps(block.input, sort_keys=True))
+    return "\n".join(parts)

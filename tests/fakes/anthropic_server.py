@@ -1,0 +1,202 @@
+"""A fake Anthropic Messages API on loopback, for driving the real SDK over HTTP.
+
+``POST /v1/messages`` answers from a queue of scripted replies (status, JSON
+body, headers, optional delay) and records every request (parsed JSON body and
+lower-cased headers). An empty queue answers a clear 500 in Anthropic's error
+shape, so a test that forgot a reply fails loudly instead of hanging.
+
+    with FakeAnthropicServer() as server:
+        server.enqueue(text_reply("hi"))
+        provider = AnthropicProvider(env={"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": server.base_url})
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+MESSAGES_PATH = "/v1/messages"
+_ids = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class ScriptedReply:
+    """One HTTP answer the fake server will give."""
+
+    status: int
+    body: Any
+    headers: Mapping[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    """Seconds to wait before answering (to provoke client timeouts)."""
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request the fake server received."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+def usage_json(input_tokens: int = 10, output_tokens: int = 5, *, cache_read: int | None = None,
+               cache_creation: int | None = None) -> dict[str, Any]:
+    return {"input_tokens": input_tokens, "output_tokens": output_tokens,
+            "cache_read_input_tokens": cache_read, "cache_creation_input_tokens": cache_creation}
+
+
+def message_json(content: list[dict[str, Any]], *, stop_reason: str = "end_turn",
+                 usage: dict[str, Any] | None = None, model: str = "claude-sonnet-4-6") -> dict[str, Any]:
+    """A Messages API response body."""
+    return {"id": f"msg_fake_{next(_ids):04d}", "type": "message", "role": "assistant", "model": model,
+            "content": content, "stop_reason": stop_reason, "stop_sequence": None,
+            "usage": usage or usage_json()}
+
+
+def text_reply(text: str, *, usage: dict[str, Any] | None = None, stop_reason: str = "end_turn",
+               model: str = "claude-sonnet-4-6") -> ScriptedReply:
+    body = message_json([{"type": "text", "text": text}], stop_reason=stop_reason, usage=usage, model=model)
+    return ScriptedReply(200, body)
+
+
+def tool_use_reply(name: str, tool_input: dict[str, Any], *, tool_id: str = "toolu_fake_01",
+                   text: str | None = None, usage: dict[str, Any] | None = None) -> ScriptedReply:
+    content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+    content.append({"type": "tool_use", "id": tool_id, "name": name, "input": tool_input})
+    return ScriptedReply(200, message_json(content, stop_reason="tool_use", usage=usage))
+
+
+def error_reply(status: int, error_type: str, message: str, *,
+                headers: Mapping[str, str] | None = None) -> ScriptedReply:
+    """An error in Anthropic's shape: {"type": "error", "error": {"type": ..., "message": ...}}."""
+    body = {"type": "error", "error": {"type": error_type, "message": message}}
+    return ScriptedReply(status, body, dict(headers or {}))
+
+
+class FakeAnthropicServer:
+    """A ThreadingHTTPServer on 127.0.0.1 with an ephemeral port; ``stop`` is safe to call twice."""
+
+    def __init__(self) -> None:
+        self._replies: deque[ScriptedReply] = deque()
+        self._requests: list[RecordedRequest] = []
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> FakeAnthropicServer:
+        httpd = _Server(("127.0.0.1", 0), _Handler)
+        httpd.fake = self
+        self._httpd = httpd
+        self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02},
+                                        name="fake-anthropic", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        httpd, self._httpd = self._httpd, None
+        if httpd is not None:
+            httpd.shutdown()
+            httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> FakeAnthropicServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    @property
+    def base_url(self) -> str:
+        if self._httpd is None:
+            raise RuntimeError("fake anthropic server is not running; call start() first")
+        port = self._httpd.server_address[1]
+        return f"http://127.0.0.1:{port}"
+
+    def enqueue(self, *replies: ScriptedReply) -> None:
+        with self._lock:
+            self._replies.extend(replies)
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def pending(self) -> int:
+        """Scripted replies not served yet."""
+        with self._lock:
+            return len(self._replies)
+
+    def _serve(self, request: RecordedRequest) -> ScriptedReply:
+        with self._lock:
+            self._requests.append(request)
+            if request.method != "POST" or request.path != MESSAGES_PATH:
+                return error_reply(404, "not_found_error", f"fake server serves POST {MESSAGES_PATH} only")
+            if not self._replies:
+                return error_reply(500, "api_error", f"fake anthropic server: no scripted reply left "
+                                                     f"for request #{len(self._requests)}")
+            return self._replies.popleft()
+
+    def _wait(self, seconds: float) -> None:
+        self._stopping.wait(seconds)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    fake: FakeAnthropicServer
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Quiet: a client that timed out and hung up is expected in tests."""
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out as separate writes
+    server: _Server
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server naming)
+        self._answer()
+
+    def do_GET(self) -> None:  # noqa: N802
+        self._answer()
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        """Silence per-request logging."""
+
+    def _answer(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        recorded = RecordedRequest(
+            method=self.command, path=self.path.split("?", 1)[0],
+            headers={k.lower(): v for k, v in self.headers.items()}, body=_parse(raw))
+        reply = self.server.fake._serve(recorded)
+        if reply.delay:
+            self.server.fake._wait(reply.delay)
+        payload = reply.body.encode() if isinstance(reply.body, str) else json.dumps(reply.body).encode()
+        self.send_response(reply.status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(payload)))
+        for name, value in reply.headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+def _parse(raw: bytes) -> Any:
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw.decode("utf-8", "replace")
