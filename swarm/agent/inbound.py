@@ -14,7 +14,7 @@ def wrap(entry: InboxEntry) -> str:
         attrs.append(f'color="{escape(entry.color)}"')
     if entry.summary:
         attrs.append(f'summary="{escape(entry.summary)}"')
-    return f"<teammate-message {' '.join(attrs)}>\n{entry.text}\n</teammate-message>"
+    return f"<teammate-message {' '.join(attrs)}>{entry.text}</teammate-message>"
 
 
 def batch(entries: list[InboxEntry]) -> str:

@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from swarm.agent.messages import Message
 from swarm.core.clock import now_iso
 from swarm.core.home import FILE_MODE, ensure_dir
+from swarm.core.jsonfile import encode_json
 
 log = logging.getLogger(__name__)
 
@@ -32,10 +33,10 @@ class Transcript:
 
     def _append(self, record: dict[str, Any], *, durable: bool = False) -> None:
         ensure_dir(self.path.parent)
-        line = json.dumps({"ts": now_iso(), **record}, ensure_ascii=False) + "\n"
+        line = encode_json({"ts": now_iso(), **record}) + b"\n"
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
         try:
-            os.write(fd, line.encode())
+            os.write(fd, line)
             if durable:
                 os.fsync(fd)
         finally:

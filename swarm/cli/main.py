@@ -14,7 +14,9 @@ import click
 
 from swarm import __version__
 from swarm.cli.messages import inbox, send
+from swarm.cli.run import run
 from swarm.cli.team import team
+from swarm.cli.teammates import attach, kill, logs, shutdown, spawn, status
 from swarm.core.home import Home
 from swarm.errors import SwarmError
 
@@ -59,6 +61,9 @@ def cli(ctx: click.Context, home: str | None, verbose: int) -> None:
 cli.add_command(team)
 cli.add_command(send)
 cli.add_command(inbox)
+cli.add_command(run)
+for command in (spawn, status, logs, attach, shutdown, kill):
+    cli.add_command(command)
 
 
 def main() -> None:

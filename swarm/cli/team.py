@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from swarm.cli.options import home_of, json_option, team_name_argument
@@ -9,6 +11,7 @@ from swarm.cli.render import emit_json, table
 from swarm.core.clock import now_ms
 from swarm.core.protocol import TeamFile
 from swarm.core.teams import TeamStore
+from swarm.runtime.shutdown import shutdown
 
 
 @click.group()
@@ -68,11 +71,18 @@ def show(ctx: click.Context, name: str, as_json: bool) -> None:
 
 @team.command("delete")
 @team_name_argument
-@click.option("--force", is_flag=True, help="Delete even while members are active.")
+@click.option("--force", is_flag=True, help="Delete even while members swarm cannot stop are marked active.")
+@click.option("--timeout", type=click.FloatRange(min=0), default=10.0, show_default=True,
+              help="Seconds live teammates get to shut down before they are forced.")
 @click.pass_context
-def delete(ctx: click.Context, name: str, force: bool) -> None:
-    """Delete team NAME: its inboxes, logs, transcripts and tasks."""
-    TeamStore(home_of(ctx)).delete(name, force=force)
+def delete(ctx: click.Context, name: str, force: bool, timeout: float) -> None:
+    """Delete team NAME: stop its live teammates, then remove inboxes, logs, transcripts and tasks."""
+    home = home_of(ctx)
+    stopped = shutdown(home, name, None, dict(os.environ), reason="team deleted", timeout=timeout)
+    for outcome in stopped:
+        if outcome.result != "not_running":
+            click.echo(f"stopped {outcome.name}: {outcome.result}")
+    TeamStore(home).delete(name, force=force)
     click.echo(f"deleted team {name}")
 
 

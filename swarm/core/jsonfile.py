@@ -87,8 +87,8 @@ class LockedJsonFile(Generic[T]):
             return None, False
         try:
             return json.loads(data), True
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise _Unparsable(str(exc)) from exc
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+            raise _Unparsable(f"{type(exc).__name__}: {str(exc)[:200]}") from exc
 
     def _decode(self, raw: Any, existed: bool) -> T:
         if not existed:
@@ -143,7 +143,12 @@ class LockedJsonFile(Generic[T]):
         return value, (raw if existed else None)
 
     def _quarantine(self, reason: str) -> Path:
-        target = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time() * 1000)}")
+        stamp = int(time.time() * 1000)
+        target = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
+        suffix = 0
+        while target.exists():  # never overwrite earlier evidence (we hold the lock)
+            suffix += 1
+            target = self.path.with_name(f"{self.path.name}.corrupt-{stamp}-{suffix}")
         os.replace(self.path, target)
         log.error("quarantined corrupt file", extra={"path": str(self.path), "moved_to": str(target), "reason": reason})
         return target
@@ -151,7 +156,7 @@ class LockedJsonFile(Generic[T]):
     def _write(self, doc: Any) -> None:
         ensure_dir(self.path.parent)
         tmp = self.path.with_name(f"{self.path.name}.tmp")
-        data = json.dumps(doc, ensure_ascii=False, indent=self.indent).encode()
+        data = encode_json(doc, self.indent)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
         try:
             os.write(fd, data)
@@ -175,3 +180,11 @@ class LockedJsonFile(Generic[T]):
             yield
         finally:
             self._lock.release()
+
+
+def encode_json(doc: Any, indent: int | None = None) -> bytes:
+    """UTF-8 JSON; text that UTF-8 cannot carry (lone surrogates) is written escaped."""
+    try:
+        return json.dumps(doc, ensure_ascii=False, indent=indent).encode()
+    except UnicodeEncodeError:
+        return json.dumps(doc, ensure_ascii=True, indent=indent).encode()

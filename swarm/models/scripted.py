@@ -34,6 +34,7 @@ from swarm.models.playbook import Playbook, Reply, load_playbook, render, render
 log = logging.getLogger(__name__)
 
 SCRIPTED = "scripted"
+_TEAMMATE_TAG = re.compile(r"</?teammate-message[^>]*>")
 
 
 @dataclass(frozen=True)
@@ -46,8 +47,9 @@ class Incoming:
 
     @property
     def first_line(self) -> str:
-        """The first non-blank line, stripped ("" if there is none)."""
-        return next((line.strip() for line in self.text.splitlines() if line.strip()), "")
+        """The first non-blank line, stripped, without <teammate-message> tags ("" if none)."""
+        bare = _TEAMMATE_TAG.sub("", self.text)
+        return next((line.strip() for line in bare.splitlines() if line.strip()), "")
 
 
 @dataclass

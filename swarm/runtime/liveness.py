@@ -40,6 +40,6 @@ def reap_dead(home: Home, team: str) -> list[str]:
 
 
 def notify_terminated(home: Home, team: str, message: str) -> None:
-    log.warning("teammate terminated", extra={"team": team, "message": message})
+    log.warning("teammate terminated", extra={"team": team, "detail": message})
     Mailbox(home, team).send(LEAD_NAME, frame_text(TeammateTerminated(message=message)),
                              sender="swarm", summary="teammate terminated")

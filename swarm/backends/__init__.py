@@ -1,0 +1,1 @@
+"""How a teammate process is started and stopped: tmux panes or plain subprocesses."""

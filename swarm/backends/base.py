@@ -1,0 +1,60 @@
+"""The interface every process backend implements.
+
+A backend starts a teammate from an argument list (never a shell string),
+tells whether it is alive, and stops it: SIGTERM to the whole process tree,
+SIGKILL after a grace period, the pane removed. ``stop`` is safe to call twice
+and on something already dead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """Everything needed to start one teammate process."""
+
+    argv: list[str]
+    """Program and arguments, executed directly (no shell)."""
+    env: dict[str, str]
+    """Variables to set for the process on top of a minimal base (PATH, HOME, ...)."""
+    cwd: Path
+    team: str
+    name: str
+    log_path: Path
+    """Where stdout/stderr go for backends without a terminal."""
+    color: str | None = None
+
+
+@dataclass(frozen=True)
+class Handle:
+    """How to find a started teammate again (also stored in the team file)."""
+
+    backend: str
+    """``tmux`` or ``subprocess``."""
+    pid: int | None = None
+    pane_id: str = ""
+    """tmux pane id such as ``%12``; empty for subprocesses."""
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+class Backend(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    def start(self, spec: LaunchSpec) -> Handle:
+        """Start the process; raise BackendError with a one-line reason on failure."""
+        ...
+
+    def is_alive(self, handle: Handle) -> bool: ...
+
+    def stop(self, handle: Handle, grace: float = 3.0) -> None:
+        """SIGTERM the process tree, SIGKILL what is left after ``grace`` s, remove the pane."""
+        ...
+
+    def describe(self, handle: Handle) -> str:
+        """A short human description, e.g. ``tmux pane %3 (pid 123)``."""
+        ...

@@ -1,0 +1,234 @@
+"""Process helpers shared by the backends.
+
+Two halves:
+
+- **launching**: the minimal environment a teammate inherits, and resolving
+  its program and working directory up front so a typo becomes a one-line
+  ``BackendError`` instead of a pane that flashes and disappears;
+- **stopping**: ``kill_tree`` collects a process and all its descendants
+  *before* signalling (a dead parent no longer leads to its children), sends
+  SIGTERM to every process group a member of the tree leads and to each
+  process, waits up to a grace period and SIGKILLs what is left. It tolerates
+  processes that are already gone, so calling it twice is harmless.
+
+Zombies count as dead everywhere here: their code no longer runs, and in a
+container the reaper (PID 1) may never collect them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import signal
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import psutil
+
+from swarm.backends.base import Handle
+from swarm.errors import BackendError
+
+log = logging.getLogger(__name__)
+
+BASE_ENV_NAMES = ("PATH", "HOME", "USER", "LANG", "TERM", "TMPDIR", "SHELL")
+"""Variables a teammate inherits from the caller (plus every ``LC_*``)."""
+
+CREATE_TIME_TOLERANCE = 0.01
+"""Seconds two create times may differ and still name the same process."""
+
+_POLL_INTERVAL = 0.02
+_KILL_WAIT = 2.0
+"""Seconds to wait for SIGKILLed processes to disappear."""
+
+
+# -- launching ----------------------------------------------------------------
+
+
+def launch_env(
+    inherited: Mapping[str, str],
+    extra: Mapping[str, str],
+    *,
+    exclude: Iterable[str] = (),
+) -> dict[str, str]:
+    """The base variables taken from ``inherited``, overlaid with ``extra``."""
+    skip = set(exclude)
+    env = {
+        key: value
+        for key, value in inherited.items()
+        if (key in BASE_ENV_NAMES or key.startswith("LC_")) and key not in skip
+    }
+    env.update(extra)
+    return env
+
+
+def check_cwd(cwd: Path) -> Path:
+    """``cwd`` made absolute; ``BackendError`` if it is not a directory."""
+    path = Path(cwd).absolute()
+    if not path.is_dir():
+        raise BackendError(f"working directory {str(path)!r} does not exist or is not a directory")
+    return path
+
+
+def resolve_program(program: str, *, path: str | None, cwd: Path) -> str:
+    """The absolute path of ``program``, looked up like ``execvp`` would.
+
+    A name without ``/`` is searched on ``path`` (the teammate's PATH); a
+    relative path is taken relative to ``cwd``, where the program will run.
+    """
+    if not program:
+        raise BackendError("cannot start a teammate: the command is empty")
+    if "/" not in program:
+        found = shutil.which(program, path=path if path is not None else os.defpath)
+        if found is None:
+            raise BackendError(f"{program!r} was not found on PATH")
+        return str(Path(found).absolute())
+    candidate = Path(program) if os.path.isabs(program) else cwd / program
+    if not candidate.is_file() or not os.access(candidate, os.X_OK):
+        raise BackendError(f"{program!r} is not an executable file")
+    return str(candidate)
+
+
+# -- liveness -----------------------------------------------------------------
+
+
+def process_create_time(pid: int) -> float | None:
+    """When ``pid`` started (seconds since the epoch), or None if it is gone."""
+    try:
+        return psutil.Process(pid).create_time()
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return None
+
+
+def create_time_of(handle: Handle) -> float | None:
+    """The create time a backend recorded in ``handle.extra``, if any."""
+    value = handle.extra.get("create_time")
+    try:
+        return float(value) if value else None
+    except ValueError:
+        return None
+
+
+def is_pid_alive(pid: int, create_time: float | None = None) -> bool:
+    """True if ``pid`` runs and is not a zombie.
+
+    With ``create_time``, a process that started at another time is a reused
+    pid, not ours, and counts as dead.
+    """
+    try:
+        proc = psutil.Process(pid)
+        if create_time is not None and abs(proc.create_time() - create_time) > CREATE_TIME_TOLERANCE:
+            return False
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.AccessDenied:
+        return True  # it exists; we just may not look at it
+
+
+def _is_gone(proc: psutil.Process) -> bool:
+    try:
+        return not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+    except psutil.AccessDenied:
+        return False
+
+
+# -- stopping -----------------------------------------------------------------
+
+
+def _collect_tree(pid: int) -> list[psutil.Process]:
+    """``pid`` and every descendant, read before anything is signalled."""
+    try:
+        root = psutil.Process(pid)
+    except psutil.NoSuchProcess:
+        return []
+    try:
+        return [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return [root]
+
+
+def _led_groups(procs: Iterable[psutil.Process]) -> set[int]:
+    """Process groups led by a member of the tree, never our own group.
+
+    Only groups a member *leads* are signalled: a member that merely joined
+    some other group (say, the caller's) must not take that group down.
+    """
+    own = os.getpgrp()
+    groups: set[int] = set()
+    for proc in procs:
+        with contextlib.suppress(OSError):
+            if os.getpgid(proc.pid) == proc.pid and proc.pid not in (own, 0, 1):
+                groups.add(proc.pid)
+    return groups
+
+
+def _group_members(groups: set[int]) -> list[psutil.Process]:
+    """Processes in ``groups`` — catches orphans whose parent already died."""
+    if not groups:
+        return []
+    members = []
+    for proc in psutil.process_iter():
+        with contextlib.suppress(OSError, psutil.Error):
+            if os.getpgid(proc.pid) in groups:
+                members.append(proc)
+    return members
+
+
+def _signal_all(groups: set[int], procs: Iterable[psutil.Process], sig: signal.Signals) -> None:
+    for pgid in groups:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, sig)
+    for proc in procs:
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+            proc.send_signal(sig)  # psutil refuses if the pid was reused
+
+
+def _wait_gone(procs: list[psutil.Process], timeout: float) -> list[psutil.Process]:
+    """Wait until every process is gone (or a zombie); return the survivors.
+
+    ``psutil.wait_procs`` also reaps the ones that are our own children.
+    """
+    deadline = time.monotonic() + timeout
+    alive = [proc for proc in procs if not _is_gone(proc)]
+    while alive:
+        remaining = deadline - time.monotonic()
+        _, alive = psutil.wait_procs(alive, timeout=max(0.0, min(_POLL_INTERVAL, remaining)))
+        alive = [proc for proc in alive if not _is_gone(proc)]
+        if remaining <= 0:
+            break
+    return alive
+
+
+def _unique(procs: Iterable[psutil.Process]) -> list[psutil.Process]:
+    seen: dict[int, psutil.Process] = {}
+    for proc in procs:
+        seen.setdefault(proc.pid, proc)
+    return list(seen.values())
+
+
+def kill_tree(pid: int, grace: float) -> None:
+    """SIGTERM ``pid`` and all its descendants, SIGKILL survivors after ``grace`` s.
+
+    Safe to call on a pid that is already gone, and to call twice.
+    """
+    tree = _collect_tree(pid)
+    groups = _led_groups(tree)
+    targets = _unique([*tree, *_group_members(groups)])
+    if not targets:
+        return
+    _signal_all(groups, targets, signal.SIGTERM)
+    survivors = _wait_gone(targets, grace)
+    if survivors:
+        log.info(
+            "sigkilled processes that outlived the grace period",
+            extra={"pid": pid, "pids": [proc.pid for proc in survivors], "grace": grace},
+        )
+        _signal_all(groups, survivors, signal.SIGKILL)
+        survivors = _wait_gone(survivors, _KILL_WAIT)
+    if survivors:
+        log.warning("processes survived sigkill", extra={"pid": pid, "pids": [p.pid for p in survivors]})

@@ -1,0 +1,170 @@
+"""``swarm spawn|status|logs|attach|shutdown|kill``: teammate processes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from swarm.cli.options import agent_name_callback, home_of, json_option, team_option
+from swarm.cli.render import emit_json, table
+from swarm.core.protocol import COLORS
+from swarm.errors import BackendError, NotFoundError, UsageError
+from swarm.runtime.shutdown import force_stop, live_members, shutdown as shutdown_teammates
+from swarm.runtime.spawn import SpawnRequest, spawn as spawn_teammate
+from swarm.runtime.status import MemberStatus, team_status
+from swarm.teammate.config import PERMISSION_MODES
+
+tmux_socket_option = click.option(
+    "--tmux-socket", envvar="SWARM_TMUX_SOCKET", show_envvar=True, default=None,
+    help="tmux server: a socket name (-L) or a socket path (-S).")
+
+
+@click.command()
+@click.argument("name", callback=agent_name_callback)
+@team_option
+@click.option("--prompt", "-p", required=True, help="The teammate's first task ('-' reads stdin).")
+@click.option("--backend", type=click.Choice(["auto", "tmux", "subprocess"]), default="auto", show_default=True)
+@click.option("--agent-type", default="general-purpose", show_default=True)
+@click.option("--model", "-m", default=None, help="Model id, or 'scripted[:PLAYBOOK]'.")
+@click.option("--playbook", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
+              help="Run the teammate on the offline scripted model with this playbook.")
+@click.option("--permission-mode", type=click.Choice(PERMISSION_MODES), default="default", show_default=True)
+@click.option("--plan-mode-required", is_flag=True, help="Read-only until the lead approves a plan.")
+@click.option("--cwd", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
+              help="Working directory [default: current directory].")
+@click.option("--color", type=click.Choice(COLORS), default=None, help="Pane border / message colour.")
+@tmux_socket_option
+@json_option
+@click.pass_context
+def spawn(ctx: click.Context, name: str, team: str, prompt: str, backend: str, agent_type: str, model: str | None,
+          playbook: Path | None, permission_mode: str, plan_mode_required: bool, cwd: Path | None,
+          color: str | None, tmux_socket: str | None, as_json: bool) -> None:
+    """Start teammate NAME in the team and give it its first task."""
+    if prompt == "-":
+        prompt = sys.stdin.read()
+    request = SpawnRequest(team=team, name=name, prompt=prompt, backend=backend, agent_type=agent_type,
+                           model=model, permission_mode=permission_mode, plan_mode_required=plan_mode_required,
+                           cwd=(cwd or Path.cwd()).resolve(), color=color, playbook=playbook, tmux_socket=tmux_socket)
+    member = spawn_teammate(home_of(ctx), request, dict(os.environ))
+    if as_json:
+        emit_json(member.wire())
+    else:
+        where = f"pane {member.tmux_pane_id}" if member.backend_type == "tmux" else f"pid {member.pid}"
+        click.echo(f"spawned {name} in team {team} ({member.backend_type}, {where})")
+
+
+@click.command()
+@team_option
+@json_option
+@click.option("--watch", "-w", is_flag=True, help="Refresh every second until Ctrl-C.")
+@click.pass_context
+def status(ctx: click.Context, team: str, as_json: bool, watch: bool) -> None:
+    """Show each member: backend, process, state, queued messages, activity, tokens."""
+    home = home_of(ctx)
+    if not watch:
+        _print_status(team_status(home, team), as_json)
+        return
+    try:
+        while True:
+            rows = team_status(home, team)
+            if not as_json:
+                click.clear()
+            _print_status(rows, as_json)
+            time.sleep(1.0)
+    except KeyboardInterrupt:
+        return
+
+
+def _print_status(rows: list[MemberStatus], as_json: bool) -> None:
+    if as_json:
+        emit_json([r.model_dump() for r in rows])
+        return
+    table(["name", "state", "backend", "pid/pane", "queued", "last activity", "tokens"], [
+        [r.name, r.state, r.backend, r.pane if r.backend == "tmux" else (r.pid or ""), r.undelivered,
+         f"{r.idle_for_s:.0f}s ago" if r.idle_for_s is not None else "", r.tokens]
+        for r in rows
+    ])
+
+
+@click.command()
+@click.argument("name", callback=agent_name_callback)
+@team_option
+@click.option("--follow", "-f", is_flag=True, help="Keep printing new lines until Ctrl-C.")
+@click.pass_context
+def logs(ctx: click.Context, name: str, team: str, follow: bool) -> None:
+    """Print the log of teammate NAME."""
+    home = home_of(ctx)
+    live_members(home, team, [name])
+    path = home.log_path(team, name)
+    if not path.exists():
+        raise NotFoundError(f"no log for {name} yet at {path}")
+    with path.open("r", errors="replace") as handle:
+        click.echo(handle.read(), nl=False)
+        try:
+            while follow:
+                line = handle.readline()
+                if line:
+                    click.echo(line, nl=False)
+                else:
+                    time.sleep(0.2)
+        except KeyboardInterrupt:
+            return
+
+
+@click.command()
+@click.argument("name", callback=agent_name_callback)
+@team_option
+@click.pass_context
+def attach(ctx: click.Context, name: str, team: str) -> None:
+    """Attach the terminal to teammate NAME's tmux pane."""
+    [member] = live_members(home_of(ctx), team, [name])
+    if member.backend_type != "tmux":
+        raise UsageError(f"{name} runs as a subprocess, not in tmux; use `swarm logs {name} -f --team {team}`")
+    tmux = shutil.which("tmux")
+    if tmux is None:
+        raise BackendError("tmux is not installed or not on PATH")
+    server = ["-S", member.tmux_socket] if member.tmux_socket and "/" in member.tmux_socket else (
+        ["-L", member.tmux_socket] if member.tmux_socket else [])
+    pane = member.tmux_pane_id
+    verb = "switch-client" if os.environ.get("TMUX") else "attach-session"
+    os.execv(tmux, [tmux, *server, "select-pane", "-t", pane, ";", verb, "-t", pane])
+
+
+@click.command()
+@click.argument("names", nargs=-1, callback=lambda c, p, v: [agent_name_callback(c, p, n) for n in v])
+@team_option
+@click.option("--all", "everyone", is_flag=True, help="Every teammate of the team.")
+@click.option("--reason", default=None, help="Told to the teammates.")
+@click.option("--timeout", type=click.FloatRange(min=0), default=30.0, show_default=True,
+              help="Seconds to wait before forcing a teammate down.")
+@json_option
+@click.pass_context
+def shutdown(ctx: click.Context, names: list[str], team: str, everyone: bool, reason: str | None,
+             timeout: float, as_json: bool) -> None:
+    """Ask teammates NAMES (or --all) to stop; force those that do not within --timeout."""
+    if bool(names) == everyone:
+        raise UsageError("name the teammates to stop, or pass --all (not both)")
+    outcomes = shutdown_teammates(home_of(ctx), team, None if everyone else names, dict(os.environ),
+                                  reason=reason, timeout=timeout)
+    if as_json:
+        emit_json([o.__dict__ for o in outcomes])
+    else:
+        for o in outcomes:
+            click.echo(f"{o.name}: {o.result}" + (f" ({o.detail})" if o.detail else ""))
+
+
+@click.command()
+@click.argument("name", callback=agent_name_callback)
+@team_option
+@click.pass_context
+def kill(ctx: click.Context, name: str, team: str) -> None:
+    """Stop teammate NAME at once (process tree and pane); the lead is told."""
+    home = home_of(ctx)
+    [member] = live_members(home, team, [name])
+    outcome = force_stop(home, team, member, dict(os.environ), why="killed by `swarm kill`")
+    click.echo(f"{outcome.name}: {outcome.result}")

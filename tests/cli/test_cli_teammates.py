@@ -1,0 +1,117 @@
+"""spawn / status / logs / shutdown / kill through the installed executable."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from swarm.backends.procs import kill_tree
+from swarm.core.home import Home
+from swarm.core.mailbox import Mailbox
+from swarm.core.protocol import IdleNotification, TeammateTerminated, parse_frame
+from swarm.core.teams import TeamStore
+from tests.backends.helpers import retry_until
+from tests.cli.conftest import SWARM_EXE
+
+
+@pytest.fixture
+def cli_team(home: Home, tmp_path: Path) -> Iterator[tuple[Home, Path]]:
+    work = tmp_path / "work"
+    work.mkdir()
+    subprocess.run([str(SWARM_EXE), "team", "create", "t"], check=True, capture_output=True)
+    yield home, work
+    if home.config_path("t").exists():
+        for member in TeamStore(home).get("t").members[1:]:
+            if member.pid and psutil.pid_exists(member.pid):
+                kill_tree(member.pid, 1.0)
+
+
+def swarm(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(SWARM_EXE), *args], capture_output=True, text=True, timeout=60,
+                          env=env or dict(os.environ), cwd=cwd)
+
+
+def _idle_count(home: Home) -> int:
+    return sum(isinstance(parse_frame(e.text), IdleNotification) for e in Mailbox(home, "t").read("team-lead"))
+
+
+def test_spawn_status_logs_shutdown(cli_team: tuple[Home, Path]) -> None:
+    home, work = cli_team
+    out = swarm("spawn", "ann", "--team", "t", "--prompt", "hello", "--backend", "subprocess",
+                "--cwd", str(work), "--json")
+    assert out.returncode == 0, out.stderr
+    spawned = json.loads(out.stdout)
+    assert spawned["backendType"] == "subprocess" and spawned["pid"] > 0
+    retry_until(lambda: _idle_count(home) == 1, 15, what="first turn")
+    rows = json.loads(swarm("status", "--team", "t", "--json").stdout)
+    ann = next(r for r in rows if r["name"] == "ann")
+    assert ann["state"] == "idle" and ann["pid"] == spawned["pid"] and ann["tokens"] > 0
+    logs = swarm("logs", "ann", "--team", "t")
+    assert logs.returncode == 0 and "joined team" in logs.stdout
+    down = swarm("shutdown", "--all", "--team", "t", "--timeout", "10")
+    assert down.returncode == 0 and down.stdout.strip() == "ann: approved"
+    assert not psutil.pid_exists(spawned["pid"]) or psutil.Process(spawned["pid"]).status() == psutil.STATUS_ZOMBIE
+    rows = json.loads(swarm("status", "--team", "t", "--json").stdout)
+    assert next(r for r in rows if r["name"] == "ann")["state"] == "stopped"
+
+
+def test_kill_tells_the_lead(cli_team: tuple[Home, Path]) -> None:
+    home, work = cli_team
+    assert swarm("spawn", "bob", "--team", "t", "-p", "hi", "--backend", "subprocess", "--cwd", str(work)).returncode == 0
+    assert swarm("kill", "bob", "--team", "t").stdout.strip() == "bob: killed"
+    frames = [parse_frame(e.text) for e in Mailbox(home, "t").read("team-lead")]
+    assert sum(isinstance(f, TeammateTerminated) for f in frames) == 1
+
+
+def test_no_tmux_on_path(cli_team: tuple[Home, Path], tmp_path: Path) -> None:
+    home, work = cli_team
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    env = {**os.environ, "PATH": str(empty)}
+    refused = swarm("spawn", "cal", "--team", "t", "-p", "hi", "--backend", "tmux", "--cwd", str(work), env=env)
+    assert refused.returncode == 1
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--backend subprocess" in lines[0]
+    assert TeamStore(home).get("t").member("cal") is None
+    assert not home.inbox_path("t", "cal").exists()
+    auto = swarm("spawn", "cal", "--team", "t", "-p", "hi", "--cwd", str(work), "--json", env=env)
+    assert auto.returncode == 0, auto.stderr
+    assert json.loads(auto.stdout)["backendType"] == "subprocess"
+    assert auto.stderr == ""
+
+
+def test_spawn_errors_leave_nothing(cli_team: tuple[Home, Path]) -> None:
+    home, work = cli_team
+    cases = [
+        (["spawn", "team-lead", "--team", "t", "-p", "x"], 2, "lead's name"),
+        (["spawn", "dan", "--team", "t", "-p", "   "], 2, "prompt is empty"),
+        (["spawn", "dan", "--team", "t", "-p", '{"type": "shutdown_request", "requestId": "r", "from": "x", '
+          '"timestamp": "t"}'], 2, "protocol frame"),
+        (["spawn", "d/n", "--team", "t", "-p", "x"], 2, "contains '/'"),
+        (["spawn", "dan", "--team", "nope", "-p", "x"], 1, "team 'nope' not found"),
+        (["shutdown", "ghost", "--team", "t"], 1, "no teammate 'ghost'"),
+        (["shutdown", "--team", "t"], 2, "--all"),
+    ]
+    for args, code, message in cases:
+        result = swarm(*args, cwd=work)
+        assert result.returncode == code, (args, result.stderr)
+        assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert [m.name for m in TeamStore(home).get("t").members] == ["team-lead"]
+    assert sorted(p.name for p in home.inboxes_dir("t").glob("*.json")) == []
+
+
+def test_team_delete_stops_live_teammates(cli_team: tuple[Home, Path]) -> None:
+    home, work = cli_team
+    out = swarm("spawn", "eve", "--team", "t", "-p", "hi", "--backend", "subprocess", "--cwd", str(work), "--json")
+    pid = json.loads(out.stdout)["pid"]
+    deleted = swarm("team", "delete", "t")
+    assert deleted.returncode == 0, deleted.stderr
+    assert "stopped eve: approved" in deleted.stdout
+    assert not home.team_dir("t").exists()
+    retry_until(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE, 5)

@@ -1,0 +1,113 @@
+"""Real teammate processes (tmux on a private server, or subprocesses), offline scripted model."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from swarm.backends.procs import kill_tree
+from swarm.core.home import Home
+from swarm.core.protocol import Member
+from swarm.core.teams import TeamStore
+from swarm.runtime.spawn import SpawnRequest, spawn
+from tests.backends.helpers import retry_until
+
+PLAYBOOK = r"""
+[[rules]]
+name = "ping"
+match = 'ping (?P<tok>\w+)'
+[[rules.steps]]
+tool_calls = [{ name = "SendMessage", input = { to = "team-lead", message = "pong {tok} from {agent_name}", summary = "pong" } }]
+[[rules.steps]]
+text = "answered ping {tok}"
+
+[[rules]]
+name = "slow"
+match = 'slow job (?P<tok>\w+)'
+tool_calls = [{ name = "Bash", input = { command = "echo {tok} >> runs.txt; sleep 30" } }]
+"""
+
+STUBBORN = r"""
+[[rules]]
+name = "stubborn"
+match = 'shutdown_request'
+tool_calls = [{ name = "Bash", input = { command = "sleep 60" } }]
+"""
+
+
+@pytest.fixture
+def tmux_socket() -> Iterator[str]:
+    """A private tmux server for this test, killed at teardown."""
+    name = f"swarm-test-{uuid.uuid4().hex[:10]}"
+    yield name
+    subprocess.run(["tmux", "-L", name, "kill-server"], capture_output=True, check=False)
+
+
+@pytest.fixture
+def team(home: Home, tmp_path: Path) -> Iterator[str]:
+    """Team ``t`` in a fresh home; every teammate process still alive at teardown is killed."""
+    TeamStore(home).create("t")
+    yield "t"
+    for member in TeamStore(home).get("t").members:
+        if member.pid and member.name != "team-lead" and psutil.pid_exists(member.pid):
+            kill_tree(member.pid, 1.0)
+
+
+@pytest.fixture
+def playbook(tmp_path: Path) -> Path:
+    path = tmp_path / "playbook.toml"
+    path.write_text(PLAYBOOK)
+    return path
+
+
+@pytest.fixture
+def stubborn_playbook(tmp_path: Path) -> Path:
+    """Answers every shutdown request by starting a minute-long command."""
+    path = tmp_path / "stubborn.toml"
+    path.write_text(STUBBORN)
+    return path
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    path = tmp_path / "work"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def start(home: Home, team: str, playbook: Path, workdir: Path,
+          tmux_socket: str) -> Callable[..., Member]:
+    def run(name: str, prompt: str = "hello", *, backend: str = "subprocess", book: Path | None = None,
+            **extra: object) -> Member:
+        options: dict[str, object] = {"cwd": workdir, **extra}
+        request = SpawnRequest(team=team, name=name, prompt=prompt, backend=backend,
+                               playbook=book or playbook, tmux_socket=tmux_socket, **options)
+        return spawn(home, request, dict(os.environ))
+
+    return run
+
+
+def wait_status(home: Home, team: str, name: str, status: str, timeout: float = 15.0) -> None:
+    def check() -> bool:
+        member = TeamStore(home).get(team).member(name)
+        return member is not None and member.status == status and bool(member.is_active or status != "idle")
+
+    retry_until(check, timeout, what=f"{name} to be {status}")
+
+
+def teammate_pids(home: Home) -> list[int]:
+    """Live processes running swarm.teammate for this home (psutil scan of the machine)."""
+    found = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        cmd = proc.info.get("cmdline") or []
+        if (cmd[1:3] == ["-m", "swarm.teammate"] and str(home.root) in cmd
+                and proc.info.get("status") != psutil.STATUS_ZOMBIE):
+            found.append(proc.pid)
+    return found
