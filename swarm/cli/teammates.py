@@ -38,18 +38,27 @@ tmux_socket_option = click.option(
 @click.option("--cwd", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
               help="Working directory [default: current directory].")
 @click.option("--color", type=click.Choice(COLORS), default=None, help="Pane border / message colour.")
+@click.option("--allowed-tools", "allowed", multiple=True, metavar="RULE",
+              help="Allow rule, e.g. 'Bash(git status:*)' (repeatable).")
+@click.option("--disallowed-tools", "disallowed", multiple=True, metavar="RULE",
+              help="Deny rule, e.g. 'Bash(rm:*)' (repeatable).")
+@click.option("--permission-timeout", type=click.FloatRange(min=0.1), default=300.0, show_default=True,
+              help="Seconds a permission request waits for the lead before it counts as denied.")
 @tmux_socket_option
 @json_option
 @click.pass_context
 def spawn(ctx: click.Context, name: str, team: str, prompt: str, backend: str, agent_type: str, model: str | None,
           playbook: Path | None, permission_mode: str, plan_mode_required: bool, cwd: Path | None,
-          color: str | None, tmux_socket: str | None, as_json: bool) -> None:
+          color: str | None, allowed: tuple[str, ...], disallowed: tuple[str, ...], permission_timeout: float,
+          tmux_socket: str | None, as_json: bool) -> None:
     """Start teammate NAME in the team and give it its first task."""
     if prompt == "-":
         prompt = sys.stdin.read()
     request = SpawnRequest(team=team, name=name, prompt=prompt, backend=backend, agent_type=agent_type,
                            model=model, permission_mode=permission_mode, plan_mode_required=plan_mode_required,
-                           cwd=(cwd or Path.cwd()).resolve(), color=color, playbook=playbook, tmux_socket=tmux_socket)
+                           cwd=(cwd or Path.cwd()).resolve(), color=color, playbook=playbook, tmux_socket=tmux_socket,
+                           allowed_tools=list(allowed), disallowed_tools=list(disallowed),
+                           permission_timeout=permission_timeout)
     member = spawn_teammate(home_of(ctx), request, dict(os.environ))
     if as_json:
         emit_json(member.wire())

@@ -42,6 +42,9 @@ class SpawnRequest(BaseModel):
     color: str | None = None
     playbook: Path | None = None
     tmux_socket: str | None = None
+    allowed_tools: list[str] = []
+    disallowed_tools: list[str] = []
+    permission_timeout: float = 300.0
 
 
 def spawn(home: Home, request: SpawnRequest, env: Mapping[str, str]) -> Member:
@@ -101,6 +104,8 @@ def _launch(home: Home, request: SpawnRequest, member: Member, backend: str,
         agent_type=request.agent_type, model=request.model, permission_mode=request.permission_mode,
         plan_mode_required=request.plan_mode_required, cwd=request.cwd.resolve(),
         playbook=request.playbook.resolve() if request.playbook else None, backend=backend, home=home.root,
+        allowed_tools=request.allowed_tools, disallowed_tools=request.disallowed_tools,
+        permission_timeout=request.permission_timeout,
     )
     return LaunchSpec(argv=[sys.executable, "-m", "swarm.teammate", *config.argv()],
                       env=teammate_env(env, str(home.root)), cwd=request.cwd.resolve(), team=request.team,

@@ -26,6 +26,10 @@ class TeammateConfig(BaseModel):
     playbook: Path | None = None
     backend: str = "subprocess"
     home: Path | None = None
+    allowed_tools: list[str] = []
+    disallowed_tools: list[str] = []
+    permission_timeout: float = 300.0
+    """Seconds a permission or plan request waits for the lead before it counts as denied."""
 
     def argv(self) -> list[str]:
         """The arguments that recreate this config (after the program)."""
@@ -38,6 +42,11 @@ class TeammateConfig(BaseModel):
                 args += [flag, str(value)]
         if self.plan_mode_required:
             args.append("--plan-mode-required")
+        for rule in self.allowed_tools:
+            args += ["--allowed-tool", rule]
+        for rule in self.disallowed_tools:
+            args += ["--disallowed-tool", rule]
+        args += ["--permission-timeout", f"{self.permission_timeout:g}"]
         return args
 
 
@@ -57,6 +66,9 @@ def parse_args(argv: list[str]) -> TeammateConfig:
     parser.add_argument("--playbook", type=Path)
     parser.add_argument("--backend", default="subprocess")
     parser.add_argument("--home", type=Path)
+    parser.add_argument("--allowed-tool", dest="allowed_tools", action="append", default=[])
+    parser.add_argument("--disallowed-tool", dest="disallowed_tools", action="append", default=[])
+    parser.add_argument("--permission-timeout", type=float, default=300.0)
     ns = parser.parse_args(argv)
     validate_name(ns.team, "team name")
     validate_name(ns.name, "agent name")
