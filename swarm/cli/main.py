@@ -14,9 +14,11 @@ import click
 
 from swarm import __version__
 from swarm.cli.messages import inbox, send
+from swarm.cli.permissions import approve, deny, permissions, plan
 from swarm.cli.run import run
 from swarm.cli.team import team
 from swarm.cli.teammates import attach, kill, logs, shutdown, spawn, status
+from swarm.cli.worktrees import worktrees
 from swarm.core.home import Home
 from swarm.errors import SwarmError
 
@@ -62,7 +64,8 @@ cli.add_command(team)
 cli.add_command(send)
 cli.add_command(inbox)
 cli.add_command(run)
-for command in (spawn, status, logs, attach, shutdown, kill):
+cli.add_command(worktrees)
+for command in (spawn, status, logs, attach, shutdown, kill, permissions, approve, deny, plan):
     cli.add_command(command)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import sys
@@ -15,8 +16,9 @@ from swarm.cli.render import emit_json, table
 from swarm.core.protocol import COLORS
 from swarm.errors import BackendError, NotFoundError, UsageError
 from swarm.runtime.shutdown import force_stop, live_members, shutdown as shutdown_teammates
-from swarm.runtime.spawn import SpawnRequest, spawn as spawn_teammate
+from swarm.runtime.spawn import SpawnRequest, spawn_reporting
 from swarm.runtime.status import MemberStatus, team_status
+from swarm.runtime.worktrees import Worktree
 from swarm.teammate.config import PERMISSION_MODES
 
 tmux_socket_option = click.option(
@@ -44,13 +46,16 @@ tmux_socket_option = click.option(
               help="Deny rule, e.g. 'Bash(rm:*)' (repeatable).")
 @click.option("--permission-timeout", type=click.FloatRange(min=0.1), default=300.0, show_default=True,
               help="Seconds a permission request waits for the lead before it counts as denied.")
+@click.option("--worktree", is_flag=True,
+              help="Work in a new git worktree on branch swarm/TEAM/NAME (under .swarm/worktrees in the repo).")
+@click.option("--base", metavar="REF", default=None, help="Commit the worktree starts from [default: HEAD].")
 @tmux_socket_option
 @json_option
 @click.pass_context
 def spawn(ctx: click.Context, name: str, team: str, prompt: str, backend: str, agent_type: str, model: str | None,
           playbook: Path | None, permission_mode: str, plan_mode_required: bool, cwd: Path | None,
           color: str | None, allowed: tuple[str, ...], disallowed: tuple[str, ...], permission_timeout: float,
-          tmux_socket: str | None, as_json: bool) -> None:
+          worktree: bool, base: str | None, tmux_socket: str | None, as_json: bool) -> None:
     """Start teammate NAME in the team and give it its first task."""
     if prompt == "-":
         prompt = sys.stdin.read()
@@ -58,13 +63,18 @@ def spawn(ctx: click.Context, name: str, team: str, prompt: str, backend: str, a
                            model=model, permission_mode=permission_mode, plan_mode_required=plan_mode_required,
                            cwd=(cwd or Path.cwd()).resolve(), color=color, playbook=playbook, tmux_socket=tmux_socket,
                            allowed_tools=list(allowed), disallowed_tools=list(disallowed),
-                           permission_timeout=permission_timeout)
-    member = spawn_teammate(home_of(ctx), request, dict(os.environ))
+                           permission_timeout=permission_timeout, worktree=worktree, base=base)
+    spawned = spawn_reporting(home_of(ctx), request, dict(os.environ))
+    for warning in spawned.warnings:
+        click.echo(f"swarm: warning: {warning}", err=True)
+    member = spawned.member
     if as_json:
         emit_json(member.wire())
-    else:
-        where = f"pane {member.tmux_pane_id}" if member.backend_type == "tmux" else f"pid {member.pid}"
-        click.echo(f"spawned {name} in team {team} ({member.backend_type}, {where})")
+        return
+    where = f"pane {member.tmux_pane_id}" if member.backend_type == "tmux" else f"pid {member.pid}"
+    click.echo(f"spawned {name} in team {team} ({member.backend_type}, {where})")
+    if member.worktree_path:
+        click.echo(f"  worktree {member.worktree_path} on branch {member.worktree_branch}")
 
 
 @click.command()
@@ -93,11 +103,22 @@ def _print_status(rows: list[MemberStatus], as_json: bool) -> None:
     if as_json:
         emit_json([r.model_dump() for r in rows])
         return
-    table(["name", "state", "backend", "pid/pane", "queued", "last activity", "tokens"], [
+    trees = any(r.worktree for r in rows)
+    table(["name", "state", "backend", "pid/pane", "queued", "last activity", "tokens", *(["worktree"] if trees else [])], [
         [r.name, r.state, r.backend, r.pane if r.backend == "tmux" else (r.pid or ""), r.undelivered,
-         f"{r.idle_for_s:.0f}s ago" if r.idle_for_s is not None else "", r.tokens]
+         f"{r.idle_for_s:.0f}s ago" if r.idle_for_s is not None else "", r.tokens,
+         *([_worktree_cell(r)] if trees else [])]
         for r in rows
     ])
+    kept = [r for r in rows if r.worktree_state in ("changed", "orphaned")]
+    for r in kept:
+        click.echo(f"{r.name}: {r.worktree_state} worktree {r.worktree} on {r.worktree_branch} ({r.worktree_changes})")
+
+
+def _worktree_cell(row: MemberStatus) -> str:
+    if not row.worktree_state:
+        return ""
+    return row.worktree_state + (f" +{row.worktree_ahead}" if row.worktree_ahead else "")
 
 
 @click.command()
@@ -161,10 +182,18 @@ def shutdown(ctx: click.Context, names: list[str], team: str, everyone: bool, re
     outcomes = shutdown_teammates(home_of(ctx), team, None if everyone else names, dict(os.environ),
                                   reason=reason, timeout=timeout)
     if as_json:
-        emit_json([o.__dict__ for o in outcomes])
+        emit_json([dataclasses.asdict(o) for o in outcomes])
     else:
         for o in outcomes:
             click.echo(f"{o.name}: {o.result}" + (f" ({o.detail})" if o.detail else ""))
+            _print_worktree(o.worktree)
+
+
+def _print_worktree(tree: Worktree | None) -> None:
+    if tree is not None and tree.state == "removed":
+        click.echo(f"  worktree removed (no changes), branch {tree.branch} deleted")
+    elif tree is not None:
+        click.echo(f"  worktree kept: {tree.path} on {tree.branch} ({tree.summary})")
 
 
 @click.command()
@@ -177,3 +206,4 @@ def kill(ctx: click.Context, name: str, team: str) -> None:
     [member] = live_members(home, team, [name])
     outcome = force_stop(home, team, member, dict(os.environ), why="killed by `swarm kill`")
     click.echo(f"{outcome.name}: {outcome.result}")
+    _print_worktree(outcome.worktree)

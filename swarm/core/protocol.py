@@ -85,6 +85,23 @@ class Member(_CamelWire):
     """Scripted-model playbook path, when the teammate runs offline."""
     tmux_socket: str | None = None
     """tmux server (socket name or path) holding the teammate's pane."""
+    worktree_branch: str | None = None
+    """Branch swarm created for the teammate's worktree (``swarm/<team>/<name>``)."""
+    worktree_base: str | None = None
+    """Commit sha the worktree started from; "commits ahead" are counted from it."""
+    worktree_repo: str | None = None
+    """Main working tree of the repository holding the worktree."""
+    allowed_tools: list[str] | None = None
+    """Allow rules for this teammate (from --allowed-tools and `swarm approve --always`)."""
+    disallowed_tools: list[str] | None = None
+
+
+class RuleLists(_CamelWire):
+    """Permission rules in Claude Code's syntax (swarm addition to the team file)."""
+
+    allow: list[str] = Field(default_factory=list)
+    deny: list[str] = Field(default_factory=list)
+    ask: list[str] = Field(default_factory=list)
 
 
 class TeamFile(_CamelWire):
@@ -94,6 +111,11 @@ class TeamFile(_CamelWire):
     lead_agent_id: StrictStr
     lead_session_id: str | None = None
     members: list[Member] = Field(default_factory=list)
+    # swarm additions:
+    permissions: RuleLists | None = None
+    """Rules every teammate applies before asking the lead."""
+    lead_policy: RuleLists | None = None
+    """Rules the lead side uses to answer requests automatically (allow / deny)."""
 
     def member(self, name: str) -> Member | None:
         return next((m for m in self.members if m.name == name), None)

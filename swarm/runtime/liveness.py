@@ -1,4 +1,8 @@
-"""Detect teammates that died (crash, kill -9, pane closed) and tell the lead once."""
+"""Detect teammates that died (crash, kill -9, pane closed) and tell the lead once.
+
+A dead teammate's worktree is left as it is ("orphaned"): what it holds may be
+half done, so only ``swarm worktrees prune`` removes it, and only if unchanged.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ from swarm.core.clock import now_ms
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.names import LEAD_NAME
-from swarm.core.protocol import TeamFile, TeammateTerminated, frame_text
+from swarm.core.protocol import Member, TeamFile, TeammateTerminated, frame_text
 from swarm.core.teams import TeamStore
 from swarm.runtime.handles import process_alive
 
@@ -21,7 +25,7 @@ def reap_dead(home: Home, team: str) -> list[str]:
     The flip from active to dead happens under the team-file lock, so of several
     coordinators checking at once exactly one sends the notification.
     """
-    def flip(current: TeamFile) -> list[str]:
+    def flip(current: TeamFile) -> list[Member]:
         dead = []
         for member in current.members:
             if member.name == LEAD_NAME or not member.is_active or member.pid is None:
@@ -30,13 +34,21 @@ def reap_dead(home: Home, team: str) -> list[str]:
                 member.is_active = False
                 member.status = "dead"
                 member.last_activity = now_ms()
-                dead.append(member.name)
+                dead.append(member)
         return dead
 
-    dead: list[str] = TeamStore(home).modify(team, flip)
-    for name in dead:
-        notify_terminated(home, team, f"{name} died unexpectedly (process gone); its unfinished work may be lost")
-    return dead
+    dead: list[Member] = TeamStore(home).modify(team, flip)
+    for member in dead:
+        notify_terminated(home, team, f"{member.name} died unexpectedly (process gone); "
+                                      f"its unfinished work may be lost{_worktree_note(member, team)}")
+    return [m.name for m in dead]
+
+
+def _worktree_note(member: Member, team: str) -> str:
+    if not member.worktree_path:
+        return ""
+    return (f"; its worktree {member.worktree_path} (branch {member.worktree_branch}) is kept as it is — "
+            f"review it, then `swarm worktrees prune --team {team}` removes it if unchanged")
 
 
 def notify_terminated(home: Home, team: str, message: str) -> None:

@@ -4,6 +4,8 @@ request -> wait for the process to exit (or a ``shutdown_rejected`` answer) ->
 pane/process cleaned up and the member marked inactive. A teammate that has
 not exited when the timeout passes gets SIGTERM, then SIGKILL of its whole
 process tree, its pane killed, and the lead is told with ``teammate_terminated``.
+Either way a stopped teammate's worktree is then settled: removed if
+unchanged, kept and reported to the lead if changed.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from swarm.core.teams import TeamStore
 from swarm.errors import NotFoundError
 from swarm.runtime.handles import backend_of, handle_of, process_alive
 from swarm.runtime.liveness import notify_terminated, reap_dead
+from swarm.runtime.worktrees import Worktree, settle
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +38,8 @@ class Outcome:
     result: str
     """``approved`` (exited by itself), ``rejected``, ``killed``, or ``not_running``."""
     detail: str = ""
+    worktree: Worktree | None = None
+    """The teammate's worktree after it stopped: ``removed`` (unchanged) or ``changed`` (kept)."""
 
 
 def live_members(home: Home, team: str, names: Iterable[str] | None = None) -> list[Member]:
@@ -101,7 +106,7 @@ def _rejections(home: Home, team: str, requests: dict[str, str]) -> dict[str, st
 def _finish(home: Home, team: str, member: Member, env: Mapping[str, str], result: str) -> Outcome:
     backend_of(member, env).stop(handle_of(member), grace=KILL_GRACE)  # pane gone, nothing left behind
     _mark_stopped(home, team, member.name)
-    return Outcome(member.name, result)
+    return Outcome(member.name, result, worktree=settle(home, team, member))
 
 
 def force_stop(home: Home, team: str, member: Member, env: Mapping[str, str], *, why: str) -> Outcome:
@@ -109,7 +114,7 @@ def force_stop(home: Home, team: str, member: Member, env: Mapping[str, str], *,
     backend_of(member, env).stop(handle_of(member), grace=KILL_GRACE)
     _mark_stopped(home, team, member.name, status="killed")
     notify_terminated(home, team, f"{member.name} was terminated: {why}")
-    return Outcome(member.name, "killed", why)
+    return Outcome(member.name, "killed", why, worktree=settle(home, team, member))
 
 
 def _mark_stopped(home: Home, team: str, name: str, status: str = "stopped") -> None:

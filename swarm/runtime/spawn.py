@@ -1,7 +1,7 @@
-"""Spawn a teammate: check names -> write member -> initial prompt -> start process.
+"""Spawn a teammate: check names -> (worktree) -> write member -> initial prompt -> start process.
 
-Any failure after the member entry is written removes it again (and the
-prompt), so a failed spawn leaves no partial state.
+Any failure after the worktree is created or the member entry is written
+removes them again (and the prompt), so a failed spawn leaves no partial state.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from swarm.backends.base import LaunchSpec
+from swarm.backends.base import Backend, LaunchSpec
 from swarm.backends.select import make_backend
 from swarm.core.clock import now_ms
 from swarm.core.home import Home
@@ -22,6 +22,7 @@ from swarm.core.names import LEAD_NAME, agent_id, validate_name
 from swarm.core.protocol import Member, parse_frame
 from swarm.core.teams import TeamStore
 from swarm.errors import SwarmError, UsageError
+from swarm.runtime import worktrees
 from swarm.runtime.env import teammate_env
 from swarm.runtime.liveness import reap_dead
 from swarm.teammate.config import PERMISSION_MODES, TeammateConfig
@@ -45,19 +46,46 @@ class SpawnRequest(BaseModel):
     allowed_tools: list[str] = []
     disallowed_tools: list[str] = []
     permission_timeout: float = 300.0
+    worktree: bool = False
+    """Work in a new git worktree on branch ``swarm/<team>/<name>`` (its cwd), created from ``base``."""
+    base: str | None = None
+    """Commit the worktree starts from; default: HEAD of the checkout ``cwd`` is in."""
+
+
+class Spawned(BaseModel):
+    member: Member
+    warnings: list[str] = []
+    """Things the user should know, e.g. uncommitted changes the worktree does not have."""
 
 
 def spawn(home: Home, request: SpawnRequest, env: Mapping[str, str]) -> Member:
     """Start teammate ``request.name``; returns its member entry once the process runs."""
+    return spawn_reporting(home, request, env).member
+
+
+def spawn_reporting(home: Home, request: SpawnRequest, env: Mapping[str, str]) -> Spawned:
+    """``spawn``, also returning the warnings met on the way."""
     _check(request)
-    teams = TeamStore(home)
-    teams.get(request.team)
+    TeamStore(home).get(request.team)
     reap_dead(home, request.team)  # a dead member of the same name may be replaced
     backend = make_backend(request.backend, env=env, tmux_socket=request.tmux_socket)
-    member = teams.add_member(request.team, _member(request, backend.name))
-    mailbox = Mailbox(home, request.team)
+    tree = worktrees.create(request.cwd, request.team, request.name, request.base) if request.worktree else None
     try:
-        mailbox.send(request.name, request.prompt, sender=LEAD_NAME, summary="initial task")
+        member = _start(home, request if tree is None else request.model_copy(update={"cwd": tree.path}),
+                        backend, tree, env)
+    except (SwarmError, OSError):
+        if tree is not None:
+            worktrees.discard(tree)
+        raise
+    return Spawned(member=member, warnings=tree.warnings if tree else [])
+
+
+def _start(home: Home, request: SpawnRequest, backend: Backend, tree: worktrees.NewWorktree | None,
+           env: Mapping[str, str]) -> Member:
+    teams = TeamStore(home)
+    member = teams.add_member(request.team, _member(request, backend.name, tree))
+    try:
+        Mailbox(home, request.team).send(request.name, request.prompt, sender=LEAD_NAME, summary="initial task")
         handle = backend.start(_launch(home, request, member, backend.name, env))
     except (SwarmError, OSError):
         _undo(home, request)
@@ -81,9 +109,11 @@ def _check(request: SpawnRequest) -> None:
         raise UsageError(f"--cwd {request.cwd} is not a directory")
     if request.playbook is not None and not request.playbook.is_file():
         raise UsageError(f"playbook {request.playbook} not found")
+    if request.base is not None and not request.worktree:
+        raise UsageError("--base only applies with --worktree")
 
 
-def _member(request: SpawnRequest, backend: str) -> Member:
+def _member(request: SpawnRequest, backend: str, tree: worktrees.NewWorktree | None) -> Member:
     member = Member(
         agent_id=agent_id(request.name, request.team), name=request.name, agent_type=request.agent_type,
         prompt=request.prompt, plan_mode_required=request.plan_mode_required, joined_at=now_ms(),
@@ -94,6 +124,9 @@ def _member(request: SpawnRequest, backend: str) -> Member:
                          ("playbook", str(request.playbook.resolve()) if request.playbook else None)):
         if value is not None:
             setattr(member, field, value)
+    if tree is not None:
+        member.worktree_path, member.worktree_branch = str(tree.path), tree.branch
+        member.worktree_base, member.worktree_repo = tree.base, str(tree.repo)
     return member
 
 

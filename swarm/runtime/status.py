@@ -1,4 +1,4 @@
-"""What each member is doing: backend, process, state, queue, activity, tokens."""
+"""What each member is doing: backend, process, state, queue, activity, tokens, worktree."""
 
 from __future__ import annotations
 
@@ -10,8 +10,10 @@ from swarm.core.mailbox import Mailbox
 from swarm.core.names import LEAD_NAME
 from swarm.core.protocol import Member
 from swarm.core.teams import TeamStore
+from swarm.errors import SwarmError
 from swarm.runtime.handles import process_alive
 from swarm.runtime.liveness import reap_dead
+from swarm.runtime.worktrees import of_member
 
 
 class MemberStatus(BaseModel):
@@ -29,23 +31,46 @@ class MemberStatus(BaseModel):
     color: str | None
     cwd: str
     worktree: str | None
+    worktree_state: str | None = None
+    """``live``, ``changed``, ``unchanged``, ``orphaned``, ``removed`` (or ``unknown`` if git failed)."""
+    worktree_branch: str | None = None
+    worktree_ahead: int | None = None
+    """Commits beyond the worktree's base."""
+    worktree_changes: str | None = None
+    """Short summary: commits ahead, uncommitted paths, diffstat totals."""
 
 
 def team_status(home: Home, team: str) -> list[MemberStatus]:
     """Status of every member; dead teammates are detected (and reported once) first."""
     reap_dead(home, team)
     mailbox = Mailbox(home, team)
-    return [_row(m, len(mailbox.pending(m.name))) for m in TeamStore(home).get(team).members]
+    return [_row(team, m, len(mailbox.pending(m.name))) for m in TeamStore(home).get(team).members]
 
 
-def _row(member: Member, undelivered: int) -> MemberStatus:
+def _row(team: str, member: Member, undelivered: int) -> MemberStatus:
     last = member.last_activity
-    return MemberStatus(
+    row = MemberStatus(
         name=member.name, agent_type=member.agent_type, backend=member.backend_type or "",
         pid=member.pid, pane=member.tmux_pane_id, state=_state(member), undelivered=undelivered,
         last_activity_ms=last, idle_for_s=(now_ms() - last) / 1000 if last else None,
         tokens=member.tokens or 0, color=member.color, cwd=member.cwd, worktree=member.worktree_path,
     )
+    if member.worktree_path:
+        _add_worktree(team, member, row)
+    return row
+
+
+def _add_worktree(team: str, member: Member, row: MemberStatus) -> None:
+    row.worktree_branch = member.worktree_branch
+    try:
+        tree = of_member(team, member)
+    except SwarmError:  # e.g. the repository was moved; status still shows everything else
+        row.worktree_state = "unknown"
+        return
+    if tree is not None:
+        row.worktree_state = tree.state
+        if tree.state != "removed":
+            row.worktree_ahead, row.worktree_changes = tree.ahead, tree.summary
 
 
 def _state(member: Member) -> str:

@@ -16,6 +16,7 @@ from swarm.agent.conversation import Conversation
 from swarm.agent.inbound import wrap
 from swarm.agent.loop import AgentRun, AgentSpec, run_agent
 from swarm.agent.messages import Usage
+from swarm.agent.permissions.settings import settings_rules
 from swarm.agent.prompts import system_prompt
 from swarm.agent.tools import core_tools
 from swarm.agent.tools.base import ToolContext
@@ -41,8 +42,13 @@ from swarm.errors import ModelError, SwarmError
 from swarm.models.factory import make_provider
 from swarm.teammate.config import TeammateConfig
 from swarm.teammate.delivery import Delivery
+from swarm.teammate.gate import TeammateGate
+from swarm.teammate.plan_tool import ExitPlanMode
 
 log = logging.getLogger(__name__)
+
+PLAN_NOTE = ("You start in plan mode: explore with read-only tools, then submit a plan with ExitPlanMode. "
+             "You may edit files only after the lead approves it.")
 
 IDLE_WAIT = 3600.0
 """Seconds an idle teammate blocks on its inbox before re-checking (events wake it sooner)."""
@@ -62,10 +68,15 @@ class TeammateSession:
             write_roots=None if config.permission_mode == "bypassPermissions" else [config.cwd],
             pane_id=self.pane_id, backend_type=config.backend, color=config.color,
         )
+        self.gate = TeammateGate(config, home, self.mailbox, self.transcript, settings_rules(config.cwd))
+        tools = [*core_tools(), SendMessage()]
+        if config.plan_mode_required:
+            tools.append(ExitPlanMode(self.gate))
         provider = make_provider(config.model, playbook=config.playbook, env=env,
                                  variables={"agent_name": config.name, "team": config.team})
-        self.spec = AgentSpec(provider=provider, tools=[*core_tools(), SendMessage()],
-                              system=system_prompt(config.cwd, name=config.name, team=config.team))
+        self.spec = AgentSpec(provider=provider, tools=tools, gate=self.gate,
+                              system=system_prompt(config.cwd, name=config.name, team=config.team,
+                                                   extra=PLAN_NOTE if config.plan_mode_required else ""))
         self.usage = Usage()
         self.pending_shutdown: ShutdownRequest | None = None
         self.stopping = False
@@ -95,7 +106,7 @@ class TeammateSession:
             self.config.team, self.config.name, is_active=True, pid=pid,
             proc_start=process_create_time(pid), tmux_pane_id=self.pane_id,
             backend_type=self.config.backend, status="idle", last_activity=now_ms(),
-            cwd=str(self.config.cwd), mode=self.config.permission_mode,
+            cwd=str(self.config.cwd), mode=self.gate.mode,
         )
         self.transcript.event("joined", pid=pid, backend=self.config.backend, pane=self.pane_id)
         log.info("joined team", extra={"team": self.config.team, "agent_id": self.config.agent_id})

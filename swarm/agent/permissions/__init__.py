@@ -1,0 +1,1 @@
+"""Permission rules and modes: which tool calls run, which are refused, which ask the lead."""

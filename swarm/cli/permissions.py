@@ -1,0 +1,119 @@
+"""``swarm permissions | approve | deny | plan approve|reject``: the lead's desk."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from swarm.cli.options import home_of, json_option, team_option
+from swarm.cli.render import emit_json, one_line, table
+from swarm.core.clock import now_ms
+from swarm.core.mailbox import Mailbox
+from swarm.core.names import LEAD_NAME
+from swarm.core.permlog import PermissionEvent
+from swarm.runtime.desk import answer_plan, apply_policy, approve as approve_request
+from swarm.runtime.desk import deny as deny_request, pending
+from swarm.teammate.config import PERMISSION_MODES
+
+
+@click.command()
+@team_option
+@json_option
+@click.option("--watch", "-w", is_flag=True, help="Keep answering by policy and show requests as they arrive.")
+@click.pass_context
+def permissions(ctx: click.Context, team: str, as_json: bool, watch: bool) -> None:
+    """List pending permission and plan requests (the team's lead policy answers what it covers first)."""
+    home = home_of(ctx)
+    if not watch:
+        _report(apply_policy(home, team), as_json)
+        _list(pending(home, team), as_json)
+        return
+    shown: set[str] = set()
+    watcher = Mailbox(home, team).watcher(LEAD_NAME)
+    try:
+        while True:
+            _report(apply_policy(home, team), as_json)
+            fresh = [r for r in pending(home, team) if r.request_id not in shown]
+            shown.update(r.request_id for r in fresh)
+            if fresh:
+                _list(fresh, as_json)
+            watcher.wait(5.0)
+    except KeyboardInterrupt:
+        return
+    finally:
+        watcher.close()
+
+
+def _report(decisions: list[PermissionEvent], as_json: bool) -> None:
+    for d in decisions:
+        if as_json:
+            click.echo(json.dumps(d.model_dump(mode="json", exclude_none=True)))
+        else:
+            click.echo(f"{d.request_id}: {d.decision} ({d.agent} {d.tool}) by {d.by}")
+
+
+def _list(requests: list[PermissionEvent], as_json: bool) -> None:
+    if as_json:
+        emit_json([r.model_dump(mode="json", exclude_none=True) for r in requests])
+        return
+    if not requests:
+        click.echo("no pending requests")
+        return
+    table(["id", "teammate", "kind", "what", "age"], [
+        [r.request_id, r.agent, r.tool if r.kind == "permission" else "plan",
+         one_line(r.description or (r.plan or ""), 60), f"{(now_ms() - r.ts) // 1000}s"]
+        for r in requests
+    ])
+
+
+@click.command()
+@click.argument("request_id")
+@team_option
+@click.option("--always", is_flag=True, help="Also allow the suggested rule for that teammate from now on.")
+@click.pass_context
+def approve(ctx: click.Context, request_id: str, team: str, always: bool) -> None:
+    """Approve permission request REQUEST_ID."""
+    event = approve_request(home_of(ctx), team, request_id, always=always)
+    extra = f"; rule {event.rule_added} added for {event.agent}" if event.rule_added else ""
+    click.echo(f"approved {request_id} ({event.agent} {event.tool}){extra}")
+
+
+@click.command()
+@click.argument("request_id")
+@team_option
+@click.option("--reason", "-r", default=None, help="Told to the teammate's model.")
+@click.pass_context
+def deny(ctx: click.Context, request_id: str, team: str, reason: str | None) -> None:
+    """Deny permission request REQUEST_ID."""
+    event = deny_request(home_of(ctx), team, request_id, reason=reason)
+    click.echo(f"denied {request_id} ({event.agent} {event.tool}): {event.reason}")
+
+
+@click.group()
+def plan() -> None:
+    """Approve or reject a teammate's plan (plan mode)."""
+
+
+@plan.command("approve")
+@click.argument("request_id")
+@team_option
+@click.option("--mode", type=click.Choice(PERMISSION_MODES), default=None,
+              help="Permission mode the teammate switches to [default: the one it was spawned with].")
+@click.option("--feedback", "-f", default=None, help="Notes for the teammate.")
+@click.pass_context
+def plan_approve(ctx: click.Context, request_id: str, team: str, mode: str | None, feedback: str | None) -> None:
+    """Approve plan REQUEST_ID: the teammate may start editing."""
+    event = answer_plan(home_of(ctx), team, request_id, approved=True, feedback=feedback, mode=mode)
+    click.echo(f"approved plan {request_id} of {event.agent}")
+
+
+@plan.command("reject")
+@click.argument("request_id")
+@team_option
+@click.option("--feedback", "-f", required=True, help="What to change; goes to the teammate's model.")
+@click.pass_context
+def plan_reject(ctx: click.Context, request_id: str, team: str, feedback: str) -> None:
+    """Reject plan REQUEST_ID with feedback: the teammate stays in plan mode."""
+    event = answer_plan(home_of(ctx), team, request_id, approved=False, feedback=feedback)
+    click.echo(f"rejected plan {request_id} of {event.agent}")

@@ -1,0 +1,81 @@
+"""``swarm worktrees [prune]``: teammate git worktrees, listed and cleaned up."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from swarm.cli.options import home_of, json_option
+from swarm.cli.render import emit_json, table
+from swarm.core.names import validate_name
+from swarm.errors import InvalidNameError
+from swarm.runtime.worktrees import Worktree, list_worktrees, prune as prune_worktrees
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _team_name(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    try:
+        return None if value is None else validate_name(value, "team name")
+    except InvalidNameError as exc:
+        raise click.BadParameter(str(exc)) from exc
+
+
+def _team_filter(func: F) -> F:
+    return click.option("--team", "-t", envvar="SWARM_TEAM", show_envvar=True, default=None, callback=_team_name,
+                        help="Only this team's worktrees [default: every team].")(func)
+
+
+@click.group(invoke_without_command=True)
+@_team_filter
+@json_option
+@click.pass_context
+def worktrees(ctx: click.Context, team: str | None, as_json: bool) -> None:
+    """List teammate worktrees: teammate, branch, state, commits ahead.
+
+    Worktrees are found in the repositories the team's members worked in and
+    in the repository of the current directory. States: live (teammate
+    running), changed (kept after shutdown), unchanged, orphaned (teammate
+    died or forgotten).
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    found = list_worktrees(home_of(ctx), team, Path.cwd())
+    if as_json:
+        emit_json([_as_dict(t) for t in found])
+        return
+    if not found:
+        click.echo("no swarm worktrees" + (f" for team {team}" if team else ""))
+        return
+    table(["team", "teammate", "state", "branch", "ahead", "uncommitted", "path"], [
+        [t.team, t.teammate, t.state, t.branch or "(detached)", t.ahead, t.uncommitted, t.path] for t in found
+    ])
+
+
+@worktrees.command()
+@_team_filter
+@click.option("--force", is_flag=True, help="Also remove worktrees with changes; uncommitted edits are lost "
+                                            "(branches with commits are still kept).")
+@json_option
+@click.pass_context
+def prune(ctx: click.Context, team: str | None, force: bool, as_json: bool) -> None:
+    """Remove worktrees whose teammate is not running and that hold no changes; report the kept ones."""
+    if team is None and ctx.parent is not None:  # `swarm worktrees --team T prune`
+        team = ctx.parent.params.get("team")
+    results = prune_worktrees(home_of(ctx), team, Path.cwd(), force=force)
+    if as_json:
+        emit_json([{"worktree": _as_dict(r.worktree), "removed": r.removed, "reason": r.reason} for r in results])
+        return
+    if not results:
+        click.echo("no swarm worktrees" + (f" for team {team}" if team else ""))
+    for r in results:
+        verb = "removed" if r.removed else "kept"
+        click.echo(f"{verb} {r.worktree.path} ({r.worktree.branch or 'detached'}): {r.reason}")
+
+
+def _as_dict(tree: Worktree) -> dict[str, Any]:
+    return {**dataclasses.asdict(tree), "changed": tree.changed}

@@ -1,0 +1,111 @@
+"""The team's permission and plan-approval record (``teams/<team>/permissions.jsonl``).
+
+Every request a teammate sends to the lead is recorded here, and so is every
+decision, with who or what decided (``lead``, ``policy:<rule>``, ``timeout``).
+Pending = requested, not yet decided. ``decide`` holds a lock so a request is
+answered exactly once; a second answer gets ConflictError naming the first.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Callable
+from typing import Any, Literal
+
+import filelock
+from pydantic import BaseModel, ValidationError
+
+from swarm.core.clock import now_ms
+from swarm.core.home import FILE_MODE, Home, ensure_dir
+from swarm.core.jsonfile import encode_json
+from swarm.errors import ConflictError, LockTimeoutError, NotFoundError
+
+log = logging.getLogger(__name__)
+
+LOCK_TIMEOUT = 10.0
+
+
+class PermissionEvent(BaseModel):
+    event: Literal["request", "decision"]
+    request_id: str
+    ts: int
+    kind: Literal["permission", "plan"] = "permission"
+    agent: str = ""
+    tool: str | None = None
+    input: dict[str, Any] | None = None
+    description: str | None = None
+    suggestions: list[str] = []
+    plan: str | None = None
+    decision: Literal["allow", "deny"] | None = None
+    by: str | None = None
+    reason: str | None = None
+    rule_added: str | None = None
+
+
+class PermissionLog:
+    def __init__(self, home: Home, team: str) -> None:
+        self.path = home.team_dir(team) / "permissions.jsonl"
+        self._lock = filelock.FileLock(f"{self.path}.lock", timeout=LOCK_TIMEOUT, mode=FILE_MODE)
+
+    def record_request(self, event: PermissionEvent) -> None:
+        self._append(event)
+
+    def events(self) -> list[PermissionEvent]:
+        try:
+            lines = self.path.read_bytes().splitlines()
+        except FileNotFoundError:
+            return []
+        out = []
+        for line in lines:
+            try:
+                out.append(PermissionEvent.model_validate(json.loads(line)))
+            except (ValueError, ValidationError):
+                log.warning("skipped bad permission record", extra={"path": str(self.path)})
+        return out
+
+    def request(self, request_id: str) -> PermissionEvent:
+        found = next((e for e in self.events() if e.event == "request" and e.request_id == request_id), None)
+        if found is None:
+            raise NotFoundError(f"no permission or plan request {request_id!r}; `swarm permissions` lists pending ones")
+        return found
+
+    def decision(self, request_id: str) -> PermissionEvent | None:
+        return next((e for e in self.events() if e.event == "decision" and e.request_id == request_id), None)
+
+    def pending(self) -> list[PermissionEvent]:
+        events = self.events()
+        decided = {e.request_id for e in events if e.event == "decision"}
+        return [e for e in events if e.event == "request" and e.request_id not in decided]
+
+    def decide(self, request: PermissionEvent, decision: Literal["allow", "deny"], by: str, *,
+               reason: str | None = None, rule_added: str | None = None,
+               deliver: Callable[[], None] | None = None) -> PermissionEvent:
+        """Record the one decision for ``request``; ``deliver`` (send the response) runs under the lock first."""
+        ensure_dir(self.path.parent)
+        try:
+            with self._lock:
+                earlier = self.decision(request.request_id)
+                if earlier is not None:
+                    raise ConflictError(f"request {request.request_id} was already answered "
+                                        f"({earlier.decision} by {earlier.by})")
+                if deliver is not None:
+                    deliver()
+                event = PermissionEvent(event="decision", request_id=request.request_id, ts=now_ms(),
+                                        kind=request.kind, agent=request.agent, tool=request.tool,
+                                        decision=decision, by=by, reason=reason, rule_added=rule_added)
+                self._append(event)
+                return event
+        except filelock.Timeout as exc:
+            raise LockTimeoutError(f"could not lock {self.path} within {LOCK_TIMEOUT:g}s") from exc
+
+    def _append(self, event: PermissionEvent) -> None:
+        ensure_dir(self.path.parent)
+        line = encode_json(event.model_dump(mode="json", exclude_none=True)) + b"\n"
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
+        try:
+            os.write(fd, line)
+            os.fsync(fd)
+        finally:
+            os.close(fd)

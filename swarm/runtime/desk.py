@@ -1,0 +1,140 @@
+"""The lead's permission desk: pending requests, approve / deny, plans, the policy.
+
+Every answer goes through ``PermissionLog.decide`` (one answer per request,
+recorded with who decided) and is delivered to the teammate's inbox as a
+``permission_response`` or ``plan_approval_response`` frame.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from swarm.agent.permissions.rules import as_update, parse_rules
+from swarm.core.clock import now_iso
+from swarm.core.home import Home
+from swarm.core.mailbox import Mailbox
+from swarm.core.names import LEAD_NAME
+from swarm.core.permlog import PermissionEvent, PermissionLog
+from swarm.core.protocol import (
+    PermissionResponse,
+    PermissionResponseBody,
+    PlanApprovalResponse,
+    TeamFile,
+    frame_text,
+)
+from swarm.core.teams import TeamStore
+from swarm.errors import ConflictError, UsageError
+from swarm.teammate.config import PERMISSION_MODES
+
+log = logging.getLogger(__name__)
+
+
+def pending(home: Home, team: str) -> list[PermissionEvent]:
+    TeamStore(home).get(team)
+    return PermissionLog(home, team).pending()
+
+
+def approve(home: Home, team: str, request_id: str, *, always: bool = False, by: str = "lead",
+            updated_input: dict[str, Any] | None = None) -> PermissionEvent:
+    """Let the call run; ``always`` also adds the suggested rule for that teammate."""
+    permlog = PermissionLog(home, team)
+    request = _permission(permlog, request_id)
+    rule = _rule_to_add(request) if always else None
+
+    def deliver() -> None:
+        if rule:
+            TeamStore(home).modify(team, lambda t: _add_rule(t, request.agent, rule))
+        body = PermissionResponseBody(
+            updated_input=updated_input,
+            permission_updates=[as_update(rule)] if rule else None)
+        _send(home, team, request.agent, frame_text(PermissionResponse(
+            request_id=request_id, subtype="success", response=body)))
+
+    return permlog.decide(request, "allow", by, rule_added=rule, deliver=deliver)
+
+
+def deny(home: Home, team: str, request_id: str, *, reason: str | None = None, by: str = "lead") -> PermissionEvent:
+    permlog = PermissionLog(home, team)
+    request = _permission(permlog, request_id)
+    why = reason or "denied by the lead"
+
+    def deliver() -> None:
+        _send(home, team, request.agent, frame_text(PermissionResponse(
+            request_id=request_id, subtype="error", error=why)))
+
+    return permlog.decide(request, "deny", by, reason=why, deliver=deliver)
+
+
+def answer_plan(home: Home, team: str, request_id: str, *, approved: bool, feedback: str | None = None,
+                mode: str | None = None, by: str = "lead") -> PermissionEvent:
+    if mode is not None and mode not in PERMISSION_MODES:
+        raise UsageError(f"unknown permission mode {mode!r}; use one of {', '.join(PERMISSION_MODES)}")
+    permlog = PermissionLog(home, team)
+    request = permlog.request(request_id)
+    if request.kind != "plan":
+        raise UsageError(f"{request_id} is a permission request; answer it with `swarm approve` or `swarm deny`")
+
+    def deliver() -> None:
+        _send(home, team, request.agent, frame_text(PlanApprovalResponse(
+            request_id=request_id, approved=approved, feedback=feedback, timestamp=now_iso(),
+            permission_mode=mode)))
+
+    return permlog.decide(request, "allow" if approved else "deny", by, reason=feedback, deliver=deliver)
+
+
+def apply_policy(home: Home, team: str) -> list[PermissionEvent]:
+    """Answer pending permission requests that the team's lead policy covers."""
+    team_file = TeamStore(home).get(team)
+    policy = team_file.lead_policy
+    if policy is None or not (policy.allow or policy.deny):
+        return []
+    decided = []
+    for request in PermissionLog(home, team).pending():
+        if request.kind != "permission" or request.tool is None:
+            continue
+        member = team_file.member(request.agent)
+        cwd = Path(member.cwd) if member and member.cwd else Path.cwd()
+        args = request.input or {}
+        try:
+            for rule in parse_rules(policy.deny):
+                if rule.matches(request.tool, args, cwd, allow=False):
+                    decided.append(deny(home, team, request.request_id, reason=f"denied by lead policy {rule.text}",
+                                        by=f"policy:{rule.text}"))
+                    break
+            else:
+                for rule in parse_rules(policy.allow):
+                    if rule.matches(request.tool, args, cwd, allow=True):
+                        decided.append(approve(home, team, request.request_id, by=f"policy:{rule.text}"))
+                        break
+        except ConflictError:  # someone answered it meanwhile
+            continue
+    return decided
+
+
+def _permission(permlog: PermissionLog, request_id: str) -> PermissionEvent:
+    request = permlog.request(request_id)
+    if request.kind != "permission":
+        raise UsageError(f"{request_id} is a plan; answer it with `swarm plan approve` or `swarm plan reject`")
+    return request
+
+
+def _rule_to_add(request: PermissionEvent) -> str:
+    if not request.suggestions:
+        raise UsageError(f"request {request.request_id} has no suggested rule to add; approve it without --always")
+    return request.suggestions[0]
+
+
+def _add_rule(team_file: TeamFile, agent: str, rule: str) -> None:
+    member = team_file.member(agent)
+    if member is None:
+        return
+    rules = list(member.allowed_tools or [])
+    if rule not in rules:
+        rules.append(rule)
+    member.allowed_tools = rules
+
+
+def _send(home: Home, team: str, agent: str, text: str) -> None:
+    Mailbox(home, team).send(agent, text, sender=LEAD_NAME, summary="answer to your request")

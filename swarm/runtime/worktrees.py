@@ -1,0 +1,387 @@
+"""Teammate git worktrees: create, inspect, settle at shutdown, list, prune.
+
+A worktree teammate works in ``<repo>/.swarm/worktrees/<team>/<name>`` on
+branch ``swarm/<team>/<name>`` (``-2``, ``-3`` ... appended while either is
+taken), started from a base commit recorded in its member entry. ``.swarm/``
+is kept out of git by a line in ``.git/info/exclude``.
+
+A worktree is *changed* when its HEAD has commits beyond the base or
+``git status`` shows anything (untracked files included). States:
+
+    live       its teammate's process runs (or is being spawned)
+    orphaned   its teammate died, or no member entry names it any more
+    changed    its teammate stopped; the worktree was kept for review
+    unchanged  its teammate stopped and nothing changed (normally already removed)
+
+Shutdown removes an unchanged worktree with its branch and keeps a changed
+one, telling the lead; ``prune`` removes what is neither live nor changed.
+Uncommitted work is only discarded by ``prune(force=True)``, and a branch
+with commits beyond its base is never deleted.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import filelock
+
+from swarm.core.home import Home
+from swarm.core.mailbox import Mailbox
+from swarm.core.names import LEAD_NAME
+from swarm.core.protocol import Member
+from swarm.core.teams import TeamStore
+from swarm.errors import BackendError, LockTimeoutError, SwarmError, UsageError
+from swarm.runtime import git
+from swarm.runtime.handles import process_alive
+from swarm.runtime.liveness import reap_dead
+
+log = logging.getLogger(__name__)
+
+WORKTREES_DIR = Path(".swarm") / "worktrees"
+EXCLUDE_LINE = ".swarm/"
+MAX_SUFFIX = 99
+STARTING_GRACE_S = 60.0
+"""A worktree this young without a running teammate may belong to a spawn in progress; prune leaves it."""
+DIFFSTAT_LINES = 20
+
+
+@dataclass
+class NewWorktree:
+    """A worktree just created for a teammate."""
+
+    path: Path
+    branch: str
+    base: str
+    repo: Path
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Worktree:
+    """A teammate worktree as found on disk."""
+
+    team: str
+    teammate: str
+    path: str
+    branch: str
+    base: str
+    repo: str
+    state: str
+    """``live``, ``orphaned``, ``changed``, ``unchanged``; ``removed`` once swarm deleted it."""
+    ahead: int = 0
+    """Commits on the worktree's HEAD beyond the base."""
+    uncommitted: int = 0
+    """Paths ``git status`` lists (modified, staged, untracked)."""
+    diffstat: str = ""
+    """``git diff --stat`` of the working tree against the base (untracked files not included)."""
+
+    @property
+    def changed(self) -> bool:
+        return self.ahead > 0 or self.uncommitted > 0
+
+    @property
+    def summary(self) -> str:
+        """E.g. ``2 commits ahead, 1 uncommitted path, 1 file changed, 3 insertions(+)``."""
+        parts = [_plural(self.ahead, "commit") + " ahead"]
+        if self.uncommitted:
+            parts.append(_plural(self.uncommitted, "uncommitted path"))
+        if self.diffstat:
+            parts.append(self.diffstat.splitlines()[-1].strip())
+        return ", ".join(parts)
+
+
+@dataclass
+class Pruned:
+    worktree: Worktree
+    removed: bool
+    reason: str
+
+
+# -- create ------------------------------------------------------------------------
+
+
+def create(cwd: Path, team: str, name: str, base: str | None = None) -> NewWorktree:
+    """``git worktree add -b swarm/<team>/<name> <repo>/.swarm/worktrees/<team>/<name> <base>``.
+
+    ``base`` defaults to the HEAD of the checkout ``cwd`` is in. Uncommitted
+    changes there are allowed, with a warning that the worktree lacks them.
+    """
+    repo = git.repo_root(cwd)
+    sha = git.commit_of(cwd, base or "HEAD")
+    _exclude_swarm_dir(repo)
+    warnings = _dirty_warning(cwd, name, sha)
+    path, branch = _add(repo, team, name, sha)
+    wanted = f"swarm/{team}/{name}"
+    if branch != wanted:
+        warnings.append(f"branch {wanted} is taken (an earlier worktree?); {name} works on {branch} instead")
+    log.info("created worktree", extra={"team": team, "agent": name, "path": str(path), "branch": branch})
+    return NewWorktree(path=path, branch=branch, base=sha, repo=repo, warnings=warnings)
+
+
+def _add(repo: Path, team: str, name: str, sha: str) -> tuple[Path, str]:
+    """Add the worktree at the first free ``name``, ``name-2`` ...; safe against parallel spawns."""
+    for n in range(1, MAX_SUFFIX + 1):
+        leaf = name if n == 1 else f"{name}-{n}"
+        path, branch = repo / WORKTREES_DIR / team / leaf, f"swarm/{team}/{leaf}"
+        if path.exists() or git.branch_exists(repo, branch):
+            continue
+        try:
+            git.git(repo, "worktree", "add", "--quiet", "-b", branch, str(path), sha)
+        except BackendError:
+            if path.exists() or git.branch_exists(repo, branch):  # lost a race for this name; try the next
+                continue
+            raise
+        return path, branch
+    raise BackendError(f"branches swarm/{team}/{name} to -{MAX_SUFFIX} are all taken; "
+                       f"`swarm worktrees prune --team {team}` or delete some with `git branch -D`")
+
+
+def discard(new: NewWorktree) -> None:
+    """Undo ``create`` after a failed spawn: the worktree and its branch go, whatever they hold."""
+    try:
+        remove(Worktree(team="", teammate="", path=str(new.path), branch=new.branch, base=new.base,
+                        repo=str(new.repo), state="live"), force=True)
+    except SwarmError as exc:  # the spawn's own error matters more; this one is only logged
+        log.warning("could not remove worktree of failed spawn", extra={"path": str(new.path), "reason": str(exc)})
+
+
+def _exclude_swarm_dir(repo: Path) -> None:
+    """Add ``.swarm/`` to ``.git/info/exclude`` once (parallel spawns take turns on a lock)."""
+    common = git.common_dir(repo)
+    exclude = common / "info" / "exclude"
+    lock = filelock.FileLock(str(common / "swarm-exclude.lock"), timeout=10)
+    try:
+        with lock:
+            text = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
+            if any(line.strip() in (EXCLUDE_LINE, "/" + EXCLUDE_LINE) for line in text.splitlines()):
+                return
+            exclude.parent.mkdir(parents=True, exist_ok=True)
+            with exclude.open("a", encoding="utf-8") as handle:
+                handle.write(("" if text.endswith("\n") or not text else "\n") + EXCLUDE_LINE + "\n")
+    except filelock.Timeout as exc:
+        raise LockTimeoutError(f"could not lock {lock.lock_file} within 10s; retry") from exc
+    except OSError as exc:
+        raise BackendError(f"cannot add {EXCLUDE_LINE} to {exclude}: {exc.strerror}") from exc
+
+
+def _dirty_warning(cwd: Path, name: str, sha: str) -> list[str]:
+    dirty = git.status_lines(cwd)
+    if not dirty:
+        return []
+    log.warning("checkout had uncommitted changes", extra={"cwd": str(cwd), "paths": len(dirty)})
+    return [f"the checkout at {cwd} has {_plural(len(dirty), 'uncommitted path')}; they are not in {name}'s "
+            f"worktree, which starts from commit {sha[:10]} (commit them first if {name} needs them)"]
+
+
+# -- inspect -----------------------------------------------------------------------
+
+
+def of_member(team: str, member: Member) -> Worktree | None:
+    """The worktree recorded in ``member``, inspected; None if it has none."""
+    tree = _recorded(team, member)
+    if tree is None or not Path(tree.path).is_dir():
+        return tree
+    _measure(tree)
+    tree.state = _state(member, tree)
+    return tree
+
+
+def _recorded(team: str, member: Member) -> Worktree | None:
+    if not member.worktree_path:
+        return None
+    return Worktree(team=team, teammate=member.name, path=member.worktree_path,
+                    branch=member.worktree_branch or "", base=member.worktree_base or "",
+                    repo=member.worktree_repo or "", state="removed")
+
+
+def _state(member: Member, tree: Worktree) -> str:
+    if process_alive(member) or (member.pid is None and member.status == "starting" and _young(tree.path)):
+        return "live"
+    if member.status == "dead":
+        return "orphaned"
+    return "changed" if tree.changed else "unchanged"
+
+
+def _measure(tree: Worktree) -> None:
+    """Fill ``ahead``, ``uncommitted`` and ``diffstat`` from git."""
+    path = Path(tree.path)
+    if not tree.base:  # no member entry records it: count from where HEAD forked off the main checkout's HEAD
+        head = git.git(path, "rev-parse", "HEAD").strip()
+        tree.base = git.git(tree.repo or path, "merge-base", "HEAD", head).strip()
+    tree.ahead = git.count_commits(path, tree.base)
+    tree.uncommitted = len(git.status_lines(path))
+    lines = git.git(path, "diff", "--stat=100", tree.base, "--").rstrip().splitlines()
+    tree.diffstat = "\n".join([*lines[:DIFFSTAT_LINES], *lines[-1:]] if len(lines) > DIFFSTAT_LINES + 1 else lines)
+
+
+def _young(path: str) -> bool:
+    """True if the worktree was created less than ``STARTING_GRACE_S`` ago (its ``.git`` file is never rewritten)."""
+    try:
+        return time.time() - os.stat(Path(path) / ".git").st_mtime < STARTING_GRACE_S
+    except OSError:
+        return False
+
+
+# -- shutdown ----------------------------------------------------------------------
+
+
+def settle(home: Home, team: str, member: Member) -> Worktree | None:
+    """After ``member`` stopped: remove its unchanged worktree and branch, or keep a changed one and tell the lead.
+
+    Errors are logged, never raised: the teammate is already down, and a
+    worktree left in place loses nothing.
+    """
+    tree = _recorded(team, member)
+    if tree is None or not Path(tree.path).is_dir():
+        return None
+    try:
+        _measure(tree)
+        if tree.changed:
+            tree.state = "changed"
+            _tell_lead(home, team, tree)
+        else:
+            remove(tree)
+        return tree
+    except SwarmError as exc:
+        log.warning("could not settle worktree; left in place",
+                    extra={"team": team, "agent": member.name, "path": tree.path, "reason": str(exc)})
+        return None
+
+
+def _tell_lead(home: Home, team: str, tree: Worktree) -> None:
+    text = (f"{tree.teammate}'s worktree was kept because it has changes.\n"
+            f"path: {tree.path}\nbranch: {tree.branch} ({tree.summary}; base {tree.base[:10]})\n"
+            f"{tree.diffstat}\n"
+            f"Review with `git log -p {tree.base[:10]}..{tree.branch}`, merge with `git merge {tree.branch}`; "
+            f"`swarm worktrees prune --team {team}` keeps it while it has changes.")
+    Mailbox(home, team).send(LEAD_NAME, text, sender="swarm", summary=f"worktree of {tree.teammate} kept")
+
+
+def remove(tree: Worktree, *, force: bool = False) -> None:
+    """Remove the worktree; delete its ``swarm/`` branch only if it has no commits beyond the base.
+
+    Without ``force`` git itself refuses a worktree with uncommitted changes.
+    """
+    repo = Path(tree.repo) if tree.repo else Path(tree.path)
+    if not repo.is_dir():
+        raise BackendError(f"repository {repo} of worktree {tree.path} is gone")
+    git.git(repo, "worktree", "remove", *(["--force"] if force else []), tree.path)
+    if (tree.branch.startswith("swarm/") and git.branch_exists(repo, tree.branch)
+            and git.count_commits(repo, tree.base, tree.branch) == 0):
+        git.git(repo, "branch", "--quiet", "-D", tree.branch)
+    tree.state = "removed"
+    log.info("removed worktree", extra={"path": tree.path, "branch": tree.branch})
+
+
+# -- list and prune ----------------------------------------------------------------
+
+
+def list_worktrees(home: Home, team: str | None = None, cwd: Path | None = None) -> list[Worktree]:
+    """Every swarm worktree of ``team`` (default: all teams) in the repositories members used and ``cwd``'s."""
+    members = _members_by_path(home, team)
+    repos = {Path(m.worktree_repo) for _, m in members.values() if m.worktree_repo}
+    if cwd is not None:
+        try:
+            repos.add(git.repo_root(cwd))
+        except UsageError:  # not in a repository: only the ones members recorded
+            pass
+    found = []
+    for repo in sorted(repos):
+        for path, branch in _registered(repo):
+            tree_team, leaf = _team_and_leaf(repo, path)
+            if tree_team is None or (team is not None and tree_team != team):
+                continue
+            found.append(_inspect(tree_team, leaf, path, branch, repo, members.get(_key(path))))
+    return sorted(found, key=lambda t: (t.team, t.teammate, t.path))
+
+
+def prune(home: Home, team: str | None = None, cwd: Path | None = None, *, force: bool = False) -> list[Pruned]:
+    """Remove worktrees whose teammate is gone and that hold no changes (``force``: changes too).
+
+    A branch with commits beyond its base is kept even with ``force``.
+    """
+    return [_prune_one(tree, force) for tree in list_worktrees(home, team, cwd)]
+
+
+def _prune_one(tree: Worktree, force: bool) -> Pruned:
+    if tree.state == "live":
+        return Pruned(tree, False, "its teammate is running")
+    if tree.changed and not force:
+        return Pruned(tree, False, f"has changes ({tree.summary}); merge it, or pass --force")
+    if tree.ahead and not tree.branch:
+        return Pruned(tree, False, "has commits on a detached HEAD; `git branch` them first")
+    kept_branch = tree.ahead > 0
+    try:
+        remove(tree, force=force)
+    except BackendError as exc:
+        return Pruned(tree, False, str(exc))
+    if not tree.changed:
+        return Pruned(tree, True, "no changes")
+    reason = "uncommitted changes discarded" if tree.uncommitted else "removed"
+    return Pruned(tree, True, reason + (f"; branch {tree.branch} kept ({_plural(tree.ahead, 'commit')} ahead)"
+                                        if kept_branch else ""))
+
+
+def _members_by_path(home: Home, team: str | None) -> dict[str, tuple[str, Member]]:
+    store = TeamStore(home)
+    teams = [team] if team is not None else [t.name for t in store.list()]
+    found = {}
+    for name in teams:
+        if not store.exists(name):
+            continue
+        reap_dead(home, name)
+        for member in store.get(name).members:
+            if member.worktree_path:
+                found[_key(member.worktree_path)] = (name, member)
+    return found
+
+
+def _key(path: Path | str) -> str:
+    return str(Path(path).resolve())
+
+
+def _registered(repo: Path) -> list[tuple[Path, str]]:
+    """(path, branch) of each linked worktree git knows in ``repo`` whose directory exists."""
+    if not repo.is_dir():
+        return []
+    out, path = [], None
+    for line in git.git(repo, "worktree", "list", "--porcelain").splitlines():
+        if line.startswith("worktree "):
+            path = Path(line.removeprefix("worktree "))
+        elif path is not None and (line.startswith("branch ") or line == "detached"):
+            branch = line.removeprefix("branch refs/heads/") if line != "detached" else ""
+            if path.is_dir():
+                out.append((path, branch))
+            path = None
+    return out
+
+
+def _team_and_leaf(repo: Path, path: Path) -> tuple[str | None, str]:
+    try:
+        rel = path.resolve().relative_to((repo / WORKTREES_DIR).resolve())
+    except ValueError:
+        return None, ""
+    return (rel.parts[0], rel.parts[1]) if len(rel.parts) == 2 else (None, "")
+
+
+def _inspect(team: str, leaf: str, path: Path, branch: str, repo: Path,
+             owner: tuple[str, Member] | None) -> Worktree:
+    if owner is not None:
+        tree = of_member(*owner)
+        if tree is not None:
+            tree.branch = branch  # what is checked out now ("" when detached)
+            return tree
+    tree = Worktree(team=team, teammate=leaf, path=str(path), branch=branch, base="", repo=str(repo),
+                    state="orphaned")
+    _measure(tree)
+    if _young(str(path)):
+        tree.state = "live"
+    return tree
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"

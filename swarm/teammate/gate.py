@@ -1,0 +1,191 @@
+"""The teammate's permission gate: rules and mode decide, the lead answers the rest.
+
+A call that needs approval becomes a ``permission_request`` in the lead's inbox
+(and the team's permission record); the teammate waits, bounded, for the
+matching ``permission_response``. No answer in time is a denial, and the model
+is told which. If the request cannot be written, the call fails loudly.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from swarm.agent.permissions.policy import CallFacts, RuleSet, decide
+from swarm.agent.permissions.rules import as_update, parse_rules, rules_in, suggest
+from swarm.agent.permissions.settings import rules_of
+from swarm.agent.tools.base import Tool, ToolContext, ToolError
+from swarm.agent.transcript import Transcript
+from swarm.core.clock import now_iso, now_ms
+from swarm.core.home import Home, ensure_dir
+from swarm.core.mailbox import Mailbox
+from swarm.core.names import LEAD_NAME
+from swarm.core.permlog import PermissionEvent, PermissionLog
+from swarm.core.protocol import (
+    InboxEntry,
+    PermissionRequest,
+    PermissionResponse,
+    PlanApprovalRequest,
+    PlanApprovalResponse,
+    ShutdownRequest,
+    frame_text,
+    parse_frame,
+)
+from swarm.core.teams import TeamStore
+from swarm.errors import ConflictError, SwarmError
+from swarm.teammate.config import TeammateConfig
+from swarm.teammate.responses import wait_for_frame
+
+log = logging.getLogger(__name__)
+
+
+class TeammateGate:
+    def __init__(self, config: TeammateConfig, home: Home, mailbox: Mailbox, transcript: Transcript,
+                 settings: RuleSet) -> None:
+        self.config = config
+        self.home = home
+        self.mailbox = mailbox
+        self.transcript = transcript
+        self.settings = settings
+        self.permlog = PermissionLog(home, config.team)
+        self.teams = TeamStore(home)
+        self.granted: list[str] = []
+        self.mode = "plan" if config.plan_mode_required else config.permission_mode
+
+    # -- ToolGate ----------------------------------------------------------------
+
+    def authorize(self, tool: Tool[BaseModel], args: BaseModel, tool_use_id: str, ctx: ToolContext) -> BaseModel:
+        facts = CallFacts(tool=tool.name, args=args.model_dump(mode="json", by_alias=True, exclude_none=True),
+                          read_only=tool.read_only, cwd=ctx.cwd, write_roots=ctx.write_roots)
+        decision = decide(facts, self.mode, self._rules())
+        if decision.verdict == "allow":
+            return args
+        if decision.verdict == "deny":
+            self.transcript.event("permission_denied", tool=tool.name, by=decision.by, reason=decision.reason)
+            raise ToolError(f"permission denied: {decision.reason}")
+        return self._ask(tool, facts, tool_use_id, ctx)
+
+    def _rules(self) -> RuleSet:
+        team = self.teams.get(self.config.team)
+        member = team.member(self.config.name)
+        own = RuleSet(
+            tuple(parse_rules([*self.config.allowed_tools, *(member.allowed_tools or [] if member else []),
+                               *self.granted])),
+            tuple(parse_rules([*self.config.disallowed_tools, *(member.disallowed_tools or [] if member else [])])),
+        )
+        return self.settings.merged(rules_of(team.permissions)).merged(own)
+
+    # -- asking the lead -----------------------------------------------------------
+
+    def _ask(self, tool: Tool[BaseModel], facts: CallFacts, tool_use_id: str, ctx: ToolContext) -> BaseModel:
+        request_id = f"perm-{now_ms()}-{secrets.token_hex(3)}"
+        rules = suggest(tool.name, facts.args, facts.cwd)
+        frame = PermissionRequest(
+            request_id=request_id, agent_id=self.config.agent_id, tool_name=tool.name, tool_use_id=tool_use_id,
+            description=describe(tool.name, facts.args), input=facts.args,
+            permission_suggestions=[as_update(r) for r in rules])
+        event = PermissionEvent(event="request", request_id=request_id, ts=now_ms(), agent=self.config.name,
+                                tool=tool.name, input=facts.args, description=frame.description, suggestions=rules)
+        self._send(event, frame_text(frame), f"permission: {frame.description}"[:100])
+        response = self._await(request_id, PermissionResponse, event)
+        if response is None and self._shutdown_pending():
+            ctx.cancel.set()
+            raise ToolError("not run: the lead asked this teammate to shut down")
+        if response is None:
+            raise ToolError(f"permission denied: the lead did not answer within {self.config.permission_timeout:g}s")
+        if response.subtype == "error":
+            raise ToolError(f"permission denied by the lead: {response.error or 'no reason given'}")
+        return self._approved(tool, facts, response)
+
+    def _approved(self, tool: Tool[BaseModel], facts: CallFacts, response: PermissionResponse) -> BaseModel:
+        body = response.response
+        for update in (body.permission_updates or []) if body else []:
+            self.granted.extend(rules_in(update))
+        new_input = body.updated_input if body and body.updated_input is not None else facts.args
+        try:
+            return tool.input_model.model_validate(new_input)
+        except ValidationError as exc:
+            raise ToolError(f"the lead's updated input for {tool.name} is invalid: {exc.errors()[0]['msg']}") from exc
+
+    def _send(self, event: PermissionEvent, text: str, summary: str) -> None:
+        try:
+            self.permlog.record_request(event)
+            self.mailbox.send(LEAD_NAME, text, sender=self.config.name, summary=summary)
+        except (SwarmError, OSError) as exc:
+            raise ToolError(f"could not send the request to the lead ({exc}); the call was not run") from exc
+        self.transcript.event("approval_requested", request_id=event.request_id, kind=event.kind)
+
+    def _await(self, request_id: str, kind: type, event: PermissionEvent) -> Any:
+        def match(frame: object, entry: InboxEntry) -> bool:
+            return (isinstance(frame, kind) and getattr(frame, "request_id", None) == request_id
+                    and entry.sender == LEAD_NAME)
+
+        answer = wait_for_frame(self.mailbox, self.config.name, match, self.config.permission_timeout,
+                                abort=_is_shutdown)
+        if answer is None:
+            by, why = ("shutdown", "the teammate was asked to shut down") if self._shutdown_pending() else (
+                "timeout", "no answer from the lead in time")
+            try:
+                self.permlog.decide(event, "deny", by, reason=why)
+            except ConflictError:  # answered just now: the response is on its way
+                answer = wait_for_frame(self.mailbox, self.config.name, match, 2.0)
+        self.transcript.event("approval_answered", request_id=request_id, answered=answer is not None)
+        return answer
+
+    def _shutdown_pending(self) -> bool:
+        return any(isinstance(parse_frame(e.text), ShutdownRequest) for e in self.mailbox.pending(self.config.name))
+
+    # -- plan mode -----------------------------------------------------------------
+
+    def submit_plan(self, plan: str) -> str:
+        if self.mode != "plan":
+            raise ToolError(f"you are not in plan mode (mode: {self.mode}); go ahead with the work")
+        request_id = f"plan_approval-{now_ms()}@{self.config.name}"
+        plan_file = self._write_plan(request_id, plan)
+        frame = PlanApprovalRequest(request_id=request_id, sender=self.config.name, timestamp=now_iso(),
+                                    plan_file_path=str(plan_file), plan_content=plan)
+        event = PermissionEvent(event="request", request_id=request_id, ts=now_ms(), kind="plan",
+                                agent=self.config.name, tool="ExitPlanMode", plan=plan,
+                                description=plan.strip().splitlines()[0][:80] if plan.strip() else "(empty plan)")
+        self._send(event, frame_text(frame), "plan approval request")
+        answer = self._await(request_id, PlanApprovalResponse, event)
+        if answer is None:
+            raise ToolError(f"the lead did not answer the plan within {self.config.permission_timeout:g}s; "
+                            "you are still in plan mode")
+        if not answer.approved:
+            return (f"The lead rejected the plan. Feedback: {answer.feedback or '(none)'}\n"
+                    "You are still in plan mode: revise the plan and submit it again with ExitPlanMode.")
+        self.mode = _after_plan(answer.permission_mode, self.config.permission_mode)
+        self.teams.update_member(self.config.team, self.config.name, mode=self.mode)
+        return f"The lead approved the plan. You are now in {self.mode} mode: implement it."
+
+    def _write_plan(self, request_id: str, plan: str) -> Path:
+        directory = ensure_dir(self.home.team_dir(self.config.team) / "plans")
+        path = directory / f"{request_id.replace('@', '-')}.md"
+        path.write_text(plan)
+        return path
+
+
+def _is_shutdown(frame: object, entry: InboxEntry) -> bool:
+    return isinstance(frame, ShutdownRequest)
+
+
+def describe(tool: str, args: dict[str, Any]) -> str:
+    """One line saying what the call would do."""
+    if tool == "Bash":
+        return str(args.get("description") or f"run: {args.get('command', '')}").splitlines()[0][:200]
+    if tool == "Write":
+        return f"write {len(str(args.get('content', '')))} characters to {args.get('file_path')}"
+    if tool == "Edit":
+        return f"edit {args.get('file_path')}"
+    return f"{tool} {str(args)[:150]}"
+
+
+def _after_plan(granted: str | None, spawned: str) -> str:
+    if granted and granted != "plan":
+        return granted
+    return spawned if spawned != "plan" else "default"

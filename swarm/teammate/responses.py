@@ -1,0 +1,43 @@
+"""Waiting, inside a tool call, for one answer frame in the teammate's own inbox.
+
+Only the matching entry is taken out of the inbox; everything else stays for
+normal delivery (which ignores and logs late or duplicate answers).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from swarm.core.mailbox import Mailbox, delivery_key
+from swarm.core.protocol import InboxEntry, parse_frame
+
+Match = Callable[[object, InboxEntry], bool]
+
+
+def wait_for_frame(mailbox: Mailbox, agent: str, match: Match, timeout: float,
+                   abort: Match | None = None) -> object | None:
+    """The first frame in ``agent``'s inbox for which ``match`` holds, or None.
+
+    None comes after ``timeout`` s, or as soon as a frame satisfies ``abort``
+    (that frame stays in the inbox for normal delivery).
+    """
+    watcher = mailbox.watcher(agent)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            for entry in mailbox.pending(agent):
+                frame = parse_frame(entry.text)
+                if isinstance(frame, str):
+                    continue
+                if match(frame, entry):
+                    mailbox.acknowledge(agent, [delivery_key(entry)])
+                    return frame
+                if abort is not None and abort(frame, entry):
+                    return None
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            watcher.wait(remaining)
+    finally:
+        watcher.close()

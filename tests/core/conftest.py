@@ -1,0 +1,194 @@
+"""Fixtures for the core tests: a team with one recipient, and real worker processes.
+
+Workers are ``sys.executable -c <code>`` children in their own session, with
+``SWARM_HOME`` pointing at the test's home. Every worker a test starts is
+SIGKILLed (whole process group) and reaped when the test ends, pass or fail.
+A worker talks to the test through stdout lines (``say("ready")``) and reads
+commands from stdin (``sys.stdin.readline()``), so the test waits on events
+with a deadline instead of sleeping.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from swarm.core.home import Home
+from swarm.core.protocol import Member
+from swarm.core.teams import TeamStore
+
+TEAM = "crew"
+RECIPIENT = "bob"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+PROLOGUE = f"""
+import json, os, sys, time
+from swarm.core.home import Home
+from swarm.core.mailbox import Mailbox
+home = Home.from_env()
+mb = Mailbox(home, {TEAM!r})
+INBOX = home.inbox_path({TEAM!r}, {RECIPIENT!r})
+
+def say(word):
+    print(word, flush=True)
+
+def open_log(path):
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+
+def record(fd, *items):
+    # one write() per batch, then fsync: a SIGKILL leaves whole lines or nothing
+    if items:
+        os.write(fd, "".join(json.dumps(i) + "\\n" for i in items).encode())
+        os.fsync(fd)
+"""
+
+
+class Worker:
+    """One child process; stdout is read line by line with a deadline."""
+
+    def __init__(self, name: str, proc: subprocess.Popen[bytes], stderr_path: Path) -> None:
+        self.name = name
+        self.proc = proc
+        self.stderr_path = stderr_path
+        self._buffer = b""
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def stderr(self) -> str:
+        try:
+            return self.stderr_path.read_text(errors="replace")[-4000:]
+        except FileNotFoundError:
+            return ""
+
+    def _fail(self, what: str) -> None:
+        pytest.fail(f"worker {self.name} (pid {self.pid}, rc {self.proc.poll()}): {what}\n"
+                    f"--- stderr ---\n{self.stderr()}")
+
+    def expect(self, line: str, timeout: float = 20.0) -> None:
+        """Block until the worker prints ``line``; fail on exit or deadline."""
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        while True:
+            while b"\n" in self._buffer:
+                got, self._buffer = self._buffer.split(b"\n", 1)
+                if got.decode(errors="replace") == line:
+                    return
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self._fail(f"did not print {line!r} within {timeout:g}s")
+            ready, _, _ = select.select([fd], [], [], remaining)
+            if ready:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    self._fail(f"exited before printing {line!r}")
+                self._buffer += chunk
+
+    def tell(self, line: str = "go") -> None:
+        """Write a line to the worker's stdin; a worker that already exited is
+        left to the next ``expect``/``join`` to report."""
+        assert self.proc.stdin is not None
+        with contextlib.suppress(BrokenPipeError):
+            self.proc.stdin.write(line.encode() + b"\n")
+            self.proc.stdin.flush()
+
+    def join(self, timeout: float) -> int:
+        """Wait for a normal exit; fail (with the worker's stderr) on deadline."""
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self._fail(f"still running after {timeout:g}s")
+            raise  # unreachable: pytest.fail raises
+
+    def kill(self) -> None:
+        """SIGKILL the worker's process group and reap it; safe to call twice."""
+        if self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream is not None:
+                with contextlib.suppress(OSError):  # a broken pipe to a dead child is expected
+                    stream.close()
+
+
+class Workers:
+    """Starts workers and remembers them so the fixture can stop them all."""
+
+    def __init__(self, home: Home, logs: Path) -> None:
+        self.home = home
+        self.logs = logs
+        self.started: list[Worker] = []
+        self.env = dict(os.environ, SWARM_HOME=str(home.root), PYTHONUNBUFFERED="1",
+                        PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])))
+
+    def start(self, name: str, body: str, *args: object, prologue: bool = True) -> Worker:
+        """Run ``body`` (after ``PROLOGUE`` unless ``prologue=False``) with ``args`` in sys.argv[1:]."""
+        self.logs.mkdir(parents=True, exist_ok=True)
+        stderr_path = self.logs / f"{name}-{len(self.started)}.stderr"
+        code = (PROLOGUE if prologue else "") + body
+        with stderr_path.open("wb") as err:
+            proc = subprocess.Popen(
+                [sys.executable, "-c", code, *map(str, args)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
+                env=self.env, cwd=self.logs, start_new_session=True,
+            )
+        worker = Worker(name, proc, stderr_path)
+        self.started.append(worker)
+        return worker
+
+    def stop_all(self) -> None:
+        for worker in self.started:
+            # Teardown must not mask the test's own failure: a worker that is
+            # already gone is fine, anything else is reported by the test itself.
+            with contextlib.suppress(Exception):
+                worker.kill()
+
+
+@pytest.fixture
+def team(home: Home) -> Home:
+    """``home`` with team ``crew`` (team-lead + ``bob``); returns the home."""
+    store = TeamStore(home)
+    store.create(TEAM, cwd=str(home.root))
+    store.add_member(TEAM, Member(agent_id=f"{RECIPIENT}@{TEAM}", name=RECIPIENT))
+    return home
+
+
+@pytest.fixture
+def inbox(team: Home) -> Path:
+    """Path of bob's inbox in team ``crew``."""
+    return team.inbox_path(TEAM, RECIPIENT)
+
+
+@pytest.fixture
+def workers(team: Home, tmp_path: Path) -> Iterator[Workers]:
+    pool = Workers(team, tmp_path / "workers")
+    try:
+        yield pool
+    finally:
+        pool.stop_all()
+
+
+@pytest.fixture
+def wait_for() -> Callable[..., None]:
+    """``wait_for(predicate, timeout, what)``: poll until true, fail at the deadline."""
+
+    def wait(predicate: Callable[[], bool], timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() >= deadline:
+                pytest.fail(f"timed out after {timeout:g}s waiting for {what}")
+            time.sleep(0.005)
+
+    return wait
