@@ -10,6 +10,7 @@ idempotent by that record). ``wait`` blocks on file-change events.
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 import uuid
 from collections.abc import Iterable
@@ -38,6 +39,8 @@ class Mailbox:
     events: bool = True
     """Use file-change events for ``wait``; False forces the polling fallback."""
     _teams: TeamStore = field(init=False, repr=False)
+    _files: dict[str, LockedJsonFile[list[InboxEntry]]] = field(init=False, repr=False, default_factory=dict)
+    _roster: tuple[tuple[int, int, int], TeamFile] | None = field(init=False, repr=False, default=None)
 
     def __post_init__(self) -> None:
         validate_name(self.team, "team name")
@@ -53,8 +56,7 @@ class Mailbox:
         """
         validate_name(sender, "sender name")
         _check_size(text)
-        team = self._teams.get(self.team)
-        recipients = self.recipients(team, to, sender)
+        recipients = self.recipients(self._team_file(), to, sender)
         written = []
         for name in recipients:
             entry = InboxEntry(sender=sender, text=text, timestamp=now_iso(), read=False,
@@ -66,6 +68,18 @@ class Mailbox:
             self._file(name).update(lambda entries, e=entry: entries.append(e))
             written.append(entry)
         return written
+
+    def _team_file(self) -> TeamFile:
+        """The team file, re-read only when it changed on disk (sends are frequent, member changes rare)."""
+        path = self.home.config_path(self.team)
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            return self._teams.get(self.team)  # raises NotFoundError with the usual hint
+        signature = (st.st_ino, st.st_mtime_ns, st.st_size)
+        if self._roster is None or self._roster[0] != signature:
+            self._roster = (signature, self._teams.get(self.team))
+        return self._roster[1]
 
     def recipients(self, team: TeamFile, to: str, sender: str) -> list[str]:
         """Names a message to ``to`` goes to; NotFoundError for a non-member."""
@@ -140,7 +154,9 @@ class Mailbox:
                 active.close()
 
     def _file(self, agent: str) -> LockedJsonFile[list[InboxEntry]]:
-        return LockedJsonFile(self.home.inbox_path(self.team, agent), InboxCodec())
+        if agent not in self._files:
+            self._files[agent] = LockedJsonFile(self.home.inbox_path(self.team, agent), InboxCodec())
+        return self._files[agent]
 
 
 def delivery_key(entry: InboxEntry) -> str:
