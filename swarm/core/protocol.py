@@ -104,6 +104,12 @@ class RuleLists(_CamelWire):
     ask: list[str] = Field(default_factory=list)
 
 
+class LeadPolicy(RuleLists):
+    """Rules the lead side answers permission requests with, and what to do with plans."""
+
+    plans: Literal["ask", "approve", "deny"] = "ask"
+
+
 class TeamFile(_CamelWire):
     name: StrictStr
     description: str | None = None
@@ -114,7 +120,7 @@ class TeamFile(_CamelWire):
     # swarm additions:
     permissions: RuleLists | None = None
     """Rules every teammate applies before asking the lead."""
-    lead_policy: RuleLists | None = None
+    lead_policy: LeadPolicy | None = None
     """Rules the lead side uses to answer requests automatically (allow / deny)."""
 
     def member(self, name: str) -> Member | None:

@@ -78,6 +78,7 @@ class TeammateSession:
                               system=system_prompt(config.cwd, name=config.name, team=config.team,
                                                    extra=PLAN_NOTE if config.plan_mode_required else ""))
         self.usage = Usage()
+        self._published: tuple[str, int] | None = None
         self.pending_shutdown: ShutdownRequest | None = None
         self.stopping = False
 
@@ -89,11 +90,15 @@ class TeammateSession:
         try:
             self._join()
             while not self.stopping:
+                if not self.mailbox.pending(self.config.name):
+                    self.mailbox.wait(self.config.name, IDLE_WAIT, watcher=watcher)
+                    continue
+                self._status("busy")  # before the inbox is pruned, so "idle + empty inbox" means done
                 entries = self.delivery.collect()
                 if entries:
                     self._handle(entries)
-                else:
-                    self.mailbox.wait(self.config.name, IDLE_WAIT, watcher=watcher)
+                if not self.stopping:
+                    self._status("idle")
             return 0
         finally:
             watcher.close()
@@ -149,7 +154,6 @@ class TeammateSession:
     # -- turns -----------------------------------------------------------------
 
     def _turn(self, text: str) -> None:
-        self._status("busy")
         self.conversation.add_user_text(text)
         self.ctx.cancel.clear()
         self.ctx.shutdown_decision = None
@@ -184,8 +188,12 @@ class TeammateSession:
         self.mailbox.send(LEAD_NAME, frame_text(frame), sender=self.config.name, summary=frame.summary)
 
     def _status(self, status: str) -> None:
+        """Publish status, activity time and tokens; a repeat of the last status is not rewritten."""
+        if (status, self.usage.total) == self._published:
+            return
         self.teams.update_member(self.config.team, self.config.name, status=status,
                                  last_activity=now_ms(), tokens=self.usage.total)
+        self._published = (status, self.usage.total)
 
 
 def batch_texts(texts: list[str]) -> str:

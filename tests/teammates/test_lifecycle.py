@@ -76,7 +76,7 @@ def test_three_teammates_answer_and_shut_down(backend: str, home: Home, team: st
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_teammate_that_ignores_shutdown_is_killed(backend: str, home: Home, team: str, tmux_socket: str,
                                                   stubborn_playbook: Path, start: Callable[..., Member]) -> None:
-    start("mule", "hello", backend=backend, book=stubborn_playbook)
+    start("mule", "hello", backend=backend, book=stubborn_playbook, allowed_tools=["Bash"])
     retry_until(lambda: len(_lead_frames(home, team, IdleNotification)) == 1, 15, what="first turn done")
     outcomes = shutdown(home, team, ["mule"], dict(os.environ), timeout=1.5)
     assert [(o.name, o.result) for o in outcomes] == [("mule", "killed")]
@@ -112,7 +112,7 @@ def test_duplicate_live_name_is_refused(home: Home, team: str, start: Callable[.
 
 def test_recorded_message_is_not_run_twice_after_a_crash(home: Home, team: str, workdir: Path,
                                                          start: Callable[..., Member]) -> None:
-    member = start("worker", "slow job alpha")
+    member = start("worker", "slow job alpha", allowed_tools=["Bash"])
     runs = workdir / "runs.txt"
     retry_until(lambda: runs.exists() and runs.read_text() == "alpha\n", 15, what="the job to start")
     inbox = home.inbox_path(team, "worker")
@@ -126,7 +126,7 @@ def test_recorded_message_is_not_run_twice_after_a_crash(home: Home, team: str, 
                 "read": False, "type": "message", "msg_id": entry["msg_ids"][0]}
     inbox.write_text(json.dumps([original]))
 
-    start("worker", "ping again")
+    start("worker", "ping again", allowed_tools=["Bash"])
     retry_until(lambda: "pong again from worker" in _lead_texts(home, team), 20, what="respawned worker to answer")
     assert runs.read_text() == "alpha\n"  # the recorded job did not run a second time
     assert Mailbox(home, team).read("worker") == []

@@ -1,0 +1,147 @@
+"""The lead's side of a running team: read what reaches the lead, answer requests, know when work is done.
+
+One ``Coordinator.pump`` call: wait (event-driven) on the lead's inbox, let the
+lead policy answer what it covers, take the lead's messages and record them,
+ask the person (or, headless, deny) for the remaining requests, and notice
+teammates that died.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from swarm.core.home import Home
+from swarm.core.mailbox import Mailbox
+from swarm.core.names import LEAD_NAME
+from swarm.core.permlog import PermissionEvent, PermissionLog
+from swarm.core.protocol import (
+    IdleNotification,
+    InboxEntry,
+    PermissionRequest,
+    PlanApprovalRequest,
+    ShutdownApproved,
+    ShutdownRejected,
+    TeammateTerminated,
+    parse_frame,
+)
+from swarm.core.teams import TeamStore
+from swarm.errors import ConflictError
+from swarm.runtime.desk import answer_plan, apply_policy, approve, deny
+from swarm.runtime.liveness import reap_dead
+
+log = logging.getLogger(__name__)
+
+Answer = Literal["approve", "always", "deny"]
+
+
+class Asker(Protocol):
+    """Asks a person; used by the foreground ``swarm up``."""
+
+    def permission(self, request: PermissionEvent) -> Answer: ...
+
+    def plan(self, request: PermissionEvent) -> tuple[bool, str | None]: ...
+
+
+@dataclass
+class LeadMessage:
+    sender: str
+    kind: str
+    """message, idle, permission_request, plan_request, shutdown_approved, shutdown_rejected, terminated, frame"""
+    text: str
+    summary: str | None
+    timestamp: str
+
+
+@dataclass
+class Coordinator:
+    home: Home
+    team: str
+    asker: Asker | None = None
+    """None: nobody to ask (headless) — requests the policy does not answer are denied."""
+    on_message: Callable[[LeadMessage], None] = lambda m: None
+    on_decision: Callable[[PermissionEvent], None] = lambda d: None
+    messages: list[LeadMessage] = field(default_factory=list)
+    results: dict[str, str] = field(default_factory=dict)
+    failures: dict[str, str] = field(default_factory=dict)
+    idle_seen: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.mailbox = Mailbox(self.home, self.team)
+        self.permlog = PermissionLog(self.home, self.team)
+        self._watcher = self.mailbox.watcher(LEAD_NAME)
+
+    def close(self) -> None:
+        self._watcher.close()
+
+    def pump(self, timeout: float) -> None:
+        """Handle everything that reached the lead, waiting up to ``timeout`` s for something to arrive."""
+        if not self.mailbox.pending(LEAD_NAME):
+            self._watcher.wait(timeout)
+        for decision in apply_policy(self.home, self.team):
+            self.on_decision(decision)
+        for entry in self.mailbox.take(LEAD_NAME):
+            self._record(entry)
+        self._answer_pending()
+        reap_dead(self.home, self.team)
+
+    def _record(self, entry: InboxEntry) -> None:
+        frame = parse_frame(entry.text)
+        message = LeadMessage(entry.sender, _kind(frame), entry.text, entry.summary, entry.timestamp)
+        if isinstance(frame, IdleNotification):
+            self.idle_seen.add(frame.sender)
+            if frame.result is not None:
+                self.results[frame.sender] = frame.result
+            if frame.idle_reason == "failed":
+                self.failures[frame.sender] = frame.failure_reason or "failed"
+        if isinstance(frame, TeammateTerminated):
+            message.text = frame.message
+        self.messages.append(message)
+        self.on_message(message)
+
+    def _answer_pending(self) -> None:
+        for request in self.permlog.pending():
+            try:
+                self._answer(request)
+            except ConflictError:  # answered meanwhile (a timeout, another lead)
+                continue
+
+    def _answer(self, request: PermissionEvent) -> None:
+        if self.asker is None:
+            decision = (deny(self.home, self.team, request.request_id, by="headless",
+                             reason="headless run: the lead policy does not allow this")
+                        if request.kind == "permission" else
+                        answer_plan(self.home, self.team, request.request_id, approved=False, by="headless",
+                                    feedback="headless run: plans need `plans = \"approve\"` in the lead policy"))
+        elif request.kind == "plan":
+            approved, feedback = self.asker.plan(request)
+            decision = answer_plan(self.home, self.team, request.request_id, approved=approved, feedback=feedback)
+        else:
+            answer = self.asker.permission(request)
+            decision = (deny(self.home, self.team, request.request_id) if answer == "deny" else
+                        approve(self.home, self.team, request.request_id, always=answer == "always"))
+        self.on_decision(decision)
+
+    def settled(self) -> bool:
+        """Every live teammate has finished a turn, is idle, has nothing queued and no open request."""
+        if self.permlog.pending() or self.mailbox.pending(LEAD_NAME):
+            return False
+        for member in TeamStore(self.home).get(self.team).members:
+            if member.name == LEAD_NAME or not member.is_active:
+                continue
+            if member.name not in self.idle_seen or member.status != "idle" or self.mailbox.pending(member.name):
+                return False
+        return True
+
+
+def _kind(frame: object) -> str:
+    kinds: Mapping[type, str] = {
+        IdleNotification: "idle", PermissionRequest: "permission_request", PlanApprovalRequest: "plan_request",
+        ShutdownApproved: "shutdown_approved", ShutdownRejected: "shutdown_rejected",
+        TeammateTerminated: "terminated",
+    }
+    if isinstance(frame, str):
+        return "message"
+    return kinds.get(type(frame), "frame")

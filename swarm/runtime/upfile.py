@@ -1,0 +1,189 @@
+"""Team definition files for ``swarm up`` (TOML).
+
+    [team]
+    name = "review"
+    description = "what the team is for"
+
+    [lead]                      # optional
+    shutdown_timeout = 30       # seconds teammates get to stop
+    [lead.policy]               # answers permission requests without asking
+    allow = ["Bash(git status:*)"]
+    deny = ["Bash(rm:*)"]
+    plans = "ask"               # ask | approve | deny
+
+    [permissions]               # optional: rules every teammate applies itself
+    allow = []
+    deny = []
+    ask = []
+
+    [[members]]
+    name = "alice"
+    prompt = "review src/ for bugs and report to team-lead"
+    playbook = "playbooks/alice.toml"   # offline scripted model; relative to this file
+    model = "claude-sonnet-4-6"         # used instead when ANTHROPIC_API_KEY is set
+    agent_type = "reviewer"
+    backend = "auto"                    # auto | tmux | subprocess
+    worktree = false
+    permission_mode = "default"
+    plan_mode_required = false
+    cwd = "."                           # relative to where `swarm up` runs
+    color = "blue"
+    allowed_tools = []
+    disallowed_tools = []
+
+Validation errors name the file, the field and what is expected.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator, model_validator
+
+from swarm.agent.permissions.rules import Rule
+from swarm.core.names import LEAD_NAME, validate_name
+from swarm.core.protocol import COLORS
+from swarm.errors import InvalidNameError, NotFoundError, UsageError
+from swarm.teammate.config import PERMISSION_MODES
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def _rules(values: list[str]) -> list[str]:
+    for text in values:
+        try:
+            Rule.parse(text)
+        except UsageError as exc:
+            raise ValueError(str(exc)) from exc
+    return values
+
+
+class RuleTable(_Strict):
+    allow: list[str] = []
+    deny: list[str] = []
+    ask: list[str] = []
+
+    _check = field_validator("allow", "deny", "ask")(_rules)
+
+
+class PolicyTable(_Strict):
+    allow: list[str] = []
+    deny: list[str] = []
+    plans: Literal["ask", "approve", "deny"] = "ask"
+
+    _check = field_validator("allow", "deny")(_rules)
+
+
+class LeadTable(_Strict):
+    shutdown_timeout: float = Field(default=30.0, gt=0)
+    policy: PolicyTable = PolicyTable()
+
+
+class TeamTable(_Strict):
+    name: str
+    description: str | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        return _checked_name(value, "team name")
+
+
+class MemberTable(_Strict):
+    name: str
+    prompt: str = Field(min_length=1)
+    agent_type: str = "general-purpose"
+    model: str | None = None
+    playbook: Path | None = None
+    backend: Literal["auto", "tmux", "subprocess"] = "auto"
+    worktree: StrictBool = False
+    base: str | None = None
+    permission_mode: str = "default"
+    plan_mode_required: StrictBool = False
+    cwd: Path | None = None
+    color: str | None = None
+    allowed_tools: list[str] = []
+    disallowed_tools: list[str] = []
+    permission_timeout: float = Field(default=300.0, gt=0)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if value == LEAD_NAME:
+            raise ValueError(f"{LEAD_NAME!r} is the lead; teammates need other names")
+        return _checked_name(value, "member name")
+
+    @field_validator("permission_mode")
+    @classmethod
+    def _mode(cls, value: str) -> str:
+        if value not in PERMISSION_MODES:
+            raise ValueError(f"expected one of {', '.join(PERMISSION_MODES)}")
+        return value
+
+    @field_validator("color")
+    @classmethod
+    def _color(cls, value: str | None) -> str | None:
+        if value is not None and value not in COLORS:
+            raise ValueError(f"expected one of {', '.join(COLORS)}")
+        return value
+
+    _check = field_validator("allowed_tools", "disallowed_tools")(_rules)
+
+
+class UpFile(_Strict):
+    team: TeamTable
+    lead: LeadTable = LeadTable()
+    permissions: RuleTable = RuleTable()
+    members: list[MemberTable] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique(self) -> UpFile:
+        seen: set[str] = set()
+        for member in self.members:
+            if member.name in seen:
+                raise ValueError(f"two members are named {member.name!r}")
+            seen.add(member.name)
+        return self
+
+
+def _checked_name(value: str, kind: str) -> str:
+    try:
+        return validate_name(value, kind)
+    except InvalidNameError as exc:
+        raise ValueError(str(exc)) from exc
+
+
+def load_upfile(path: Path) -> UpFile:
+    """Parse and validate a team file; playbook paths become absolute (relative to the file)."""
+    try:
+        raw = tomllib.loads(path.read_text())
+    except FileNotFoundError as exc:
+        raise NotFoundError(f"team file {path} not found") from exc
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: not valid TOML: {exc}") from exc
+    try:
+        spec = UpFile.model_validate(raw)
+    except ValidationError as exc:
+        raise UsageError(f"{path}: {_first_error(exc)}") from exc
+    for member in spec.members:
+        if member.playbook is not None:
+            member.playbook = (path.parent / member.playbook).resolve()
+            if not member.playbook.is_file():
+                raise UsageError(f"{path}: members.{member.name}.playbook: {member.playbook} not found")
+    return spec
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"]).lstrip(".") or "file"
+    message = err["msg"].removeprefix("Value error, ")
+    if err["type"] == "extra_forbidden":
+        message = "unknown field (check the spelling; see `swarm up --help` for the format)"
+    elif err["type"] == "missing":
+        message = "required field is missing"
+    return f"{where}: {message}" + (f" (got {err['input']!r})" if err["type"] not in ("missing", "extra_forbidden")
+                                    and not isinstance(err.get("input"), dict) else "")
