@@ -16,6 +16,7 @@ from swarm import __version__
 from swarm.cli.messages import inbox, send
 from swarm.cli.permissions import approve, deny, permissions, plan
 from swarm.cli.run import run
+from swarm.cli.up import down, up
 from swarm.cli.team import team
 from swarm.cli.teammates import attach, kill, logs, shutdown, spawn, status
 from swarm.cli.worktrees import worktrees
@@ -65,7 +66,7 @@ cli.add_command(send)
 cli.add_command(inbox)
 cli.add_command(run)
 cli.add_command(worktrees)
-for command in (spawn, status, logs, attach, shutdown, kill, permissions, approve, deny, plan):
+for command in (spawn, status, logs, attach, shutdown, kill, permissions, approve, deny, plan, up, down):
     cli.add_command(command)
 
 

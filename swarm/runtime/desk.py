@@ -11,13 +11,14 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from swarm.agent.permissions.rules import as_update, parse_rules
+from swarm.agent.permissions.rules import allow_cover, as_update, parse_rules
 from swarm.core.clock import now_iso
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.names import LEAD_NAME
 from swarm.core.permlog import PermissionEvent, PermissionLog
 from swarm.core.protocol import (
+    LeadPolicy,
     PermissionResponse,
     PermissionResponseBody,
     PlanApprovalResponse,
@@ -85,32 +86,41 @@ def answer_plan(home: Home, team: str, request_id: str, *, approved: bool, feedb
 
 
 def apply_policy(home: Home, team: str) -> list[PermissionEvent]:
-    """Answer pending permission requests that the team's lead policy covers."""
+    """Answer pending requests that the team's lead policy covers (rules, and ``plans``)."""
     team_file = TeamStore(home).get(team)
     policy = team_file.lead_policy
-    if policy is None or not (policy.allow or policy.deny):
+    if policy is None:
         return []
     decided = []
     for request in PermissionLog(home, team).pending():
-        if request.kind != "permission" or request.tool is None:
-            continue
-        member = team_file.member(request.agent)
-        cwd = Path(member.cwd) if member and member.cwd else Path.cwd()
-        args = request.input or {}
         try:
-            for rule in parse_rules(policy.deny):
-                if rule.matches(request.tool, args, cwd, allow=False):
-                    decided.append(deny(home, team, request.request_id, reason=f"denied by lead policy {rule.text}",
-                                        by=f"policy:{rule.text}"))
-                    break
-            else:
-                for rule in parse_rules(policy.allow):
-                    if rule.matches(request.tool, args, cwd, allow=True):
-                        decided.append(approve(home, team, request.request_id, by=f"policy:{rule.text}"))
-                        break
+            decision = _by_policy(home, team, team_file, policy, request)
         except ConflictError:  # someone answered it meanwhile
             continue
+        if decision is not None:
+            decided.append(decision)
     return decided
+
+
+def _by_policy(home: Home, team: str, team_file: TeamFile, policy: LeadPolicy,
+               request: PermissionEvent) -> PermissionEvent | None:
+    if request.kind == "plan":
+        if policy.plans == "ask":
+            return None
+        return answer_plan(home, team, request.request_id, approved=policy.plans == "approve",
+                           by=f"policy:plans={policy.plans}",
+                           feedback=None if policy.plans == "approve" else "plans are denied by the lead policy")
+    member = team_file.member(request.agent)
+    cwd = Path(member.cwd) if member and member.cwd else Path.cwd()
+    tool, args = request.tool or "", request.input or {}
+    for rule in parse_rules(policy.deny):
+        if rule.matches(tool, args, cwd, allow=False):
+            return deny(home, team, request.request_id, reason=f"denied by lead policy {rule.text}",
+                        by=f"policy:{rule.text}")
+    covering = allow_cover(parse_rules(policy.allow), tool, args, cwd)
+    if covering:
+        return approve(home, team, request.request_id, by="policy:" + " + ".join(r.text for r in covering))
+    return None
 
 
 def _permission(permlog: PermissionLog, request_id: str) -> PermissionEvent:

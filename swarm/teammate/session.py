@@ -73,7 +73,7 @@ class TeammateSession:
         if config.plan_mode_required:
             tools.append(ExitPlanMode(self.gate))
         provider = make_provider(config.model, playbook=config.playbook, env=env,
-                                 variables={"agent_name": config.name, "team": config.team})
+                                 variables=self._playbook_variables())
         self.spec = AgentSpec(provider=provider, tools=tools, gate=self.gate,
                               system=system_prompt(config.cwd, name=config.name, team=config.team,
                                                    extra=PLAN_NOTE if config.plan_mode_required else ""))
@@ -81,6 +81,13 @@ class TeammateSession:
         self._published: tuple[str, int] | None = None
         self.pending_shutdown: ShutdownRequest | None = None
         self.stopping = False
+
+    def _playbook_variables(self) -> dict[str, str]:
+        """What a scripted playbook may refer to: ``{agent_name}``, ``{team}``, ``{cwd}``, ``{branch}``."""
+        member = self.teams.get(self.config.team).member(self.config.name)
+        branch = member.worktree_branch if member and member.worktree_branch else ""
+        return {"agent_name": self.config.name, "team": self.config.team, "cwd": str(self.config.cwd),
+                "branch": branch}
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -165,12 +172,13 @@ class TeammateSession:
             return
         self.usage = self.usage + run.usage
         self._status("idle")
-        if self.ctx.shutdown_decision is True:
-            self.pending_shutdown = None
-            self.stopping = True
-            return
         if self.ctx.shutdown_decision is False:
             self.pending_shutdown = None
+        elif self.ctx.shutdown_decision is True:
+            self.pending_shutdown = None
+            self.stopping = True
+        if self.pending_shutdown is not None or self.stopping:
+            return  # about to stop: the shutdown_approved frame is the lead's news, not an idle turn
         self._notify_idle("available" if run.ok else "interrupted", run=run)
 
     def _approve_shutdown(self, request: ShutdownRequest) -> None:

@@ -94,3 +94,11 @@ def test_settings_files(tmp_path: Path) -> None:
     (tmp_path / ".swarm" / "settings.json").write_text("{broken")
     with pytest.raises(UsageError, match="settings.json"):
         settings_rules(tmp_path)
+
+
+def test_compound_command_allowed_part_by_part() -> None:
+    both = rules(allow=["Bash(git add:*)", "Bash(git commit:*)"])
+    decision = decide(bash("git add -A && git commit -m 'x'"), "default", both)
+    assert decision.verdict == "allow" and decision.by == "rule:Bash(git add:*) + Bash(git commit:*)"
+    assert decide(bash("git add -A && git push"), "default", both).verdict == "ask"
+    assert decide(bash("git add $(rm -rf ~)"), "default", both).verdict == "ask"

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from swarm.agent.permissions.rules import Rule
+from swarm.agent.permissions.rules import Rule, allow_cover
 
 Verdict = Literal["allow", "deny", "ask"]
 WRITE_TOOLS = ("Write", "Edit")
@@ -68,9 +68,9 @@ def decide(call: CallFacts, mode: str, rules: RuleSet) -> Decision:
     for rule in rules.ask:
         if rule.matches(call.tool, call.args, call.cwd, allow=False):
             return _ask_or_deny(mode, f"rule:{rule.text}")
-    for rule in rules.allow:
-        if rule.matches(call.tool, call.args, call.cwd, allow=True):
-            return Decision("allow", f"rule:{rule.text}")
+    covering = allow_cover(rules.allow, call.tool, call.args, call.cwd)
+    if covering:
+        return Decision("allow", "rule:" + " + ".join(r.text for r in covering))
     return _mode_default(call, mode)
 
 

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,30 @@ class Rule:
             value = args.get(FILE_TOOLS[tool]) or "."
             return _path_matches(self.content, str(value), cwd)
         return any(isinstance(v, str) and v == self.content for v in args.values())
+
+
+def allow_cover(rules: Iterable[Rule], tool: str, args: dict[str, Any], cwd: Path) -> list[Rule]:
+    """The allow rules that together permit the call, or [] if they do not.
+
+    A compound Bash command is allowed when each of its parts is allowed by
+    some rule (``git add -A && git commit -m x`` by ``Bash(git add:*)`` and
+    ``Bash(git commit:*)``); command substitution is never allowed by a rule.
+    """
+    candidates = [r for r in rules if r.covers_tool(tool)]
+    if tool != "Bash" or any(r.content is None for r in candidates):
+        return next(([r] for r in candidates if r.matches(tool, args, cwd, allow=True)), [])
+    command = str(args.get("command", ""))
+    parts = [p.strip() for p in _SPLIT.split(command) if p.strip()]
+    if not parts or _SUBSTITUTION.search(command):
+        return []
+    used: list[Rule] = []
+    for part in parts:
+        rule = next((r for r in candidates if r.content is not None and _one_command(r.content, part)), None)
+        if rule is None:
+            return []
+        if rule not in used:
+            used.append(rule)
+    return used
 
 
 def parse_rules(texts: list[str] | tuple[str, ...]) -> list[Rule]:

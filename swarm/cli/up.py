@@ -1,0 +1,164 @@
+"""``swarm up FILE`` and ``swarm down TEAM``: a whole team from a team file."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from swarm.cli.options import home_of, json_option, team_name_argument
+from swarm.cli.render import one_line, table
+from swarm.cli.teammates import tmux_socket_option
+from swarm.core.home import Home
+from swarm.core.permlog import PermissionEvent
+from swarm.runtime.coordinator import Answer, Coordinator, LeadMessage
+from swarm.runtime.shutdown import Outcome, force_stop, live_members
+from swarm.runtime.status import team_status
+from swarm.runtime.up import Report, run_headless, start_team, stop_team
+from swarm.runtime.upfile import load_upfile
+
+
+@click.command()
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--detach", "-d", is_flag=True, help="Return once every member is spawned.")
+@click.option("--headless", is_flag=True, help="No prompts: the policy decides, anything else is denied; "
+              "stop when all are idle or at --timeout.")
+@click.option("--timeout", type=click.FloatRange(min=1), default=600.0, show_default=True,
+              help="Headless: seconds before giving up.")
+@click.option("--cwd", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
+              help="Directory members work in (their `cwd` is relative to it) [default: current directory].")
+@tmux_socket_option
+@json_option
+@click.pass_context
+def up(ctx: click.Context, file: Path, detach: bool, headless: bool, timeout: float, cwd: Path | None,
+       tmux_socket: str | None, as_json: bool) -> None:
+    """Start the team described in FILE (TOML) and coordinate it until Ctrl-C.
+
+    FILE has a [team] table, optional [lead] / [lead.policy] / [permissions]
+    tables, and one [[members]] table per teammate (name, prompt, playbook,
+    model, backend, worktree, permission_mode, plan_mode_required, cwd,
+    color, allowed_tools, disallowed_tools). See teams.example/.
+    """
+    home = home_of(ctx)
+    spec = load_upfile(file)
+    where = (cwd or Path.cwd()).resolve()
+    env = dict(os.environ)
+    if headless:
+        report = run_headless(home, spec, cwd=where, env=env, timeout=timeout, tmux_socket=tmux_socket)
+        _print_report(report, as_json)
+        ctx.exit(0 if report.ok else 1)
+    started = start_team(home, spec, cwd=where, env=env, tmux_socket=tmux_socket)
+    for warning in started.warnings:
+        click.echo(f"swarm: warning: {warning}", err=True)
+    click.echo(f"team {started.team} is up: {', '.join(started.members)}")
+    if detach:
+        click.echo(f"watch: swarm status --team {started.team} --watch · answer: swarm permissions --team "
+                   f"{started.team} --watch · stop: swarm down {started.team}")
+        return
+    _foreground(home, started.team, env, spec.lead.shutdown_timeout)
+
+
+@click.command()
+@team_name_argument
+@click.option("--timeout", type=click.FloatRange(min=0), default=30.0, show_default=True,
+              help="Seconds teammates get to shut down before they are forced.")
+@json_option
+@click.pass_context
+def down(ctx: click.Context, name: str, timeout: float, as_json: bool) -> None:
+    """Stop every teammate of team NAME (handshake first, force after --timeout)."""
+    outcomes = stop_team(home_of(ctx), name, dict(os.environ), timeout=timeout)
+    if as_json:
+        click.echo(json.dumps([_outcome_json(o) for o in outcomes], indent=2))
+    else:
+        _print_outcomes(outcomes)
+
+
+# -- foreground ---------------------------------------------------------------------------
+
+
+class TerminalAsker:
+    """Asks the person at the terminal; used only when stdin is a TTY."""
+
+    def permission(self, request: PermissionEvent) -> Answer:
+        click.echo(f"\n? {request.agent} wants to {request.description} [{request.request_id}]")
+        choice = click.prompt("  approve? (y)es / (n)o / (a)lways", type=click.Choice(["y", "n", "a"]), default="n")
+        return {"y": "approve", "a": "always", "n": "deny"}[choice]  # type: ignore[return-value]
+
+    def plan(self, request: PermissionEvent) -> tuple[bool, str | None]:
+        click.echo(f"\n? {request.agent} submitted a plan [{request.request_id}]:\n{request.plan}\n")
+        if click.confirm("  approve the plan?", default=False):
+            return True, None
+        return False, click.prompt("  feedback for the teammate", default="please revise")
+
+
+def _foreground(home: Home, team: str, env: dict[str, str], shutdown_timeout: float) -> None:
+    asker = TerminalAsker() if sys.stdin.isatty() else None
+    if asker is None:
+        click.echo("stdin is not a terminal: requests the policy does not answer are denied", err=True)
+    coordinator = Coordinator(home, team, asker=asker, on_message=_print_message, on_decision=_print_decision)
+    click.echo("Ctrl-C stops the team")
+    shown: tuple[tuple[str, str], ...] = ()
+    try:
+        while True:
+            coordinator.pump(0.5)
+            rows = team_status(home, team)
+            states = tuple((r.name, r.state) for r in rows)
+            if states != shown:
+                shown = states
+                click.echo("  " + " · ".join(f"{r.name}: {r.state} ({r.tokens} tok)" for r in rows[1:]))
+    except KeyboardInterrupt:
+        click.echo("\nstopping the team (Ctrl-C again to force)…")
+    finally:
+        coordinator.close()
+    try:
+        outcomes = stop_team(home, team, env, timeout=shutdown_timeout)
+    except KeyboardInterrupt:
+        outcomes = [force_stop(home, team, m, env, why="forced by a second Ctrl-C")
+                    for m in live_members(home, team) if m.is_active]
+    _print_outcomes(outcomes)
+
+
+def _print_message(message: LeadMessage) -> None:
+    if message.kind == "message":
+        click.echo(f"[{message.sender} → lead] {message.text}")
+    elif message.kind == "idle":
+        click.echo(f"[{message.sender}] idle: {message.summary or ''}")
+    elif message.kind == "terminated":
+        click.echo(f"[!] {message.text}")
+    elif message.kind in ("permission_request", "plan_request"):
+        click.echo(f"[{message.sender}] asks: {message.summary or message.kind}")
+
+
+def _print_decision(decision: PermissionEvent) -> None:
+    verb = "approved" if decision.decision == "allow" else "denied"
+    click.echo(f"[lead] {verb} {decision.agent}'s {decision.tool} ({decision.request_id}) — by {decision.by}")
+
+
+def _print_outcomes(outcomes: list[Outcome]) -> None:
+    for outcome in outcomes:
+        line = f"{outcome.name}: {outcome.result}" + (f" ({outcome.detail})" if outcome.detail else "")
+        if outcome.worktree is not None and outcome.worktree.state == "changed":
+            line += f"; kept worktree {outcome.worktree.path} on {outcome.worktree.branch}"
+        click.echo(line)
+
+
+def _outcome_json(outcome: Outcome) -> dict[str, object]:
+    return {"name": outcome.name, "result": outcome.result, "detail": outcome.detail,
+            "worktree": outcome.worktree.path if outcome.worktree else None}
+
+
+def _print_report(report: Report, as_json: bool) -> None:
+    if as_json:
+        click.echo(report.model_dump_json(indent=2))
+        return
+    click.echo(f"team {report.team}: {'ok' if report.ok else 'NOT ok'} ({report.reason}, {report.elapsed_s:.1f}s, "
+               f"{report.usage['tokens']} tokens)")
+    table(["member", "stopped", "result"], [[m["name"], m["stopped"], one_line(m["result"] or m["failure"] or "", 70)]
+                                           for m in report.members])
+    for decision in report.decisions:
+        click.echo(f"decision: {decision['decision']} {decision.get('agent')} {decision.get('tool')} by {decision['by']}")
+    for tree in report.worktrees:
+        click.echo(f"worktree: {tree['path']} ({tree['state']}, {tree['ahead']} commits ahead on {tree['branch']})")

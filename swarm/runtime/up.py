@@ -1,0 +1,181 @@
+"""``swarm up``: bring a whole team up from a team file, run it, bring it down.
+
+``start_team`` creates (or reuses) the team, writes its policy and rules, and
+spawns every member — all or nothing. ``run_headless`` coordinates until the
+work settles or a timeout, shuts everything down and returns a report.
+``stop_team`` is ``swarm down``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from swarm.core.clock import now_ms
+from swarm.core.home import Home
+from swarm.core.names import LEAD_NAME
+from swarm.core.permlog import PermissionEvent, PermissionLog
+from swarm.core.protocol import LeadPolicy, RuleLists, TeamFile
+from swarm.core.teams import TeamStore
+from swarm.errors import ConflictError, SwarmError
+from swarm.runtime.coordinator import Coordinator, LeadMessage
+from swarm.runtime.handles import process_alive
+from swarm.runtime.shutdown import Outcome, shutdown
+from swarm.runtime.spawn import SpawnRequest, spawn_reporting
+from swarm.runtime.upfile import MemberTable, UpFile
+
+log = logging.getLogger(__name__)
+
+SETTLE_CHECKS = 3
+"""Consecutive settled checks (a pump apart) before a headless run counts as done."""
+
+
+class Started(BaseModel):
+    team: str
+    members: list[str]
+    warnings: list[str] = []
+
+
+def start_team(home: Home, spec: UpFile, *, cwd: Path, env: Mapping[str, str],
+               tmux_socket: str | None = None, offline: bool = False, backend: str | None = None) -> Started:
+    """Create or reuse the team and spawn every member; on any failure stop what was started.
+
+    Members with a playbook run on it when there is no ``ANTHROPIC_API_KEY``
+    (or ``offline``); with a key they run on their model. ``backend``
+    overrides every member's backend.
+    """
+    name = spec.team.name
+    _prepare_team(home, spec, cwd)
+    started: list[str] = []
+    warnings: list[str] = []
+    online = bool(env.get("ANTHROPIC_API_KEY")) and not offline
+    try:
+        for member in spec.members:
+            request = _request(spec, member, cwd, tmux_socket)
+            if online and member.model != "scripted":
+                request.playbook = None
+            if backend is not None:
+                request.backend = backend
+            spawned = spawn_reporting(home, request, env)
+            started.append(member.name)
+            warnings += spawned.warnings
+    except (SwarmError, OSError):
+        if started:
+            shutdown(home, name, started, env, reason="swarm up failed", timeout=5.0)
+        raise
+    return Started(team=name, members=started, warnings=warnings)
+
+
+def _prepare_team(home: Home, spec: UpFile, cwd: Path) -> None:
+    teams = TeamStore(home)
+    name = spec.team.name
+    if teams.exists(name):
+        live = [m.name for m in teams.get(name).members
+                if m.name != LEAD_NAME and m.is_active and process_alive(m)]
+        if live:
+            raise ConflictError(f"team {name!r} is already up ({', '.join(live)} running); `swarm down {name}` first")
+    else:
+        teams.create(name, spec.team.description, cwd=str(cwd))
+
+    def configure(team: TeamFile) -> None:
+        if spec.team.description:
+            team.description = spec.team.description
+        policy = spec.lead.policy
+        team.lead_policy = LeadPolicy(allow=policy.allow, deny=policy.deny, plans=policy.plans)
+        rules = spec.permissions
+        team.permissions = RuleLists(allow=rules.allow, deny=rules.deny, ask=rules.ask)
+
+    teams.modify(name, configure)
+
+
+def _request(spec: UpFile, member: MemberTable, cwd: Path, tmux_socket: str | None) -> SpawnRequest:
+    where = (cwd / member.cwd).resolve() if member.cwd else cwd.resolve()
+    return SpawnRequest(
+        team=spec.team.name, name=member.name, prompt=member.prompt, backend=member.backend,
+        agent_type=member.agent_type, model=member.model, permission_mode=member.permission_mode,
+        plan_mode_required=member.plan_mode_required, cwd=where, color=member.color, playbook=member.playbook,
+        tmux_socket=tmux_socket, allowed_tools=member.allowed_tools, disallowed_tools=member.disallowed_tools,
+        permission_timeout=member.permission_timeout, worktree=member.worktree, base=member.base,
+    )
+
+
+def stop_team(home: Home, team: str, env: Mapping[str, str], *, timeout: float,
+              reason: str = "team going down") -> list[Outcome]:
+    return shutdown(home, team, None, env, reason=reason, timeout=timeout)
+
+
+# -- headless ------------------------------------------------------------------------------
+
+
+class Report(BaseModel):
+    team: str
+    ok: bool
+    reason: str
+    """``settled`` (every teammate idle, nothing pending), ``timeout`` or ``failed``."""
+    elapsed_s: float
+    members: list[dict[str, Any]]
+    messages: list[dict[str, Any]]
+    decisions: list[dict[str, Any]]
+    worktrees: list[dict[str, Any]]
+    usage: dict[str, int]
+    warnings: list[str] = []
+
+
+def run_headless(home: Home, spec: UpFile, *, cwd: Path, env: Mapping[str, str], timeout: float,
+                 tmux_socket: str | None = None, offline: bool = False, backend: str | None = None,
+                 on_message: Callable[[LeadMessage], None] = lambda m: None,
+                 on_decision: Callable[[PermissionEvent], None] = lambda d: None) -> Report:
+    """Start the team, coordinate without a person until settled or ``timeout``, stop it, report."""
+    began, since_ms = time.monotonic(), now_ms()
+    started = start_team(home, spec, cwd=cwd, env=env, tmux_socket=tmux_socket, offline=offline, backend=backend)
+    coordinator = Coordinator(home, spec.team.name, on_message=on_message, on_decision=on_decision)
+    try:
+        reason = _until_settled(coordinator, began + timeout)
+        outcomes = stop_team(home, spec.team.name, env, timeout=spec.lead.shutdown_timeout)
+        coordinator.pump(0)
+    finally:
+        coordinator.close()
+    if reason == "settled" and coordinator.failures:
+        reason = "failed"
+    return _report(home, spec.team.name, coordinator, outcomes, reason, time.monotonic() - began,
+                   started.warnings, since_ms)
+
+
+def _until_settled(coordinator: Coordinator, deadline: float) -> str:
+    streak = 0
+    while time.monotonic() < deadline:
+        coordinator.pump(min(0.2, max(0.0, deadline - time.monotonic())))
+        streak = streak + 1 if coordinator.settled() else 0
+        if streak >= SETTLE_CHECKS:
+            return "settled"
+    return "timeout"
+
+
+def _report(home: Home, team: str, coordinator: Coordinator, outcomes: list[Outcome], reason: str,
+            elapsed: float, warnings: list[str], since_ms: int) -> Report:
+    team_file = TeamStore(home).get(team)
+    by_name = {o.name: o for o in outcomes}
+    members = []
+    for member in team_file.members:
+        if member.name == LEAD_NAME:
+            continue
+        outcome = by_name.get(member.name)
+        members.append({
+            "name": member.name, "stopped": outcome.result if outcome else None,
+            "result": coordinator.results.get(member.name), "failure": coordinator.failures.get(member.name),
+            "tokens": member.tokens or 0, "worktree": member.worktree_path,
+        })
+    decisions = [e.model_dump(mode="json", exclude_none=True)
+                 for e in PermissionLog(home, team).events() if e.event == "decision" and e.ts >= since_ms]
+    return Report(
+        team=team, ok=reason == "settled", reason=reason, elapsed_s=round(elapsed, 3), members=members,
+        messages=[dataclasses.asdict(m) for m in coordinator.messages], decisions=decisions,
+        worktrees=[dataclasses.asdict(o.worktree) for o in outcomes if o.worktree is not None],
+        usage={"tokens": sum(m["tokens"] for m in members)}, warnings=warnings,
+    )
