@@ -13,6 +13,8 @@ from swarm.core.home import Home
 def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
     """No test reads this machine's home, API key or tmux server."""
     monkeypatch.setenv("SWARM_HOME", str(tmp_path_factory.mktemp("swarm-home-default")))
+    # every tmux server a test starts keeps its socket under a tmp dir, not /tmp/tmux-<uid>
+    monkeypatch.setenv("TMUX_TMPDIR", str(tmp_path_factory.mktemp("tmux")))
     for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL", "SWARM_TEAM",
                 "SWARM_TMUX_SOCKET", "TMUX", "TMUX_PANE"):
         monkeypatch.delenv(var, raising=False)

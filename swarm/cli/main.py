@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from swarm import __version__
+from swarm.cli.demo import demo
 from swarm.cli.messages import inbox, send
 from swarm.cli.permissions import approve, deny, permissions, plan
 from swarm.cli.run import run
@@ -66,7 +67,7 @@ cli.add_command(send)
 cli.add_command(inbox)
 cli.add_command(run)
 cli.add_command(worktrees)
-for command in (spawn, status, logs, attach, shutdown, kill, permissions, approve, deny, plan, up, down):
+for command in (spawn, status, logs, attach, shutdown, kill, permissions, approve, deny, plan, up, down, demo):
     cli.add_command(command)
 
 

@@ -117,7 +117,7 @@ class Report(BaseModel):
     team: str
     ok: bool
     reason: str
-    """``settled`` (every teammate idle, nothing pending), ``timeout`` or ``failed``."""
+    """``settled`` (every teammate idle, nothing pending), ``timeout``, ``interrupted`` or ``failed``."""
     elapsed_s: float
     members: list[dict[str, Any]]
     messages: list[dict[str, Any]]
@@ -148,12 +148,16 @@ def run_headless(home: Home, spec: UpFile, *, cwd: Path, env: Mapping[str, str],
 
 
 def _until_settled(coordinator: Coordinator, deadline: float) -> str:
+    """``settled``, ``timeout``, or ``interrupted`` (Ctrl-C: the team is still stopped cleanly)."""
     streak = 0
-    while time.monotonic() < deadline:
-        coordinator.pump(min(0.2, max(0.0, deadline - time.monotonic())))
-        streak = streak + 1 if coordinator.settled() else 0
-        if streak >= SETTLE_CHECKS:
-            return "settled"
+    try:
+        while time.monotonic() < deadline:
+            coordinator.pump(min(0.2, max(0.0, deadline - time.monotonic())))
+            streak = streak + 1 if coordinator.settled() else 0
+            if streak >= SETTLE_CHECKS:
+                return "settled"
+    except KeyboardInterrupt:
+        return "interrupted"
     return "timeout"
 
 

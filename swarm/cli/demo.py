@@ -1,0 +1,87 @@
+"""``swarm demo``: see a team work, offline, in about two seconds."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import click
+
+from swarm.cli.render import one_line
+from swarm.core.permlog import PermissionEvent
+from swarm.runtime.coordinator import LeadMessage
+from swarm.runtime.demo import DemoRun, cleanup, run_demo
+
+
+@click.command()
+@click.option("--keep", is_flag=True, help="Keep the demo repository, home and worktrees to look at.")
+@click.option("--backend", type=click.Choice(["auto", "tmux", "subprocess"]), default="auto", show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the run's JSON report instead of the account.")
+def demo(keep: bool, backend: str, as_json: bool) -> None:
+    """Run the example feature team offline in a throwaway git repo and tell what happened.
+
+    An implementer and a tester each get a git worktree; the implementer
+    writes and commits slugify(), tells the tester, who merges it, writes and
+    runs a test, commits it and reports to the lead. Their git commands are
+    approved by the team's lead policy. No API key needed.
+    """
+    began = time.monotonic()
+
+    def stamp() -> str:
+        return f"{time.monotonic() - began:5.2f}s"
+
+    def message(m: LeadMessage) -> None:
+        if not as_json and m.kind in ("message", "idle", "terminated"):
+            what = {"message": "→ lead:", "idle": "is idle:", "terminated": "!"}[m.kind]
+            text = (m.summary if m.kind == "idle" else m.text) or ""
+            click.echo(f"  {stamp()}  {m.sender} {what} {one_line(text, 100)}")
+
+    def decision(d: PermissionEvent) -> None:
+        if not as_json:
+            verb = "approved" if d.decision == "allow" else "denied"
+            click.echo(f"  {stamp()}  {d.agent} asked to run a {d.tool} command: {verb} by {d.by}")
+
+    if not as_json:
+        click.echo("swarm demo: the 'feature' example team, offline (scripted model, no API key)\n")
+    env = dict(os.environ)
+    run = run_demo(env, backend=backend, on_message=message, on_decision=decision)
+    try:
+        if as_json:
+            click.echo(run.report.model_dump_json(indent=2))
+        else:
+            _account(run)
+    finally:
+        if keep:
+            click.echo(f"\nkept: {run.root} (repo, home, worktrees)" + (
+                f"; tmux socket {run.tmux_socket}" if run.tmux_socket else ""))
+        else:
+            cleanup(run)
+            if not as_json:
+                click.echo(f"\ncleaned up {run.root} (use --keep to look around)")
+    if not run.report.ok:
+        raise click.exceptions.Exit(1)
+
+
+def _account(run: DemoRun) -> None:
+    report = run.report
+    click.echo(f"\nbackend: {run.backend}" + (f" (private tmux server '{run.tmux_socket}')" if run.tmux_socket else ""))
+    click.echo(f"repo:    {run.repo}")
+    click.echo("\nteammates talked to each other:")
+    for sender, to, text in run.chatter:
+        click.echo(f"  {sender} → {to}: {text}")
+    click.echo("\nshutdown:")
+    for member in report.members:
+        click.echo(f"  {member['name']}: {member['stopped']} — last said: {member['result']}")
+    click.echo("\nworktrees kept because they hold work:")
+    for tree in report.worktrees:
+        stat = tree["diffstat"].strip().splitlines()[-1].strip() if tree["diffstat"].strip() else ""
+        click.echo(f"  {tree['branch']}: {tree['ahead']} commit(s) ahead ({stat})")
+    click.echo("\ngit log --graph --all:")
+    for line in run.history.strip().splitlines():
+        click.echo(f"  {line}")
+    decided = report.decisions
+    by_policy = sum(1 for d in decided if str(d.get("by", "")).startswith("policy"))
+    click.echo(f"\n{'ok' if report.ok else 'NOT ok'}: {report.reason} in {report.elapsed_s:.1f}s · "
+               f"{len(decided)} permission decisions ({by_policy} by the lead policy) · "
+               f"{report.usage['tokens']} tokens (scripted estimate)")
+    click.echo("next: swarm up teams.example/review/team.toml --headless  ·  swarm --help")

@@ -1,0 +1,83 @@
+"""``swarm demo``: the feature example team, offline, in a throwaway git repository."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from swarm.backends.select import make_backend
+from swarm.core.home import Home
+from swarm.core.permlog import PermissionEvent
+from swarm.runtime.coordinator import LeadMessage
+from swarm.runtime.git import git
+from swarm.runtime.sample import examples_dir, make_sample_repo
+from swarm.runtime.up import Report, run_headless
+from swarm.runtime.upfile import load_upfile
+
+DEMO_TEAM = "feature"
+TIMEOUT = 120.0
+
+
+@dataclass
+class DemoRun:
+    root: Path
+    repo: Path
+    home: Home
+    backend: str
+    tmux_socket: str | None
+    own_socket: bool
+    """The tmux server was made for this demo (and is killed by ``cleanup``)."""
+    report: Report
+    chatter: list[tuple[str, str, str]]
+    """(from, to, text) of messages teammates sent each other."""
+    history: str
+    """``git log --graph --all`` of the demo repository afterwards."""
+
+
+def run_demo(env: Mapping[str, str], *, backend: str = "auto", root: Path | None = None,
+             on_message: Callable[[LeadMessage], None] = lambda m: None,
+             on_decision: Callable[[PermissionEvent], None] = lambda d: None) -> DemoRun:
+    """Make a sample repo and a private home under ``root`` (a new temp dir by default) and run the team."""
+    root = root or Path(tempfile.mkdtemp(prefix="swarm-demo-"))
+    repo = make_sample_repo(root / "repo")
+    home = Home(root / "home")
+    own_socket = not env.get("SWARM_TMUX_SOCKET")
+    socket = env.get("SWARM_TMUX_SOCKET") or f"swarm-demo-{uuid.uuid4().hex[:8]}"
+    chosen = make_backend(backend, env=env, tmux_socket=socket).name
+    spec = load_upfile(examples_dir() / DEMO_TEAM / "team.toml")
+    report = run_headless(home, spec, cwd=repo, env={**env, "SWARM_HOME": str(home.root)}, timeout=TIMEOUT,
+                          tmux_socket=socket if chosen == "tmux" else None, offline=True, backend=chosen,
+                          on_message=on_message, on_decision=on_decision)
+    return DemoRun(root=root, repo=repo, home=home, backend=chosen, tmux_socket=socket if chosen == "tmux" else None,
+                   own_socket=own_socket and chosen == "tmux", report=report, chatter=_chatter(home, DEMO_TEAM),
+                   history=git(repo, "log", "--graph", "--oneline", "--all", "--decorate=short"))
+
+
+def _chatter(home: Home, team: str) -> list[tuple[str, str, str]]:
+    """Messages between teammates, read back from their transcripts."""
+    found = []
+    transcripts = home.transcripts_dir(team)
+    for path in sorted(transcripts.glob("*.jsonl")) if transcripts.is_dir() else []:
+        for line in path.read_text().splitlines():
+            record = json.loads(line)
+            if record.get("kind") != "message" or record["message"]["role"] != "assistant":
+                continue
+            for block in record["message"]["content"]:
+                if block.get("type") == "tool_use" and block.get("name") == "SendMessage":
+                    to = str(block["input"].get("to"))
+                    if to != "team-lead":
+                        found.append((path.stem, to, str(block["input"].get("message"))))
+    return found
+
+
+def cleanup(run: DemoRun) -> None:
+    """Remove the demo directory and the demo's private tmux server, if any is left."""
+    if run.own_socket and run.tmux_socket and shutil.which("tmux"):
+        subprocess.run(["tmux", "-L", run.tmux_socket, "kill-server"], capture_output=True, check=False)
+    shutil.rmtree(run.root, ignore_errors=True)
