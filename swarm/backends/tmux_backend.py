@@ -159,6 +159,8 @@ class _Tmux:
 
     def __init__(self, socket_path: str, binary: str) -> None:
         self.socket_path = socket_path
+        # tmux makes its socket directory itself only for -L; with -S it must exist
+        Path(socket_path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._server = Server(socket_path=socket_path, tmux_bin=binary)
 
     def run(self, command: str, *args: str) -> list[str]:
@@ -337,6 +339,8 @@ class TmuxBackend:
             if "duplicate session" in exc.stderr:
                 return None
             raise
+        if not lines:
+            raise BackendError(f"tmux new-session printed no pane for {name}; is the server at {self._tmux.socket_path} usable?")
         return Pane.parse(lines[0])
 
     def _finish(self, pane: Pane, spec: LaunchSpec, launch: _Launch, caller: Pane | None) -> None:
