@@ -30,11 +30,12 @@ from swarm.runtime.upfile import load_upfile
               help="Headless: seconds before giving up.")
 @click.option("--cwd", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
               help="Directory members work in (their `cwd` is relative to it) [default: current directory].")
+@click.option("--offline", is_flag=True, help="Run members on their playbooks even when ANTHROPIC_API_KEY is set.")
 @tmux_socket_option
 @json_option
 @click.pass_context
 def up(ctx: click.Context, file: Path, detach: bool, headless: bool, timeout: float, cwd: Path | None,
-       tmux_socket: str | None, as_json: bool) -> None:
+       offline: bool, tmux_socket: str | None, as_json: bool) -> None:
     """Start the team described in FILE (TOML) and coordinate it until Ctrl-C.
 
     FILE has a [team] table, optional [lead] / [lead.policy] / [permissions]
@@ -47,10 +48,11 @@ def up(ctx: click.Context, file: Path, detach: bool, headless: bool, timeout: fl
     where = (cwd or Path.cwd()).resolve()
     env = dict(os.environ)
     if headless:
-        report = run_headless(home, spec, cwd=where, env=env, timeout=timeout, tmux_socket=tmux_socket)
+        report = run_headless(home, spec, cwd=where, env=env, timeout=timeout, tmux_socket=tmux_socket,
+                              offline=offline)
         _print_report(report, as_json)
         ctx.exit(0 if report.ok else 1)
-    started = start_team(home, spec, cwd=where, env=env, tmux_socket=tmux_socket)
+    started = start_team(home, spec, cwd=where, env=env, tmux_socket=tmux_socket, offline=offline)
     for warning in started.warnings:
         click.echo(f"swarm: warning: {warning}", err=True)
     click.echo(f"team {started.team} is up: {', '.join(started.members)}")
