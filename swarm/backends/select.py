@@ -16,7 +16,6 @@ from collections.abc import Mapping
 
 from swarm.backends.base import Backend
 from swarm.backends.subprocess_backend import SubprocessBackend
-from swarm.backends.tmux_backend import TMUX_MISSING, TmuxBackend
 from swarm.errors import BackendError, UsageError
 
 log = logging.getLogger(__name__)
@@ -32,7 +31,7 @@ def _tmux_problem(env: Mapping[str, str]) -> str | None:
     """Why tmux cannot be used, as one line; None when it can."""
     binary = shutil.which("tmux", path=env.get("PATH", os.defpath))
     if binary is None:
-        return TMUX_MISSING
+        return "tmux is not installed or not on PATH; use --backend subprocess"
     try:
         result = subprocess.run(
             [binary, "-V"], capture_output=True, text=True, timeout=_VERSION_TIMEOUT, check=False
@@ -68,6 +67,8 @@ def make_backend(kind: str, *, env: Mapping[str, str], tmux_socket: str | None) 
         return SubprocessBackend(env)
     problem = _tmux_problem(env)
     if problem is None:
+        from swarm.backends.tmux_backend import TmuxBackend  # libtmux is loaded only when tmux is used
+
         return TmuxBackend(tmux_socket, env)
     if kind == "tmux":
         raise BackendError(problem)

@@ -6,6 +6,8 @@ caught here; it is printed as one line on stderr.
 
 from __future__ import annotations
 
+import difflib
+import importlib
 import logging
 import sys
 from typing import Any
@@ -13,20 +15,53 @@ from typing import Any
 import click
 
 from swarm import __version__
-from swarm.cli.demo import demo
-from swarm.cli.messages import inbox, send
-from swarm.cli.permissions import approve, deny, permissions, plan
-from swarm.cli.run import run
-from swarm.cli.up import down, up
-from swarm.cli.team import team
-from swarm.cli.teammates import attach, kill, logs, shutdown, spawn, status
-from swarm.cli.worktrees import worktrees
 from swarm.core.home import Home
 from swarm.errors import SwarmError
 
+COMMANDS: dict[str, str] = {
+    "demo": "swarm.cli.demo:demo",
+    "team": "swarm.cli.team:team",
+    "send": "swarm.cli.messages:send",
+    "inbox": "swarm.cli.messages:inbox",
+    "run": "swarm.cli.run:run",
+    "spawn": "swarm.cli.teammates:spawn",
+    "status": "swarm.cli.teammates:status",
+    "logs": "swarm.cli.teammates:logs",
+    "attach": "swarm.cli.teammates:attach",
+    "shutdown": "swarm.cli.teammates:shutdown",
+    "kill": "swarm.cli.teammates:kill",
+    "permissions": "swarm.cli.permissions:permissions",
+    "approve": "swarm.cli.permissions:approve",
+    "deny": "swarm.cli.permissions:deny",
+    "plan": "swarm.cli.permissions:plan",
+    "worktrees": "swarm.cli.worktrees:worktrees",
+    "up": "swarm.cli.up:up",
+    "down": "swarm.cli.up:down",
+}
+"""Command name -> ``module:attribute``; a command's module is imported only when it runs."""
+
 
 class SwarmGroup(click.Group):
-    """Every failure ends as one line on stderr and an exit code (1 runtime, 2 usage)."""
+    """Loads commands lazily; every failure ends as one line on stderr and an exit code (1 runtime, 2 usage)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module, attr = target.split(":")
+        command: click.Command = getattr(importlib.import_module(module), attr)
+        return command
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        name = click.utils.make_str(args[0])
+        if name not in COMMANDS and not name.startswith("-"):
+            close = difflib.get_close_matches(name, list(COMMANDS), n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            ctx.fail(f"No such command {name!r}.{hint}")
+        return super().resolve_command(ctx, args)
 
     def main(self, *args: Any, **kwargs: Any) -> Any:  # noqa: D102 - click entry point
         kwargs["standalone_mode"] = False
@@ -60,15 +95,6 @@ def cli(ctx: click.Context, home: str | None, verbose: int) -> None:
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logging.basicConfig(level=level, stream=sys.stderr, format="swarm: %(levelname)s: %(name)s: %(message)s")
     ctx.obj = Home.from_env(home)
-
-
-cli.add_command(team)
-cli.add_command(send)
-cli.add_command(inbox)
-cli.add_command(run)
-cli.add_command(worktrees)
-for command in (spawn, status, logs, attach, shutdown, kill, permissions, approve, deny, plan, up, down, demo):
-    cli.add_command(command)
 
 
 def main() -> None:
