@@ -83,7 +83,7 @@ def spawn(ctx: click.Context, name: str, team: str, prompt: str, backend: str, a
 @click.option("--watch", "-w", is_flag=True, help="Refresh every second until Ctrl-C.")
 @click.pass_context
 def status(ctx: click.Context, team: str, as_json: bool, watch: bool) -> None:
-    """Show each member: backend, process, state, queued messages, activity, tokens."""
+    """Show each member: backend, process, state, queued messages, activity, tokens, worktree."""
     home = home_of(ctx)
     if not watch:
         _print_status(team_status(home, team), as_json)
@@ -103,8 +103,9 @@ def _print_status(rows: list[MemberStatus], as_json: bool) -> None:
     if as_json:
         emit_json([r.model_dump() for r in rows])
         return
-    trees = any(r.worktree for r in rows)
-    table(["name", "state", "backend", "pid/pane", "queued", "last activity", "tokens", *(["worktree"] if trees else [])], [
+    trees = any(r.worktree for r in rows)  # the column only for teams that use worktrees
+    headers = ["name", "state", "backend", "pid/pane", "queued", "last activity", "tokens"]
+    table([*headers, *(["worktree"] if trees else [])], [
         [r.name, r.state, r.backend, r.pane if r.backend == "tmux" else (r.pid or ""), r.undelivered,
          f"{r.idle_for_s:.0f}s ago" if r.idle_for_s is not None else "", r.tokens,
          *([_worktree_cell(r)] if trees else [])]

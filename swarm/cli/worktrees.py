@@ -52,7 +52,7 @@ def worktrees(ctx: click.Context, team: str | None, as_json: bool) -> None:
         click.echo("no swarm worktrees" + (f" for team {team}" if team else ""))
         return
     table(["team", "teammate", "state", "branch", "ahead", "uncommitted", "path"], [
-        [t.team, t.teammate, t.state, t.branch or "(detached)", t.ahead, t.uncommitted, t.path] for t in found
+        [t.team, t.teammate, t.state, t.branch or "(detached)", _ahead(t), t.uncommitted, t.path] for t in found
     ])
 
 
@@ -73,8 +73,13 @@ def prune(ctx: click.Context, team: str | None, force: bool, as_json: bool) -> N
     if not results:
         click.echo("no swarm worktrees" + (f" for team {team}" if team else ""))
     for r in results:
-        verb = "removed" if r.removed else "kept"
-        click.echo(f"{verb} {r.worktree.path} ({r.worktree.branch or 'detached'}): {r.reason}")
+        tree = r.worktree
+        where = f"{tree.branch or 'detached HEAD'}" + ("" if r.removed else f", {tree.path}")
+        click.echo(f"{'removed' if r.removed else 'kept'} {tree.team}/{tree.teammate} ({where}): {r.reason}")
+
+
+def _ahead(tree: Worktree) -> str:
+    return f"{tree.ahead} (merged)" if tree.ahead and not tree.unmerged else str(tree.ahead)
 
 
 def _as_dict(tree: Worktree) -> dict[str, Any]:

@@ -122,8 +122,8 @@ def branch_exists(repo: Path, branch: str) -> bool:
 
 
 def status_lines(tree: Path) -> list[str]:
-    """``git status --porcelain`` of a working tree: one line per changed or untracked path."""
-    return [line for line in git(tree, "status", "--porcelain", "--untracked-files=all").splitlines() if line]
+    """``git status --porcelain`` of a working tree: one line per changed path or untracked file/directory."""
+    return [line for line in git(tree, "status", "--porcelain").splitlines() if line]
 
 
 def count_commits(tree: Path | str, since: str, until: str = "HEAD") -> int:

@@ -9,14 +9,16 @@ A worktree is *changed* when its HEAD has commits beyond the base or
 ``git status`` shows anything (untracked files included). States:
 
     live       its teammate's process runs (or is being spawned)
-    orphaned   its teammate died, or no member entry names it any more
+    orphaned   its teammate died (or its spawn did), or no member entry names it any more
     changed    its teammate stopped; the worktree was kept for review
     unchanged  its teammate stopped and nothing changed (normally already removed)
 
 Shutdown removes an unchanged worktree with its branch and keeps a changed
-one, telling the lead; ``prune`` removes what is neither live nor changed.
-Uncommitted work is only discarded by ``prune(force=True)``, and a branch
-with commits beyond its base is never deleted.
+one, telling the lead. ``prune`` removes worktrees whose teammate is not
+running and that hold nothing unique: no uncommitted changes, and no commits
+that another branch does not have (so a branch the lead merged is pruned).
+Uncommitted work is only discarded by ``prune(force=True)``; a branch with
+commits no other branch has is never deleted, not even then.
 """
 
 from __future__ import annotations
@@ -44,8 +46,8 @@ log = logging.getLogger(__name__)
 WORKTREES_DIR = Path(".swarm") / "worktrees"
 EXCLUDE_LINE = ".swarm/"
 MAX_SUFFIX = 99
-STARTING_GRACE_S = 60.0
-"""A worktree this young without a running teammate may belong to a spawn in progress; prune leaves it."""
+STARTING_GRACE_S = 15.0
+"""A worktree this young without a member entry may belong to a spawn in progress; prune leaves it."""
 DIFFSTAT_LINES = 20
 
 
@@ -74,10 +76,14 @@ class Worktree:
     """``live``, ``orphaned``, ``changed``, ``unchanged``; ``removed`` once swarm deleted it."""
     ahead: int = 0
     """Commits on the worktree's HEAD beyond the base."""
+    unmerged: int = 0
+    """Of those, commits no other branch holds (0 once the lead merged them)."""
     uncommitted: int = 0
     """Paths ``git status`` lists (modified, staged, untracked)."""
     diffstat: str = ""
     """``git diff --stat`` of the working tree against the base (untracked files not included)."""
+    has_member: bool = True
+    """False when no member entry names the worktree any more (team deleted, name respawned)."""
 
     @property
     def changed(self) -> bool:
@@ -87,6 +93,8 @@ class Worktree:
     def summary(self) -> str:
         """E.g. ``2 commits ahead, 1 uncommitted path, 1 file changed, 3 insertions(+)``."""
         parts = [_plural(self.ahead, "commit") + " ahead"]
+        if self.ahead and not self.unmerged:
+            parts[0] += " (merged)"
         if self.uncommitted:
             parts.append(_plural(self.uncommitted, "uncommitted path"))
         if self.diffstat:
@@ -144,7 +152,7 @@ def discard(new: NewWorktree) -> None:
     """Undo ``create`` after a failed spawn: the worktree and its branch go, whatever they hold."""
     try:
         remove(Worktree(team="", teammate="", path=str(new.path), branch=new.branch, base=new.base,
-                        repo=str(new.repo), state="live"), force=True)
+                        repo=str(new.repo), state="orphaned"), force=True)
     except SwarmError as exc:  # the spawn's own error matters more; this one is only logged
         log.warning("could not remove worktree of failed spawn", extra={"path": str(new.path), "reason": str(exc)})
 
@@ -199,9 +207,10 @@ def _recorded(team: str, member: Member) -> Worktree | None:
 
 
 def _state(member: Member, tree: Worktree) -> str:
-    if process_alive(member) or (member.pid is None and member.status == "starting" and _young(tree.path)):
+    starting = member.pid is None and member.status == "starting"
+    if process_alive(member) or (starting and _young(tree.path)):
         return "live"
-    if member.status == "dead":
+    if member.status == "dead" or starting:
         return "orphaned"
     return "changed" if tree.changed else "unchanged"
 
@@ -213,17 +222,28 @@ def _measure(tree: Worktree) -> None:
         head = git.git(path, "rev-parse", "HEAD").strip()
         tree.base = git.git(tree.repo or path, "merge-base", "HEAD", head).strip()
     tree.ahead = git.count_commits(path, tree.base)
+    tree.unmerged = _unmerged(path, "HEAD", tree.branch) if tree.ahead else 0
     tree.uncommitted = len(git.status_lines(path))
     lines = git.git(path, "diff", "--stat=100", tree.base, "--").rstrip().splitlines()
     tree.diffstat = "\n".join([*lines[:DIFFSTAT_LINES], *lines[-1:]] if len(lines) > DIFFSTAT_LINES + 1 else lines)
 
 
+def _unmerged(where: Path, rev: str, own_branch: str) -> int:
+    """Commits of ``rev`` that no branch but ``own_branch`` (local or remote) holds."""
+    exclude = [f"--exclude={own_branch}"] if own_branch else []
+    return int(git.git(where, "rev-list", "--count", rev, "--not", *exclude, "--branches", "--remotes").strip() or 0)
+
+
 def _young(path: str) -> bool:
-    """True if the worktree was created less than ``STARTING_GRACE_S`` ago (its ``.git`` file is never rewritten)."""
+    return _age(path) < STARTING_GRACE_S
+
+
+def _age(path: str) -> float:
+    """Seconds since the worktree was created (its ``.git`` file is written once)."""
     try:
-        return time.time() - os.stat(Path(path) / ".git").st_mtime < STARTING_GRACE_S
+        return time.time() - os.stat(Path(path) / ".git").st_mtime
     except OSError:
-        return False
+        return float("inf")
 
 
 # -- shutdown ----------------------------------------------------------------------
@@ -253,16 +273,21 @@ def settle(home: Home, team: str, member: Member) -> Worktree | None:
 
 
 def _tell_lead(home: Home, team: str, tree: Worktree) -> None:
-    text = (f"{tree.teammate}'s worktree was kept because it has changes.\n"
-            f"path: {tree.path}\nbranch: {tree.branch} ({tree.summary}; base {tree.base[:10]})\n"
-            f"{tree.diffstat}\n"
-            f"Review with `git log -p {tree.base[:10]}..{tree.branch}`, merge with `git merge {tree.branch}`; "
-            f"`swarm worktrees prune --team {team}` keeps it while it has changes.")
-    Mailbox(home, team).send(LEAD_NAME, text, sender="swarm", summary=f"worktree of {tree.teammate} kept")
+    lines = [f"{tree.teammate}'s worktree was kept because it has changes.",
+             f"path: {tree.path}",
+             f"branch: {tree.branch}, {_plural(tree.ahead, 'commit')} ahead of {tree.base[:10]}"]
+    if tree.uncommitted:
+        lines.append(f"uncommitted: {_plural(tree.uncommitted, 'path')} (`git -C {tree.path} status`)")
+    if tree.diffstat:
+        lines += ["diffstat:", tree.diffstat]
+    if tree.ahead:
+        lines.append(f"Review with `git log -p {tree.base[:10]}..{tree.branch}`, merge with `git merge {tree.branch}`.")
+    lines.append(f"`swarm worktrees prune --team {team}` removes it once nothing in it is unmerged or uncommitted.")
+    Mailbox(home, team).send(LEAD_NAME, "\n".join(lines), sender="swarm", summary=f"worktree of {tree.teammate} kept")
 
 
 def remove(tree: Worktree, *, force: bool = False) -> None:
-    """Remove the worktree; delete its ``swarm/`` branch only if it has no commits beyond the base.
+    """Remove the worktree, and its ``swarm/`` branch unless that holds commits no other branch has.
 
     Without ``force`` git itself refuses a worktree with uncommitted changes.
     """
@@ -270,11 +295,20 @@ def remove(tree: Worktree, *, force: bool = False) -> None:
     if not repo.is_dir():
         raise BackendError(f"repository {repo} of worktree {tree.path} is gone")
     git.git(repo, "worktree", "remove", *(["--force"] if force else []), tree.path)
-    if (tree.branch.startswith("swarm/") and git.branch_exists(repo, tree.branch)
-            and git.count_commits(repo, tree.base, tree.branch) == 0):
+    if _branch_is_spare(repo, tree):
         git.git(repo, "branch", "--quiet", "-D", tree.branch)
     tree.state = "removed"
     log.info("removed worktree", extra={"path": tree.path, "branch": tree.branch})
+
+
+def _branch_is_spare(repo: Path, tree: Worktree) -> bool:
+    """True for a ``swarm/`` branch with nothing beyond its base, or only commits other branches hold too."""
+    branch = tree.branch
+    if not branch.startswith("swarm/") or not git.branch_exists(repo, branch):
+        return False
+    if tree.base and git.count_commits(repo, tree.base, branch) == 0:
+        return True
+    return _unmerged(repo, branch, branch) == 0
 
 
 # -- list and prune ----------------------------------------------------------------
@@ -300,9 +334,9 @@ def list_worktrees(home: Home, team: str | None = None, cwd: Path | None = None)
 
 
 def prune(home: Home, team: str | None = None, cwd: Path | None = None, *, force: bool = False) -> list[Pruned]:
-    """Remove worktrees whose teammate is gone and that hold no changes (``force``: changes too).
+    """Remove worktrees whose teammate is not running and that hold nothing unique (``force``: changes too).
 
-    A branch with commits beyond its base is kept even with ``force``.
+    A branch with commits no other branch has is kept even with ``force``.
     """
     return [_prune_one(tree, force) for tree in list_worktrees(home, team, cwd)]
 
@@ -310,20 +344,33 @@ def prune(home: Home, team: str | None = None, cwd: Path | None = None, *, force
 def _prune_one(tree: Worktree, force: bool) -> Pruned:
     if tree.state == "live":
         return Pruned(tree, False, "its teammate is running")
-    if tree.changed and not force:
-        return Pruned(tree, False, f"has changes ({tree.summary}); merge it, or pass --force")
-    if tree.ahead and not tree.branch:
-        return Pruned(tree, False, "has commits on a detached HEAD; `git branch` them first")
-    kept_branch = tree.ahead > 0
+    if not tree.has_member and _young(tree.path):
+        return Pruned(tree, False, f"created {_age(tree.path):.0f}s ago, maybe by a spawn in progress; "
+                                   "prune again in a few seconds")
+    if tree.uncommitted and not force:
+        return Pruned(tree, False, f"{_plural(tree.uncommitted, 'uncommitted path')}; "
+                                   "commit in the worktree, or --force discards them")
+    if tree.unmerged and not force:
+        return Pruned(tree, False, f"{_plural(tree.unmerged, 'unmerged commit')}; "
+                                   f"merge {tree.branch}, or --force removes the worktree and keeps the branch")
+    if tree.unmerged and not tree.branch:
+        return Pruned(tree, False, "commits on a detached HEAD; `git branch` them first")
     try:
         remove(tree, force=force)
     except BackendError as exc:
         return Pruned(tree, False, str(exc))
+    return Pruned(tree, True, _removal_reason(tree))
+
+
+def _removal_reason(tree: Worktree) -> str:
     if not tree.changed:
-        return Pruned(tree, True, "no changes")
-    reason = "uncommitted changes discarded" if tree.uncommitted else "removed"
-    return Pruned(tree, True, reason + (f"; branch {tree.branch} kept ({_plural(tree.ahead, 'commit')} ahead)"
-                                        if kept_branch else ""))
+        return "no changes"
+    parts = ["merged"] if tree.ahead and not tree.unmerged else []
+    if tree.uncommitted:
+        parts.append(f"{_plural(tree.uncommitted, 'uncommitted path')} discarded")
+    if tree.unmerged:
+        parts.append(f"branch {tree.branch} kept ({_plural(tree.unmerged, 'unmerged commit')})")
+    return "; ".join(parts)
 
 
 def _members_by_path(home: Home, team: str | None) -> dict[str, tuple[str, Member]]:
@@ -373,13 +420,11 @@ def _inspect(team: str, leaf: str, path: Path, branch: str, repo: Path,
     if owner is not None:
         tree = of_member(*owner)
         if tree is not None:
-            tree.branch = branch  # what is checked out now ("" when detached)
+            tree.branch = branch  # what is checked out now: "" when detached (prune then keeps unmerged commits)
             return tree
     tree = Worktree(team=team, teammate=leaf, path=str(path), branch=branch, base="", repo=str(repo),
-                    state="orphaned")
+                    state="orphaned", has_member=False)
     _measure(tree)
-    if _young(str(path)):
-        tree.state = "live"
     return tree
 
 
