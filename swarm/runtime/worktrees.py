@@ -180,7 +180,7 @@ def _dirty_warning(cwd: Path, name: str, sha: str) -> list[str]:
     dirty = git.status_lines(cwd)
     if not dirty:
         return []
-    log.warning("checkout had uncommitted changes", extra={"cwd": str(cwd), "paths": len(dirty)})
+    log.info("checkout had uncommitted changes", extra={"cwd": str(cwd), "paths": len(dirty)})
     return [f"the checkout at {cwd} has {_plural(len(dirty), 'uncommitted path')}; they are not in {name}'s "
             f"worktree, which starts from commit {sha[:10]} (commit them first if {name} needs them)"]
 
