@@ -110,10 +110,11 @@ def _finish(home: Home, team: str, member: Member, env: Mapping[str, str], resul
 
 
 def force_stop(home: Home, team: str, member: Member, env: Mapping[str, str], *, why: str) -> Outcome:
-    """SIGTERM, then SIGKILL the teammate's process tree, kill its pane, tell the lead."""
+    """SIGTERM, then SIGKILL the teammate's process tree, kill its pane, tell the lead (once)."""
+    flipped = TeamStore(home).deactivate(team, member.name, "killed")  # before the signal: the teammate stays quiet
     backend_of(member, env).stop(handle_of(member), grace=KILL_GRACE)
-    _mark_stopped(home, team, member.name, status="killed")
-    notify_terminated(home, team, f"{member.name} was terminated: {why}")
+    if flipped:
+        notify_terminated(home, team, f"{member.name} was terminated: {why}")
     return Outcome(member.name, "killed", why, worktree=settle(home, team, member))
 
 

@@ -11,11 +11,7 @@ from types import FrameType
 from swarm.core.home import Home, ensure_dir
 from swarm.errors import SwarmError
 from swarm.teammate.config import parse_args
-from swarm.teammate.session import TeammateSession
-
-
-class Terminated(BaseException):
-    """Raised in the main thread by SIGTERM/SIGINT/SIGHUP so ``finally`` blocks run."""
+from swarm.teammate.session import TeammateSession, Terminated
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:

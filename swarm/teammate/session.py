@@ -34,6 +34,7 @@ from swarm.core.protocol import (
     PlanApprovalResponse,
     ShutdownApproved,
     ShutdownRequest,
+    TeammateTerminated,
     frame_text,
     parse_frame,
 )
@@ -46,6 +47,10 @@ from swarm.teammate.gate import TeammateGate
 from swarm.teammate.plan_tool import ExitPlanMode
 
 log = logging.getLogger(__name__)
+
+
+class Terminated(BaseException):
+    """Raised in the main thread by SIGTERM/SIGINT/SIGHUP so ``finally`` blocks run."""
 
 PLAN_NOTE = ("You start in plan mode: explore with read-only tools, then submit a plan with ExitPlanMode. "
              "You may edit files only after the lead approves it.")
@@ -94,6 +99,7 @@ class TeammateSession:
     def run(self) -> int:
         """Serve the inbox until a shutdown is approved; the member is marked inactive on any exit."""
         watcher = self.mailbox.watcher(self.config.name)
+        killed_by: str | None = None
         try:
             self._join()
             while not self.stopping:
@@ -107,10 +113,13 @@ class TeammateSession:
                 if not self.stopping:
                     self._status("idle")
             return 0
+        except Terminated as signal_name:
+            killed_by = str(signal_name)
+            raise
         finally:
             watcher.close()
             self.spec.provider.close()
-            self._leave()
+            self._leave(killed_by)
 
     def _join(self) -> None:
         pid = os.getpid()
@@ -123,13 +132,19 @@ class TeammateSession:
         self.transcript.event("joined", pid=pid, backend=self.config.backend, pane=self.pane_id)
         log.info("joined team", extra={"team": self.config.team, "agent_id": self.config.agent_id})
 
-    def _leave(self) -> None:
+    def _leave(self, killed_by: str | None) -> None:
+        """Mark the member inactive; after a signal (not a shutdown) also tell the lead, once."""
         try:
-            self.teams.update_member(self.config.team, self.config.name, is_active=False,
-                                     status="stopped", last_activity=now_ms(), tokens=self.usage.total)
+            self.teams.update_member(self.config.team, self.config.name, tokens=self.usage.total)
+            if killed_by is None:
+                self.teams.deactivate(self.config.team, self.config.name, "stopped")
+            elif self.teams.deactivate(self.config.team, self.config.name, "dead"):
+                self.mailbox.send(LEAD_NAME, frame_text(TeammateTerminated(
+                    message=f"{self.config.name} was stopped by {killed_by} (pane closed or process killed)")),
+                    sender="swarm", summary="teammate terminated")
         except SwarmError as exc:  # the team may have been deleted under us; nothing left to mark
             log.warning("could not mark member inactive", extra={"reason": str(exc)})
-        self.transcript.event("left", usage=self.usage.model_dump())
+        self.transcript.event("left", usage=self.usage.model_dump(), killed_by=killed_by)
 
     # -- delivery --------------------------------------------------------------
 

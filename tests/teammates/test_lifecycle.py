@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -147,3 +148,17 @@ def test_hostile_prompt_and_paths_arrive_byte_exact(home: Home, team: str, tmp_p
     assert member is not None and member.cwd == str(odd)
     leftovers = [p.name for p in tmp_path.rglob("PWNED*")] + [p.name for p in Path.cwd().glob("PWNED*")]
     assert leftovers == []
+
+
+def test_closed_pane_is_reported_once(home: Home, team: str, tmux_socket: str,
+                                      start: Callable[..., Member]) -> None:
+    member = start("paned", "hello", backend="tmux")
+    retry_until(lambda: len(_lead_frames(home, team, IdleNotification)) == 1, 15, what="first turn done")
+    subprocess.run(["tmux", "-L", tmux_socket, "kill-pane", "-t", member.tmux_pane_id], check=True)
+    retry_until(lambda: not is_pid_alive(member.pid or 0), 10, what="the teammate to exit")
+    retry_until(lambda: len(_lead_frames(home, team, TeammateTerminated)) == 1, 10, what="the lead to be told")
+    states = {s.name: s.state for s in team_status(home, team)}
+    assert states["paned"] == "dead"
+    time.sleep(0.3)  # a late second report would show up now
+    [notice] = _lead_frames(home, team, TeammateTerminated)
+    assert "paned" in notice.message and "SIGHUP" in notice.message
