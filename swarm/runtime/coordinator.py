@@ -29,7 +29,7 @@ from swarm.core.protocol import (
 )
 from swarm.core.teams import TeamStore
 from swarm.errors import ConflictError
-from swarm.runtime.desk import answer_plan, apply_policy, approve, deny
+from swarm.runtime.desk import answer_by_policy, answer_plan, apply_policy, approve, deny
 from swarm.runtime.liveness import reap_dead
 
 log = logging.getLogger(__name__)
@@ -109,6 +109,11 @@ class Coordinator:
                 continue
 
     def _answer(self, request: PermissionEvent) -> None:
+        """The policy first (the request may be newer than the last policy pass), then the person or a denial."""
+        decision = answer_by_policy(self.home, self.team, request)
+        if decision is not None:
+            self.on_decision(decision)
+            return
         if self.asker is None:
             decision = (deny(self.home, self.team, request.request_id, by="headless",
                              reason="headless run: the lead policy does not allow this")

@@ -87,19 +87,23 @@ def answer_plan(home: Home, team: str, request_id: str, *, approved: bool, feedb
 
 def apply_policy(home: Home, team: str) -> list[PermissionEvent]:
     """Answer pending requests that the team's lead policy covers (rules, and ``plans``)."""
-    team_file = TeamStore(home).get(team)
-    policy = team_file.lead_policy
-    if policy is None:
-        return []
     decided = []
     for request in PermissionLog(home, team).pending():
-        try:
-            decision = _by_policy(home, team, team_file, policy, request)
-        except ConflictError:  # someone answered it meanwhile
-            continue
+        decision = answer_by_policy(home, team, request)
         if decision is not None:
             decided.append(decision)
     return decided
+
+
+def answer_by_policy(home: Home, team: str, request: PermissionEvent) -> PermissionEvent | None:
+    """The policy's answer to one request, or None when the policy does not cover it (or it was answered)."""
+    team_file = TeamStore(home).get(team)
+    if team_file.lead_policy is None:
+        return None
+    try:
+        return _by_policy(home, team, team_file, team_file.lead_policy, request)
+    except ConflictError:  # someone answered it meanwhile
+        return None
 
 
 def _by_policy(home: Home, team: str, team_file: TeamFile, policy: LeadPolicy,

@@ -1,0 +1,54 @@
+"""`swarm demo`, the README's first command, as a user runs it: installed executable, no API key."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.cli.conftest import SWARM_EXE
+
+
+def _demo(*args: str, env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    env.update(env_extra or {})
+    return subprocess.run([str(SWARM_EXE), "demo", *args], capture_output=True, text=True, env=env, timeout=180)
+
+
+def test_demo_runs_offline_and_cleans_up() -> None:
+    result = _demo("--backend", "subprocess")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "implementer → tester: slugify is committed on branch swarm/feature/implementer" in out
+    assert "tester → implementer: tests pass for slugify" in out
+    assert "approved by policy:Bash(git add:*) + Bash(git commit:*)" in out
+    assert "tester → lead: slugify verified" in out
+    assert re.search(r"swarm/feature/tester: 2 commit\(s\) ahead", out)
+    assert "ok: settled" in out
+    [root] = re.findall(r"cleaned up (\S+)", out)
+    assert not Path(root).exists()
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_demo_on_tmux_json_report_and_keep(tmp_path: Path) -> None:
+    socket = "swarm-test-demo"
+    try:
+        result = _demo("--backend", "tmux", "--json", "--keep", env_extra={"SWARM_TMUX_SOCKET": socket})
+        assert result.returncode == 0, result.stderr
+        report = json.loads(result.stdout[: result.stdout.rindex("}") + 1])
+        assert report["ok"] is True and report["reason"] == "settled"
+        assert sorted((w["teammate"], w["ahead"]) for w in report["worktrees"]) == [("implementer", 1), ("tester", 2)]
+        kept = Path(re.findall(r"kept: (\S+) ", result.stdout)[0])
+        assert (kept / "repo" / ".swarm" / "worktrees" / "feature" / "tester" / "test_slugify.py").exists()
+        panes = subprocess.run(["tmux", "-L", socket, "list-panes", "-a"], capture_output=True, text=True)
+        assert panes.stdout.strip() == ""
+    finally:
+        subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True)
+        for found in Path(os.environ.get("TMPDIR", "/tmp")).glob("swarm-demo-*"):
+            if (found / "home").exists() and str(found) in result.stdout:
+                shutil.rmtree(found, ignore_errors=True)
