@@ -106,11 +106,13 @@ def _foreground(home: Home, team: str, env: dict[str, str], shutdown_timeout: fl
     try:
         while True:
             coordinator.pump(0.5)
-            rows = team_status(home, team)
+            rows = team_status(home, team)[1:]
             states = tuple((r.name, r.state) for r in rows)
-            if states != shown:
+            if states != shown:  # the table is printed again whenever someone's state changes
                 shown = states
-                click.echo("  " + " · ".join(f"{r.name}: {r.state} ({r.tokens} tok)" for r in rows[1:]))
+                table(["member", "state", "last activity", "tokens", "worktree"], [
+                    [r.name, r.state, f"{r.idle_for_s:.0f}s ago" if r.idle_for_s is not None else "", r.tokens,
+                     r.worktree_state or ""] for r in rows])
     except KeyboardInterrupt:
         click.echo("\nstopping the team (Ctrl-C again to force)…")
     finally:

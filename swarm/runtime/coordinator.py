@@ -1,9 +1,8 @@
 """The lead's side of a running team: read what reaches the lead, answer requests, know when work is done.
 
-One ``Coordinator.pump`` call: wait (event-driven) on the lead's inbox, let the
-lead policy answer what it covers, take the lead's messages and record them,
-ask the person (or, headless, deny) for the remaining requests, and notice
-teammates that died.
+One ``Coordinator.pump`` call: wait (event-driven) on the lead's inbox, take
+the lead's messages and record them, answer each open request (the lead policy
+first, then the person — or, headless, a denial), and notice teammates that died.
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ from swarm.core.protocol import (
 )
 from swarm.core.teams import TeamStore
 from swarm.errors import ConflictError
-from swarm.runtime.desk import answer_by_policy, answer_plan, apply_policy, approve, deny
+from swarm.runtime.desk import answer_by_policy, answer_plan, approve, deny
 from swarm.runtime.liveness import reap_dead
 
 log = logging.getLogger(__name__)
@@ -80,8 +79,6 @@ class Coordinator:
         """Handle everything that reached the lead, waiting up to ``timeout`` s for something to arrive."""
         if not self.mailbox.pending(LEAD_NAME):
             self._watcher.wait(timeout)
-        for decision in apply_policy(self.home, self.team):
-            self.on_decision(decision)
         for entry in self.mailbox.take(LEAD_NAME):
             self._record(entry)
         self._answer_pending()
