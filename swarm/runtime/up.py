@@ -51,6 +51,8 @@ def start_team(home: Home, spec: UpFile, *, cwd: Path, env: Mapping[str, str],
     overrides every member's backend.
     """
     name = spec.team.name
+    spec.check_paths(cwd)
+    created = not TeamStore(home).exists(name)
     _prepare_team(home, spec, cwd)
     started: list[str] = []
     warnings: list[str] = []
@@ -68,6 +70,8 @@ def start_team(home: Home, spec: UpFile, *, cwd: Path, env: Mapping[str, str],
     except (SwarmError, OSError):
         if started:
             shutdown(home, name, started, env, reason="swarm up failed", timeout=5.0)
+        if created:
+            TeamStore(home).delete(name, force=True)
         raise
     return Started(team=name, members=started, warnings=warnings)
 

@@ -40,7 +40,16 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    StrictBool,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from swarm.agent.permissions.rules import Rule
 from swarm.core.names import LEAD_NAME, validate_name
@@ -117,6 +126,13 @@ class MemberTable(_Strict):
             raise ValueError(f"{LEAD_NAME!r} is the lead; teammates need other names")
         return _checked_name(value, "member name")
 
+    @field_validator("base")
+    @classmethod
+    def _base(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None and not info.data.get("worktree"):
+            raise ValueError("base only applies with worktree = true")
+        return value
+
     @field_validator("permission_mode")
     @classmethod
     def _mode(cls, value: str) -> str:
@@ -139,15 +155,23 @@ class UpFile(_Strict):
     lead: LeadTable = LeadTable()
     permissions: RuleTable = RuleTable()
     members: list[MemberTable] = Field(min_length=1)
+    _source: Path = PrivateAttr(default=Path("team file"))
 
-    @model_validator(mode="after")
-    def _unique(self) -> UpFile:
+    def check_paths(self, cwd: Path) -> None:
+        """UsageError naming the file and field of a member ``cwd`` that is not a directory under ``cwd``."""
+        for index, member in enumerate(self.members):
+            if member.cwd is not None and not (cwd / member.cwd).is_dir():
+                raise UsageError(f"{self._source}: members[{index}].cwd: {cwd / member.cwd} is not a directory")
+
+    @field_validator("members")
+    @classmethod
+    def _unique(cls, members: list[MemberTable]) -> list[MemberTable]:
         seen: set[str] = set()
-        for member in self.members:
+        for member in members:
             if member.name in seen:
                 raise ValueError(f"two members are named {member.name!r}")
             seen.add(member.name)
-        return self
+        return members
 
 
 def _checked_name(value: str, kind: str) -> str:
@@ -169,11 +193,12 @@ def load_upfile(path: Path) -> UpFile:
         spec = UpFile.model_validate(raw)
     except ValidationError as exc:
         raise UsageError(f"{path}: {_first_error(exc)}") from exc
-    for member in spec.members:
+    spec._source = path
+    for index, member in enumerate(spec.members):
         if member.playbook is not None:
             member.playbook = (path.parent / member.playbook).resolve()
             if not member.playbook.is_file():
-                raise UsageError(f"{path}: members.{member.name}.playbook: {member.playbook} not found")
+                raise UsageError(f"{path}: members[{index}].playbook: {member.playbook} not found")
     return spec
 
 

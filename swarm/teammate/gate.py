@@ -67,6 +67,9 @@ class TeammateGate:
         if decision.verdict == "deny":
             self.transcript.event("permission_denied", tool=tool.name, by=decision.by, reason=decision.reason)
             raise ToolError(f"permission denied: {decision.reason}")
+        if ctx.shutdown_requested or self._shutdown_pending():
+            raise ToolError("not run: the lead asked this teammate to shut down; answer the shutdown request "
+                            "(SendMessage shutdown_response) instead of starting new work")
         return self._ask(tool, facts, tool_use_id, ctx)
 
     def _rules(self) -> RuleSet:

@@ -165,6 +165,7 @@ class TeammateSession:
                 continue
             if isinstance(frame, ShutdownRequest):
                 self.pending_shutdown = frame
+                self.ctx.shutdown_requested = True
             texts.append(wrap(entry))
         return texts
 
@@ -189,6 +190,7 @@ class TeammateSession:
         self._status("idle")
         if self.ctx.shutdown_decision is False:
             self.pending_shutdown = None
+            self.ctx.shutdown_requested = False
         elif self.ctx.shutdown_decision is True:
             self.pending_shutdown = None
             self.stopping = True

@@ -46,6 +46,8 @@ class ToolContext:
     pane_id: str = ""
     backend_type: str = ""
     color: str | None = None
+    shutdown_requested: bool = False
+    """The lead asked this agent to shut down and it has not answered yet (set by the teammate runtime)."""
     shutdown_decision: bool | None = None
     """Set by SendMessage when the agent answers a shutdown request (True = approved)."""
     extras: dict[str, Any] = field(default_factory=dict)
