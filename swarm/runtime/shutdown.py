@@ -22,7 +22,7 @@ from swarm.core.names import LEAD_NAME
 from swarm.core.protocol import Member, ShutdownRejected, ShutdownRequest, frame_text, parse_frame
 from swarm.core.teams import TeamStore
 from swarm.errors import NotFoundError
-from swarm.runtime.handles import backend_of, handle_of, process_alive
+from swarm.runtime.handles import Backends, handle_of, process_alive
 from swarm.runtime.liveness import notify_terminated, reap_dead
 from swarm.runtime.worktrees import Worktree, settle
 
@@ -78,18 +78,20 @@ def _await(home: Home, team: str, members: list[Member], requests: dict[str, str
     deadline = time.monotonic() + timeout
     waiting = {m.name: m for m in members}
     outcomes = []
+    backends = Backends(env)
     while waiting and time.monotonic() < deadline:
         rejected = _rejections(home, team, requests)
         for name, member in list(waiting.items()):
             if not process_alive(member):
-                outcomes.append(_finish(home, team, member, env, "approved"))
+                outcomes.append(_finish(home, team, member, backends, "approved"))
                 del waiting[name]
             elif name in rejected:
                 outcomes.append(Outcome(name, "rejected", rejected[name]))
                 del waiting[name]
         time.sleep(POLL)
     for member in waiting.values():
-        outcomes.append(force_stop(home, team, member, env, why=f"did not shut down within {timeout:g}s"))
+        outcomes.append(force_stop(home, team, member, env, why=f"did not shut down within {timeout:g}s",
+                                   backends=backends))
     return outcomes
 
 
@@ -103,16 +105,19 @@ def _rejections(home: Home, team: str, requests: dict[str, str]) -> dict[str, st
     return found
 
 
-def _finish(home: Home, team: str, member: Member, env: Mapping[str, str], result: str) -> Outcome:
-    backend_of(member, env).stop(handle_of(member), grace=KILL_GRACE)  # pane gone, nothing left behind
-    _mark_stopped(home, team, member.name)
+def _finish(home: Home, team: str, member: Member, backends: Backends, result: str) -> Outcome:
+    backends.of(member).stop(handle_of(member), grace=KILL_GRACE)  # pane gone, nothing left behind
+    now = TeamStore(home).get(team).member(member.name)
+    if now is not None and now.is_active:  # a teammate that exits cleanly has already marked itself
+        _mark_stopped(home, team, member.name)
     return Outcome(member.name, result, worktree=settle(home, team, member))
 
 
-def force_stop(home: Home, team: str, member: Member, env: Mapping[str, str], *, why: str) -> Outcome:
+def force_stop(home: Home, team: str, member: Member, env: Mapping[str, str], *, why: str,
+               backends: Backends | None = None) -> Outcome:
     """SIGTERM, then SIGKILL the teammate's process tree, kill its pane, tell the lead (once)."""
     flipped = TeamStore(home).deactivate(team, member.name, "killed")  # before the signal: the teammate stays quiet
-    backend_of(member, env).stop(handle_of(member), grace=KILL_GRACE)
+    (backends or Backends(env)).of(member).stop(handle_of(member), grace=KILL_GRACE)
     if flipped:
         notify_terminated(home, team, f"{member.name} was terminated: {why}")
     return Outcome(member.name, "killed", why, worktree=settle(home, team, member))
