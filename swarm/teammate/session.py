@@ -52,6 +52,7 @@ log = logging.getLogger(__name__)
 class Terminated(BaseException):
     """Raised in the main thread by SIGTERM/SIGINT/SIGHUP so ``finally`` blocks run."""
 
+
 PLAN_NOTE = ("You start in plan mode: explore with read-only tools, then submit a plan with ExitPlanMode. "
              "You may edit files only after the lead approves it.")
 
