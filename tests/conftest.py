@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from swarm.core.home import Home
+from tests.fakes import FakeAnthropicServer
 
 
 @pytest.fixture(autouse=True)
@@ -26,3 +28,19 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Home:
     root = tmp_path / "home"
     monkeypatch.setenv("SWARM_HOME", str(root))
     return Home(root)
+
+
+@pytest.fixture
+def anthropic_server() -> Iterator[FakeAnthropicServer]:
+    """A started fake Messages API on 127.0.0.1; always stopped."""
+    server = FakeAnthropicServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def api(anthropic_server: FakeAnthropicServer) -> FakeAnthropicServer:
+    """Short name for ``anthropic_server``."""
+    return anthropic_server

@@ -9,15 +9,6 @@ from tests.fakes import FakeAnthropicServer
 
 
 @pytest.fixture
-def api() -> Iterator[FakeAnthropicServer]:
-    server = FakeAnthropicServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
 def claude(api: FakeAnthropicServer) -> Iterator[AnthropicProvider]:
     """The real SDK, over HTTP, to the fake server."""
     provider = AnthropicProvider(env={"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": api.base_url},

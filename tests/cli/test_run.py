@@ -4,23 +4,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from tests.cli.conftest import SWARM_EXE
 from tests.fakes import FakeAnthropicServer
 from tests.fakes.anthropic_server import error_reply, text_reply, tool_use_reply
-
-
-@pytest.fixture
-def api() -> Iterator[FakeAnthropicServer]:
-    server = FakeAnthropicServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def _run(args: list[str], cwd: Path, env_extra: dict[str, str]) -> subprocess.CompletedProcess[str]:

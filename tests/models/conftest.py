@@ -13,16 +13,6 @@ from tests.models.helpers import SleepRecorder
 
 
 @pytest.fixture
-def anthropic_server() -> Iterator[FakeAnthropicServer]:
-    """A started fake Messages API on 127.0.0.1; always stopped."""
-    server = FakeAnthropicServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
 def sleeps() -> SleepRecorder:
     return SleepRecorder()
 
