@@ -67,7 +67,7 @@ def start_team(home: Home, spec: UpFile, *, cwd: Path, env: Mapping[str, str],
             spawned = spawn_reporting(home, request, env)
             started.append(member.name)
             warnings += spawned.warnings
-    except (SwarmError, OSError):
+    except (SwarmError, OSError, KeyboardInterrupt):
         if started:
             shutdown(home, name, started, env, reason="swarm up failed", timeout=5.0)
         if created:
