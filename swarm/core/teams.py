@@ -13,7 +13,7 @@ from swarm.core.home import Home, ensure_dir
 from swarm.core.jsonfile import LockedJsonFile
 from swarm.core.names import LEAD_NAME, agent_id, validate_name
 from swarm.core.protocol import COLORS, Member, TeamFile
-from swarm.errors import ConflictError, NotFoundError
+from swarm.errors import ConflictError, CorruptFileError, NotFoundError
 
 
 class TeamStore:
@@ -66,7 +66,13 @@ class TeamStore:
     def get(self, team: str) -> TeamFile:
         found = self._file(team).read()
         if found is None:
-            raise NotFoundError(f"team {team!r} not found; `swarm team list` shows the teams, `swarm team create {team}` makes it")
+            config = self.home.config_path(team)
+            broken = sorted(config.parent.glob(f"{config.name}.corrupt-*")) if config.parent.is_dir() else []
+            if broken:
+                raise CorruptFileError(f"team {team!r} has no usable config.json: it did not parse and was moved "
+                                       f"to {broken[-1]}; repair and move it back, or `swarm team delete {team}`")
+            raise NotFoundError(f"team {team!r} not found; `swarm team list` shows the teams, "
+                                f"`swarm team create {team}` makes it")
         return found
 
     def exists(self, team: str) -> bool:

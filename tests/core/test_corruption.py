@@ -32,7 +32,7 @@ from swarm.core.jsonfile import LockedJsonFile
 from swarm.core.mailbox import Mailbox
 from swarm.core.protocol import InboxEntry, Member
 from swarm.core.teams import TeamStore
-from swarm.errors import LockTimeoutError, NotFoundError, UsageError
+from swarm.errors import CorruptFileError, LockTimeoutError, NotFoundError, UsageError
 
 if TYPE_CHECKING:
     from conftest import Workers  # tests/core/conftest.py; only for annotations
@@ -117,22 +117,22 @@ def test_invalid_entries_are_dropped_one_by_one_and_extras_survive_a_rewrite(
 # -- team file ---------------------------------------------------------------------
 
 
-def test_garbage_team_file_is_quarantined_and_the_team_reads_as_missing(
+def test_garbage_team_file_is_quarantined_and_the_error_points_at_it(
     team: Home, caplog: pytest.LogCaptureFixture
 ) -> None:
     config = team.config_path(TEAM)
     config.write_bytes(GARBAGE)
     store = TeamStore(team)
 
-    # What the code does: the unreadable file is moved aside and, there being no
-    # team file any more, the team is "not found" (not a CorruptFileError).
-    with pytest.raises(NotFoundError, match=f"team '{TEAM}' not found"):
+    # The unreadable file is moved aside; the team then has no usable team file,
+    # and the error says where the evidence went instead of suggesting a fresh team.
+    with pytest.raises(CorruptFileError, match=r"did not parse and was moved to .*config\.json\.corrupt-"):
         store.get(TEAM)
     [moved] = _quarantined(config)
     assert moved.read_bytes() == GARBAGE
     assert _records(caplog, "quarantined corrupt file")[0].path == str(config)  # type: ignore[attr-defined]
     assert not store.exists(TEAM)
-    with pytest.raises(NotFoundError):
+    with pytest.raises(CorruptFileError):
         Mailbox(team, TEAM).send("bob", "hi", sender="alice")
 
 
