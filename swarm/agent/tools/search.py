@@ -26,7 +26,6 @@ applies to the lines or entries of the final list.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -41,117 +40,12 @@ from pydantic import Field
 
 from swarm.agent.tools.base import Tool, ToolContext, ToolError
 from swarm.agent.tools.files import SNIFF_BYTES, NoneOmitted, NonNegInt, ToolInput, truncate_line
+from swarm.agent.tools.walking import MAGIC, VCS_DIRS, glob_regex, newest_first, walk_files
 
-VCS_DIRS = frozenset({".git", ".hg", ".svn"})
 MAX_GLOB_RESULTS = 1000
 MAX_GREP_OUTPUT_CHARS = 30_000
-_MAGIC = re.compile(r"[*?\[{]")
 
 OutputMode = Literal["content", "files_with_matches", "count"]
-
-
-# --- shared: walking and glob patterns ---------------------------------------
-
-
-def walk_files(root: Path) -> Iterator[tuple[Path, str]]:
-    """Files under ``root`` in path order, with their ``/``-separated relative path.
-
-    Entries of each directory are visited in name order, files and
-    directories interleaved (as ``rg --sort path`` does); VCS directories and
-    symlinked directories are not entered; unreadable directories are skipped.
-    """
-    yield from _walk(root, "")
-
-
-def _walk(directory: Path, prefix: str) -> Iterator[tuple[Path, str]]:
-    try:
-        with os.scandir(directory) as it:
-            entries = sorted(it, key=lambda e: e.name)
-    except OSError:
-        return
-    for entry in entries:
-        rel = prefix + entry.name
-        try:
-            if entry.is_dir(follow_symlinks=False):
-                if entry.name not in VCS_DIRS:
-                    yield from _walk(Path(entry.path), rel + "/")
-            elif entry.is_file():
-                yield Path(entry.path), rel
-        except OSError:
-            continue
-
-
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """A regex that matches a whole ``/``-separated relative path against ``pattern``."""
-    return re.compile(_translate(pattern) + r"\Z", re.DOTALL)
-
-
-def _translate(pat: str) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(pat):
-        piece, i = _translate_at(pat, i)
-        out.append(piece)
-    return "".join(out)
-
-
-def _translate_at(pat: str, i: int) -> tuple[str, int]:
-    """The regex for the glob token starting at ``pat[i]``, and the next index."""
-    if pat.startswith("**/", i):
-        return "(?:.*/)?", i + 3
-    if pat.startswith("**", i):
-        return ".*", i + 2
-    char = pat[i]
-    if char == "*":
-        return "[^/]*", i + 1
-    if char == "?":
-        return "[^/]", i + 1
-    if char == "[":
-        return _char_class(pat, i)
-    if char == "{":
-        return _braces(pat, i)
-    return re.escape(char), i + 1
-
-
-def _char_class(pat: str, i: int) -> tuple[str, int]:
-    j = i + 1
-    if j < len(pat) and pat[j] in "!^":
-        j += 1
-    if j < len(pat) and pat[j] == "]":
-        j += 1
-    end = pat.find("]", j)
-    if end < 0:
-        return re.escape("["), i + 1
-    body = pat[i + 1:end].replace("\\", "\\\\")
-    if body[:1] in ("!", "^"):
-        body = "^" + body[1:]
-    return f"[{body}]", end + 1
-
-
-def _braces(pat: str, i: int) -> tuple[str, int]:
-    depth, start, parts = 0, i + 1, []
-    for j in range(i, len(pat)):
-        if pat[j] == "{":
-            depth += 1
-        elif pat[j] == "}":
-            depth -= 1
-            if depth == 0:
-                parts.append(pat[start:j])
-                return "(?:" + "|".join(_translate(p) for p in parts) + ")", j + 1
-        elif pat[j] == "," and depth == 1:
-            parts.append(pat[start:j])
-            start = j + 1
-    return re.escape("{"), i + 1
-
-
-def newest_first(paths: Iterable[Path]) -> list[Path]:
-    """``paths`` sorted by modification time, newest first (ties by path)."""
-    def key(path: Path) -> tuple[float, str]:
-        try:
-            return -path.stat().st_mtime, str(path)
-        except OSError:
-            return 0.0, str(path)
-    return sorted(paths, key=key)
 
 
 def _search_root(ctx: ToolContext, path: str | None) -> Path:
@@ -207,7 +101,7 @@ def _split_base(pattern: str, base: Path) -> tuple[Path, str]:
         base = Path("/")
     parts = [p for p in pattern.split("/") if p not in ("", ".")]
     k = 0
-    while k < len(parts) - 1 and not _MAGIC.search(parts[k]):
+    while k < len(parts) - 1 and not MAGIC.search(parts[k]):
         k += 1
     return base.joinpath(*parts[:k]), "/".join(parts[k:])
 
