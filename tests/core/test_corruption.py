@@ -32,7 +32,7 @@ from swarm.core.jsonfile import LockedJsonFile
 from swarm.core.mailbox import Mailbox
 from swarm.core.protocol import InboxEntry, Member
 from swarm.core.teams import TeamStore
-from swarm.errors import CorruptFileError, LockTimeoutError, NotFoundError, UsageError
+from swarm.errors import CorruptFileError, LockTimeoutError, UsageError
 
 if TYPE_CHECKING:
     from conftest import Workers  # tests/core/conftest.py; only for annotations
