@@ -1,7 +1,8 @@
 """One primitive for every JSON file swarm writes: locked read-modify-write.
 
-- An exclusive ``filelock`` on ``<file>.lock`` is held for the whole cycle,
-  with a bounded wait that ends in ``LockTimeoutError``.
+- An exclusive ``flock`` on ``<file>.lock`` (see ``swarm.core.flock``;
+  compatible with ``filelock``) is held for the whole cycle, with a bounded
+  wait that ends in ``LockTimeoutError``.
 - Writes are atomic: ``<file>.tmp`` (written only under the lock, so a fixed
   name is safe and a crashed writer's leftover is simply overwritten), flushed,
   fsynced, then ``os.replace``-d over the target. Readers need no lock: they
@@ -25,8 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
-import filelock
-
+from swarm.core.flock import LockTimeout, locked
 from swarm.core.home import FILE_MODE, ensure_dir
 from swarm.errors import LockTimeoutError
 
@@ -36,8 +36,6 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 DEFAULT_LOCK_TIMEOUT = 10.0
-LOCK_POLL = 0.001
-"""Seconds between tries for a held lock: short, so a waiting writer is not parked for 50 ms."""
 
 
 class Codec(Protocol[T]):
@@ -75,9 +73,7 @@ class LockedJsonFile(Generic[T]):
         self.lock_timeout = lock_timeout
         self.fsync = fsync
         self.indent = indent
-        self._lock = filelock.FileLock(
-            f"{path}.lock", timeout=lock_timeout, mode=FILE_MODE, poll_interval=LOCK_POLL
-        )
+        self._lock_path = path.with_name(f"{path.name}.lock")
         self._dir_ready = False
 
     # -- reading ---------------------------------------------------------
@@ -174,16 +170,13 @@ class LockedJsonFile(Generic[T]):
             ensure_dir(self.path.parent)
             self._dir_ready = True
         try:
-            self._lock.acquire()
-        except filelock.Timeout as exc:
+            with locked(self._lock_path, self.lock_timeout):
+                yield
+        except LockTimeout as exc:
             raise LockTimeoutError(
                 f"could not lock {self.path} within {self.lock_timeout:g}s; "
-                f"another swarm process holds {self.path.name}.lock — retry, or stop the stuck process"
+                f"another process holds {self._lock_path.name} — retry, or stop the stuck process"
             ) from exc
-        try:
-            yield
-        finally:
-            self._lock.release()
 
 
 def encode_json(doc: Any, indent: int | None = None) -> bytes:

@@ -14,10 +14,10 @@ import os
 from collections.abc import Callable
 from typing import Any, Literal
 
-import filelock
 from pydantic import BaseModel, ValidationError
 
 from swarm.core.clock import now_ms
+from swarm.core.flock import LockTimeout, locked
 from swarm.core.home import FILE_MODE, Home, ensure_dir
 from swarm.core.jsonfile import encode_json
 from swarm.errors import ConflictError, LockTimeoutError, NotFoundError
@@ -47,7 +47,7 @@ class PermissionEvent(BaseModel):
 class PermissionLog:
     def __init__(self, home: Home, team: str) -> None:
         self.path = home.team_dir(team) / "permissions.jsonl"
-        self._lock = filelock.FileLock(f"{self.path}.lock", timeout=LOCK_TIMEOUT, mode=FILE_MODE)
+        self._lock_path = self.path.with_name(f"{self.path.name}.lock")
 
     def record_request(self, event: PermissionEvent) -> None:
         self._append(event)
@@ -85,7 +85,7 @@ class PermissionLog:
         """Record the one decision for ``request``; ``deliver`` (send the response) runs under the lock first."""
         ensure_dir(self.path.parent)
         try:
-            with self._lock:
+            with locked(self._lock_path, LOCK_TIMEOUT):
                 earlier = self.decision(request.request_id)
                 if earlier is not None:
                     raise ConflictError(f"request {request.request_id} was already answered "
@@ -97,7 +97,7 @@ class PermissionLog:
                                         decision=decision, by=by, reason=reason, rule_added=rule_added)
                 self._append(event)
                 return event
-        except filelock.Timeout as exc:
+        except LockTimeout as exc:
             raise LockTimeoutError(f"could not lock {self.path} within {LOCK_TIMEOUT:g}s") from exc
 
     def _append(self, event: PermissionEvent) -> None:

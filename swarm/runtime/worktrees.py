@@ -29,8 +29,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import filelock
 
+from swarm.core.flock import LockTimeout, locked
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.names import LEAD_NAME
@@ -161,17 +161,17 @@ def _exclude_swarm_dir(repo: Path) -> None:
     """Add ``.swarm/`` to ``.git/info/exclude`` once (parallel spawns take turns on a lock)."""
     common = git.common_dir(repo)
     exclude = common / "info" / "exclude"
-    lock = filelock.FileLock(str(common / "swarm-exclude.lock"), timeout=10)
+    lock_path = common / "swarm-exclude.lock"
     try:
-        with lock:
+        with locked(lock_path, 10.0):
             text = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
             if any(line.strip() in (EXCLUDE_LINE, "/" + EXCLUDE_LINE) for line in text.splitlines()):
                 return
             exclude.parent.mkdir(parents=True, exist_ok=True)
             with exclude.open("a", encoding="utf-8") as handle:
                 handle.write(("" if text.endswith("\n") or not text else "\n") + EXCLUDE_LINE + "\n")
-    except filelock.Timeout as exc:
-        raise LockTimeoutError(f"could not lock {lock.lock_file} within 10s; retry") from exc
+    except LockTimeout as exc:
+        raise LockTimeoutError(f"could not lock {lock_path} within 10s; retry") from exc
     except OSError as exc:
         raise BackendError(f"cannot add {EXCLUDE_LINE} to {exclude}: {exc.strerror}") from exc
 
