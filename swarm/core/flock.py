@@ -19,9 +19,9 @@ from pathlib import Path
 
 from swarm.core.home import FILE_MODE
 
-FIRST_RETRY = 0.0002
+FIRST_RETRY = 0.0001
 """Seconds before the first retry of a busy lock; doubled up to ``MAX_RETRY``."""
-MAX_RETRY = 0.002
+MAX_RETRY = 0.001
 
 
 class LockTimeout(Exception):
