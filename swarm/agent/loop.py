@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from swarm.agent.conversation import Conversation
 from swarm.agent.executor import MalformedCall, ToolGate, execute
 from swarm.agent.limits import AgentStop, Interrupted, Limits, TooManyToolErrors
-from swarm.agent.messages import ContentBlock, Message, TextBlock, ToolResultBlock, Usage
+from swarm.agent.messages import ContentBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock, Usage
 from swarm.agent.tools.base import Tool, ToolContext
 from swarm.models.base import ModelProvider, ModelRequest
 
@@ -98,7 +98,7 @@ def run_agent(spec: AgentSpec, conversation: Conversation, ctx: ToolContext,
         return AgentRun(conversation.last_text(), stop.reason, turns, usage, str(stop))
 
 
-def _run_calls(calls: list, tools: dict[str, Tool[BaseModel]], ctx: ToolContext,  # type: ignore[type-arg]
+def _run_calls(calls: list[ToolUseBlock], tools: dict[str, Tool[BaseModel]], ctx: ToolContext,
                gate: ToolGate | None) -> list[ToolResultBlock]:
     """Run each call in order; once cancelled, the rest get an error result."""
     results = []

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 
 import click
 
 from swarm.cli.options import agent_name_callback, home_of, json_option, team_option
 from swarm.cli.render import emit_json, one_line, table
-from swarm.core.mailbox import Mailbox
+from swarm.core.mailbox import Mailbox, delivery_key
 from swarm.core.names import BROADCAST, LEAD_NAME
 from swarm.core.protocol import InboxEntry
 from swarm.core.teams import TeamStore
@@ -78,13 +79,14 @@ def inbox(ctx: click.Context, name: str, team: str, unread: bool, take: bool, fo
     _follow(mailbox, name, fetch, as_json)
 
 
-def _follow(mailbox: Mailbox, name: str, fetch: object, as_json: bool) -> None:
+def _follow(mailbox: Mailbox, name: str, fetch: Callable[[], list[InboxEntry]], as_json: bool) -> None:
+    """Print entries as they arrive (each once) until Ctrl-C."""
     seen: set[str] = set()
     watcher = mailbox.watcher(name)
     try:
         while True:
-            fresh = [e for e in fetch() if (e.msg_id or e.timestamp + e.text) not in seen]  # type: ignore[operator]
-            seen.update(e.msg_id or e.timestamp + e.text for e in fresh)
+            fresh = [e for e in fetch() if delivery_key(e) not in seen]
+            seen.update(delivery_key(e) for e in fresh)
             for entry in fresh:
                 if as_json:
                     click.echo(json.dumps(entry.wire(), ensure_ascii=False))

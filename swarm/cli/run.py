@@ -6,6 +6,7 @@ import os
 import sys
 import signal
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
@@ -56,7 +57,8 @@ def run(prompt: str, model: str | None, playbook: Path | None, cwd: Path | None,
     click.echo(result.text)
 
 
-def _first_interrupt(cancel: threading.Event):  # type: ignore[no-untyped-def]
+def _first_interrupt(cancel: threading.Event) -> Callable[[int, FrameType | None], None]:
+    """SIGINT handler: the first Ctrl-C asks the agent to stop after its step, the second aborts."""
     def handler(signum: int, frame: FrameType | None) -> None:
         if cancel.is_set():
             raise KeyboardInterrupt

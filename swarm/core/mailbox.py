@@ -13,7 +13,7 @@ import hashlib
 import os
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from swarm.core.clock import now_iso
@@ -65,7 +65,7 @@ class Mailbox:
                 entry.summary = summary
             if color:
                 entry.color = color
-            self._file(name).update(lambda entries, e=entry: entries.append(e))
+            self._file(name).update(_appender(entry))
             written.append(entry)
         return written
 
@@ -157,6 +157,13 @@ class Mailbox:
         if agent not in self._files:
             self._files[agent] = LockedJsonFile(self.home.inbox_path(self.team, agent), InboxCodec())
         return self._files[agent]
+
+
+def _appender(entry: InboxEntry) -> Callable[[list[InboxEntry]], None]:
+    def append(entries: list[InboxEntry]) -> None:
+        entries.append(entry)
+
+    return append
 
 
 def delivery_key(entry: InboxEntry) -> str:

@@ -185,5 +185,5 @@ def _report(home: Home, team: str, coordinator: Coordinator, outcomes: list[Outc
         team=team, ok=reason == "settled", reason=reason, elapsed_s=round(elapsed, 3), members=members,
         messages=[dataclasses.asdict(m) for m in coordinator.messages], decisions=decisions,
         worktrees=[dataclasses.asdict(o.worktree) for o in outcomes if o.worktree is not None],
-        usage={"tokens": sum(m["tokens"] for m in members)}, warnings=warnings,
+        usage={"tokens": sum(m.tokens or 0 for m in team_file.members if m.name != LEAD_NAME)}, warnings=warnings,
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
+from typing import Literal
 
 from swarm.agent.conversation import Conversation
 from swarm.agent.inbound import wrap
@@ -206,10 +207,10 @@ class TeammateSession:
         self.pending_shutdown = None
         self.stopping = True
 
-    def _notify_idle(self, reason: str, *, run: AgentRun | None = None, summary: str | None = None,
+    def _notify_idle(self, reason: Literal["available", "interrupted", "failed"], *, run: AgentRun | None = None, summary: str | None = None,
                      failure: str | None = None) -> None:
         result = run.text if run else None
-        frame = IdleNotification(sender=self.config.name, timestamp=now_iso(), idle_reason=reason,  # type: ignore[arg-type]
+        frame = IdleNotification(sender=self.config.name, timestamp=now_iso(), idle_reason=reason,
                                  summary=summary or _summary(result or ""), result=result, failure_reason=failure)
         self.mailbox.send(LEAD_NAME, frame_text(frame), sender=self.config.name, summary=frame.summary)
 
