@@ -115,3 +115,12 @@ def test_team_delete_stops_live_teammates(cli_team: tuple[Home, Path]) -> None:
     assert "stopped eve: approved" in deleted.stdout
     assert not home.team_dir("t").exists()
     retry_until(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE, 5)
+
+
+def test_attach_to_a_subprocess_teammate_points_to_logs(cli_team: tuple[Home, Path]) -> None:
+    home, work = cli_team
+    assert swarm("spawn", "sub", "--team", "t", "-p", "hi", "--backend", "subprocess", "--cwd", str(work)).returncode == 0
+    result = swarm("attach", "sub", "--team", "t")
+    assert result.returncode == 2
+    assert "runs as a subprocess" in result.stderr and "swarm logs sub -f --team t" in result.stderr
+    assert swarm("attach", "ghost", "--team", "t").returncode == 1
