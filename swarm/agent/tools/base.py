@@ -77,11 +77,15 @@ class Tool(ABC, Generic[I]):
     description: ClassVar[str]
     input_model: ClassVar[type[BaseModel]]
     read_only: ClassVar[bool] = False
+    _spec: ToolSpec | None = None
 
     def spec(self) -> ToolSpec:
-        schema = self.input_model.model_json_schema()
-        schema.pop("title", None)
-        return ToolSpec(name=self.name, description=self.description, input_schema=schema)
+        """The tool as the model sees it (its schema is built once per tool object)."""
+        if self._spec is None:
+            schema = self.input_model.model_json_schema()
+            schema.pop("title", None)
+            self._spec = ToolSpec(name=self.name, description=self.description, input_schema=schema)
+        return self._spec
 
     @abstractmethod
     def run(self, args: I, ctx: ToolContext) -> str:
