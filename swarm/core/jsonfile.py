@@ -67,12 +67,19 @@ class LockedJsonFile(Generic[T]):
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
         fsync: bool = True,
         indent: int | None = None,
+        durable_when: Callable[[Any], bool] | None = None,
     ) -> None:
         self.path = path
         self.codec = codec
         self.lock_timeout = lock_timeout
         self.fsync = fsync
         self.indent = indent
+        self.durable_when = durable_when
+        """Decides per write whether the new document must be fsynced (default: always).
+
+        An inbox that a write leaves empty holds nothing a crash could lose, so
+        its prunes skip the fsync; every write that keeps entries is durable.
+        """
         self._lock_path = path.with_name(f"{path.name}.lock")
         self._dir_ready = False
 
@@ -158,7 +165,7 @@ class LockedJsonFile(Generic[T]):
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
         try:
             os.write(fd, data)
-            if self.fsync:
+            if self.fsync and (self.durable_when is None or self.durable_when(doc)):
                 os.fsync(fd)
         finally:
             os.close(fd)

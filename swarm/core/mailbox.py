@@ -155,7 +155,8 @@ class Mailbox:
 
     def _file(self, agent: str) -> LockedJsonFile[list[InboxEntry]]:
         if agent not in self._files:
-            self._files[agent] = LockedJsonFile(self.home.inbox_path(self.team, agent), InboxCodec())
+            self._files[agent] = LockedJsonFile(self.home.inbox_path(self.team, agent), InboxCodec(),
+                                                durable_when=bool)  # an emptied inbox has nothing to lose
         return self._files[agent]
 
 

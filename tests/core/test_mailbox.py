@@ -107,3 +107,20 @@ def test_wait_returns_immediately_when_mail_is_there(mailbox: Mailbox) -> None:
     start = time.monotonic()
     assert mailbox.wait("bob", 30) is True
     assert time.monotonic() - start < 5
+
+
+def test_sends_are_fsynced_and_emptying_prunes_are_not(mailbox: Mailbox, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Power loss cannot be staged here, so the fsync calls themselves are counted.
+    import swarm.core.jsonfile as jsonfile
+
+    synced: list[int] = []
+    real_fsync = jsonfile.os.fsync
+    monkeypatch.setattr(jsonfile.os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[1])
+    first = mailbox.send("bob", "one", sender="alice")[0]
+    mailbox.send("bob", "two", sender="alice")
+    assert len(synced) == 2  # every acknowledged send is on disk before send returns
+    mailbox.acknowledge("bob", [first.msg_id or ""])
+    assert len(synced) == 3  # "two" is still in the inbox: that rewrite must be durable too
+    mailbox.take("bob")
+    assert len(synced) == 3  # an emptied inbox holds nothing a crash could lose
+    assert mailbox.read("bob") == []
