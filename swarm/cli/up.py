@@ -13,7 +13,9 @@ from swarm.cli.options import home_of, json_option, team_name_argument
 from swarm.cli.render import one_line, table
 from swarm.cli.teammates import tmux_socket_option
 from swarm.core.home import Home
-from swarm.core.permlog import PermissionEvent
+from swarm.core.clock import now_ms
+from swarm.core.permlog import PermissionEvent, PermissionLog
+from swarm.core.teams import TeamStore
 from swarm.runtime.coordinator import Answer, Coordinator, LeadMessage
 from swarm.runtime.shutdown import Outcome, force_stop, live_members
 from swarm.runtime.status import team_status
@@ -103,6 +105,7 @@ def _foreground(home: Home, team: str, env: dict[str, str], shutdown_timeout: fl
     coordinator = Coordinator(home, team, asker=asker, on_message=_print_message, on_decision=_print_decision)
     click.echo("Ctrl-C stops the team")
     shown: tuple[tuple[str, str], ...] = ()
+    since = now_ms()
     try:
         while True:
             coordinator.pump(0.5)
@@ -123,6 +126,17 @@ def _foreground(home: Home, team: str, env: dict[str, str], shutdown_timeout: fl
         outcomes = [force_stop(home, team, m, env, why="forced by a second Ctrl-C")
                     for m in live_members(home, team) if m.is_active]
     _print_outcomes(outcomes)
+    _print_totals(home, team, since)
+
+
+def _print_totals(home: Home, team: str, since_ms: int) -> None:
+    """The summary line after a foreground run: decisions by who made them, and tokens."""
+    decisions = [e for e in PermissionLog(home, team).events() if e.event == "decision" and e.ts >= since_ms]
+    by_policy = sum(1 for d in decisions if (d.by or "").startswith("policy"))
+    by_person = sum(1 for d in decisions if d.by == "lead")
+    tokens = sum(m.tokens or 0 for m in TeamStore(home).get(team).members)
+    click.echo(f"{len(decisions)} permission decisions ({by_policy} by the lead policy, {by_person} by you, "
+               f"{len(decisions) - by_policy - by_person} by timeout or rule) · {tokens} tokens")
 
 
 def _print_message(message: LeadMessage) -> None:

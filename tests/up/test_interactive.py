@@ -78,6 +78,7 @@ def test_person_answers_always_and_the_rule_sticks(up: Up) -> None:
         assert (up.repo / "built.txt").exists()
         os.killpg(proc.pid, signal.SIGINT)
         terminal.expect("worker: approved")
+        terminal.expect("1 permission decisions (0 by the lead policy, 1 by you")
         assert proc.wait(timeout=30) == 0
     finally:
         os.close(master)
