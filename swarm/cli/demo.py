@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import os
+import tempfile
 import time
+from pathlib import Path
 
 import click
 
 from swarm.cli.render import one_line
 from swarm.core.permlog import PermissionEvent
 from swarm.runtime.coordinator import LeadMessage
-from swarm.runtime.demo import DemoRun, cleanup, run_demo
+from swarm.runtime.demo import DemoRun, abort, cleanup, run_demo
 
 
 @click.command()
@@ -44,7 +46,13 @@ def demo(keep: bool, backend: str, as_json: bool) -> None:
     if not as_json:
         click.echo("swarm demo: the 'feature' example team, offline (scripted model, no API key)\n")
     env = dict(os.environ)
-    run = run_demo(env, backend=backend, on_message=message, on_decision=decision)
+    root = Path(tempfile.mkdtemp(prefix="swarm-demo-"))
+    try:
+        run = run_demo(env, backend=backend, root=root, on_message=message, on_decision=decision)
+    except KeyboardInterrupt:
+        abort(root, env)
+        click.echo(f"\ninterrupted: stopped the demo team and removed {root}", err=True)
+        raise click.exceptions.Exit(130) from None
     try:
         if as_json:
             click.echo(run.report.model_dump_json(indent=2))

@@ -17,7 +17,7 @@ from swarm.core.clock import now_ms
 from swarm.core.permlog import PermissionEvent, PermissionLog
 from swarm.core.teams import TeamStore
 from swarm.runtime.coordinator import Answer, Coordinator, LeadMessage
-from swarm.runtime.shutdown import Outcome, force_stop, live_members
+from swarm.runtime.shutdown import Outcome
 from swarm.runtime.status import team_status
 from swarm.runtime.up import Report, run_headless, start_team, stop_team
 from swarm.runtime.upfile import load_upfile
@@ -120,12 +120,7 @@ def _foreground(home: Home, team: str, env: dict[str, str], shutdown_timeout: fl
         click.echo("\nstopping the team (Ctrl-C again to force)…")
     finally:
         coordinator.close()
-    try:
-        outcomes = stop_team(home, team, env, timeout=shutdown_timeout)
-    except KeyboardInterrupt:
-        outcomes = [force_stop(home, team, m, env, why="forced by a second Ctrl-C")
-                    for m in live_members(home, team) if m.is_active]
-    _print_outcomes(outcomes)
+    _print_outcomes(stop_team(home, team, env, timeout=shutdown_timeout))
     _print_totals(home, team, since)
 
 

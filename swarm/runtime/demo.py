@@ -14,10 +14,11 @@ from pathlib import Path
 from swarm.backends.select import make_backend
 from swarm.core.home import Home
 from swarm.core.permlog import PermissionEvent
+from swarm.core.teams import TeamStore
 from swarm.runtime.coordinator import LeadMessage
 from swarm.runtime.git import git
 from swarm.runtime.sample import examples_dir, make_sample_repo
-from swarm.runtime.up import Report, run_headless
+from swarm.runtime.up import Report, run_headless, stop_team
 from swarm.runtime.upfile import load_upfile
 
 DEMO_TEAM = "feature"
@@ -74,6 +75,14 @@ def _chatter(home: Home, team: str) -> list[tuple[str, str, str]]:
                     if to != "team-lead":
                         found.append((path.stem, to, str(block["input"].get("message"))))
     return found
+
+
+def abort(root: Path, env: Mapping[str, str]) -> None:
+    """After a Ctrl-C: stop whatever the demo started under ``root`` and remove it."""
+    home = Home(root / "home")
+    if TeamStore(home).exists(DEMO_TEAM):
+        stop_team(home, DEMO_TEAM, env, timeout=3.0)
+    shutil.rmtree(root, ignore_errors=True)
 
 
 def cleanup(run: DemoRun) -> None:

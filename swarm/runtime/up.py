@@ -26,7 +26,7 @@ from swarm.core.teams import TeamStore
 from swarm.errors import ConflictError, SwarmError
 from swarm.runtime.coordinator import Coordinator, LeadMessage
 from swarm.runtime.handles import process_alive
-from swarm.runtime.shutdown import Outcome, shutdown
+from swarm.runtime.shutdown import Outcome, force_stop, live_members, shutdown
 from swarm.runtime.spawn import SpawnRequest, spawn_reporting
 from swarm.runtime.upfile import MemberTable, UpFile
 
@@ -111,7 +111,12 @@ def _request(spec: UpFile, member: MemberTable, cwd: Path, tmux_socket: str | No
 
 def stop_team(home: Home, team: str, env: Mapping[str, str], *, timeout: float,
               reason: str = "team going down") -> list[Outcome]:
-    return shutdown(home, team, None, env, reason=reason, timeout=timeout)
+    """The shutdown handshake for every teammate; a Ctrl-C while it runs forces the rest down at once."""
+    try:
+        return shutdown(home, team, None, env, reason=reason, timeout=timeout)
+    except KeyboardInterrupt:
+        return [force_stop(home, team, m, env, why="forced by Ctrl-C during shutdown")
+                for m in live_members(home, team) if m.is_active]
 
 
 # -- headless ------------------------------------------------------------------------------
