@@ -43,11 +43,11 @@ def demo(keep: bool, backend: str, as_json: bool) -> None:
             verb = "approved" if d.decision == "allow" else "denied"
             click.echo(f"  {stamp()}  {d.agent} asked to run a {d.tool} command: {verb} by {d.by}")
 
-    if not as_json:
-        click.echo("swarm demo: the 'feature' example team, offline (scripted model, no API key)\n")
     env = dict(os.environ)
     root = Path(tempfile.mkdtemp(prefix="swarm-demo-"))
     try:
+        if not as_json:
+            click.echo("swarm demo: the 'feature' example team, offline (scripted model, no API key)\n")
         run = run_demo(env, backend=backend, root=root, on_message=message, on_decision=decision)
     except KeyboardInterrupt:
         abort(root, env)

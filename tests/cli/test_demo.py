@@ -52,3 +52,33 @@ def test_demo_on_tmux_json_report_and_keep(tmp_path: Path) -> None:
         for found in Path(os.environ.get("TMPDIR", "/tmp")).glob("swarm-demo-*"):
             if (found / "home").exists() and str(found) in result.stdout:
                 shutil.rmtree(found, ignore_errors=True)
+
+
+def test_ctrl_c_mid_demo_leaves_nothing_behind() -> None:
+    import signal
+
+    import psutil
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    proc = subprocess.Popen([str(SWARM_EXE), "demo", "--backend", "subprocess"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout is not None
+        line = ""
+        while "asked to run" not in line:  # the team is up and working
+            line = proc.stdout.readline()
+            assert line, "the demo ended before its team started working"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    # the team is stopped through the handshake, the account says so, and everything is removed
+    assert proc.returncode == 1, err
+    assert "NOT ok: interrupted" in out
+    assert "implementer: approved" in out and "tester: approved" in out
+    [root] = re.findall(r"cleaned up (\S+)", out)
+    assert not Path(root).exists()
+    leftovers = [p for p in psutil.process_iter(["cmdline"]) if root in " ".join(p.info["cmdline"] or [])]
+    assert leftovers == []
