@@ -33,7 +33,7 @@ def make_provider(
        default; a warning is logged if ``model`` named another model).
 
     ``variables`` (e.g. ``agent_name``, ``team``) fill the playbook's
-    placeholders; the Anthropic provider ignores them.
+    slots; the Anthropic provider ignores them.
     """
     scripted_path = _scripted_path(model)
     if scripted_path is not None or model == SCRIPTED:

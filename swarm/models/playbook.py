@@ -2,7 +2,7 @@
 
 A playbook is TOML or JSON (see ``docs/playbook.md``)::
 
-    [vars]                # optional defaults for {placeholders}
+    [vars]                # optional defaults for {slots}
     [default]             # optional: text = "..." when no rule matches
     [[rules]]             # in order, first match wins
     match = 'regex'       # searched in the incoming text ("" matches anything)
@@ -13,10 +13,10 @@ A playbook is TOML or JSON (see ``docs/playbook.md``)::
     # or, instead of text/tool_calls:
     [[rules.steps]]       # one reply per model call
 
-Templates fill ``{name}`` / ``{0}`` placeholders in ``text`` and in every
+Templates fill ``{name}`` / ``{0}`` slots in ``text`` and in every
 string inside a tool call's ``input`` (recursively). ``{{`` and ``}}`` are
 literal braces; anything else in braces (``{"a": 1}``) is left as written.
-Unknown placeholders are a ``UsageError`` when the provider is built, because
+Unknown slots are a ``UsageError`` when the provider is built, because
 every name is known then: the rule's regex groups, ``[vars]``, the provider's
 variables and the built-ins ``incoming`` and ``first_line``.
 """
@@ -36,7 +36,7 @@ from swarm.errors import NotFoundError, UsageError
 
 On = Literal["prompt", "tool_result", "any"]
 BUILTIN_NAMES = frozenset({"incoming", "first_line"})
-"""Placeholders every template may use: the incoming text and its first line."""
+"""Slots every template may use: the incoming text and its first line."""
 DEFAULT_TEXT = 'Received: "{first_line}"'
 
 _TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*|[0-9]+)\}")
@@ -111,7 +111,7 @@ class Rule(_Strict):
         return self.on in ("any", kind)
 
     def group_names(self) -> set[str]:
-        """Placeholders its regex provides: named groups and 0..n."""
+        """Slots its regex provides: named groups and 0..n."""
         numbered = {str(i) for i in range(self._pattern.groups + 1)}
         return numbered | set(self._pattern.groupindex)
 
@@ -134,8 +134,8 @@ class Playbook(_Strict):
     def source(self) -> str:
         return self._source
 
-    def check_placeholders(self, variables: Iterable[str] = ()) -> None:
-        """Raise ``UsageError`` for a placeholder no value can ever fill."""
+    def check_slots(self, variables: Iterable[str] = ()) -> None:
+        """Raise ``UsageError`` for a slot no value can ever fill."""
         common = BUILTIN_NAMES | set(self.vars) | set(variables)
         self._check("default.text", self.default.text, common)
         for index, rule in enumerate(self.rules):
@@ -144,10 +144,10 @@ class Playbook(_Strict):
                 self._check(path, template, known)
 
     def _check(self, path: str, template: str, known: frozenset[str] | set[str]) -> None:
-        unknown = sorted(placeholders(template) - known)
+        unknown = sorted(slots(template) - known)
         if unknown:
             raise UsageError(
-                f"playbook {self._source}: {path} uses unknown placeholder {{{unknown[0]}}} "
+                f"playbook {self._source}: {path} uses unknown slot {{{unknown[0]}}} "
                 f"(known: {', '.join(sorted(known))}); define it in [vars], or double the braces for literal text"
             )
 
@@ -197,8 +197,8 @@ def render_value(value: Any, values: Mapping[str, str]) -> Any:
     return value
 
 
-def placeholders(template: str) -> set[str]:
-    """The placeholder names in ``template`` (escaped braces excluded)."""
+def slots(template: str) -> set[str]:
+    """The slot names in ``template`` (escaped braces excluded)."""
     return {m.group(1) for m in _TOKEN.finditer(template) if m.group(1) is not None}
 
 

@@ -70,7 +70,7 @@ class _Run:
 class ScriptedProvider:
     """``ModelProvider`` that plays a playbook; with none, it only gives the default reply.
 
-    ``variables`` (e.g. ``agent_name``, ``team``) fill placeholders and
+    ``variables`` (e.g. ``agent_name``, ``team``) fill slots and
     override the playbook's ``[vars]``; regex groups override both.
     """
 
@@ -84,7 +84,7 @@ class ScriptedProvider:
             playbook = load_playbook(playbook)
         self._playbook = Playbook() if playbook is None else playbook
         self._variables = dict(variables or {})
-        self._playbook.check_placeholders(self._variables)
+        self._playbook.check_slots(self._variables)
         self._lock = threading.Lock()
         self._tool_ids = 0
         self._fired: set[int] = set()

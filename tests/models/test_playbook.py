@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from swarm.errors import NotFoundError, UsageError
-from swarm.models.playbook import load_playbook, parse_playbook, placeholders, render, render_value
+from swarm.models.playbook import load_playbook, parse_playbook, slots, render, render_value
 
 TOML = """
 [vars]
@@ -101,7 +101,7 @@ def test_missing_playbook_is_not_found(tmp_path: Path) -> None:
 def test_render_fills_known_escapes_braces_and_leaves_the_rest() -> None:
     values = {"a": "1", "0": "zero"}
     assert render("{a}-{0}-{{a}}-{{{a}}}-{unknown}-{\"k\": 2}-{", values) == '1-zero-{a}-{1}-{unknown}-{"k": 2}-{'
-    assert placeholders("{a} {{b}} {0} {x.y} {c}") == {"a", "0", "c"}
+    assert slots("{a} {{b}} {0} {x.y} {c}") == {"a", "0", "c"}
 
 
 def test_render_value_templates_strings_only_and_keeps_keys() -> None:

@@ -136,7 +136,7 @@ def test_group_values_override_variables_and_optional_groups_are_empty() -> None
     assert text_of(chat.say("x")) == "[x][]"
 
 
-def test_unknown_placeholder_is_a_usage_error_at_build_time() -> None:
+def test_unknown_slot_is_a_usage_error_at_build_time() -> None:
     data = {"rules": [{"match": "(?P<file>\\S+)", "steps": [
         {"text": "ok {file}"},
         {"tool_calls": [{"name": "Edit", "input": {"file_path": "{fiel}"}}]}]}]}
