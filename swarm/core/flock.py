@@ -28,23 +28,39 @@ class LockTimeout(Exception):
     """The lock was still held by someone else when the wait ran out."""
 
 
-@contextmanager
-def locked(path: Path, timeout: float) -> Iterator[None]:
-    """Hold an exclusive lock on ``path`` (created 0600 if missing) for the ``with`` body.
+def acquire(path: Path, timeout: float) -> int:
+    """Take an exclusive lock on ``path`` (created 0600 if missing); return the descriptor holding it.
 
     Waits at most ``timeout`` seconds, retrying with a short backoff; raises
-    ``LockTimeout`` after that. Each holder opens its own descriptor, so the
-    lock also excludes other threads of this process.
+    ``LockTimeout`` after that (and ``OSError`` if the lock file cannot be
+    opened). Each holder opens its own descriptor, so the lock also excludes
+    other threads of this process.
     """
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
     try:
         _acquire(fd, timeout)
-        try:
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def release(fd: int) -> None:
+    """Give the lock back and close its descriptor."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+@contextmanager
+def locked(path: Path, timeout: float) -> Iterator[None]:
+    """Hold the lock on ``path`` for the ``with`` body (see ``acquire``)."""
+    fd = acquire(path, timeout)
+    try:
+        yield
+    finally:
+        release(fd)
 
 
 def _acquire(fd: int, timeout: float) -> None:

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
-from swarm.core.flock import LockTimeout, locked
+from swarm.core.flock import LockTimeout, acquire, release
 from swarm.core.home import FILE_MODE, ensure_dir
 from swarm.errors import LockTimeoutError
 
@@ -177,13 +177,19 @@ class LockedJsonFile(Generic[T]):
             ensure_dir(self.path.parent)
             self._dir_ready = True
         try:
-            with locked(self._lock_path, self.lock_timeout):
-                yield
+            fd = acquire(self._lock_path, self.lock_timeout)
         except LockTimeout as exc:
             raise LockTimeoutError(
                 f"could not lock {self.path} within {self.lock_timeout:g}s; "
                 f"another process holds {self._lock_path.name} — retry, or stop the stuck process"
             ) from exc
+        except OSError as exc:  # e.g. a Claude Code lock directory where our lock file belongs
+            raise LockTimeoutError(f"cannot use the lock file {self._lock_path}: {exc.strerror}; "
+                                   f"if another tool left it there, stop that tool and remove it") from exc
+        try:
+            yield
+        finally:
+            release(fd)
 
 
 def encode_json(doc: Any, indent: int | None = None) -> bytes:

@@ -55,3 +55,15 @@ def test_excludes_and_is_excluded_by_filelock(tmp_path: Path) -> None:
     with locked(path, 1.0):
         with pytest.raises(filelock.Timeout):
             filelock.FileLock(str(path), timeout=0.1).acquire()
+
+
+def test_a_directory_where_the_lock_file_belongs_is_a_clear_error(tmp_path: Path) -> None:
+    from swarm.core.codecs import InboxCodec
+    from swarm.core.jsonfile import LockedJsonFile
+    from swarm.errors import LockTimeoutError
+
+    inbox = tmp_path / "bob.json"
+    (tmp_path / "bob.json.lock").mkdir()  # how Claude Code locks: a directory
+    with pytest.raises(LockTimeoutError, match="cannot use the lock file .*bob.json.lock"):
+        LockedJsonFile(inbox, InboxCodec()).update(lambda entries: None)
+    assert not inbox.exists()
