@@ -16,7 +16,7 @@ from swarm.cli.render import emit_json, table
 from swarm.core.protocol import COLORS
 from swarm.errors import BackendError, NotFoundError, UsageError
 from swarm.runtime.shutdown import force_stop, live_members, shutdown as shutdown_teammates
-from swarm.runtime.spawn import SpawnRequest, spawn_reporting
+from swarm.runtime.spawn import SpawnRequest, spawn_reporting, wait_joined
 from swarm.runtime.status import MemberStatus, team_status
 from swarm.runtime.worktrees import Worktree
 from swarm.teammate.config import PERMISSION_MODES
@@ -64,9 +64,11 @@ def spawn(ctx: click.Context, name: str, team: str, prompt: str, backend: str, a
                            cwd=(cwd or Path.cwd()).resolve(), color=color, playbook=playbook, tmux_socket=tmux_socket,
                            allowed_tools=list(allowed), disallowed_tools=list(disallowed),
                            permission_timeout=permission_timeout, worktree=worktree, base=base)
-    spawned = spawn_reporting(home_of(ctx), request, dict(os.environ))
+    home = home_of(ctx)
+    spawned = spawn_reporting(home, request, dict(os.environ))
     for warning in spawned.warnings:
         click.echo(f"swarm: warning: {warning}", err=True)
+    wait_joined(home, team, [name])
     member = spawned.member
     if as_json:
         emit_json(member.wire())

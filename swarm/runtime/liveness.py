@@ -52,6 +52,6 @@ def _worktree_note(member: Member, team: str) -> str:
 
 
 def notify_terminated(home: Home, team: str, message: str) -> None:
-    log.warning("teammate terminated", extra={"team": team, "detail": message})
+    log.info("teammate terminated", extra={"team": team, "detail": message})
     Mailbox(home, team).send(LEAD_NAME, frame_text(TeammateTerminated(message=message)),
                              sender="swarm", summary="teammate terminated")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -21,13 +22,19 @@ from swarm.core.mailbox import Mailbox
 from swarm.core.names import LEAD_NAME, agent_id, validate_name
 from swarm.core.protocol import Member, parse_frame
 from swarm.core.teams import TeamStore
-from swarm.errors import SwarmError, UsageError
+from swarm.errors import BackendError, SwarmError, UsageError
+from swarm.models.playbook import load_playbook
 from swarm.runtime import worktrees
 from swarm.runtime.env import teammate_env
+from swarm.runtime.handles import process_alive
 from swarm.runtime.liveness import reap_dead
-from swarm.teammate.config import PERMISSION_MODES, TeammateConfig
+from swarm.teammate.config import PERMISSION_MODES, PLAYBOOK_VARIABLES, TeammateConfig
 
 log = logging.getLogger(__name__)
+
+JOIN_TIMEOUT = 30.0
+"""Seconds a new teammate gets to start (imports, join) before spawn gives up on it."""
+JOIN_POLL = 0.02
 
 
 class SpawnRequest(BaseModel):
@@ -94,6 +101,39 @@ def _start(home: Home, request: SpawnRequest, backend: Backend, tree: worktrees.
                                tmux_pane_id=handle.pane_id or "subprocess", backend_type=backend.name)
 
 
+def wait_joined(home: Home, team: str, names: list[str], timeout: float = JOIN_TIMEOUT) -> None:
+    """Block until every named teammate has joined (its process runs and it reported a status).
+
+    A teammate that exits during start-up is a BackendError carrying the last
+    line of its log, so the user sees why at once instead of a dead member later.
+    """
+    deadline = time.monotonic() + timeout
+    waiting = set(names)
+    while waiting:
+        for member in TeamStore(home).get(team).members:
+            if member.name not in waiting:
+                continue
+            if member.status in ("idle", "busy"):
+                waiting.discard(member.name)
+            elif member.pid is not None and not process_alive(member):
+                TeamStore(home).deactivate(team, member.name, "dead")  # reported here, not as a later death
+                raise BackendError(f"{member.name} exited while starting: {_last_log_line(home, team, member.name)} "
+                                   f"(`swarm logs {member.name} --team {team}` shows all)")
+        if waiting and time.monotonic() > deadline:
+            raise BackendError(f"{', '.join(sorted(waiting))} did not join within {timeout:g}s; "
+                               f"`swarm logs NAME --team {team}` shows what they are doing")
+        time.sleep(JOIN_POLL)
+
+
+def _last_log_line(home: Home, team: str, name: str) -> str:
+    try:
+        lines = [line for line in home.log_path(team, name).read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return "(no log)"
+    errors = [line.split(": ", 1)[-1] for line in lines if " ERROR " in line]  # drop time, name, level, logger
+    return (errors or lines or ["(empty log)"])[-1].strip()
+
+
 def _check(request: SpawnRequest) -> None:
     validate_name(request.team, "team name")
     validate_name(request.name, "agent name")
@@ -107,8 +147,10 @@ def _check(request: SpawnRequest) -> None:
         raise UsageError(f"unknown permission mode {request.permission_mode!r}; use one of {', '.join(PERMISSION_MODES)}")
     if not request.cwd.is_dir():
         raise UsageError(f"--cwd {request.cwd} is not a directory")
-    if request.playbook is not None and not request.playbook.is_file():
-        raise UsageError(f"playbook {request.playbook} not found")
+    if request.playbook is not None:
+        if not request.playbook.is_file():
+            raise UsageError(f"playbook {request.playbook} not found")
+        load_playbook(request.playbook).check_slots(PLAYBOOK_VARIABLES)  # a bad playbook fails here, not in the teammate
     if request.base is not None and not request.worktree:
         raise UsageError("--base only applies with --worktree")
 

@@ -27,7 +27,7 @@ from swarm.errors import ConflictError, SwarmError
 from swarm.runtime.coordinator import Coordinator, LeadMessage
 from swarm.runtime.handles import process_alive
 from swarm.runtime.shutdown import Outcome, force_stop, live_members, shutdown
-from swarm.runtime.spawn import SpawnRequest, spawn_reporting
+from swarm.runtime.spawn import SpawnRequest, spawn_reporting, wait_joined
 from swarm.runtime.upfile import MemberTable, UpFile
 
 log = logging.getLogger(__name__)
@@ -67,6 +67,7 @@ def start_team(home: Home, spec: UpFile, *, cwd: Path, env: Mapping[str, str],
             spawned = spawn_reporting(home, request, env)
             started.append(member.name)
             warnings += spawned.warnings
+        wait_joined(home, name, started)
     except (SwarmError, OSError, KeyboardInterrupt):
         if started:
             shutdown(home, name, started, env, reason="swarm up failed", timeout=5.0)

@@ -42,7 +42,7 @@ from swarm.core.protocol import (
 from swarm.core.teams import TeamStore
 from swarm.errors import ModelError, SwarmError
 from swarm.models.factory import make_provider
-from swarm.teammate.config import TeammateConfig
+from swarm.teammate.config import PLAYBOOK_VARIABLES, TeammateConfig
 from swarm.teammate.delivery import Delivery
 from swarm.teammate.gate import TeammateGate
 from swarm.teammate.plan_tool import ExitPlanMode
@@ -93,8 +93,8 @@ class TeammateSession:
         """What a scripted playbook may refer to: ``{agent_name}``, ``{team}``, ``{cwd}``, ``{branch}``."""
         member = self.teams.get(self.config.team).member(self.config.name)
         branch = member.worktree_branch if member and member.worktree_branch else ""
-        return {"agent_name": self.config.name, "team": self.config.team, "cwd": str(self.config.cwd),
-                "branch": branch}
+        return dict(zip(PLAYBOOK_VARIABLES, (self.config.name, self.config.team, str(self.config.cwd), branch),
+                        strict=True))
 
     # -- lifecycle -------------------------------------------------------------
 

@@ -124,3 +124,24 @@ def test_attach_to_a_subprocess_teammate_points_to_logs(cli_team: tuple[Home, Pa
     assert result.returncode == 2
     assert "runs as a subprocess" in result.stderr and "swarm logs sub -f --team t" in result.stderr
     assert swarm("attach", "ghost", "--team", "t").returncode == 1
+
+
+def test_startup_failures_are_reported_by_spawn(cli_team: tuple[Home, Path], tmp_path: Path) -> None:
+    home, work = cli_team
+    bad_book = tmp_path / "bad.toml"
+    bad_book.write_text('[[rules]]\nmatch = 1\n')
+    refused = swarm("spawn", "zed", "--team", "t", "-p", "hi", "--playbook", str(bad_book), "--cwd", str(work))
+    assert refused.returncode == 2 and "rules[0].match" in refused.stderr
+    assert TeamStore(home).get("t").member("zed") is None
+
+    broken = tmp_path / "broken"
+    (broken / ".swarm").mkdir(parents=True)
+    (broken / ".swarm" / "settings.json").write_text("{not json")
+    died = swarm("spawn", "zed", "--team", "t", "-p", "hi", "--backend", "subprocess", "--cwd", str(broken))
+    assert died.returncode == 1
+    [line] = died.stderr.strip().splitlines()
+    assert "zed exited while starting" in line and "settings.json: invalid permissions" in line
+    member = TeamStore(home).get("t").member("zed")
+    assert member is not None and member.is_active is False and member.status == "dead"
+    frames = [parse_frame(e.text) for e in Mailbox(home, "t").read("team-lead")]
+    assert not any(isinstance(f, TeammateTerminated) for f in frames)  # told directly, not as a later death
