@@ -20,7 +20,14 @@ from pydantic import BaseModel
 from swarm.agent.conversation import Conversation
 from swarm.agent.executor import MalformedCall, ToolGate, execute
 from swarm.agent.limits import AgentStop, Interrupted, Limits, TooManyToolErrors
-from swarm.agent.messages import ContentBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock, Usage
+from swarm.agent.messages import (
+    ContentBlock,
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+)
 from swarm.agent.tools.base import Tool, ToolContext
 from swarm.models.base import ModelProvider, ModelRequest
 

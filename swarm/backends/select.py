@@ -67,7 +67,9 @@ def make_backend(kind: str, *, env: Mapping[str, str], tmux_socket: str | None) 
         return SubprocessBackend(env)
     problem = _tmux_problem(env)
     if problem is None:
-        from swarm.backends.tmux_backend import TmuxBackend  # libtmux is loaded only when tmux is used
+        from swarm.backends.tmux_backend import (
+            TmuxBackend,  # libtmux is loaded only when tmux is used
+        )
 
         return TmuxBackend(tmux_socket, env)
     if kind == "tmux":

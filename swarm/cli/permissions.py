@@ -12,8 +12,9 @@ from swarm.core.clock import now_ms
 from swarm.core.mailbox import Mailbox
 from swarm.core.names import LEAD_NAME
 from swarm.core.permlog import PermissionEvent
-from swarm.runtime.desk import answer_plan, apply_policy, approve as approve_request
-from swarm.runtime.desk import deny as deny_request, pending
+from swarm.runtime.desk import answer_plan, apply_policy, pending
+from swarm.runtime.desk import approve as approve_request
+from swarm.runtime.desk import deny as deny_request
 from swarm.teammate.config import PERMISSION_MODES
 
 

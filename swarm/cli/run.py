@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
-import sys
 import signal
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path

@@ -15,7 +15,8 @@ from swarm.cli.options import agent_name_callback, home_of, json_option, team_op
 from swarm.cli.render import emit_json, table
 from swarm.core.protocol import COLORS
 from swarm.errors import BackendError, NotFoundError, UsageError
-from swarm.runtime.shutdown import force_stop, live_members, shutdown as shutdown_teammates
+from swarm.runtime.shutdown import force_stop, live_members
+from swarm.runtime.shutdown import shutdown as shutdown_teammates
 from swarm.runtime.spawn import SpawnRequest, spawn_reporting, wait_joined
 from swarm.runtime.status import MemberStatus, team_status
 from swarm.runtime.worktrees import Worktree

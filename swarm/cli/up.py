@@ -12,8 +12,8 @@ import click
 from swarm.cli.options import home_of, json_option, team_name_argument
 from swarm.cli.render import one_line, table
 from swarm.cli.teammates import tmux_socket_option
-from swarm.core.home import Home
 from swarm.core.clock import now_ms
+from swarm.core.home import Home
 from swarm.core.permlog import PermissionEvent, PermissionLog
 from swarm.core.teams import TeamStore
 from swarm.runtime.coordinator import Answer, Coordinator, LeadMessage

@@ -13,7 +13,8 @@ from swarm.cli.options import home_of, json_option
 from swarm.cli.render import emit_json, table
 from swarm.core.names import validate_name
 from swarm.errors import InvalidNameError
-from swarm.runtime.worktrees import Worktree, list_worktrees, prune as prune_worktrees
+from swarm.runtime.worktrees import Worktree, list_worktrees
+from swarm.runtime.worktrees import prune as prune_worktrees
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -19,7 +19,13 @@ from swarm.core.clock import now_iso, now_ms
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.names import LEAD_NAME
-from swarm.core.protocol import Member, ShutdownRejected, ShutdownRequest, frame_text, parse_frame
+from swarm.core.protocol import (
+    Member,
+    ShutdownRejected,
+    ShutdownRequest,
+    frame_text,
+    parse_frame,
+)
 from swarm.core.teams import TeamStore
 from swarm.errors import NotFoundError
 from swarm.runtime.handles import Backends, handle_of, process_alive

@@ -29,7 +29,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-
 from swarm.core.flock import LockTimeout, locked
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox

@@ -13,6 +13,8 @@ import os
 from collections.abc import Mapping
 from typing import Literal
 
+import psutil
+
 from swarm.agent.conversation import Conversation
 from swarm.agent.inbound import wrap
 from swarm.agent.loop import AgentRun, AgentSpec, run_agent
@@ -23,7 +25,7 @@ from swarm.agent.tools import core_tools
 from swarm.agent.tools.base import ToolContext
 from swarm.agent.tools.messaging import SendMessage
 from swarm.agent.transcript import Transcript
-from swarm.backends.procs import process_create_time
+from swarm.backends.procs import kill_tree, process_create_time
 from swarm.core.clock import now_iso, now_ms
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
@@ -56,6 +58,9 @@ class Terminated(BaseException):
 
 PLAN_NOTE = ("You start in plan mode: explore with read-only tools, then submit a plan with ExitPlanMode. "
              "You may edit files only after the lead approves it.")
+
+CHILD_GRACE = 1.0
+"""Seconds the teammate's leftover child processes get after SIGTERM when it exits."""
 
 IDLE_WAIT = 3600.0
 """Seconds an idle teammate blocks on its inbox before re-checking (events wake it sooner)."""
@@ -121,6 +126,7 @@ class TeammateSession:
         finally:
             watcher.close()
             self.spec.provider.close()
+            _stop_children()
             self._leave(killed_by)
 
     def _join(self) -> None:
@@ -225,6 +231,12 @@ class TeammateSession:
 
 def batch_texts(texts: list[str]) -> str:
     return "\n\n".join(texts)
+
+
+def _stop_children() -> None:
+    """Whatever the teammate's tools started (a Bash command cut short, background jobs) ends with it."""
+    for child in psutil.Process().children(recursive=False):
+        kill_tree(child.pid, CHILD_GRACE)
 
 
 def _summary(text: str, limit: int = 80) -> str:

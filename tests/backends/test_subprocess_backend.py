@@ -16,7 +16,6 @@ import pytest
 from swarm.backends.procs import is_pid_alive, kill_tree, process_create_time
 from swarm.backends.subprocess_backend import SubprocessBackend
 from swarm.errors import BackendError
-
 from tests.backends.helpers import GRACE, Launcher, retry_until
 
 

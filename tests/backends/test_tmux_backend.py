@@ -13,7 +13,14 @@ from libtmux.server import Server
 
 from swarm.backends.procs import is_pid_alive
 from swarm.backends.tmux_backend import TmuxBackend, escape_arg
-from tests.backends.helpers import GRACE, TEAM, Launcher, pane_field, retry_until, tmux_lines
+from tests.backends.helpers import (
+    GRACE,
+    TEAM,
+    Launcher,
+    pane_field,
+    retry_until,
+    tmux_lines,
+)
 
 SESSION = f"swarm-{TEAM}"
 

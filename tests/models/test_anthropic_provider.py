@@ -9,11 +9,28 @@ from collections.abc import Callable
 
 import pytest
 
-from swarm.agent.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, Usage
+from swarm.agent.messages import (
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+)
 from swarm.errors import ModelError, UsageError
-from swarm.models.anthropic_provider import DEFAULT_MODEL, AnthropicProvider, RetryPolicy
+from swarm.models.anthropic_provider import (
+    DEFAULT_MODEL,
+    AnthropicProvider,
+    RetryPolicy,
+)
 from swarm.models.base import ModelRequest, ToolSpec
-from tests.fakes import FakeAnthropicServer, ScriptedReply, error_reply, text_reply, tool_use_reply, usage_json
+from tests.fakes import (
+    FakeAnthropicServer,
+    ScriptedReply,
+    error_reply,
+    text_reply,
+    tool_use_reply,
+    usage_json,
+)
 from tests.models.helpers import SleepRecorder
 
 Make = Callable[..., AnthropicProvider]

@@ -9,7 +9,13 @@ from typing import Any
 import pytest
 
 from swarm.errors import NotFoundError, UsageError
-from swarm.models.playbook import load_playbook, parse_playbook, slots, render, render_value
+from swarm.models.playbook import (
+    load_playbook,
+    parse_playbook,
+    render,
+    render_value,
+    slots,
+)
 
 TOML = """
 [vars]

@@ -9,7 +9,13 @@ from typing import Any
 
 import pytest
 
-from swarm.agent.messages import ContentBlock, Message, TextBlock, ToolResultBlock, Usage
+from swarm.agent.messages import (
+    ContentBlock,
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    Usage,
+)
 from swarm.errors import UsageError
 from swarm.models.base import ModelRequest, ModelResponse, ToolSpec
 from swarm.models.playbook import parse_playbook

@@ -7,7 +7,13 @@ from pathlib import Path
 import pytest
 
 from swarm.agent.permissions.policy import CallFacts, RuleSet, decide
-from swarm.agent.permissions.rules import Rule, parse_rules, rules_in, as_update, suggest
+from swarm.agent.permissions.rules import (
+    Rule,
+    as_update,
+    parse_rules,
+    rules_in,
+    suggest,
+)
 from swarm.agent.permissions.settings import settings_rules
 from swarm.errors import UsageError
 

@@ -10,12 +10,19 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import psutil
 import pytest
 
 from swarm.backends.procs import is_pid_alive
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
-from swarm.core.protocol import IdleNotification, Member, ShutdownApproved, TeammateTerminated, parse_frame
+from swarm.core.protocol import (
+    IdleNotification,
+    Member,
+    ShutdownApproved,
+    TeammateTerminated,
+    parse_frame,
+)
 from swarm.core.teams import TeamStore
 from swarm.errors import ConflictError
 from swarm.runtime.shutdown import shutdown
@@ -162,3 +169,16 @@ def test_closed_pane_is_reported_once(home: Home, team: str, tmux_socket: str,
     time.sleep(0.3)  # a late second report would show up now
     [notice] = _lead_frames(home, team, TeammateTerminated)
     assert "paned" in notice.message and "SIGHUP" in notice.message
+
+
+def test_a_killed_teammate_takes_its_running_command_down(home: Home, team: str, workdir: Path,
+                                                          start: Callable[..., Member]) -> None:
+    member = start("busy", "slow job beta", allowed_tools=["Bash"])
+    runs = workdir / "runs.txt"
+    retry_until(lambda: runs.exists() and runs.read_text() == "beta\n", 15, what="the command to start")
+    sleeper = [p for p in psutil.Process(member.pid).children(recursive=True) if "sleep" in " ".join(p.cmdline())]
+    assert sleeper, "the Bash command's sleep should be running under the teammate"
+    os.kill(member.pid or 0, signal.SIGTERM)  # e.g. its pane was closed, or someone killed it
+    retry_until(lambda: not is_pid_alive(member.pid or 0), 10, what="the teammate to exit")
+    retry_until(lambda: not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in sleeper), 10,
+                what="its command to be stopped too")

@@ -8,7 +8,6 @@ import select
 import signal
 import subprocess
 import time
-from pathlib import Path
 
 from swarm.core.home import Home
 from swarm.core.permlog import PermissionLog

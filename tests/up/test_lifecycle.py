@@ -19,7 +19,15 @@ from swarm.core.mailbox import Mailbox
 from swarm.core.names import LEAD_NAME
 from swarm.core.protocol import IdleNotification, PermissionRequest, parse_frame
 from tests.backends.helpers import retry_until
-from tests.up.helpers import EXAMPLES, Up, copy_team, lines_with, panes, processes_with, teammate_pids
+from tests.up.helpers import (
+    EXAMPLES,
+    Up,
+    copy_team,
+    lines_with,
+    panes,
+    processes_with,
+    teammate_pids,
+)
 
 BACKENDS = [
     pytest.param("tmux", marks=pytest.mark.skipif(not tmux_usable(os.environ), reason="tmux 3.2+ not available")),

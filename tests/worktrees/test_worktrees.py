@@ -22,7 +22,14 @@ from swarm.runtime.status import team_status
 from swarm.runtime.worktrees import create, list_worktrees, prune
 from tests.backends.helpers import retry_until
 from tests.teammates.conftest import teammate_pids
-from tests.worktrees.conftest import ORIGINAL, ahead, branches, git, swarm_texts, wait_turns
+from tests.worktrees.conftest import (
+    ORIGINAL,
+    ahead,
+    branches,
+    git,
+    swarm_texts,
+    wait_turns,
+)
 
 
 def test_four_parallel_teammates_commit_the_same_file_on_their_own_branches(

@@ -10,7 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 from swarm.agent.tools.base import Tool, ToolContext, ToolError
-from swarm.agent.tools.files import EditInput, EditTool, ReadInput, ReadTool, WriteInput, WriteTool
+from swarm.agent.tools.files import (
+    EditInput,
+    EditTool,
+    ReadInput,
+    ReadTool,
+    WriteInput,
+    WriteTool,
+)
 from swarm.agent.tools.search import GlobInput, GlobTool, GrepInput, GrepTool
 from swarm.agent.tools.shell import BashInput, BashTool, kill_tree
 

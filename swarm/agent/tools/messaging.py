@@ -16,7 +16,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from swarm.agent.tools.base import Tool, ToolContext, ToolError
 from swarm.core.clock import now_iso
 from swarm.core.names import BROADCAST, LEAD_NAME
-from swarm.core.protocol import PlanApprovalResponse, ShutdownApproved, ShutdownRejected, frame_text
+from swarm.core.protocol import (
+    PlanApprovalResponse,
+    ShutdownApproved,
+    ShutdownRejected,
+    frame_text,
+)
 from swarm.errors import SwarmError
 
 

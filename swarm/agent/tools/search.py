@@ -39,8 +39,20 @@ from typing import Literal
 from pydantic import Field
 
 from swarm.agent.tools.base import Tool, ToolContext, ToolError
-from swarm.agent.tools.files import SNIFF_BYTES, NoneOmitted, NonNegInt, ToolInput, truncate_line
-from swarm.agent.tools.walking import MAGIC, VCS_DIRS, glob_regex, newest_first, walk_files
+from swarm.agent.tools.files import (
+    SNIFF_BYTES,
+    NoneOmitted,
+    NonNegInt,
+    ToolInput,
+    truncate_line,
+)
+from swarm.agent.tools.walking import (
+    MAGIC,
+    VCS_DIRS,
+    glob_regex,
+    newest_first,
+    walk_files,
+)
 
 MAX_GLOB_RESULTS = 1000
 MAX_GREP_OUTPUT_CHARS = 30_000
