@@ -13,6 +13,8 @@ import click
 
 from swarm.cli.options import agent_name_callback, home_of, json_option, team_option
 from swarm.cli.render import emit_json, table
+from swarm.core.home import Home
+from swarm.core.permlog import PermissionLog
 from swarm.core.protocol import COLORS
 from swarm.errors import BackendError, NotFoundError, UsageError
 from swarm.runtime.shutdown import force_stop, live_members
@@ -90,6 +92,7 @@ def status(ctx: click.Context, team: str, as_json: bool, watch: bool) -> None:
     home = home_of(ctx)
     if not watch:
         _print_status(team_status(home, team), as_json)
+        _print_waiting(home, team, as_json)
         return
     try:
         while True:
@@ -97,9 +100,18 @@ def status(ctx: click.Context, team: str, as_json: bool, watch: bool) -> None:
             if not as_json:
                 click.clear()
             _print_status(rows, as_json)
+            _print_waiting(home, team, as_json)
             time.sleep(1.0)
     except KeyboardInterrupt:
         return
+
+
+def _print_waiting(home: Home, team: str, as_json: bool) -> None:
+    """Point the lead at requests that teammates are blocked on."""
+    waiting = PermissionLog(home, team).pending()
+    if waiting and not as_json:
+        who = ", ".join(sorted({r.agent for r in waiting}))
+        click.echo(f"{len(waiting)} request(s) waiting for the lead ({who}): swarm permissions --team {team}")
 
 
 def _print_status(rows: list[MemberStatus], as_json: bool) -> None:

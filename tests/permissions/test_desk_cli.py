@@ -27,6 +27,7 @@ def test_list_approve_deny_and_errors(home: Home, team: str, workdir: Path, star
     listed = json.loads(swarm("permissions", "--team", team, "--json").stdout)
     by_agent = {r["agent"]: r["request_id"] for r in listed}
     assert set(by_agent) == {"a", "b"}
+    assert "2 request(s) waiting for the lead (a, b): swarm permissions --team t" in swarm("status", "--team", team).stdout
     table = swarm("permissions", "--team", team).stdout
     assert by_agent["a"] in table and "run: touch a.txt" in table
 
