@@ -15,8 +15,3 @@ def wrap(entry: InboxEntry) -> str:
     if entry.summary:
         attrs.append(f'summary="{escape(entry.summary)}"')
     return f"<teammate-message {' '.join(attrs)}>{entry.text}</teammate-message>"
-
-
-def batch(entries: list[InboxEntry]) -> str:
-    """Several queued entries as one user turn."""
-    return "\n\n".join(wrap(e) for e in entries)

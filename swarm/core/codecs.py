@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -73,22 +73,3 @@ class TeamCodec:
         doc = value.wire()
         doc["members"] = [m.wire() for m in value.members]
         return doc
-
-
-class ModelCodec(Generic[M]):
-    """A single JSON object validated as one model; ``None`` when missing."""
-
-    def __init__(self, model: type[M]) -> None:
-        self.model = model
-
-    def empty(self) -> M | None:
-        return None
-
-    def decode(self, raw: Any, source: Path) -> M | None:
-        try:
-            return self.model.model_validate(raw)
-        except ValidationError as exc:
-            raise ValueError(str(exc.errors()[0]["msg"])) from exc
-
-    def encode(self, value: M | None) -> Any:
-        return None if value is None else value.model_dump(mode="json", by_alias=True, exclude_unset=True)

@@ -10,7 +10,6 @@ import logging
 import os
 import time
 from pathlib import Path
-from types import TracebackType
 from typing import Protocol
 
 log = logging.getLogger(__name__)
@@ -95,17 +94,3 @@ def watch_file(path: Path, *, events: bool = True) -> ChangeWatcher:
         except (ImportError, OSError) as exc:
             log.info("file events unavailable, polling instead", extra={"path": str(path), "reason": str(exc)})
     return PollingWatcher(path)
-
-
-class Watching:
-    """Context manager form: ``with Watching(path) as w: w.wait(1.0)``."""
-
-    def __init__(self, path: Path, *, events: bool = True) -> None:
-        self._watcher = watch_file(path, events=events)
-
-    def __enter__(self) -> ChangeWatcher:
-        return self._watcher
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self._watcher.close()

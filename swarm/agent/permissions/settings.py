@@ -39,7 +39,3 @@ def settings_rules(cwd: Path, files: Iterable[str] = SETTINGS_FILES) -> RuleSet:
         except (ValueError, ValidationError, AttributeError) as exc:
             raise UsageError(f"{path}: invalid permissions ({exc}); fix or remove the file") from exc
     return merged
-
-
-def flag_rules(allowed: Iterable[str], disallowed: Iterable[str]) -> RuleSet:
-    return RuleSet(tuple(parse_rules(list(allowed))), tuple(parse_rules(list(disallowed))))

@@ -12,7 +12,7 @@ import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel
 
@@ -50,8 +50,6 @@ class ToolContext:
     """The lead asked this agent to shut down and it has not answered yet (set by the teammate runtime)."""
     shutdown_decision: bool | None = None
     """Set by SendMessage when the agent answers a shutdown request (True = approved)."""
-    extras: dict[str, Any] = field(default_factory=dict)
-    """Further services wired by the runtime."""
 
     def resolve(self, file_path: str) -> Path:
         """``file_path`` made absolute against ``cwd`` (no symlink resolution)."""
