@@ -9,9 +9,7 @@ A line torn by a crash is skipped on reading.
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +17,7 @@ from pydantic import ValidationError
 
 from swarm.agent.messages import Message
 from swarm.core.clock import now_iso
-from swarm.core.home import FILE_MODE, ensure_dir
-from swarm.core.jsonfile import encode_json
+from swarm.core.jsonl import append_record, read_records
 
 log = logging.getLogger(__name__)
 
@@ -32,15 +29,7 @@ class Transcript:
         self.path = path
 
     def _append(self, record: dict[str, Any], *, durable: bool = False) -> None:
-        ensure_dir(self.path.parent)
-        line = encode_json({"ts": now_iso(), **record}) + b"\n"
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
-        try:
-            os.write(fd, line)
-            if durable:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
+        append_record(self.path, {"ts": now_iso(), **record}, durable=durable)
 
     def message(self, message: Message) -> None:
         self._append({"kind": "message", "message": message.model_dump(mode="json")})
@@ -54,20 +43,7 @@ class Transcript:
         self._append({"kind": "event", "event": name, **fields})
 
     def records(self) -> list[dict[str, Any]]:
-        try:
-            raw = self.path.read_bytes()
-        except FileNotFoundError:
-            return []
-        records = []
-        for number, line in enumerate(raw.splitlines(), 1):
-            try:
-                record = json.loads(line)
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                log.warning("skipped torn transcript line", extra={"path": str(self.path), "line": number})
-                continue
-            if isinstance(record, dict):
-                records.append(record)
-        return records
+        return read_records(self.path)
 
     def messages(self) -> list[Message]:
         out = []

@@ -8,9 +8,7 @@ answered exactly once; a second answer gets ConflictError naming the first.
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -18,8 +16,8 @@ from pydantic import BaseModel, ValidationError
 
 from swarm.core.clock import now_ms
 from swarm.core.flock import LockTimeout, locked
-from swarm.core.home import FILE_MODE, Home, ensure_dir
-from swarm.core.jsonfile import encode_json
+from swarm.core.home import Home, ensure_dir
+from swarm.core.jsonl import append_record, read_records
 from swarm.errors import ConflictError, LockTimeoutError, NotFoundError
 
 log = logging.getLogger(__name__)
@@ -53,15 +51,11 @@ class PermissionLog:
         self._append(event)
 
     def events(self) -> list[PermissionEvent]:
-        try:
-            lines = self.path.read_bytes().splitlines()
-        except FileNotFoundError:
-            return []
         out = []
-        for line in lines:
+        for record in read_records(self.path):
             try:
-                out.append(PermissionEvent.model_validate(json.loads(line)))
-            except (ValueError, ValidationError):
+                out.append(PermissionEvent.model_validate(record))
+            except ValidationError:
                 log.warning("skipped bad permission record", extra={"path": str(self.path)})
         return out
 
@@ -101,11 +95,4 @@ class PermissionLog:
             raise LockTimeoutError(f"could not lock {self.path} within {LOCK_TIMEOUT:g}s") from exc
 
     def _append(self, event: PermissionEvent) -> None:
-        ensure_dir(self.path.parent)
-        line = encode_json(event.model_dump(mode="json", exclude_none=True)) + b"\n"
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
-        try:
-            os.write(fd, line)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        append_record(self.path, event.model_dump(mode="json", exclude_none=True), durable=True)
