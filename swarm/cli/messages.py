@@ -44,8 +44,9 @@ def send(ctx: click.Context, name: str, message: str, team: str, sender: str,
     if member is None:
         names = ", ".join(m.name for m in team_file.members)
         raise NotFoundError(f"sender {sender!r} is not a member of team {team!r}; members: {names}")
-    entries = Mailbox(home, team).send(name, message, sender=sender, summary=summary, color=member.color)
-    recipients = Mailbox(home, team).recipients(team_file, name, sender)
+    mailbox = Mailbox(home, team)
+    recipients = mailbox.recipients(team_file, name, sender)
+    entries = mailbox.send(name, message, sender=sender, summary=summary, color=member.color)
     if as_json:
         emit_json([{"to": to, **e.wire()} for to, e in zip(recipients, entries)])
     elif not entries:

@@ -8,6 +8,10 @@ from typing import Any
 
 import click
 
+from swarm.core.text import one_line
+
+__all__ = ["emit_json", "one_line", "table"]
+
 
 def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False))
@@ -20,11 +24,3 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     click.echo("  ".join(h.upper().ljust(w) for h, w in zip(headers, widths)).rstrip())
     for row in cells:
         click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
-
-
-def one_line(text: str, limit: int = 80) -> str:
-    """First line of ``text``, shortened to ``limit`` characters."""
-    first = text.splitlines()[0] if text else ""
-    if len(first) > limit or "\n" in text.strip():
-        return first[: limit - 1] + "…"
-    return first

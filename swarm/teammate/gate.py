@@ -36,6 +36,7 @@ from swarm.core.protocol import (
     parse_frame,
 )
 from swarm.core.teams import TeamStore
+from swarm.core.text import one_line
 from swarm.errors import ConflictError, SwarmError
 from swarm.teammate.config import TeammateConfig
 from swarm.teammate.responses import wait_for_frame
@@ -153,7 +154,7 @@ class TeammateGate:
                                     plan_file_path=str(plan_file), plan_content=plan)
         event = PermissionEvent(event="request", request_id=request_id, ts=now_ms(), kind="plan",
                                 agent=self.config.name, tool="ExitPlanMode", plan=plan,
-                                description=plan.strip().splitlines()[0][:80] if plan.strip() else "(empty plan)")
+                                description=one_line(plan) or "(empty plan)")
         self._send(event, frame_text(frame), "plan approval request")
         answer = self._await(request_id, PlanApprovalResponse, event)
         if answer is None:
@@ -180,7 +181,7 @@ def _is_shutdown(frame: object, entry: InboxEntry) -> bool:
 def describe(tool: str, args: dict[str, Any]) -> str:
     """One line saying what the call would do."""
     if tool == "Bash":
-        return str(args.get("description") or f"run: {args.get('command', '')}").splitlines()[0][:200]
+        return one_line(str(args.get("description") or f"run: {args.get('command', '')}"), 200)
     if tool == "Write":
         return f"write {len(str(args.get('content', '')))} characters to {args.get('file_path')}"
     if tool == "Edit":

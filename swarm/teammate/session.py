@@ -42,6 +42,7 @@ from swarm.core.protocol import (
     parse_frame,
 )
 from swarm.core.teams import TeamStore
+from swarm.core.text import one_line
 from swarm.errors import ModelError, SwarmError
 from swarm.models.factory import make_provider
 from swarm.teammate.config import PLAYBOOK_VARIABLES, TeammateConfig
@@ -217,7 +218,7 @@ class TeammateSession:
                      failure: str | None = None) -> None:
         result = run.text if run else None
         frame = IdleNotification(sender=self.config.name, timestamp=now_iso(), idle_reason=reason,
-                                 summary=summary or _summary(result or ""), result=result, failure_reason=failure)
+                                 summary=summary or one_line(result or ""), result=result, failure_reason=failure)
         self.mailbox.send(LEAD_NAME, frame_text(frame), sender=self.config.name, summary=frame.summary)
 
     def _status(self, status: str) -> None:
@@ -237,8 +238,3 @@ def _stop_children() -> None:
     """Whatever the teammate's tools started (a Bash command cut short, background jobs) ends with it."""
     for child in psutil.Process().children(recursive=False):
         kill_tree(child.pid, CHILD_GRACE)
-
-
-def _summary(text: str, limit: int = 80) -> str:
-    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
-    return first if len(first) <= limit else first[: limit - 1] + "…"

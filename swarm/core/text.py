@@ -1,0 +1,14 @@
+"""Short forms of text for summaries, tables and log lines."""
+
+from __future__ import annotations
+
+
+def one_line(text: str, limit: int = 80) -> str:
+    """The first non-blank line of ``text``, stripped; ``…`` marks a cut or lines that follow."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        return ""
+    first = lines[0]
+    if len(first) > limit:
+        return first[: limit - 1] + "…"
+    return first + " …" if len(lines) > 1 and len(first) + 2 <= limit else first
