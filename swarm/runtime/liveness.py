@@ -28,20 +28,26 @@ def reap_dead(home: Home, team: str) -> list[str]:
     def flip(current: TeamFile) -> list[Member]:
         dead = []
         for member in current.members:
-            if member.name == LEAD_NAME or not member.is_active or member.pid is None:
-                continue
-            if not process_alive(member):
+            if _looks_dead(member):
                 member.is_active = False
                 member.status = "dead"
                 member.last_activity = now_ms()
                 dead.append(member)
         return dead
 
-    dead: list[Member] = TeamStore(home).modify(team, flip)
+    teams = TeamStore(home)
+    if not any(_looks_dead(m) for m in teams.get(team).members):  # the common case: no lock, no write
+        return []
+    dead: list[Member] = teams.modify(team, flip)
     for member in dead:
         notify_terminated(home, team, f"{member.name} died unexpectedly (process gone); "
                                       f"its unfinished work may be lost{_worktree_note(member, team)}")
     return [m.name for m in dead]
+
+
+def _looks_dead(member: Member) -> bool:
+    return (member.name != LEAD_NAME and bool(member.is_active) and member.pid is not None
+            and not process_alive(member))
 
 
 def _worktree_note(member: Member, team: str) -> str:
