@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from swarm.agent.messages import ContentBlock, Message, TextBlock, ToolResultBlock
 from swarm.agent.transcript import Transcript
+from swarm.models.messages import ContentBlock, Message, TextBlock, ToolResultBlock
 
 
 @dataclass

@@ -12,8 +12,8 @@ from typing import Protocol
 
 from pydantic import BaseModel, ValidationError
 
-from swarm.agent.messages import ToolResultBlock, ToolUseBlock
 from swarm.agent.tools.base import Tool, ToolContext, ToolError
+from swarm.models.messages import ToolResultBlock, ToolUseBlock
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from swarm.agent.messages import Usage
+from swarm.models.messages import Usage
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,9 @@ from pydantic import BaseModel
 from swarm.agent.conversation import Conversation
 from swarm.agent.executor import MalformedCall, ToolGate, execute
 from swarm.agent.limits import AgentStop, Interrupted, Limits, TooManyToolErrors
-from swarm.agent.messages import (
+from swarm.agent.tools.base import Tool, ToolContext
+from swarm.models.base import ModelProvider, ModelRequest
+from swarm.models.messages import (
     ContentBlock,
     Message,
     TextBlock,
@@ -28,8 +30,6 @@ from swarm.agent.messages import (
     ToolUseBlock,
     Usage,
 )
-from swarm.agent.tools.base import Tool, ToolContext
-from swarm.models.base import ModelProvider, ModelRequest
 
 log = logging.getLogger(__name__)
 

@@ -15,9 +15,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from swarm.agent.messages import Message
 from swarm.core.clock import now_iso
 from swarm.core.jsonl import append_record, read_records
+from swarm.models.messages import Message
 
 log = logging.getLogger(__name__)
 

@@ -33,9 +33,9 @@ from http import HTTPStatus
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, get_args
 
-from swarm.agent.messages import TextBlock, ToolUseBlock, Usage
 from swarm.errors import ModelError, UsageError
 from swarm.models.base import ModelRequest, ModelResponse, StopReason
+from swarm.models.messages import TextBlock, ToolUseBlock, Usage
 
 if TYPE_CHECKING:
     import anthropic

@@ -6,7 +6,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
-from swarm.agent.messages import Message, TextBlock, ToolUseBlock, Usage
+from swarm.models.messages import Message, TextBlock, ToolUseBlock, Usage
 
 
 class ToolSpec(BaseModel):

@@ -27,14 +27,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from swarm.agent.messages import (
+from swarm.models.base import ModelRequest, ModelResponse
+from swarm.models.messages import (
     Message,
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
     Usage,
 )
-from swarm.models.base import ModelRequest, ModelResponse
 from swarm.models.playbook import Playbook, Reply, load_playbook, render, render_value
 
 log = logging.getLogger(__name__)

@@ -11,6 +11,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from swarm.agent.permissions.policy import PERMISSION_MODES
 from swarm.agent.permissions.rules import allow_cover, as_update, parse_rules
 from swarm.core.clock import now_iso
 from swarm.core.home import Home
@@ -27,7 +28,6 @@ from swarm.core.protocol import (
 )
 from swarm.core.teams import TeamStore
 from swarm.errors import ConflictError, UsageError
-from swarm.teammate.config import PERMISSION_MODES
 
 log = logging.getLogger(__name__)
 

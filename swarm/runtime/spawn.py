@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from swarm.agent.permissions.policy import PERMISSION_MODES
 from swarm.backends.base import Backend, LaunchSpec
 from swarm.backends.select import make_backend
 from swarm.core.clock import now_ms
@@ -28,7 +29,7 @@ from swarm.runtime import worktrees
 from swarm.runtime.env import teammate_env
 from swarm.runtime.handles import process_alive
 from swarm.runtime.liveness import reap_dead
-from swarm.teammate.config import PERMISSION_MODES, PLAYBOOK_VARIABLES, TeammateConfig
+from swarm.teammate.config import PLAYBOOK_VARIABLES, TeammateConfig
 
 log = logging.getLogger(__name__)
 

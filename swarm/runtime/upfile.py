@@ -51,11 +51,11 @@ from pydantic import (
     field_validator,
 )
 
+from swarm.agent.permissions.policy import PERMISSION_MODES
 from swarm.agent.permissions.rules import Rule
 from swarm.core.names import LEAD_NAME, validate_name
 from swarm.core.protocol import COLORS
 from swarm.errors import InvalidNameError, NotFoundError, UsageError
-from swarm.teammate.config import PERMISSION_MODES
 
 
 class _Strict(BaseModel):

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from swarm.agent.permissions.policy import PERMISSION_MODES
 from swarm.core.names import validate_name
 
-PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
 PLAYBOOK_VARIABLES = ("agent_name", "team", "cwd", "branch")
 """The variables a teammate gives its scripted playbook, in this order of values: name, team, cwd, worktree branch."""
 

@@ -18,7 +18,6 @@ import psutil
 from swarm.agent.conversation import Conversation
 from swarm.agent.inbound import wrap
 from swarm.agent.loop import AgentRun, AgentSpec, run_agent
-from swarm.agent.messages import Usage
 from swarm.agent.permissions.settings import settings_rules
 from swarm.agent.prompts import system_prompt
 from swarm.agent.tools import core_tools
@@ -45,6 +44,7 @@ from swarm.core.teams import TeamStore
 from swarm.core.text import one_line
 from swarm.errors import ModelError, SwarmError
 from swarm.models.factory import make_provider
+from swarm.models.messages import Usage
 from swarm.teammate.config import PLAYBOOK_VARIABLES, TeammateConfig
 from swarm.teammate.delivery import Delivery
 from swarm.teammate.gate import TeammateGate

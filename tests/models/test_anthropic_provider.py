@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
-from swarm.agent.messages import (
+from swarm.models.messages import (
     Message,
     TextBlock,
     ToolResultBlock,

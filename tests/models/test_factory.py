@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from swarm.agent.messages import Message
+from swarm.models.messages import Message
 from swarm.errors import UsageError
 from swarm.models.anthropic_provider import DEFAULT_MODEL, AnthropicProvider
 from swarm.models.base import ModelRequest

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from swarm.agent.messages import (
+from swarm.models.messages import (
     ContentBlock,
     Message,
     TextBlock,

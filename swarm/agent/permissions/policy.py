@@ -21,6 +21,8 @@ from typing import Any, Literal
 from swarm.agent.permissions.rules import Rule, allow_cover
 
 Verdict = Literal["allow", "deny", "ask"]
+PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
+"""Every permission mode an agent can run in (see the module docstring)."""
 WRITE_TOOLS = ("Write", "Edit")
 PLAN_TOOLS = ("ExitPlanMode",)
 _FILE_COMMANDS = ("mkdir", "touch", "cp", "mv")
