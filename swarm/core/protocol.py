@@ -129,6 +129,9 @@ class TeamFile(_CamelWire):
     """Rules every teammate applies before asking the lead."""
     lead_policy: LeadPolicy | None = None
     """Rules the lead side uses to answer requests automatically (allow / deny)."""
+    settings_digests: dict[str, str] | None = None
+    """Settings file path -> sha256 (or ``absent``) as the lead side first saw it; allow rules of a
+    file that no longer matches are ignored (``agent/permissions/settings.py``)."""
 
     def member(self, name: str) -> Member | None:
         return next((m for m in self.members if m.name == name), None)

@@ -11,8 +11,9 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from swarm.agent.permissions.policy import PERMISSION_MODES
-from swarm.agent.permissions.rules import allow_cover, as_update, parse_rules
+from swarm.agent.permissions.policy import PERMISSION_MODES, CallFacts, rule_decision
+from swarm.agent.permissions.rules import as_update
+from swarm.agent.permissions.settings import rules_of
 from swarm.core.clock import now_iso
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
@@ -116,15 +117,14 @@ def _by_policy(home: Home, team: str, team_file: TeamFile, policy: LeadPolicy,
                            feedback=None if policy.plans == "approve" else "plans are denied by the lead policy")
     member = team_file.member(request.agent)
     cwd = Path(member.cwd) if member and member.cwd else Path.cwd()
-    tool, args = request.tool or "", request.input or {}
-    for rule in parse_rules(policy.deny):
-        if rule.matches(tool, args, cwd, allow=False):
-            return deny(home, team, request.request_id, reason=f"denied by lead policy {rule.text}",
-                        by=f"policy:{rule.text}")
-    covering = allow_cover(parse_rules(policy.allow), tool, args, cwd)
-    if covering:
-        return approve(home, team, request.request_id, by="policy:" + " + ".join(r.text for r in covering))
-    return None
+    call = CallFacts(request.tool or "", request.input or {}, read_only=False, cwd=cwd)
+    decision = rule_decision(call, rules_of(policy))
+    by = "policy:" + (decision.by.removeprefix("rule:") if decision else "")
+    if decision is not None and decision.verdict == "deny":
+        return deny(home, team, request.request_id, reason=f"denied by lead {by.replace(':', ' ', 1)}", by=by)
+    if decision is not None and decision.verdict == "allow":
+        return approve(home, team, request.request_id, by=by)
+    return None  # no rule, an ask rule, or a protected path: a person answers
 
 
 def _permission(permlog: PermissionLog, request_id: str) -> PermissionEvent:

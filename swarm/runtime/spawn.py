@@ -15,6 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from swarm.agent.permissions.policy import PERMISSION_MODES
+from swarm.agent.permissions.settings import record_settings
 from swarm.backends.base import Backend, LaunchSpec
 from swarm.backends.select import make_backend
 from swarm.core.clock import now_ms
@@ -91,6 +92,7 @@ def spawn_reporting(home: Home, request: SpawnRequest, env: Mapping[str, str]) -
 def _start(home: Home, request: SpawnRequest, backend: Backend, tree: worktrees.NewWorktree | None,
            env: Mapping[str, str]) -> Member:
     teams = TeamStore(home)
+    teams.modify(request.team, lambda team: record_settings(team, request.cwd))  # as the lead sees them now
     member = teams.add_member(request.team, _member(request, backend.name, tree))
     try:
         Mailbox(home, request.team).send(request.name, request.prompt, sender=LEAD_NAME, summary="initial task")

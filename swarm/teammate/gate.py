@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from swarm.agent.permissions.describe import describe
 from swarm.agent.permissions.policy import CallFacts, RuleSet, decide
 from swarm.agent.permissions.rules import as_update, parse_rules, rules_in, suggest
 from swarm.agent.permissions.settings import rules_of
@@ -90,7 +91,7 @@ class TeammateGate:
         rules = suggest(tool.name, facts.args, facts.cwd)
         frame = PermissionRequest(
             request_id=request_id, agent_id=self.config.agent_id, tool_name=tool.name, tool_use_id=tool_use_id,
-            description=describe(tool.name, facts.args), input=facts.args,
+            description=describe(tool.name, facts.args, facts.cwd), input=facts.args,
             permission_suggestions=[as_update(r) for r in rules])
         event = PermissionEvent(event="request", request_id=request_id, ts=now_ms(), agent=self.config.name,
                                 tool=tool.name, input=facts.args, description=frame.description, suggestions=rules)
@@ -176,17 +177,6 @@ class TeammateGate:
 
 def _is_shutdown(frame: object, entry: InboxEntry) -> bool:
     return isinstance(frame, ShutdownRequest)
-
-
-def describe(tool: str, args: dict[str, Any]) -> str:
-    """One line saying what the call would do."""
-    if tool == "Bash":
-        return one_line(str(args.get("description") or f"run: {args.get('command', '')}"), 200)
-    if tool == "Write":
-        return f"write {len(str(args.get('content', '')))} characters to {args.get('file_path')}"
-    if tool == "Edit":
-        return f"edit {args.get('file_path')}"
-    return f"{tool} {str(args)[:150]}"
 
 
 def _after_plan(granted: str | None, spawned: str) -> str:

@@ -81,7 +81,9 @@ class TeammateSession:
             write_roots=None if config.permission_mode == "bypassPermissions" else [config.cwd],
             pane_id=self.pane_id, backend_type=config.backend, color=config.color,
         )
-        self.gate = TeammateGate(config, home, self.mailbox, self.transcript, settings_rules(config.cwd))
+        self.gate = TeammateGate(config, home, self.mailbox, self.transcript, settings_rules(
+            config.cwd, self.teams.get(config.team).settings_digests or {},
+            lambda path: self.transcript.event("settings_allow_ignored", path=str(path))))
         tools = [*core_tools(), SendMessage()]
         if config.plan_mode_required:
             tools.append(ExitPlanMode(self.gate))

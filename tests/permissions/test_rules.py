@@ -14,7 +14,14 @@ from swarm.agent.permissions.rules import (
     rules_in,
     suggest,
 )
-from swarm.agent.permissions.settings import settings_rules
+from swarm.agent.permissions.settings import (
+    record_settings,
+    settings_digests,
+    settings_rules,
+)
+from swarm.agent.tools.base import ToolContext, ToolError
+from swarm.agent.tools.walking import glob_regex
+from swarm.core.protocol import TeamFile
 from swarm.errors import UsageError
 
 
@@ -93,13 +100,13 @@ def test_settings_files(tmp_path: Path) -> None:
     (tmp_path / ".claude" / "settings.json").write_text('{"permissions": {"allow": ["Bash(make:*)"]}}')
     (tmp_path / ".swarm").mkdir()
     (tmp_path / ".swarm" / "settings.json").write_text('{"permissions": {"deny": ["Bash(make clean)"]}}')
-    found = settings_rules(tmp_path)
+    found = settings_rules(tmp_path, settings_digests(tmp_path))
     assert [r.text for r in found.allow] == ["Bash(make:*)"]
     assert decide(bash("make clean", tmp_path), "default", found).verdict == "deny"
     assert decide(bash("make all", tmp_path), "default", found).verdict == "allow"
     (tmp_path / ".swarm" / "settings.json").write_text("{broken")
     with pytest.raises(UsageError, match="settings.json"):
-        settings_rules(tmp_path)
+        settings_rules(tmp_path, {})
 
 
 def test_compound_command_allowed_part_by_part() -> None:
@@ -108,3 +115,96 @@ def test_compound_command_allowed_part_by_part() -> None:
     assert decision.verdict == "allow" and decision.by == "rule:Bash(git add:*) + Bash(git commit:*)"
     assert decide(bash("git add -A && git push"), "default", both).verdict == "ask"
     assert decide(bash("git add $(rm -rf ~)"), "default", both).verdict == "ask"
+
+
+def test_allow_rules_of_a_settings_file_count_only_as_the_lead_recorded_it(tmp_path: Path) -> None:
+    team = TeamFile(name="t", lead_agent_id="team-lead@t")
+    record_settings(team, tmp_path)  # the lead spawned here: no settings files yet
+    (tmp_path / ".claude").mkdir()
+    planted = tmp_path / ".claude" / "settings.json"
+    planted.write_text('{"permissions": {"allow": ["Bash"], "deny": ["Bash(rm:*)"]}}')
+    ignored: list[Path] = []
+    found = settings_rules(tmp_path, team.settings_digests or {}, ignored.append)
+    assert found.allow == () and [r.text for r in found.deny] == ["Bash(rm:*)"]
+    assert ignored == [planted.resolve()]
+    record_settings(team, tmp_path)  # a later spawn keeps what the team first saw
+    assert settings_rules(tmp_path, team.settings_digests or {}).allow == ()
+    fresh = TeamFile(name="u", lead_agent_id="team-lead@u")
+    record_settings(fresh, tmp_path)  # a new team adopts the file as it is now
+    assert [r.text for r in settings_rules(tmp_path, fresh.settings_digests or {}).allow] == ["Bash"]
+
+
+@pytest.mark.parametrize("path", [
+    ".claude/settings.json", ".claude/settings.local.json", ".swarm/settings.json", "sub/../.claude/settings.json",
+    "link.json", "linkdir/settings.json",
+])
+def test_settings_files_are_never_written_without_asking(tmp_path: Path, path: str) -> None:
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "link.json").symlink_to(tmp_path / ".claude" / "settings.json")
+    (tmp_path / "linkdir").symlink_to(tmp_path / ".claude")
+    write = CallFacts("Write", {"file_path": path, "content": "{}"}, read_only=False, cwd=tmp_path)
+    edit = CallFacts("Edit", {"file_path": path}, read_only=False, cwd=tmp_path)
+    for call in (write, edit):
+        for mode in ("default", "acceptEdits"):
+            assert decide(call, mode, rules(allow=["Edit(**)", "Write", "Edit"])).verdict == "ask"
+        assert decide(call, "dontAsk", rules(allow=["Edit(**)"])).verdict == "deny"
+        assert decide(call, "bypassPermissions", RuleSet()).verdict == "allow"
+    assert decide(CallFacts("Write", {"file_path": "settings.json"}, read_only=False, cwd=tmp_path),
+                  "default", RuleSet()).verdict == "allow"
+
+
+@pytest.mark.parametrize("command", [
+    "cp evil.json .claude/settings.json", "cd .cl''aude && cp ../x settings.json", "cp x .c*/settings.local.json",
+    "mkdir .swarm", "ln -s /tmp/x .[c]laude", "case x in a) ls;; esac",
+])
+def test_bash_that_may_touch_a_settings_file_asks_even_when_allowed(tmp_path: Path, command: str) -> None:
+    allowed = rules(allow=["Bash", "Bash(cp:*)", "Bash(cd:*)", "Bash(mkdir:*)", "Bash(ln:*)"])
+    assert decide(bash(command, tmp_path), "default", allowed).verdict == "ask"
+    assert decide(bash(command, tmp_path), "acceptEdits", RuleSet()).verdict == "ask"
+
+
+def test_reads_outside_the_roots_ask(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "out").symlink_to(tmp_path)
+
+    def read(tool: str, **args: str) -> CallFacts:
+        return CallFacts(tool, args, read_only=True, cwd=work, write_roots=[work])
+
+    outside = [read("Read", file_path="/etc/passwd"), read("Read", file_path="../secret"),
+               read("Read", file_path="out/secret"), read("Grep", pattern="x", path="/etc"),
+               read("Glob", pattern="/etc/*"), read("Glob", pattern="../**/*.key")]
+    inside = [read("Read", file_path="a.py"), read("Grep", pattern="x"), read("Glob", pattern="src/**/*.py")]
+    for call in outside:
+        assert decide(call, "default", RuleSet()).verdict == "ask", call
+        assert decide(call, "plan", RuleSet()).verdict == "ask", call
+        assert decide(call, "dontAsk", RuleSet()).verdict == "deny", call
+        assert decide(call, "bypassPermissions", RuleSet()).verdict == "allow", call
+    for call in inside:
+        assert decide(call, "default", RuleSet()).by == "read-only", call
+    assert decide(outside[0], "default", rules(allow=["Read(//etc/**)"])).verdict == "allow"
+    assert decide(outside[0], "default", rules(deny=["Read(//etc/**)"])).verdict == "deny"
+
+
+def test_rule_globs_are_the_glob_tools_globs(tmp_path: Path) -> None:
+    call = CallFacts("Write", {"file_path": "src/b/x.py"}, read_only=False, cwd=tmp_path)
+    other = CallFacts("Write", {"file_path": "src/c/x.py"}, read_only=False, cwd=tmp_path)
+    assert decide(call, "default", rules(deny=["Edit(src/{a,b}/**)"])).verdict == "deny"
+    assert decide(other, "default", rules(deny=["Edit(src/{a,b}/**)"])).verdict == "allow"
+    assert decide(call, "default", rules(deny=["Edit(src/[ab]/*.py)"])).verdict == "deny"
+    assert glob_regex("src/{a,b}/**").match("src/b/x.py")
+
+
+def test_one_write_root_check_for_policy_and_tools(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "escape").symlink_to(tmp_path)
+    ctx = ToolContext(cwd=work, write_roots=[work])
+    with pytest.raises(ToolError):
+        ctx.check_writable(work / "escape" / "x")
+    call = CallFacts("Write", {"file_path": "escape/x"}, read_only=False, cwd=work, write_roots=[work])
+    assert decide(call, "acceptEdits", RuleSet()).by == "outside-cwd"
+    assert decide(bash("touch escape/x", work), "acceptEdits", RuleSet()).verdict == "ask"
+    assert decide(bash("touch /tmp/x", work), "acceptEdits", RuleSet()).verdict == "ask"
+    assert decide(bash("touch inside.txt", work), "acceptEdits", RuleSet()).verdict == "allow"

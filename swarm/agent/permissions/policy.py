@@ -1,14 +1,26 @@
 """The decision for one tool call: allow, deny (with a reason) or ask the lead.
 
-Order: deny rules > ask rules > allow rules > the mode's defaults. Read-only
-tools need no approval. In every mode but ``bypassPermissions``, Write/Edit
-outside the agent's write roots (its cwd or worktree) are denied without asking.
+Order: deny rules > the mode's refusals (plan; Write/Edit outside the roots)
+> read-only calls inside the roots > ask rules > protected paths > allow
+rules > the mode's defaults. ``rule_decision`` is that rule step on its own,
+the one place rules decide: ``decide`` uses it for a teammate's own rules and
+the lead's desk for the lead policy (``runtime/desk.py``).
+
+The roots are the agent's cwd or worktree (``CallFacts.write_roots``). In
+every mode but ``bypassPermissions``, Write/Edit outside them are denied
+without asking, and reads outside them (Read, Grep, Glob) ask unless an allow
+rule covers them. Settings files that grant rules (``paths.SETTINGS_FILES``)
+are protected: Write/Edit of one, or a Bash command that mentions one or
+cannot be parsed, asks even under an allow rule or acceptEdits; only
+``bypassPermissions`` (or the lead) lets it through.
 
 Modes:
-- ``default``: reads and edits inside the cwd run; anything else asks.
+- ``default``: read-only tools and edits inside the roots run; anything else asks.
 - ``acceptEdits``: like default, plus simple file commands (mkdir, touch, cp, mv) run.
-- ``plan``: read-only tools only, until a plan is approved (ExitPlanMode).
-- ``bypassPermissions``: everything runs except what a deny rule refuses.
+- ``plan``: only read-only tools, as in default (outside the roots they ask),
+  until a plan is approved (ExitPlanMode); everything else is refused.
+- ``bypassPermissions``: everything runs except what a deny rule refuses
+  (an ask rule still asks).
 - ``dontAsk``: like default, but what would ask is denied instead.
 """
 
@@ -18,7 +30,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from swarm.agent.permissions.paths import (
+    is_settings_file,
+    mentions_settings,
+    read_target,
+)
 from swarm.agent.permissions.rules import Rule, allow_cover
+from swarm.agent.permissions.shell_syntax import parse_command
+from swarm.agent.tools.walking import within_roots
 
 Verdict = Literal["allow", "deny", "ask"]
 PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
@@ -42,7 +61,7 @@ class RuleSet:
 class Decision:
     verdict: Verdict
     by: str
-    """What decided: ``rule:<text>``, ``mode:<mode>``, ``read-only``, ``outside-cwd``."""
+    """What decided: ``rule:<text>``, ``mode:<mode>``, ``read-only``, ``outside-cwd``, ``protected``."""
     reason: str = ""
 
 
@@ -56,32 +75,57 @@ class CallFacts:
 
 
 def decide(call: CallFacts, mode: str, rules: RuleSet) -> Decision:
-    for rule in rules.deny:
-        if rule.matches(call.tool, call.args, call.cwd, allow=False):
-            return Decision("deny", f"rule:{rule.text}", f"denied by rule {rule.text}")
+    denied = _denied(call, rules)
+    if denied is not None:
+        return denied
     if mode == "plan" and not call.read_only and call.tool not in PLAN_TOOLS:
         return Decision("deny", "mode:plan", "in plan mode only read-only tools run until the lead approves "
                         "your plan; submit it with ExitPlanMode")
-    if call.read_only or call.tool in PLAN_TOOLS:
+    if call.tool in PLAN_TOOLS or (call.read_only and (mode == "bypassPermissions" or _reads_inside(call))):
         return Decision("allow", "read-only")
-    if mode != "bypassPermissions" and call.tool in WRITE_TOOLS and _outside(call):
+    if mode != "bypassPermissions" and call.tool in WRITE_TOOLS and not _inside(call):
         return Decision("deny", "outside-cwd", f"{call.args.get('file_path')} is outside your working directory "
                         f"({call.cwd}); writes there are not allowed in {mode} mode")
+    decision = rule_decision(call, RuleSet(allow=rules.allow, ask=rules.ask), protect=mode != "bypassPermissions")
+    if decision is not None:
+        return _ask_or_deny(mode, decision.by) if decision.verdict == "ask" else decision
+    return _mode_default(call, mode)
+
+
+def rule_decision(call: CallFacts, rules: RuleSet, *, protect: bool = True) -> Decision | None:
+    """What the rules alone say: deny > ask > protected path (asks) > allow; None when no rule applies.
+
+    ``protect`` (off only in bypassPermissions) makes a write to a settings
+    file, or a Bash command that mentions one or cannot be parsed, ask
+    whatever the allow rules say.
+    """
+    denied = _denied(call, rules)
+    if denied is not None:
+        return denied
     for rule in rules.ask:
         if rule.matches(call.tool, call.args, call.cwd, allow=False):
-            return _ask_or_deny(mode, f"rule:{rule.text}")
+            return Decision("ask", f"rule:{rule.text}")
+    if protect and _protected(call):
+        return Decision("ask", "protected", "the call may change a settings file that grants permissions")
     covering = allow_cover(rules.allow, call.tool, call.args, call.cwd)
     if covering:
         return Decision("allow", "rule:" + " + ".join(r.text for r in covering))
-    return _mode_default(call, mode)
+    return None
+
+
+def _denied(call: CallFacts, rules: RuleSet) -> Decision | None:
+    for rule in rules.deny:
+        if rule.matches(call.tool, call.args, call.cwd, allow=False):
+            return Decision("deny", f"rule:{rule.text}", f"denied by rule {rule.text}")
+    return None
 
 
 def _mode_default(call: CallFacts, mode: str) -> Decision:
     if mode == "bypassPermissions":
         return Decision("allow", "mode:bypassPermissions")
-    if call.tool in WRITE_TOOLS:
+    if call.tool in WRITE_TOOLS and not _protected(call):
         return Decision("allow", f"mode:{mode}")
-    if mode == "acceptEdits" and call.tool == "Bash" and _simple_file_command(str(call.args.get("command", ""))):
+    if mode == "acceptEdits" and call.tool == "Bash" and _simple_file_command(call):
         return Decision("allow", "mode:acceptEdits")
     return _ask_or_deny(mode, f"mode:{mode}")
 
@@ -92,13 +136,34 @@ def _ask_or_deny(mode: str, by: str) -> Decision:
     return Decision("ask", by)
 
 
-def _outside(call: CallFacts) -> bool:
-    roots = call.write_roots if call.write_roots is not None else [call.cwd]
+def _roots(call: CallFacts) -> list[Path]:
+    return call.write_roots if call.write_roots is not None else [call.cwd]
+
+
+def _inside(call: CallFacts) -> bool:
     raw = Path(str(call.args.get("file_path", ""))).expanduser()
-    target = (raw if raw.is_absolute() else call.cwd / raw).resolve()
-    return not any(target == r.resolve() or target.is_relative_to(r.resolve()) for r in roots)
+    return within_roots(raw if raw.is_absolute() else call.cwd / raw, _roots(call))
 
 
-def _simple_file_command(command: str) -> bool:
-    words = command.split()
-    return bool(words) and words[0] in _FILE_COMMANDS and not any(c in command for c in ";&|`$<>")
+def _reads_inside(call: CallFacts) -> bool:
+    target = read_target(call.tool, call.args, call.cwd)
+    return target is None or within_roots(target, _roots(call))
+
+
+def _protected(call: CallFacts) -> bool:
+    if call.tool in WRITE_TOOLS:
+        return is_settings_file(str(call.args.get("file_path", "")), call.cwd)
+    if call.tool == "Bash":
+        return mentions_settings(parse_command(str(call.args.get("command", ""))))
+    return False
+
+
+def _simple_file_command(call: CallFacts) -> bool:
+    """One mkdir/touch/cp/mv with literal arguments inside the roots, and nothing else (no hazard)."""
+    parsed = parse_command(str(call.args.get("command", "")))
+    if not parsed.plain or len(parsed.commands) != 1:
+        return False
+    words, literal = parsed.commands[0].words, parsed.commands[0].literal
+    paths = [Path(w).expanduser() for w in words[1:] if not w.startswith("-")]
+    return (words[0] in _FILE_COMMANDS and all(literal)
+            and all(within_roots(p if p.is_absolute() else call.cwd / p, _roots(call)) for p in paths))

@@ -1,13 +1,20 @@
 """Permission rules in Claude Code's syntax: ``Tool`` or ``Tool(specifier)``.
 
-- ``Bash(git status:*)`` — a command that starts with ``git status``;
-  ``Bash(npm test)`` — exactly that command. A compound command (``&&``,
-  ``||``, ``;``, ``|``, newlines) is split: an allow rule must match every
-  part, a deny rule matches if any part does; command substitution never
-  matches an allow rule.
-- ``Edit(src/**)``, ``Read(*.md)``, ``Write(//tmp/**)`` — gitignore-style
-  globs on the file path, relative to the agent's cwd (``//`` absolute,
-  ``~/`` home). ``Edit`` rules also cover ``Write``.
+- ``Bash(git status:*)`` — a command whose words start with ``git status``;
+  ``Bash(npm test)`` — exactly that command; ``Bash(ls*)`` — text starting
+  with ``ls``. Commands are read with a shell parser (``shell_syntax``): an
+  allow rule must match every simple command the shell would run, and
+  vouches for nothing else (a redirection to a file, a substitution, a
+  wrapper, text it cannot parse: the call asks). A deny or ask rule matches
+  when any simple command — including those inside substitutions, subshells
+  and wrappers — could be the one it names: a word that is not literal
+  (``$X``, globs, braces) counts as a match, and text that cannot be parsed is
+  scanned word by word.
+- ``Edit(src/**)``, ``Read(*.md)``, ``Write(//tmp/**)`` — globs on the file
+  path (the same translation as the Glob tool: ``**``, ``*``, ``?``, ``[..]``,
+  ``{a,b}``), relative to the agent's cwd (``//`` absolute, ``~/`` home); a
+  pattern without ``/`` also matches the file name anywhere. ``Edit`` rules
+  also cover ``Write``.
 - ``Glob``/``Grep`` path specifiers match their ``path`` field.
 - Any other ``Tool(x)`` matches when some string input value equals ``x``.
 """
@@ -15,16 +22,22 @@
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from swarm.agent.permissions.shell_syntax import (
+    ShellCommand,
+    SimpleCommand,
+    parse_command,
+    scan_words,
+)
+from swarm.agent.tools.walking import glob_regex
 from swarm.errors import UsageError
 
 _RULE = re.compile(r"^([A-Za-z][A-Za-z0-9_]*)(?:\((.*)\))?$", re.DOTALL)
-_SPLIT = re.compile(r"&&|\|\||;|\||\n")
-_SUBSTITUTION = re.compile(r"\$\(|`|<\(|>\(")
 SUBCOMMAND_PROGRAMS = frozenset({
     "git", "npm", "npx", "yarn", "pnpm", "cargo", "docker", "kubectl", "pip", "pip3", "go", "uv", "poetry",
     "gh", "make", "swarm", "bun", "deno", "dotnet", "mvn", "gradle",
@@ -50,36 +63,36 @@ class Rule:
         return self.tool == tool or (self.tool == "Edit" and tool == "Write")
 
     def matches(self, tool: str, args: dict[str, Any], cwd: Path, *, allow: bool) -> bool:
-        """Does this rule apply to the call? ``allow`` selects the strict reading of compound commands."""
+        """Does this rule apply to the call? ``allow`` selects the strict reading, else the conservative one."""
         if not self.covers_tool(tool):
             return False
         if self.content is None:
             return True
         if tool == "Bash":
-            return _bash_matches(self.content, str(args.get("command", "")), allow=allow)
+            command = parse_command(str(args.get("command", "")))
+            return _allows_all(self.content, command) if allow else _could_match(self.content, command)
         if tool in FILE_TOOLS:
             value = args.get(FILE_TOOLS[tool]) or "."
-            return _path_matches(self.content, str(value), cwd)
+            return path_matches(self.content, str(value), cwd)
         return any(isinstance(v, str) and v == self.content for v in args.values())
 
 
 def allow_cover(rules: Iterable[Rule], tool: str, args: dict[str, Any], cwd: Path) -> list[Rule]:
     """The allow rules that together permit the call, or [] if they do not.
 
-    A compound Bash command is allowed when each of its parts is allowed by
-    some rule (``git add -A && git commit -m x`` by ``Bash(git add:*)`` and
-    ``Bash(git commit:*)``); command substitution is never allowed by a rule.
+    A compound Bash command is allowed when each of its simple commands is
+    allowed by some rule (``git add -A && git commit -m x`` by ``Bash(git add:*)``
+    and ``Bash(git commit:*)``) and it has no hazard (``shell_syntax``).
     """
     candidates = [r for r in rules if r.covers_tool(tool)]
     if tool != "Bash" or any(r.content is None for r in candidates):
         return next(([r] for r in candidates if r.matches(tool, args, cwd, allow=True)), [])
-    command = str(args.get("command", ""))
-    parts = [p.strip() for p in _SPLIT.split(command) if p.strip()]
-    if not parts or _SUBSTITUTION.search(command):
+    command = parse_command(str(args.get("command", "")))
+    if not command.plain:
         return []
     used: list[Rule] = []
-    for part in parts:
-        rule = next((r for r in candidates if r.content is not None and _one_command(r.content, part)), None)
+    for part in command.commands:
+        rule = next((r for r in candidates if r.content is not None and _allows(_Spec.of(r.content), part)), None)
         if rule is None:
             return []
         if rule not in used:
@@ -91,26 +104,67 @@ def parse_rules(texts: list[str] | tuple[str, ...]) -> list[Rule]:
     return [Rule.parse(t) for t in texts]
 
 
-def _bash_matches(spec: str, command: str, *, allow: bool) -> bool:
-    parts = [p.strip() for p in _SPLIT.split(command) if p.strip()]
-    if not parts:
+@dataclass(frozen=True)
+class _Spec:
+    """A Bash rule's specifier: ``prefix`` (``x:*``), ``text`` (``x*``) or ``exact``."""
+
+    kind: Literal["prefix", "text", "exact"]
+    words: tuple[str, ...]
+    text: str
+
+    @classmethod
+    def of(cls, spec: str) -> _Spec:
+        kind: Literal["prefix", "text", "exact"] = "exact"
+        if spec.endswith(":*"):
+            kind, spec = "prefix", spec[:-2]
+        elif spec.endswith("*"):
+            kind, spec = "text", spec[:-1]
+        try:
+            words = tuple(shlex.split(spec))
+        except ValueError:
+            words = tuple(spec.split())
+        return cls(kind, words, spec if kind == "text" else " ".join(words))
+
+
+def _allows_all(spec: str, command: ShellCommand) -> bool:
+    rule = _Spec.of(spec)
+    return command.plain and all(_allows(rule, part) for part in command.commands)
+
+
+def _allows(rule: _Spec, part: SimpleCommand) -> bool:
+    """Strict: the simple command is certainly one the rule names."""
+    if rule.kind == "text":
+        return all(part.literal) and part.text.startswith(rule.text)
+    k = len(rule.words)
+    if rule.kind == "exact" and len(part.words) != k:
         return False
-    if allow and _SUBSTITUTION.search(command):
-        return False
-    test = all if allow else any
-    return test(_one_command(spec, part) for part in parts)
+    return part.words[:k] == rule.words and all(part.literal[:k])
 
 
-def _one_command(spec: str, command: str) -> bool:
-    if spec.endswith(":*"):
-        prefix = spec[:-2].strip()
-        return command == prefix or command.startswith(prefix + " ")
-    if spec.endswith("*"):
-        return command.startswith(spec[:-1])
-    return command == spec.strip()
+def _could_match(spec: str, command: ShellCommand) -> bool:
+    """Conservative: some simple command might be one the rule names."""
+    rule = _Spec.of(spec)
+    if not command.parsed:
+        return any(_could_be(rule, SimpleCommand(tuple(w), (True,) * len(w))) for w in scan_words(command.text) if w)
+    return any(_could_be(rule, part) for part in command.commands)
 
 
-def _path_matches(pattern: str, value: str, cwd: Path) -> bool:
+def _could_be(rule: _Spec, part: SimpleCommand) -> bool:
+    if rule.kind == "text":
+        return part.text.startswith(rule.text) or not all(part.literal)
+    for i, want in enumerate(rule.words):
+        if i >= len(part.words):
+            return False
+        if not part.literal[i]:
+            return True  # could expand to anything, even to several words
+        if part.words[i] != want:
+            return False
+    extra = part.literal[len(rule.words):]
+    return rule.kind == "prefix" or not any(extra)
+
+
+def path_matches(pattern: str, value: str, cwd: Path) -> bool:
+    """Does the file ``value`` (relative to ``cwd``) match a rule's path ``pattern``? Symlinks and ``..`` resolved."""
     target = Path(value).expanduser()
     target = (target if target.is_absolute() else cwd / target).resolve()
     if pattern.startswith("//"):
@@ -123,35 +177,15 @@ def _path_matches(pattern: str, value: str, cwd: Path) -> bool:
         relative = target.relative_to(base.resolve()).as_posix()
     except ValueError:
         return False
-    return re.fullmatch(_glob_regex(glob), relative) is not None or (
-        "/" not in glob and re.fullmatch(_glob_regex(glob), target.name) is not None)
-
-
-def _glob_regex(glob: str) -> str:
-    out, i = [], 0
-    while i < len(glob):
-        if glob.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif glob.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif glob[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif glob[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(glob[i]))
-            i += 1
-    return "".join(out)
+    regex = glob_regex(glob)
+    return regex.match(relative) is not None or ("/" not in glob and regex.match(target.name) is not None)
 
 
 def suggest(tool: str, args: dict[str, Any], cwd: Path) -> list[str]:
     """Rules that would allow this call next time, most specific first."""
     if tool == "Bash":
-        words = str(args.get("command", "")).split()
+        command = parse_command(str(args.get("command", "")))
+        words = list(command.commands[0].words) if command.commands else str(args.get("command", "")).split()
         if not words:
             return ["Bash"]
         two = len(words) > 1 and words[0] in SUBCOMMAND_PROGRAMS and not words[1].startswith("-")

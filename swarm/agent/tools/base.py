@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel
 
+from swarm.agent.tools.walking import within_roots
 from swarm.models.base import ToolSpec
 
 if TYPE_CHECKING:
@@ -58,12 +59,8 @@ class ToolContext:
 
     def check_writable(self, path: Path) -> None:
         """Raise ToolError if ``path`` lies outside every write root."""
-        if self.write_roots is None:
+        if self.write_roots is None or within_roots(path, self.write_roots):
             return
-        real = path.resolve()
-        for root in self.write_roots:
-            if real == root.resolve() or real.is_relative_to(root.resolve()):
-                return
         roots = ", ".join(str(r) for r in self.write_roots)
         raise ToolError(f"{path} is outside the directories this agent may write ({roots})")
 

@@ -47,10 +47,10 @@ from swarm.agent.tools.files import (
     truncate_line,
 )
 from swarm.agent.tools.walking import (
-    MAGIC,
     VCS_DIRS,
     glob_regex,
     newest_first,
+    split_base,
     walk_files,
 )
 
@@ -91,7 +91,7 @@ class GlobTool(Tool[GlobInput]):
     read_only = True
 
     def run(self, args: GlobInput, ctx: ToolContext) -> str:
-        root, pattern = _split_base(args.pattern, _search_root(ctx, args.path))
+        root, pattern = split_base(args.pattern, _search_root(ctx, args.path))
         if not root.is_dir():
             raise ToolError(f"not a directory: {root} (Glob searches a directory; use Read for a file)")
         rx = glob_regex(pattern)
@@ -105,17 +105,6 @@ class GlobTool(Tool[GlobInput]):
                 "use a narrower pattern or path)"
             )
         return "\n".join(lines)
-
-
-def _split_base(pattern: str, base: Path) -> tuple[Path, str]:
-    """Move the pattern's leading literal directories (or an absolute prefix) onto ``base``."""
-    if pattern.startswith("/"):
-        base = Path("/")
-    parts = [p for p in pattern.split("/") if p not in ("", ".")]
-    k = 0
-    while k < len(parts) - 1 and not MAGIC.search(parts[k]):
-        k += 1
-    return base.joinpath(*parts[:k]), "/".join(parts[k:])
 
 
 # --- Grep --------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Walking a tree and matching glob patterns, shared by Glob and Grep.
+"""Walking a tree, matching glob patterns and containing paths: shared by Glob, Grep, Write/Edit and the permission rules.
 
 ``**`` spans directories, ``*`` / ``?`` / ``[...]`` stay within one path
 component, ``{a,b}`` are alternatives; VCS directories are never entered.
@@ -105,6 +105,31 @@ def _braces(pat: str, i: int) -> tuple[str, int]:
             parts.append(pat[start:j])
             start = j + 1
     return re.escape("{"), i + 1
+
+
+def within_roots(path: Path, roots: Iterable[Path]) -> bool:
+    """Is ``path`` one of ``roots`` or inside one, symlinks and ``..`` resolved?
+
+    The one containment check: the permission policy decides with it and
+    ``ToolContext.check_writable`` refuses with it.
+    """
+    real = path.resolve()
+    return any(real == root.resolve() or real.is_relative_to(root.resolve()) for root in roots)
+
+
+def split_base(pattern: str, base: Path) -> tuple[Path, str]:
+    """Move the pattern's leading literal directories (or an absolute prefix) onto ``base``.
+
+    The directory returned is the one a Glob call searches, which is also
+    what the permission policy checks against the agent's roots.
+    """
+    if pattern.startswith("/"):
+        base = Path("/")
+    parts = [p for p in pattern.split("/") if p not in ("", ".")]
+    k = 0
+    while k < len(parts) - 1 and not MAGIC.search(parts[k]):
+        k += 1
+    return base.joinpath(*parts[:k]), "/".join(parts[k:])
 
 
 def newest_first(paths: Iterable[Path]) -> list[Path]:

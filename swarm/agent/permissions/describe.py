@@ -1,0 +1,59 @@
+"""What a permission request says to the lead: the real call first, the model's words after.
+
+The model writes a Bash ``description`` and could make it say anything ("run:
+git status" for ``touch ~/.bashrc``), so the line the lead reads starts with
+what will really run: the whole command (never cut; newlines and control
+characters shown escaped, so nothing hides a tail or rewrites the terminal),
+or the file path and, when a symlink or ``..`` leads elsewhere, where it
+really goes. The model's description follows, marked as the model's.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from swarm.agent.permissions.paths import absolute
+from swarm.core.text import one_line
+
+NOTE_LIMIT = 120
+"""Characters of the model's description kept after the real call."""
+
+
+def describe(tool: str, args: dict[str, Any], cwd: Path) -> str:
+    """One line saying what the call would really do, then the model's description if it gave one."""
+    real = _real(tool, args, cwd)
+    note = one_line(str(args.get("description") or ""), NOTE_LIMIT)
+    return f"{real} — the model says: {visible(note)}" if note else real
+
+
+def visible(text: str) -> str:
+    """``text`` on one line with newlines, tabs and other control characters escaped (``\\n``, ``\\x1b``)."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+
+
+def _real(tool: str, args: dict[str, Any], cwd: Path) -> str:
+    if tool == "Bash":
+        return f"run: {visible(str(args.get('command', '')))}"
+    if tool == "Write":
+        return f"write {len(str(args.get('content', '')))} characters to {_path(args.get('file_path'), cwd)}"
+    if tool == "Edit":
+        return f"edit {_path(args.get('file_path'), cwd)}"
+    if tool == "Read":
+        return f"read {_path(args.get('file_path'), cwd)}"
+    if tool in ("Grep", "Glob"):
+        return f"{tool.lower()} {visible(repr(args.get('pattern', '')))} in {_path(args.get('path') or '.', cwd)}"
+    shown = {k: v for k, v in args.items() if k != "description"}
+    return f"{tool} {visible(str(shown))}"
+
+
+def _path(value: Any, cwd: Path) -> str:
+    named = visible(str(value))
+    try:
+        real = absolute(str(value), cwd)
+    except (OSError, RuntimeError):  # a symlink loop: show the path as named
+        return named
+    given = Path(str(value)).expanduser()
+    plain = Path(os.path.normpath(given if given.is_absolute() else cwd.resolve() / given))
+    return named if plain == real else f"{named} (really {visible(str(real))})"
