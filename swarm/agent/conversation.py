@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from swarm.agent.transcript import Transcript
-from swarm.models.messages import ContentBlock, Message, TextBlock, ToolResultBlock
+from swarm.models.messages import Message, TextBlock, ToolResultBlock
+
+RESUMED_NOTE = "interrupted: the agent stopped before this tool ran; check its effects before running it again"
 
 
 @dataclass
@@ -15,16 +18,32 @@ class Conversation:
 
     @classmethod
     def resume(cls, transcript: Transcript) -> Conversation:
-        """Reload the messages recorded in ``transcript``, repaired to be sendable."""
-        return cls(messages=_repair(transcript.messages()), transcript=transcript)
+        """Reload the messages recorded in ``transcript``, repaired to be sendable.
 
-    def add(self, message: Message) -> None:
+        A crash between a model reply and its tool results leaves a ``tool_use``
+        with no ``tool_result``, which the Messages API rejects. The repair —
+        an error result for each such call — is recorded in the transcript like
+        any other message, so the next resume finds a whole conversation.
+        """
+        conversation = cls(messages=transcript.messages(), transcript=transcript)
+        repair = _missing_results(conversation.messages)
+        if repair is not None:
+            conversation.add(repair, durable=True)
+        return conversation
+
+    def add(self, message: Message, *, delivered: Sequence[str] = (), durable: bool = False) -> None:
+        """Append ``message``; ``delivered`` inbox entries are recorded with it in one durable write."""
         self.messages.append(message)
         if self.transcript is not None:
-            self.transcript.message(message)
+            self.transcript.message(message, delivered=delivered, durable=durable)
 
-    def add_user_text(self, text: str) -> None:
-        self.add(Message.user_text(text))
+    def add_user_text(self, text: str, *, delivered: Sequence[str] = ()) -> None:
+        self.add(Message.user_text(text), delivered=delivered)
+
+    @property
+    def unfinished(self) -> bool:
+        """The last message is the user's (a prompt or tool results): a turn was cut short and can go on."""
+        return bool(self.messages) and self.messages[-1].role == "user"
 
     def last_text(self) -> str:
         for message in reversed(self.messages):
@@ -33,16 +52,10 @@ class Conversation:
         return ""
 
 
-def _repair(messages: list[Message]) -> list[Message]:
-    """Drop a trailing assistant tool call whose results were never recorded (crash mid-step)."""
-    fixed = list(messages)
-    if fixed and fixed[-1].role == "assistant" and fixed[-1].tool_uses():
-        results: list[ContentBlock] = [
-            ToolResultBlock(tool_use_id=use.id, content="interrupted: the agent stopped before this tool ran",
-                            is_error=True)
-            for use in fixed[-1].tool_uses()
-        ]
-        fixed.append(Message(role="user", content=results))
-    if fixed and fixed[-1].role == "user" and all(isinstance(b, ToolResultBlock) for b in fixed[-1].content):
-        fixed[-1].content.append(TextBlock(text="(resumed after an interruption)"))
-    return fixed
+def _missing_results(messages: list[Message]) -> Message | None:
+    """Error results for a trailing assistant tool call whose results were never recorded, if any."""
+    if not messages or messages[-1].role != "assistant" or not messages[-1].tool_uses():
+        return None
+    results = [ToolResultBlock(tool_use_id=use.id, content=RESUMED_NOTE, is_error=True)
+               for use in messages[-1].tool_uses()]
+    return Message(role="user", content=[*results, TextBlock(text="(resumed after an interruption)")])

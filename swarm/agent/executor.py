@@ -1,7 +1,7 @@
 """Run one tool call: find the tool, validate its input, ask the gate, run it.
 
-Every failure becomes an error ``ToolResultBlock`` the model can read; nothing
-here raises into the loop.
+Every failure becomes an error ``ToolResultBlock`` the model can read; the only
+thing that reaches the loop is ``EndRun``, a tool saying the run is over.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, ValidationError
 
+from swarm.agent.limits import EndRun
 from swarm.agent.tools.base import Tool, ToolContext, ToolError
 from swarm.models.messages import ToolResultBlock, ToolUseBlock
 
@@ -51,6 +52,8 @@ def execute(call: ToolUseBlock, tools: Mapping[str, Tool[BaseModel]], ctx: ToolC
         output = tool.run(args, ctx)
     except ToolError as exc:
         return _error(call, str(exc))
+    except EndRun:
+        raise  # the tool ended the run: the loop records the result and stops
     except Exception as exc:  # a tool bug must not kill the agent; the model and the log both hear of it
         log.exception("tool crashed", extra={"tool": call.name, "tool_use_id": call.id})
         return _error(call, f"{call.name} failed unexpectedly: {type(exc).__name__}: {exc}")

@@ -2,8 +2,10 @@
 
     AgentStop            the loop ended for a reason other than end_turn
     ├── LimitReached     max turns, token budget or wall time
-    ├── Interrupted      cancellation (shutdown request, SIGINT)
-    └── TooManyToolErrors  the model kept making failing tool calls
+    ├── Interrupted      cancellation (SIGINT, a cancel event)
+    ├── TooManyToolErrors  the model kept making failing tool calls
+    └── EndRun           a tool finished the run (e.g. a shutdown was approved);
+                         raised by the tool, its message is the tool's result
 """
 
 from __future__ import annotations
@@ -56,3 +58,11 @@ class Interrupted(AgentStop):
 class TooManyToolErrors(AgentStop):
     def __init__(self, count: int) -> None:
         super().__init__("tool_errors", f"{count} steps in a row had only malformed tool calls")
+
+
+class EndRun(AgentStop):
+    """Raised by a tool whose work ends the run after the current step (as mini-swe-agent's ``Submitted``).
+
+    The message becomes the call's (successful) tool result; the other calls of
+    the step are not run, and the loop stops with ``reason``.
+    """

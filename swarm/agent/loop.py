@@ -4,8 +4,11 @@ One function, ``run_agent``, runs every kind of agent (a teammate's turn, a
 headless ``swarm run``, later subagents); what differs is the data passed in.
 Limits are checked before every model call; cancellation is checked between
 steps, so the conversation always ends in a consistent state (every tool_use
-has its tool_result). Messages that arrive while the agent works are asked for
-between steps and ride along in the next model request.
+has its tool_result). A tool may end the run (``EndRun``): the step's results
+are recorded first. Messages that arrive while the agent works are asked for
+between steps and ride along in the next model request; they are recorded in
+the same durable transcript write as the tool results, and only then taken
+out of the inbox (``Arrivals.taken``).
 """
 
 from __future__ import annotations
@@ -19,11 +22,10 @@ from pydantic import BaseModel
 
 from swarm.agent.conversation import Conversation
 from swarm.agent.executor import MalformedCall, ToolGate, execute
-from swarm.agent.limits import AgentStop, Interrupted, Limits, TooManyToolErrors
+from swarm.agent.limits import AgentStop, EndRun, Interrupted, Limits, TooManyToolErrors
 from swarm.agent.tools.base import Tool, ToolContext
 from swarm.models.base import ModelProvider, ModelRequest
 from swarm.models.messages import (
-    ContentBlock,
     Message,
     TextBlock,
     ToolResultBlock,
@@ -33,8 +35,19 @@ from swarm.models.messages import (
 
 log = logging.getLogger(__name__)
 
-Inbound = Callable[[], list[str]]
-"""Returns texts of messages that arrived since the last call (may be empty)."""
+@dataclass
+class Arrivals:
+    """Messages that arrived while the agent worked, for the next model request."""
+
+    texts: list[str] = field(default_factory=list)
+    delivered: list[str] = field(default_factory=list)
+    """Delivery keys of the inbox entries behind ``texts``, recorded with the message that carries them."""
+    taken: Callable[[], None] = lambda: None
+    """Called once that message is durably recorded: the entries may leave the inbox."""
+
+
+Inbound = Callable[[], Arrivals]
+"""Returns what arrived since the last call (possibly nothing)."""
 
 
 @dataclass
@@ -92,9 +105,14 @@ def run_agent(spec: AgentSpec, conversation: Conversation, ctx: ToolContext,
             calls = assistant.tool_uses()
             if not calls:
                 return AgentRun(assistant.text(), "end_turn", turns, usage)
-            results = _run_calls(calls, tools, ctx, spec.gate)
+            results, ended = _run_calls(calls, tools, ctx, spec.gate)
             error_streak = error_streak + 1 if all(isinstance(r, MalformedCall) for r in results) else 0
-            conversation.add(Message(role="user", content=[*results, *_arrivals(inbound)]))
+            arrivals = inbound() if inbound is not None else Arrivals()
+            conversation.add(Message(role="user", content=[*results, *(TextBlock(text=t) for t in arrivals.texts)]),
+                             delivered=arrivals.delivered)
+            arrivals.taken()
+            if ended is not None:
+                raise ended
             limit = spec.limits.max_consecutive_tool_errors
             if limit and error_streak >= limit:
                 raise TooManyToolErrors(error_streak)
@@ -106,19 +124,18 @@ def run_agent(spec: AgentSpec, conversation: Conversation, ctx: ToolContext,
 
 
 def _run_calls(calls: list[ToolUseBlock], tools: dict[str, Tool[BaseModel]], ctx: ToolContext,
-               gate: ToolGate | None) -> list[ToolResultBlock]:
-    """Run each call in order; once cancelled, the rest get an error result."""
-    results = []
+               gate: ToolGate | None) -> tuple[list[ToolResultBlock], EndRun | None]:
+    """Run each call in order; once cancelled or ended by a tool, the rest get an error result."""
+    results: list[ToolResultBlock] = []
+    ended: EndRun | None = None
     for call in calls:
-        if ctx.cancel.is_set():
+        if ended is not None or ctx.cancel.is_set():
             results.append(ToolResultBlock(tool_use_id=call.id, is_error=True,
                                            content="not run: the agent was asked to stop"))
-        else:
+            continue
+        try:
             results.append(execute(call, tools, ctx, gate))
-    return results
-
-
-def _arrivals(inbound: Inbound | None) -> list[ContentBlock]:
-    if inbound is None:
-        return []
-    return [TextBlock(text=text) for text in inbound()]
+        except EndRun as end:
+            results.append(ToolResultBlock(tool_use_id=call.id, content=str(end)))
+            ended = end
+    return results, ended

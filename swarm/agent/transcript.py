@@ -1,15 +1,20 @@
 """Append-only JSONL record of an agent's conversation.
 
 Each line is one record: ``{"kind": "message", "message": {...}}`` for every
-message in the conversation, ``{"kind": "delivered", "msg_id": ...}`` for an
-inbox entry taken into it (what makes redelivery idempotent), and
-``{"kind": "event", ...}`` for anything else worth keeping (stops, usage).
-A line torn by a crash is skipped on reading.
+message in the conversation — with ``"delivered": [keys]`` when the message
+carries inbox entries, written and fsynced in that one line, so an entry is
+recorded as delivered exactly when its text is in the conversation —,
+``{"kind": "delivered", "msg_ids": [...]}`` for entries consumed without
+becoming text (answers the runtime handled), and ``{"kind": "event", ...}``
+for anything else worth keeping (joins, stops, shutdown requests and answers).
+What is recorded as delivered is what makes redelivery idempotent. A line torn
+by a crash is skipped on reading.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +36,12 @@ class Transcript:
     def _append(self, record: dict[str, Any], *, durable: bool = False) -> None:
         append_record(self.path, {"ts": now_iso(), **record}, durable=durable)
 
-    def message(self, message: Message) -> None:
-        self._append({"kind": "message", "message": message.model_dump(mode="json")})
+    def message(self, message: Message, *, delivered: Sequence[str] = (), durable: bool = False) -> None:
+        """Record a conversation message; with ``delivered`` keys the line is fsynced before returning."""
+        record: dict[str, Any] = {"kind": "message", "message": message.model_dump(mode="json")}
+        if delivered:
+            record["delivered"] = list(delivered)
+        self._append(record, durable=durable or bool(delivered))
 
     def delivered(self, msg_ids: list[str]) -> None:
         """Record inbox entries as taken into the conversation (fsynced)."""
@@ -60,4 +69,26 @@ class Transcript:
         for record in self.records():
             if record.get("kind") == "delivered":
                 ids.update(str(i) for i in record.get("msg_ids", []))
+            elif record.get("kind") == "message" and isinstance(record.get("delivered"), list):
+                ids.update(str(i) for i in record["delivered"])
         return ids
+
+    def turn_end(self, reason: str) -> None:
+        """Record that the agent's turn is over (the conversation waits for new input)."""
+        self.event("turn_end", reason=reason)
+
+    def turn_open(self) -> bool:
+        """True if the last message recorded is the user's and no ``turn_end`` follows it: a turn was cut short."""
+        last_message: dict[str, Any] | None = None
+        ended = False
+        for record in self.records():
+            if record.get("kind") == "message":
+                last_message, ended = record, False
+            elif record.get("kind") == "event" and record.get("event") == "turn_end":
+                ended = True
+        role = (last_message or {}).get("message", {}).get("role") if last_message else None
+        return role == "user" and not ended
+
+    def events(self, name: str) -> list[dict[str, Any]]:
+        """Event records called ``name``, oldest first."""
+        return [r for r in self.records() if r.get("kind") == "event" and r.get("event") == name]

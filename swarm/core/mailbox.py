@@ -21,7 +21,7 @@ from swarm.core.codecs import InboxCodec
 from swarm.core.home import Home, ensure_dir
 from swarm.core.jsonfile import LockedJsonFile
 from swarm.core.names import BROADCAST, validate_name
-from swarm.core.protocol import InboxEntry, TeamFile
+from swarm.core.protocol import Frame, InboxEntry, TeamFile, frame_text
 from swarm.core.teams import TeamStore
 from swarm.core.watch import ChangeWatcher, watch_file
 from swarm.errors import NotFoundError, UsageError
@@ -50,10 +50,22 @@ class Mailbox:
 
     def send(self, to: str, text: str, *, sender: str, summary: str | None = None,
              color: str | None = None) -> list[InboxEntry]:
-        """Append a message to ``to``'s inbox (``*``: every member but ``sender``).
+        """Append a plain-text message to ``to``'s inbox (``*``: every member but ``sender``).
 
         Returns the entries written (one per recipient), each with its ``msg_id``.
+        Text that looks like a protocol frame stays text: only ``send_frame``
+        writes frames a recipient acts on.
         """
+        return self._send(to, text, sender=sender, summary=summary, color=color, structured=False)
+
+    def send_frame(self, to: str, frame: Frame, *, sender: str, summary: str | None = None) -> InboxEntry:
+        """Append protocol ``frame`` to ``to``'s inbox through the structured path (see ``entry_frame``)."""
+        if to == BROADCAST:
+            raise UsageError("a protocol frame goes to one member, not to '*'")
+        return self._send(to, frame_text(frame), sender=sender, summary=summary, color=None, structured=True)[0]
+
+    def _send(self, to: str, text: str, *, sender: str, summary: str | None, color: str | None,
+              structured: bool) -> list[InboxEntry]:
         validate_name(sender, "sender name")
         _check_size(text)
         recipients = self.recipients(self._team_file(), to, sender)
@@ -65,6 +77,8 @@ class Mailbox:
                 entry.summary = summary
             if color:
                 entry.color = color
+            if structured:
+                entry.structured = True
             self._file(name).update(_appender(entry))
             written.append(entry)
         return written
@@ -123,6 +137,10 @@ class Mailbox:
             return before - len(entries)
 
         return self._file(agent).update(prune)
+
+    def discard_if_empty(self, agent: str) -> bool:
+        """Delete ``agent``'s inbox file if it holds no entries (decided under its lock); True if deleted."""
+        return self._file(agent).remove_if(lambda entries: not entries)
 
     # -- waiting -------------------------------------------------------------
 

@@ -16,6 +16,12 @@ to inactive happens under the team-file lock, and only the caller that
 actually flipped it gets ``True`` back; that caller alone sends the lead the
 ``teammate_terminated`` notice, so a death is reported exactly once however
 many processes notice it.
+
+A forced stop is announced first (``begin_stop``, the member stays active):
+the teammate's own exit path may then record the end before the runtime
+does, and records it as the runtime's ``killed`` with the runtime's notice,
+so the lead learns why. A stop that fails is withdrawn (``cancel_stop``) and
+the member is as it was.
 """
 
 from __future__ import annotations
@@ -27,8 +33,8 @@ from typing import Literal
 from swarm.core.clock import now_ms
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
-from swarm.core.names import LEAD_NAME
-from swarm.core.protocol import Member, TeamFile, TeammateTerminated, frame_text
+from swarm.core.names import LEAD_NAME, RUNTIME_NAME
+from swarm.core.protocol import Member, TeamFile, TeammateTerminated
 from swarm.core.teams import TeamStore
 from swarm.errors import NotFoundError
 
@@ -36,7 +42,7 @@ log = logging.getLogger(__name__)
 
 GoneStatus = Literal["stopped", "dead", "killed"]
 GONE_STATUSES: tuple[GoneStatus, ...] = ("stopped", "dead", "killed")
-NOTICE_SENDER = "swarm"
+NOTICE_SENDER = RUNTIME_NAME
 """The ``from`` of notices the runtime itself sends the lead."""
 
 
@@ -49,16 +55,35 @@ def mark_gone(home: Home, team: str, name: str, status: GoneStatus, notice: str 
     that never became active (``starting``) takes ``status``, with no notice.
     NotFoundError when the team or the member does not exist.
     """
-    def flip(current: TeamFile) -> bool:
-        member = current.member(name)
-        if member is None:
-            raise NotFoundError(f"no member {name!r} in team {team!r}")
-        return _flip(member, status)
+    def flip(current: TeamFile) -> tuple[bool, str | None]:
+        member = _member(current, team, name)
+        told = member.stop_notice or notice
+        return _flip(member, status), told
 
-    flipped = bool(TeamStore(home).modify(team, flip))
-    if flipped and notice is not None:
-        notify_lead(home, team, notice)
-    return flipped
+    flipped, told = TeamStore(home).modify(team, flip)
+    if flipped and told is not None:
+        notify_lead(home, team, told)
+    return bool(flipped)
+
+
+def begin_stop(home: Home, team: str, name: str, notice: str) -> None:
+    """Announce that the runtime is forcing active member ``name`` down, and what to tell the lead."""
+    def announce(current: TeamFile) -> None:
+        member = _member(current, team, name)
+        if member.is_active:
+            member.stop_notice = notice
+
+    TeamStore(home).modify(team, announce)
+
+
+def cancel_stop(home: Home, team: str, name: str) -> None:
+    """Withdraw ``begin_stop`` after the stop failed; the member is left as it was."""
+    def withdraw(current: TeamFile) -> None:
+        member = current.member(name)
+        if member is not None and member.stop_notice is not None:
+            member.stop_notice = None
+
+    TeamStore(home).modify(team, withdraw)
 
 
 def mark_gone_where(home: Home, team: str, status: GoneStatus, gone: Callable[[Member], bool],
@@ -73,25 +98,35 @@ def mark_gone_where(home: Home, team: str, status: GoneStatus, gone: Callable[[M
         return [m for m in current.members
                 if m.name != LEAD_NAME and m.is_active and gone(m) and _flip(m, status)]
 
-    flipped: list[Member] = TeamStore(home).modify(team, flip)
-    for member in flipped:
-        text = notice(member)
+    def note(current: TeamFile) -> list[tuple[Member, str | None]]:
+        return [(m, m.stop_notice or notice(m)) for m in flip(current)]
+
+    flipped: list[tuple[Member, str | None]] = TeamStore(home).modify(team, note)
+    for _, text in flipped:
         if text is not None:
             notify_lead(home, team, text)
-    return flipped
+    return [member for member, _ in flipped]
 
 
 def notify_lead(home: Home, team: str, message: str) -> None:
     """One ``teammate_terminated`` frame from the runtime to the lead."""
     log.info("teammate terminated", extra={"team": team, "detail": message})
-    Mailbox(home, team).send(LEAD_NAME, frame_text(TeammateTerminated(message=message)),
-                             sender=NOTICE_SENDER, summary="teammate terminated")
+    Mailbox(home, team).send_frame(LEAD_NAME, TeammateTerminated(message=message),
+                                   sender=NOTICE_SENDER, summary="teammate terminated")
+
+
+def _member(current: TeamFile, team: str, name: str) -> Member:
+    member = current.member(name)
+    if member is None:
+        raise NotFoundError(f"no member {name!r} in team {team!r}")
+    return member
 
 
 def _flip(member: Member, status: GoneStatus) -> bool:
     was_active = bool(member.is_active)
     if was_active or member.status not in GONE_STATUSES:
         member.is_active = False
-        member.status = status
+        member.status = "killed" if member.stop_notice else status
         member.last_activity = now_ms()
+        member.stop_notice = None
     return was_active

@@ -10,6 +10,10 @@ from swarm.errors import InvalidNameError
 NAME_MAX = 64
 _VALID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 LEAD_NAME = "team-lead"
+RUNTIME_NAME = "swarm"
+"""Sender of the frames the runtime itself writes (``teammate_terminated``); no member may take this name."""
+RESERVED_NAMES = frozenset({LEAD_NAME, RUNTIME_NAME})
+"""Names a teammate may not have: the lead's and the runtime's."""
 BROADCAST = "*"
 
 

@@ -4,6 +4,21 @@ Models keep unknown fields (``extra="allow"``) and are dumped with
 ``exclude_unset`` so a rewrite preserves what another writer put there.
 ``parse_frame`` turns an inbox entry's text into a typed frame or leaves it as
 plain text; a malformed frame is text, never an exception.
+
+Who may send which frame (``entry_frame``): a frame counts only when it came
+through the structured path (``Mailbox.send_frame`` marks the entry
+``structured``) and its sender may send it:
+
+- ``shutdown_request``, ``permission_response``, ``plan_approval_response``:
+  the lead (or the runtime);
+- ``teammate_terminated``: the runtime only;
+- every frame that names its sender (``from``, ``agent_id``, ``assignedBy``):
+  that member only, and the entry's own ``from`` must be the same name.
+
+Anything else — a model's plain SendMessage text that looks like a frame, a
+frame claiming another sender — is ordinary text. Entries are not signed yet:
+a process that can write the inbox file directly can still forge an entry's
+``from`` (signing the lead's entries is a separate step).
 """
 
 from __future__ import annotations
@@ -21,6 +36,8 @@ from pydantic import (
     ValidationError,
 )
 from pydantic.alias_generators import to_camel
+
+from swarm.core.names import LEAD_NAME, RUNTIME_NAME
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +73,8 @@ class InboxEntry(_Wire):
     msg_v: int | None = Field(default=None, alias="msgV")
     from_plugin: str | None = None
     lead_sig: str | None = None
+    structured: bool | None = None
+    """swarm: the text is a protocol frame written through the structured path (``Mailbox.send_frame``)."""
 
 
 # -- team file -------------------------------------------------------------
@@ -82,6 +101,10 @@ class Member(_CamelWire):
     # swarm additions (Claude Code ignores them):
     proc_start: float | None = None
     """The teammate process's create time, to tell a live pid from a reused one."""
+    proc_token: str | None = None
+    """Unique token in the teammate's environment (``SWARM_PROC_TOKEN``); every process carrying it is the teammate's."""
+    stop_notice: str | None = None
+    """Set while the runtime forces the member down: whoever records the end records it as ``killed`` with this notice."""
     status: str | None = None
     """``starting``, ``idle``, ``busy`` or ``stopped``, written by the teammate."""
     last_activity: int | None = None
@@ -302,6 +325,40 @@ def parse_frame(text: str) -> Frame | str:
     except ValidationError as exc:
         log.warning("malformed frame treated as text", extra={"type": obj.get("type"), "errors": exc.error_count()})
         return text
+
+
+LEAD_FRAMES: tuple[type[_Wire], ...] = (ShutdownRequest, PermissionResponse, PlanApprovalResponse)
+"""Frames only the lead (or the runtime acting for it) may send."""
+
+
+def entry_frame(entry: InboxEntry) -> Frame | str:
+    """The frame ``entry`` carries if it came through the structured path from a sender that may send it.
+
+    Everything else — plain text, text that merely looks like a frame, a frame
+    from the wrong sender — comes back as the entry's text, to be read as an
+    ordinary message. Never raises.
+    """
+    if not entry.structured:
+        return entry.text
+    frame = parse_frame(entry.text)
+    if isinstance(frame, str) or _may_send(entry.sender, frame):
+        return frame
+    log.warning("frame from a sender that may not send it treated as text",
+                extra={"type": frame.type, "sender": entry.sender})
+    return entry.text
+
+
+def _may_send(sender: str, frame: Frame) -> bool:
+    if isinstance(frame, LEAD_FRAMES):
+        return sender in (LEAD_NAME, RUNTIME_NAME)
+    if isinstance(frame, TeammateTerminated):
+        return sender == RUNTIME_NAME
+    if isinstance(frame, PermissionRequest):
+        return frame.agent_id.split("@", 1)[0] == sender
+    if isinstance(frame, TaskAssignment):
+        return frame.assigned_by == sender
+    claimed = getattr(frame, "sender", None)
+    return claimed is None or claimed == sender
 
 
 def frame_text(frame: _Wire) -> str:

@@ -24,7 +24,7 @@ from swarm.core.protocol import (
     ShutdownApproved,
     ShutdownRejected,
     TeammateTerminated,
-    parse_frame,
+    entry_frame,
 )
 from swarm.core.teams import TeamStore
 from swarm.errors import ConflictError
@@ -85,7 +85,7 @@ class Coordinator:
         reap_dead(self.home, self.team)
 
     def _record(self, entry: InboxEntry) -> None:
-        frame = parse_frame(entry.text)
+        frame = entry_frame(entry)
         message = LeadMessage(entry.sender, _kind(frame), entry.text, entry.summary, entry.timestamp)
         if isinstance(frame, IdleNotification):
             self.idle_seen.add(frame.sender)

@@ -25,7 +25,6 @@ from swarm.core.protocol import (
     PermissionResponseBody,
     PlanApprovalResponse,
     TeamFile,
-    frame_text,
 )
 from swarm.core.teams import TeamStore
 from swarm.errors import ConflictError, UsageError
@@ -51,8 +50,7 @@ def approve(home: Home, team: str, request_id: str, *, always: bool = False, by:
         body = PermissionResponseBody(
             updated_input=updated_input,
             permission_updates=[as_update(rule)] if rule else None)
-        _send(home, team, request.agent, frame_text(PermissionResponse(
-            request_id=request_id, subtype="success", response=body)))
+        _send(home, team, request.agent, PermissionResponse(request_id=request_id, subtype="success", response=body))
 
     return permlog.decide(request, "allow", by, rule_added=rule, deliver=deliver)
 
@@ -63,8 +61,7 @@ def deny(home: Home, team: str, request_id: str, *, reason: str | None = None, b
     why = reason or "denied by the lead"
 
     def deliver() -> None:
-        _send(home, team, request.agent, frame_text(PermissionResponse(
-            request_id=request_id, subtype="error", error=why)))
+        _send(home, team, request.agent, PermissionResponse(request_id=request_id, subtype="error", error=why))
 
     return permlog.decide(request, "deny", by, reason=why, deliver=deliver)
 
@@ -79,9 +76,9 @@ def answer_plan(home: Home, team: str, request_id: str, *, approved: bool, feedb
         raise UsageError(f"{request_id} is a permission request; answer it with `swarm approve` or `swarm deny`")
 
     def deliver() -> None:
-        _send(home, team, request.agent, frame_text(PlanApprovalResponse(
+        _send(home, team, request.agent, PlanApprovalResponse(
             request_id=request_id, approved=approved, feedback=feedback, timestamp=now_iso(),
-            permission_mode=mode)))
+            permission_mode=mode))
 
     return permlog.decide(request, "allow" if approved else "deny", by, reason=feedback, deliver=deliver)
 
@@ -150,5 +147,5 @@ def _add_rule(team_file: TeamFile, agent: str, rule: str) -> None:
     member.allowed_tools = rules
 
 
-def _send(home: Home, team: str, agent: str, text: str) -> None:
-    Mailbox(home, team).send(agent, text, sender=LEAD_NAME, summary="answer to your request")
+def _send(home: Home, team: str, agent: str, frame: PermissionResponse | PlanApprovalResponse) -> None:
+    Mailbox(home, team).send_frame(agent, frame, sender=LEAD_NAME, summary="answer to your request")

@@ -1,4 +1,10 @@
-"""Detect teammates that died (crash, kill -9, pane closed) and tell the lead once.
+"""Detect teammates that died (crash, kill -9, pane closed), tell the lead once, and reap what they left.
+
+A dead teammate's processes are reaped when its death is noticed: every
+process carrying its token (Bash commands, background jobs, daemons that
+double-forked away) gets SIGTERM, then SIGKILL. Only members this call found
+dead are scanned, so the common case (nobody died) reads the team file and
+nothing else.
 
 A dead teammate's worktree is left as it is ("orphaned"): what it holds may be
 half done, so only ``swarm worktrees prune`` removes it, and only if unchanged.
@@ -6,48 +12,38 @@ half done, so only ``swarm worktrees prune`` removes it, and only if unchanged.
 
 from __future__ import annotations
 
-import logging
-
-from swarm.core.clock import now_ms
 from swarm.core.home import Home
-from swarm.core.mailbox import Mailbox
+from swarm.core.members import mark_gone_where
 from swarm.core.names import LEAD_NAME
-from swarm.core.protocol import Member, TeamFile, TeammateTerminated, frame_text
+from swarm.core.protocol import Member
 from swarm.core.teams import TeamStore
-from swarm.runtime.handles import process_alive
+from swarm.runtime.handles import process_alive, sweep
 
-log = logging.getLogger(__name__)
+REAP_GRACE = 1.0
+"""Seconds a dead teammate's leftovers get between SIGTERM and SIGKILL."""
 
 
 def reap_dead(home: Home, team: str) -> list[str]:
-    """Mark active members whose process is gone as dead; notify the lead for each, once.
+    """Mark active members whose process is gone as dead, notify the lead for each (once), kill their leftovers.
 
     The flip from active to dead happens under the team-file lock, so of several
     coordinators checking at once exactly one sends the notification.
     """
-    def flip(current: TeamFile) -> list[Member]:
-        dead = []
-        for member in current.members:
-            if _looks_dead(member):
-                member.is_active = False
-                member.status = "dead"
-                member.last_activity = now_ms()
-                dead.append(member)
-        return dead
-
-    teams = TeamStore(home)
-    if not any(_looks_dead(m) for m in teams.get(team).members):  # the common case: no lock, no write
+    if not any(_looks_dead(m) for m in TeamStore(home).get(team).members):  # the common case: no lock, no write
         return []
-    dead: list[Member] = teams.modify(team, flip)
+    dead = mark_gone_where(home, team, "dead", _looks_dead, notice=lambda m: _death_notice(m, team))
     for member in dead:
-        notify_terminated(home, team, f"{member.name} died unexpectedly (process gone); "
-                                      f"its unfinished work may be lost{_worktree_note(member, team)}")
+        sweep(member, REAP_GRACE)
     return [m.name for m in dead]
 
 
 def _looks_dead(member: Member) -> bool:
-    return (member.name != LEAD_NAME and bool(member.is_active) and member.pid is not None
-            and not process_alive(member))
+    return member.name != LEAD_NAME and bool(member.is_active) and member.pid is not None and not process_alive(member)
+
+
+def _death_notice(member: Member, team: str) -> str:
+    return (f"{member.name} died unexpectedly (process gone); "
+            f"its unfinished work may be lost{_worktree_note(member, team)}")
 
 
 def _worktree_note(member: Member, team: str) -> str:
@@ -55,9 +51,3 @@ def _worktree_note(member: Member, team: str) -> str:
         return ""
     return (f"; its worktree {member.worktree_path} (branch {member.worktree_branch}) is kept as it is — "
             f"review it, then `swarm worktrees prune --team {team}` removes it if unchanged")
-
-
-def notify_terminated(home: Home, team: str, message: str) -> None:
-    log.info("teammate terminated", extra={"team": team, "detail": message})
-    Mailbox(home, team).send(LEAD_NAME, frame_text(TeammateTerminated(message=message)),
-                             sender="swarm", summary="teammate terminated")

@@ -6,6 +6,14 @@ not exited when the timeout passes gets SIGTERM, then SIGKILL of its whole
 process tree, its pane killed, and the lead is told with ``teammate_terminated``.
 Either way a stopped teammate's worktree is then settled: removed if
 unchanged, kept and reported to the lead if changed.
+
+Whatever a teammate started stops with it: stopping goes through
+``handles.stop_processes`` (its process tree and every process carrying its
+token), and members that are not running get what they left behind swept.
+A member is marked gone (``core.members.mark_gone``) only after its
+processes are gone: a stop that fails leaves the member as it was.
+``delete_team`` is ``swarm team delete``: with ``force`` a teammate that
+rejects the shutdown is killed too, before the team directory goes.
 """
 
 from __future__ import annotations
@@ -18,18 +26,18 @@ from dataclasses import dataclass
 from swarm.core.clock import now_iso, now_ms
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
+from swarm.core.members import GONE_STATUSES, begin_stop, cancel_stop, mark_gone
 from swarm.core.names import LEAD_NAME
 from swarm.core.protocol import (
     Member,
     ShutdownRejected,
     ShutdownRequest,
-    frame_text,
-    parse_frame,
+    entry_frame,
 )
 from swarm.core.teams import TeamStore
 from swarm.errors import NotFoundError
-from swarm.runtime.handles import Backends, handle_of, process_alive
-from swarm.runtime.liveness import notify_terminated, reap_dead
+from swarm.runtime.handles import Backends, process_alive, stop_processes, sweep
+from swarm.runtime.liveness import reap_dead
 from swarm.runtime.worktrees import Worktree, settle
 
 log = logging.getLogger(__name__)
@@ -61,26 +69,48 @@ def live_members(home: Home, team: str, names: Iterable[str] | None = None) -> l
 
 
 def shutdown(home: Home, team: str, names: Iterable[str] | None, env: Mapping[str, str], *,
-             reason: str | None = None, timeout: float = 30.0) -> list[Outcome]:
-    """Ask each named (default: every) teammate to stop; force the ones that do not."""
+             reason: str | None = None, timeout: float = 30.0, escalate: bool = False) -> list[Outcome]:
+    """Ask each named (default: every) teammate to stop; force the ones that do not answer in time.
+
+    With ``escalate`` a teammate that rejects the request is forced down too.
+    A member that is not running (gone, or still starting) has the processes
+    carrying its token stopped; one that was starting is marked ``killed``.
+    """
     reap_dead(home, team)
     members = live_members(home, team, names)
     running = [m for m in members if m.is_active and process_alive(m)]
-    outcomes = [Outcome(m.name, "not_running") for m in members if m not in running]
+    outcomes = [_sweep_gone(home, team, m) for m in members if m not in running]
     requests = {m.name: request_shutdown(home, team, m.name, reason) for m in running}
-    outcomes += _await(home, team, running, requests, env, timeout)
+    outcomes += _await(home, team, running, requests, env, timeout, escalate)
+    return outcomes
+
+
+def delete_team(home: Home, team: str, env: Mapping[str, str], *, force: bool, timeout: float) -> list[Outcome]:
+    """Stop every teammate, then remove the team; ``force`` kills those that reject the shutdown.
+
+    Without ``force`` the team stays (ConflictError) while a teammate is still active.
+    """
+    outcomes = shutdown(home, team, None, env, reason="team deleted", timeout=timeout, escalate=force)
+    TeamStore(home).delete(team, force=force)
     return outcomes
 
 
 def request_shutdown(home: Home, team: str, name: str, reason: str | None) -> str:
     request_id = f"shutdown-{now_ms()}@{name}"
     frame = ShutdownRequest(request_id=request_id, sender=LEAD_NAME, timestamp=now_iso(), reason=reason)
-    Mailbox(home, team).send(name, frame_text(frame), sender=LEAD_NAME, summary="shutdown request")
+    Mailbox(home, team).send_frame(name, frame, sender=LEAD_NAME, summary="shutdown request")
     return request_id
 
 
+def _sweep_gone(home: Home, team: str, member: Member) -> Outcome:
+    sweep(member, KILL_GRACE)
+    if member.status not in GONE_STATUSES:  # it was starting: it never ran as a member
+        mark_gone(home, team, member.name, "killed")
+    return Outcome(member.name, "not_running")
+
+
 def _await(home: Home, team: str, members: list[Member], requests: dict[str, str],
-           env: Mapping[str, str], timeout: float) -> list[Outcome]:
+           env: Mapping[str, str], timeout: float, escalate: bool) -> list[Outcome]:
     deadline = time.monotonic() + timeout
     waiting = {m.name: m for m in members}
     outcomes = []
@@ -90,6 +120,10 @@ def _await(home: Home, team: str, members: list[Member], requests: dict[str, str
         for name, member in list(waiting.items()):
             if not process_alive(member):
                 outcomes.append(_finish(home, team, member, backends, "approved"))
+                del waiting[name]
+            elif name in rejected and escalate:
+                outcomes.append(force_stop(home, team, member, env, backends=backends,
+                                           why=f"it rejected the shutdown ({rejected[name]}) and was forced"))
                 del waiting[name]
             elif name in rejected:
                 outcomes.append(Outcome(name, "rejected", rejected[name]))
@@ -105,29 +139,33 @@ def _rejections(home: Home, team: str, requests: dict[str, str]) -> dict[str, st
     by_id = {rid: name for name, rid in requests.items()}
     found = {}
     for entry in Mailbox(home, team).read(LEAD_NAME):
-        frame = parse_frame(entry.text)
-        if isinstance(frame, ShutdownRejected) and frame.request_id in by_id:
+        frame = entry_frame(entry)
+        if isinstance(frame, ShutdownRejected) and frame.request_id in by_id and frame.sender == by_id[frame.request_id]:
             found[by_id[frame.request_id]] = frame.reason
     return found
 
 
 def _finish(home: Home, team: str, member: Member, backends: Backends, result: str) -> Outcome:
-    backends.of(member).stop(handle_of(member), grace=KILL_GRACE)  # pane gone, nothing left behind
-    now = TeamStore(home).get(team).member(member.name)
-    if now is not None and now.is_active:  # a teammate that exits cleanly has already marked itself
-        _mark_stopped(home, team, member.name)
+    stop_processes(member, backends, KILL_GRACE)  # its leftovers (background jobs, daemons) and its pane
+    mark_gone(home, team, member.name, "stopped")  # a teammate that exits cleanly has already marked itself
     return Outcome(member.name, result, worktree=settle(home, team, member))
 
 
 def force_stop(home: Home, team: str, member: Member, env: Mapping[str, str], *, why: str,
                backends: Backends | None = None) -> Outcome:
-    """SIGTERM, then SIGKILL the teammate's process tree, kill its pane, tell the lead (once)."""
-    flipped = TeamStore(home).deactivate(team, member.name, "killed")  # before the signal: the teammate stays quiet
-    (backends or Backends(env)).of(member).stop(handle_of(member), grace=KILL_GRACE)
-    if flipped:
-        notify_terminated(home, team, f"{member.name} was terminated: {why}")
+    """SIGTERM, then SIGKILL the teammate and everything it started, remove its pane, tell the lead (once).
+
+    The member is marked ``killed`` only once its processes are gone; when
+    they cannot be stopped the BackendError leaves it as it was. A teammate
+    that handles the SIGTERM records its end itself, as ``killed`` with this
+    notice (``begin_stop``), so the lead is told once, and why.
+    """
+    notice = f"{member.name} was terminated: {why}"
+    begin_stop(home, team, member.name, notice)
+    try:
+        stop_processes(member, backends or Backends(env), KILL_GRACE)
+    except BaseException:
+        cancel_stop(home, team, member.name)
+        raise
+    mark_gone(home, team, member.name, "killed", notice=notice)
     return Outcome(member.name, "killed", why, worktree=settle(home, team, member))
-
-
-def _mark_stopped(home: Home, team: str, name: str, status: str = "stopped") -> None:
-    TeamStore(home).update_member(team, name, is_active=False, status=status, last_activity=now_ms())

@@ -1,7 +1,9 @@
 """Spawn a teammate: check names -> (worktree) -> write member -> initial prompt -> start process.
 
 Any failure after the worktree is created or the member entry is written
-removes them again (and the prompt), so a failed spawn leaves no partial state.
+takes back exactly what this call made: the worktree, its prompt entry, its
+member entry (putting back the inactive entry a respawn replaced). Messages
+others queued for the member, and an inbox that was there before, stay.
 """
 
 from __future__ import annotations
@@ -9,7 +11,9 @@ from __future__ import annotations
 import logging
 import sys
 import time
+import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -20,15 +24,16 @@ from swarm.backends.base import Backend, LaunchSpec
 from swarm.backends.select import make_backend
 from swarm.core.clock import now_ms
 from swarm.core.home import Home
-from swarm.core.mailbox import Mailbox
-from swarm.core.names import LEAD_NAME, agent_id, validate_name
-from swarm.core.protocol import Member, parse_frame
+from swarm.core.mailbox import Mailbox, delivery_key
+from swarm.core.members import mark_gone
+from swarm.core.names import LEAD_NAME, RESERVED_NAMES, agent_id, validate_name
+from swarm.core.protocol import InboxEntry, Member, TeamFile, parse_frame
 from swarm.core.teams import TeamStore
 from swarm.errors import BackendError, SwarmError, UsageError
 from swarm.models.playbook import load_playbook
 from swarm.runtime import worktrees
 from swarm.runtime.env import teammate_env
-from swarm.runtime.handles import process_alive
+from swarm.runtime.handles import process_alive, sweep
 from swarm.runtime.liveness import reap_dead
 from swarm.teammate.config import PLAYBOOK_VARIABLES, TeammateConfig
 
@@ -37,6 +42,8 @@ log = logging.getLogger(__name__)
 JOIN_TIMEOUT = 30.0
 """Seconds a new teammate gets to start (imports, join) before spawn gives up on it."""
 JOIN_POLL = 0.02
+JOIN_KILL_GRACE = 1.0
+"""Seconds a teammate that failed to join gets between SIGTERM and SIGKILL."""
 
 
 class SpawnRequest(BaseModel):
@@ -93,14 +100,18 @@ def _start(home: Home, request: SpawnRequest, backend: Backend, tree: worktrees.
            env: Mapping[str, str]) -> Member:
     teams = TeamStore(home)
     teams.modify(request.team, lambda team: record_settings(team, request.cwd))  # as the lead sees them now
+    replaced = teams.get(request.team).member(request.name)  # an inactive entry add_member replaces
+    inbox_existed = home.inbox_path(request.team, request.name).exists()
     member = teams.add_member(request.team, _member(request, backend.name, tree))
+    prompt: list[InboxEntry] = []
     try:
-        Mailbox(home, request.team).send(request.name, request.prompt, sender=LEAD_NAME, summary="initial task")
+        prompt = Mailbox(home, request.team).send(request.name, request.prompt, sender=LEAD_NAME,
+                                                  summary="initial task")
         handle = backend.start(_launch(home, request, member, backend.name, env))
     except (SwarmError, OSError):
-        _undo(home, request)
+        _undo(home, request.team, _Made(member, replaced, prompt, inbox_existed))
         raise
-    return teams.update_member(request.team, request.name, pid=handle.pid, is_active=True,
+    return teams.update_member(request.team, request.name, pid=handle.pid, proc_start=handle.create_time, is_active=True,
                                tmux_pane_id=handle.pane_id or "subprocess", backend_type=backend.name)
 
 
@@ -109,6 +120,8 @@ def wait_joined(home: Home, team: str, names: list[str], timeout: float = JOIN_T
 
     A teammate that exits during start-up is a BackendError carrying the last
     line of its log, so the user sees why at once instead of a dead member later.
+    One that does not join within ``timeout`` is stopped (with whatever it
+    started) before the BackendError: a spawn reported as failed leaves nothing running.
     """
     deadline = time.monotonic() + timeout
     waiting = set(names)
@@ -119,13 +132,22 @@ def wait_joined(home: Home, team: str, names: list[str], timeout: float = JOIN_T
             if member.status in ("idle", "busy"):
                 waiting.discard(member.name)
             elif member.pid is not None and not process_alive(member):
-                TeamStore(home).deactivate(team, member.name, "dead")  # reported here, not as a later death
+                sweep(member, JOIN_KILL_GRACE)
+                mark_gone(home, team, member.name, "dead")  # reported here, not as a later death
                 raise BackendError(f"{member.name} exited while starting: {_last_log_line(home, team, member.name)} "
                                    f"(`swarm logs {member.name} --team {team}` shows all)")
         if waiting and time.monotonic() > deadline:
-            raise BackendError(f"{', '.join(sorted(waiting))} did not join within {timeout:g}s; "
-                               f"`swarm logs NAME --team {team}` shows what they are doing")
+            _give_up(home, team, waiting)
+            raise BackendError(f"{', '.join(sorted(waiting))} did not join within {timeout:g}s and were stopped; "
+                               f"`swarm logs NAME --team {team}` shows what they were doing")
         time.sleep(JOIN_POLL)
+
+
+def _give_up(home: Home, team: str, names: set[str]) -> None:
+    for member in TeamStore(home).get(team).members:
+        if member.name in names:
+            sweep(member, JOIN_KILL_GRACE)
+            mark_gone(home, team, member.name, "killed")
 
 
 def _last_log_line(home: Home, team: str, name: str) -> str:
@@ -140,8 +162,9 @@ def _last_log_line(home: Home, team: str, name: str) -> str:
 def _check(request: SpawnRequest) -> None:
     validate_name(request.team, "team name")
     validate_name(request.name, "agent name")
-    if request.name == LEAD_NAME:
-        raise UsageError(f"{LEAD_NAME!r} is the lead's name; pick another name for the teammate")
+    if request.name in RESERVED_NAMES:
+        whose = "the lead's" if request.name == LEAD_NAME else "the runtime's"
+        raise UsageError(f"{request.name!r} is {whose} name; pick another name for the teammate")
     if not request.prompt.strip():
         raise UsageError("the initial prompt is empty; say what the teammate should do with --prompt")
     if not isinstance(parse_frame(request.prompt), str):
@@ -163,7 +186,7 @@ def _member(request: SpawnRequest, backend: str, tree: worktrees.NewWorktree | N
         agent_id=agent_id(request.name, request.team), name=request.name, agent_type=request.agent_type,
         prompt=request.prompt, plan_mode_required=request.plan_mode_required, joined_at=now_ms(),
         cwd=str(request.cwd.resolve()), backend_type=backend, is_active=False, status="starting",
-        mode=request.permission_mode, subscriptions=[],
+        mode=request.permission_mode, subscriptions=[], proc_token=uuid.uuid4().hex,
     )
     for field, value in (("model", request.model), ("color", request.color), ("tmux_socket", request.tmux_socket),
                          ("playbook", str(request.playbook.resolve()) if request.playbook else None)):
@@ -186,14 +209,45 @@ def _launch(home: Home, request: SpawnRequest, member: Member, backend: str,
         permission_timeout=request.permission_timeout,
     )
     return LaunchSpec(argv=[sys.executable, "-m", "swarm.teammate", *config.argv()],
-                      env=teammate_env(env, str(home.root)), cwd=request.cwd.resolve(), team=request.team,
+                      env=teammate_env(env, str(home.root), member.proc_token), cwd=request.cwd.resolve(), team=request.team,
                       name=request.name, log_path=home.log_path(request.team, request.name), color=member.color)
 
 
-def _undo(home: Home, request: SpawnRequest) -> None:
+@dataclass(frozen=True)
+class _Made:
+    """What a ``_start`` call changed, so that a failure takes back exactly that."""
+
+    member: Member
+    """The entry it wrote into the team file."""
+    replaced: Member | None
+    """The inactive entry of the same name that ``member`` replaced (a respawn)."""
+    prompt: list[InboxEntry]
+    """The initial-prompt entries it queued."""
+    inbox_existed: bool
+    """The inbox was there before (messages others queued for a dead teammate): never delete it."""
+
+
+def _undo(home: Home, team: str, made: _Made) -> None:
+    """Take back what the failed start wrote, and only that: others' messages and entries stay."""
+    name = made.member.name
     try:
-        TeamStore(home).remove_member(request.team, request.name)
-        Mailbox(home, request.team).take(request.name)
-        home.inbox_path(request.team, request.name).unlink(missing_ok=True)
+        mailbox = Mailbox(home, team)
+        if made.prompt:
+            mailbox.acknowledge(name, [delivery_key(e) for e in made.prompt])
+        if not made.inbox_existed:
+            mailbox.discard_if_empty(name)
+        TeamStore(home).modify(team, lambda current: _put_back(current, made))
     except (SwarmError, OSError) as exc:  # keep the original error; this one is only logged
-        log.warning("could not undo failed spawn", extra={"agent": request.name, "reason": str(exc)})
+        log.warning("could not undo failed spawn", extra={"agent": name, "reason": str(exc)})
+
+
+def _put_back(current: TeamFile, made: _Made) -> None:
+    """Replace the entry ``made`` wrote by the one it replaced (or drop it), unless someone changed it since."""
+    now = current.member(made.member.name)
+    if now is None or now.joined_at != made.member.joined_at:
+        return
+    index = current.members.index(now)
+    if made.replaced is None:
+        del current.members[index]
+    else:
+        current.members[index] = made.replaced

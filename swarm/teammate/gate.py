@@ -33,13 +33,13 @@ from swarm.core.protocol import (
     PlanApprovalRequest,
     PlanApprovalResponse,
     ShutdownRequest,
-    frame_text,
-    parse_frame,
+    entry_frame,
 )
 from swarm.core.teams import TeamStore
 from swarm.core.text import one_line
 from swarm.errors import ConflictError, SwarmError
 from swarm.teammate.config import TeammateConfig
+from swarm.teammate.lifecycle import Lifecycle
 from swarm.teammate.responses import wait_for_frame
 
 log = logging.getLogger(__name__)
@@ -47,8 +47,9 @@ log = logging.getLogger(__name__)
 
 class TeammateGate:
     def __init__(self, config: TeammateConfig, home: Home, mailbox: Mailbox, transcript: Transcript,
-                 settings: RuleSet) -> None:
+                 settings: RuleSet, lifecycle: Lifecycle) -> None:
         self.config = config
+        self.lifecycle = lifecycle
         self.home = home
         self.mailbox = mailbox
         self.transcript = transcript
@@ -69,7 +70,7 @@ class TeammateGate:
         if decision.verdict == "deny":
             self.transcript.event("permission_denied", tool=tool.name, by=decision.by, reason=decision.reason)
             raise ToolError(f"permission denied: {decision.reason}")
-        if ctx.shutdown_requested or self._shutdown_pending():
+        if self._shutdown_owed():
             raise ToolError("not run: the lead asked this teammate to shut down; answer the shutdown request "
                             "(SendMessage shutdown_response) instead of starting new work")
         return self._ask(tool, facts, tool_use_id, ctx)
@@ -95,9 +96,9 @@ class TeammateGate:
             permission_suggestions=[as_update(r) for r in rules])
         event = PermissionEvent(event="request", request_id=request_id, ts=now_ms(), agent=self.config.name,
                                 tool=tool.name, input=facts.args, description=frame.description, suggestions=rules)
-        self._send(event, frame_text(frame), f"permission: {frame.description}"[:100])
+        self._send(event, frame, f"permission: {frame.description}"[:100])
         response = self._await(request_id, PermissionResponse, event)
-        if response is None and self._shutdown_pending():
+        if response is None and self._shutdown_owed():
             ctx.cancel.set()
             raise ToolError("not run: the lead asked this teammate to shut down")
         if response is None:
@@ -116,23 +117,22 @@ class TeammateGate:
         except ValidationError as exc:
             raise ToolError(f"the lead's updated input for {tool.name} is invalid: {exc.errors()[0]['msg']}") from exc
 
-    def _send(self, event: PermissionEvent, text: str, summary: str) -> None:
+    def _send(self, event: PermissionEvent, frame: PermissionRequest | PlanApprovalRequest, summary: str) -> None:
         try:
             self.permlog.record_request(event)
-            self.mailbox.send(LEAD_NAME, text, sender=self.config.name, summary=summary)
+            self.mailbox.send_frame(LEAD_NAME, frame, sender=self.config.name, summary=summary)
         except (SwarmError, OSError) as exc:
             raise ToolError(f"could not send the request to the lead ({exc}); the call was not run") from exc
         self.transcript.event("approval_requested", request_id=event.request_id, kind=event.kind)
 
     def _await(self, request_id: str, kind: type, event: PermissionEvent) -> Any:
         def match(frame: object, entry: InboxEntry) -> bool:
-            return (isinstance(frame, kind) and getattr(frame, "request_id", None) == request_id
-                    and entry.sender == LEAD_NAME)
+            return isinstance(frame, kind) and getattr(frame, "request_id", None) == request_id
 
         answer = wait_for_frame(self.mailbox, self.config.name, match, self.config.permission_timeout,
                                 abort=_is_shutdown)
         if answer is None:
-            by, why = ("shutdown", "the teammate was asked to shut down") if self._shutdown_pending() else (
+            by, why = ("shutdown", "the teammate was asked to shut down") if self._shutdown_owed() else (
                 "timeout", "no answer from the lead in time")
             try:
                 self.permlog.decide(event, "deny", by, reason=why)
@@ -141,8 +141,13 @@ class TeammateGate:
         self.transcript.event("approval_answered", request_id=request_id, answered=answer is not None)
         return answer
 
-    def _shutdown_pending(self) -> bool:
-        return any(isinstance(parse_frame(e.text), ShutdownRequest) for e in self.mailbox.pending(self.config.name))
+    def _shutdown_owed(self) -> bool:
+        """Does this teammate owe the lead a shutdown answer (including a request not delivered yet)?"""
+        for entry in self.mailbox.pending(self.config.name):
+            frame = entry_frame(entry)
+            if isinstance(frame, ShutdownRequest):
+                self.lifecycle.shutdown_requested(frame)
+        return self.lifecycle.owed is not None
 
     # -- plan mode -----------------------------------------------------------------
 
@@ -156,7 +161,7 @@ class TeammateGate:
         event = PermissionEvent(event="request", request_id=request_id, ts=now_ms(), kind="plan",
                                 agent=self.config.name, tool="ExitPlanMode", plan=plan,
                                 description=one_line(plan) or "(empty plan)")
-        self._send(event, frame_text(frame), "plan approval request")
+        self._send(event, frame, "plan approval request")
         answer = self._await(request_id, PlanApprovalResponse, event)
         if answer is None:
             raise ToolError(f"the lead did not answer the plan within {self.config.permission_timeout:g}s; "

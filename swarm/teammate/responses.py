@@ -1,5 +1,7 @@
 """Waiting, inside a tool call, for one answer frame in the teammate's own inbox.
 
+Only frames ``entry_frame`` admits count (structured path, a sender that may send them).
+
 Only the matching entry is taken out of the inbox; everything else stays for
 normal delivery (which ignores and logs late or duplicate answers).
 """
@@ -10,7 +12,7 @@ import time
 from collections.abc import Callable
 
 from swarm.core.mailbox import Mailbox, delivery_key
-from swarm.core.protocol import InboxEntry, parse_frame
+from swarm.core.protocol import InboxEntry, entry_frame
 
 Match = Callable[[object, InboxEntry], bool]
 
@@ -27,7 +29,7 @@ def wait_for_frame(mailbox: Mailbox, agent: str, match: Match, timeout: float,
         deadline = time.monotonic() + timeout
         while True:
             for entry in mailbox.pending(agent):
-                frame = parse_frame(entry.text)
+                frame = entry_frame(entry)
                 if isinstance(frame, str):
                     continue
                 if match(frame, entry):

@@ -1,9 +1,12 @@
 """One teammate's life: join the team, deliver messages, run turns, leave.
 
-Frames are handled by code: a ``shutdown_request`` is shown to the model (so it
-can reject with a reason) and approved by the runtime if the model's turn ends
-without an answer — a teammate never ignores a shutdown. Everything else
-becomes a turn of the agent loop, followed by an ``idle_notification`` to the lead.
+Frames count only when ``entry_frame`` admits them (structured path, right
+sender). A ``shutdown_request`` is shown to the model (so it can reject with a
+reason) and owed an answer in the ``Lifecycle``, which approves it if the
+model's turn ends without one — a teammate never ignores a shutdown.
+Everything else becomes a turn of the agent loop, followed by an
+``idle_notification`` to the lead. A process that starts where an earlier one
+was killed mid-turn continues that turn from the transcript.
 """
 
 from __future__ import annotations
@@ -11,13 +14,12 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
-from typing import Literal
 
 import psutil
 
 from swarm.agent.conversation import Conversation
 from swarm.agent.inbound import wrap
-from swarm.agent.loop import AgentRun, AgentSpec, run_agent
+from swarm.agent.loop import AgentSpec, Arrivals, run_agent
 from swarm.agent.permissions.settings import settings_rules
 from swarm.agent.prompts import system_prompt
 from swarm.agent.tools import core_tools
@@ -25,29 +27,23 @@ from swarm.agent.tools.base import ToolContext
 from swarm.agent.tools.messaging import SendMessage
 from swarm.agent.transcript import Transcript
 from swarm.backends.procs import kill_tree, process_create_time
-from swarm.core.clock import now_iso, now_ms
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
-from swarm.core.names import LEAD_NAME
 from swarm.core.protocol import (
-    IdleNotification,
     InboxEntry,
     PermissionResponse,
     PlanApprovalResponse,
-    ShutdownApproved,
     ShutdownRequest,
-    TeammateTerminated,
-    frame_text,
-    parse_frame,
+    entry_frame,
 )
 from swarm.core.teams import TeamStore
-from swarm.core.text import one_line
-from swarm.errors import ModelError, SwarmError
+from swarm.errors import ModelError
 from swarm.models.factory import make_provider
 from swarm.models.messages import Usage
 from swarm.teammate.config import PLAYBOOK_VARIABLES, TeammateConfig
 from swarm.teammate.delivery import Delivery
 from swarm.teammate.gate import TeammateGate
+from swarm.teammate.lifecycle import Lifecycle
 from swarm.teammate.plan_tool import ExitPlanMode
 
 log = logging.getLogger(__name__)
@@ -76,6 +72,7 @@ class TeammateSession:
         self.conversation = Conversation.resume(self.transcript)
         self.delivery = Delivery(self.mailbox, config.name, self.transcript)
         self.pane_id = env.get("TMUX_PANE", "") if config.backend == "tmux" else "subprocess"
+        self.lifecycle = Lifecycle(config, home, self.mailbox, self.transcript, self.pane_id)
         self.ctx = ToolContext(
             cwd=config.cwd, agent_name=config.name, team=config.team, mailbox=self.mailbox,
             write_roots=None if config.permission_mode == "bypassPermissions" else [config.cwd],
@@ -83,8 +80,8 @@ class TeammateSession:
         )
         self.gate = TeammateGate(config, home, self.mailbox, self.transcript, settings_rules(
             config.cwd, self.teams.get(config.team).settings_digests or {},
-            lambda path: self.transcript.event("settings_allow_ignored", path=str(path))))
-        tools = [*core_tools(), SendMessage()]
+            lambda path: self.transcript.event("settings_allow_ignored", path=str(path))), self.lifecycle)
+        tools = [*core_tools(), SendMessage(shutdown=self.lifecycle)]
         if config.plan_mode_required:
             tools.append(ExitPlanMode(self.gate))
         provider = make_provider(config.model, playbook=config.playbook, env=env,
@@ -93,9 +90,6 @@ class TeammateSession:
                               system=system_prompt(config.cwd, name=config.name, team=config.team,
                                                    extra=PLAN_NOTE if config.plan_mode_required else ""))
         self.usage = Usage()
-        self._published: tuple[str, int] | None = None
-        self.pending_shutdown: ShutdownRequest | None = None
-        self.stopping = False
 
     def _playbook_variables(self) -> dict[str, str]:
         """What a scripted playbook may refer to: ``{agent_name}``, ``{team}``, ``{cwd}``, ``{branch}``."""
@@ -107,21 +101,21 @@ class TeammateSession:
     # -- lifecycle -------------------------------------------------------------
 
     def run(self) -> int:
-        """Serve the inbox until a shutdown is approved; the member is marked inactive on any exit."""
+        """Serve the inbox until a shutdown is approved; the member is marked gone on any exit."""
         watcher = self.mailbox.watcher(self.config.name)
         killed_by: str | None = None
         try:
-            self._join()
-            while not self.stopping:
+            pid = os.getpid()
+            self.lifecycle.joined(pid, process_create_time(pid), self.usage.total)
+            log.info("joined team", extra={"team": self.config.team, "agent_id": self.config.agent_id})
+            self._resume()
+            while not self.lifecycle.stopping:
                 if not self.mailbox.pending(self.config.name):
                     self.mailbox.wait(self.config.name, IDLE_WAIT, watcher=watcher)
                     continue
-                self._status("busy")  # before the inbox is pruned, so "idle + empty inbox" means done
-                entries = self.delivery.collect()
-                if entries:
-                    self._handle(entries)
-                if not self.stopping:
-                    self._status("idle")
+                self.lifecycle.busy(self.usage.total)  # before the inbox is pruned: "idle + empty inbox" means done
+                self._deliver()
+                self.lifecycle.idle(self.usage.total)
             return 0
         except Terminated as signal_name:
             killed_by = str(signal_name)
@@ -130,106 +124,69 @@ class TeammateSession:
             watcher.close()
             self.spec.provider.close()
             _stop_children()
-            self._leave(killed_by)
+            self.lifecycle.gone(self.usage.total, killed_by)
+            self.transcript.event("left", usage=self.usage.model_dump(), killed_by=killed_by)
 
-    def _join(self) -> None:
-        pid = os.getpid()
-        self.teams.update_member(
-            self.config.team, self.config.name, is_active=True, pid=pid,
-            proc_start=process_create_time(pid), tmux_pane_id=self.pane_id,
-            backend_type=self.config.backend, status="idle", last_activity=now_ms(),
-            cwd=str(self.config.cwd), mode=self.gate.mode,
-        )
-        self.transcript.event("joined", pid=pid, backend=self.config.backend, pane=self.pane_id)
-        log.info("joined team", extra={"team": self.config.team, "agent_id": self.config.agent_id})
-
-    def _leave(self, killed_by: str | None) -> None:
-        """Mark the member inactive; after a signal (not a shutdown) also tell the lead, once."""
-        try:
-            self.teams.update_member(self.config.team, self.config.name, tokens=self.usage.total)
-            if killed_by is None:
-                self.teams.deactivate(self.config.team, self.config.name, "stopped")
-            elif self.teams.deactivate(self.config.team, self.config.name, "dead"):
-                self.mailbox.send(LEAD_NAME, frame_text(TeammateTerminated(
-                    message=f"{self.config.name} was stopped by {killed_by} (pane closed or process killed)")),
-                    sender="swarm", summary="teammate terminated")
-        except SwarmError as exc:  # the team may have been deleted under us; nothing left to mark
-            log.warning("could not mark member inactive", extra={"reason": str(exc)})
-        self.transcript.event("left", usage=self.usage.model_dump(), killed_by=killed_by)
+    def _resume(self) -> None:
+        """Pick up where an earlier process of this teammate was cut off (``kill -9`` mid-turn)."""
+        self.lifecycle.restore()
+        if self.transcript.turn_open():
+            self.transcript.event("resumed")
+            self.lifecycle.busy(self.usage.total)
+            self._turn()
+        self.lifecycle.approve_owed()
 
     # -- delivery --------------------------------------------------------------
 
-    def _handle(self, entries: list[InboxEntry]) -> None:
-        texts = self._admit(entries)
+    def _deliver(self) -> None:
+        """Take what is new in the inbox into the conversation (durably, then prune) and answer it."""
+        batch = self.delivery.collect()
+        texts = self._admit(batch.entries)
         if texts:
-            self._turn(batch_texts(texts))
-        if self.pending_shutdown is not None and not self.stopping:
-            self._approve_shutdown(self.pending_shutdown)
+            self.conversation.add_user_text(batch_texts(texts), delivered=batch.keys)
+        else:
+            self.transcript.delivered(batch.keys)
+        self.delivery.acknowledge(batch)
+        if texts:
+            self._turn()
+        self.lifecycle.approve_owed()  # a turn that ended without answering a shutdown request approves it
 
     def _admit(self, entries: list[InboxEntry]) -> list[str]:
-        """Texts for the model; frames the runtime handles itself are taken out."""
+        """Texts for the model; answers the runtime handles itself are taken out."""
         texts = []
         for entry in entries:
-            frame = parse_frame(entry.text)
+            frame = entry_frame(entry)
             if isinstance(frame, (PermissionResponse, PlanApprovalResponse)):
                 log.warning("ignored response with no waiting request", extra={"type": frame.type})
                 continue
             if isinstance(frame, ShutdownRequest):
-                self.pending_shutdown = frame
-                self.ctx.shutdown_requested = True
+                self.lifecycle.shutdown_requested(frame)
             texts.append(wrap(entry))
         return texts
 
-    def _inbound(self) -> list[str]:
-        """Messages that arrived during a turn, for the next model call."""
-        texts = self._admit(self.delivery.collect())
-        return [batch_texts(texts)] if texts else []
+    def _inbound(self) -> Arrivals:
+        """Messages that arrived during a turn, for the next model call (pruned once recorded)."""
+        batch = self.delivery.collect()
+        texts = self._admit(batch.entries)
+        return Arrivals(texts=[batch_texts(texts)] if texts else [], delivered=batch.keys,
+                        taken=lambda: self.delivery.acknowledge(batch))
 
     # -- turns -----------------------------------------------------------------
 
-    def _turn(self, text: str) -> None:
-        self.conversation.add_user_text(text)
+    def _turn(self) -> None:
+        """Run the model on the conversation as it stands (it ends with the user's side)."""
         self.ctx.cancel.clear()
-        self.ctx.shutdown_decision = None
         try:
             run = run_agent(self.spec, self.conversation, self.ctx, inbound=self._inbound)
         except ModelError as exc:
-            self._status("idle")
-            self._notify_idle("failed", summary="model error", failure=str(exc))
+            self.transcript.turn_end("model_error")
+            self.lifecycle.idle(self.usage.total)
+            self.lifecycle.notify_idle("failed", summary="model error", failure=str(exc))
             return
+        self.transcript.turn_end(run.stop_reason)
         self.usage = self.usage + run.usage
-        self._status("idle")
-        if self.ctx.shutdown_decision is False:
-            self.pending_shutdown = None
-            self.ctx.shutdown_requested = False
-        elif self.ctx.shutdown_decision is True:
-            self.pending_shutdown = None
-            self.stopping = True
-        if self.pending_shutdown is not None or self.stopping:
-            return  # about to stop: the shutdown_approved frame is the lead's news, not an idle turn
-        self._notify_idle("available" if run.ok else "interrupted", run=run)
-
-    def _approve_shutdown(self, request: ShutdownRequest) -> None:
-        frame = ShutdownApproved(request_id=request.request_id, sender=self.config.name,
-                                 timestamp=now_iso(), pane_id=self.pane_id, backend_type=self.config.backend)
-        self.mailbox.send(LEAD_NAME, frame_text(frame), sender=self.config.name, summary="shutdown approved")
-        self.pending_shutdown = None
-        self.stopping = True
-
-    def _notify_idle(self, reason: Literal["available", "interrupted", "failed"], *, run: AgentRun | None = None, summary: str | None = None,
-                     failure: str | None = None) -> None:
-        result = run.text if run else None
-        frame = IdleNotification(sender=self.config.name, timestamp=now_iso(), idle_reason=reason,
-                                 summary=summary or one_line(result or ""), result=result, failure_reason=failure)
-        self.mailbox.send(LEAD_NAME, frame_text(frame), sender=self.config.name, summary=frame.summary)
-
-    def _status(self, status: str) -> None:
-        """Publish status, activity time and tokens; a repeat of the last status is not rewritten."""
-        if (status, self.usage.total) == self._published:
-            return
-        self.teams.update_member(self.config.team, self.config.name, status=status,
-                                 last_activity=now_ms(), tokens=self.usage.total)
-        self._published = (status, self.usage.total)
+        self.lifecycle.idle(self.usage.total)
+        self.lifecycle.notify_idle("available" if run.ok else "interrupted", result=run.text)
 
 
 def batch_texts(texts: list[str]) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 from swarm.agent.conversation import Conversation
 from swarm.agent.headless import run_headless
 from swarm.agent.limits import Limits
-from swarm.agent.loop import AgentSpec, run_agent
+from swarm.agent.loop import Arrivals, AgentSpec, run_agent
 from swarm.agent.tools import core_tools
 from swarm.agent.tools.base import ToolContext
 from swarm.agent.transcript import Transcript
@@ -109,12 +109,12 @@ def test_mid_turn_message_reaches_the_next_request(tmp_path: Path, api: FakeAnth
         text_reply("done"),
     )
 
-    def inbound() -> list[str]:
+    def inbound() -> Arrivals:
         # the first call happens after step one: a message "lands" then
         if not arrived:
             arrived.append("<teammate-message teammate_id=\"alice\">stop using tabs</teammate-message>")
-            return list(arrived)
-        return []
+            return Arrivals(texts=list(arrived))
+        return Arrivals()
 
     spec = AgentSpec(provider=claude, tools=core_tools())
     conversation = Conversation()
@@ -135,9 +135,9 @@ def test_cancel_stops_between_steps_with_consistent_transcript(tmp_path: Path, a
     )
     transcript = tmp_path / "t.jsonl"
 
-    def cancelling_inbound() -> list[str]:
+    def cancelling_inbound() -> Arrivals:
         cancel.set()  # e.g. SIGINT arriving while the tool ran
-        return []
+        return Arrivals()
 
     spec = AgentSpec(provider=claude, tools=core_tools())
     conversation = Conversation(transcript=Transcript(transcript))

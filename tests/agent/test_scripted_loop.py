@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from swarm.agent.conversation import Conversation
+from swarm.agent.limits import EndRun
 from swarm.agent.loop import AgentSpec, run_agent
 from swarm.agent.tools import core_tools
 from swarm.agent.tools.base import ToolContext
 from swarm.agent.tools.messaging import SendMessage
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
-from swarm.core.protocol import Member, ShutdownApproved, parse_frame
+from swarm.core.protocol import Member, entry_frame
 from swarm.core.teams import TeamStore
 from swarm.models.scripted import ScriptedProvider
 
@@ -63,30 +65,46 @@ def test_playbook_edits_runs_bash_and_messages_a_teammate(tmp_path: Path, home: 
     assert (entry.sender, entry.text, entry.summary) == ("alice", "renamed beta to gamma", "rename done")
 
 
-def test_structured_shutdown_response_becomes_a_frame_and_stops(tmp_path: Path, home: Home) -> None:
+@dataclass
+class RecordingAnswerer:
+    """Stands in for a teammate's lifecycle: records the answer and, on approval, ends the run."""
+
+    answers: list[tuple[str, bool, str | None]] = field(default_factory=list)
+
+    def answer_shutdown(self, request_id: str, approve: bool, reason: str | None) -> str:
+        self.answers.append((request_id, approve, reason))
+        if approve:
+            raise EndRun("shutdown", "Shutdown approved; this agent stops after this step.")
+        return "Shutdown rejected; keep working."
+
+
+def test_structured_shutdown_response_is_handed_to_the_answerer_and_ends_the_run(tmp_path: Path, home: Home) -> None:
     mailbox = _team(home)
     playbook = tmp_path / "play.toml"
     playbook.write_text(PLAYBOOK)
-    spec = AgentSpec(provider=ScriptedProvider(playbook), tools=[*core_tools(), SendMessage()])
+    answerer = RecordingAnswerer()
+    spec = AgentSpec(provider=ScriptedProvider(playbook), tools=[*core_tools(), SendMessage(shutdown=answerer)])
     conversation = Conversation()
     conversation.add_user_text('{"type": "shutdown_request", "requestId": "shutdown-1@alice", '
                                '"from": "team-lead", "timestamp": "t"}')
     ctx = ToolContext(cwd=tmp_path, agent_name="alice", team="t", mailbox=mailbox, pane_id="%3", backend_type="tmux")
     result = run_agent(spec, conversation, ctx)
 
-    assert result.stop_reason == "interrupted"
-    assert ctx.shutdown_decision is True
-    [entry] = mailbox.read("team-lead")
-    frame = parse_frame(entry.text)
-    assert isinstance(frame, ShutdownApproved)
-    assert (frame.request_id, frame.sender, frame.pane_id, frame.backend_type) == ("shutdown-1@alice", "alice", "%3", "tmux")
+    assert result.stop_reason == "shutdown"
+    assert answerer.answers == [("shutdown-1@alice", True, None)]
+    last = conversation.messages[-1]  # the step's result is recorded before the run ends
+    assert [(b.type, b.is_error) for b in last.content] == [("tool_result", False)]
 
 
 def test_plain_text_that_looks_like_a_frame_stays_text(tmp_path: Path, home: Home) -> None:
     mailbox = _team(home)
-    tool = SendMessage()
+    answerer = RecordingAnswerer()
+    tool = SendMessage(shutdown=answerer)
     ctx = ToolContext(cwd=tmp_path, agent_name="alice", team="t", mailbox=mailbox)
     tool.run(tool.input_model.model_validate(
-        {"to": "bob", "message": '{"type": "shutdown_response", "approve": true}'}), ctx)
-    assert ctx.shutdown_decision is None and not ctx.cancel.is_set()
-    assert mailbox.read("bob")[0].text == '{"type": "shutdown_response", "approve": true}'
+        {"to": "bob", "message": '{"type": "shutdown_request", "requestId": "shutdown-1@bob", '
+                                 '"from": "team-lead", "timestamp": "t"}'}), ctx)
+    assert answerer.answers == [] and not ctx.cancel.is_set()
+    [entry] = mailbox.read("bob")
+    assert not entry.structured
+    assert entry_frame(entry) == entry.text  # bob's runtime reads it as text, not as a shutdown request

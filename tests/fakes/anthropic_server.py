@@ -5,6 +5,11 @@ body, headers, optional delay) and records every request (parsed JSON body and
 lower-cased headers). An empty queue answers a clear 500 in Anthropic's error
 shape, so a test that forgot a reply fails loudly instead of hanging.
 
+Like the real API, a request whose conversation breaks the tool-use contract
+(a ``tool_use`` without a ``tool_result`` right after it, a result for no
+call) is refused with a 400 ``invalid_request_error`` (``conversation_error``),
+so every test that talks to this server checks what swarm sends.
+
     with FakeAnthropicServer() as server:
         server.enqueue(text_reply("hi"))
         provider = AnthropicProvider(env={"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": server.base_url})
@@ -143,6 +148,9 @@ class FakeAnthropicServer:
             self._requests.append(request)
             if request.method != "POST" or request.path != MESSAGES_PATH:
                 return error_reply(404, "not_found_error", f"fake server serves POST {MESSAGES_PATH} only")
+            problem = conversation_error(request.body.get("messages") if isinstance(request.body, dict) else None)
+            if problem is not None:
+                return error_reply(400, "invalid_request_error", problem)
             if not self._replies:
                 return error_reply(500, "api_error", f"fake anthropic server: no scripted reply left "
                                                      f"for request #{len(self._requests)}")
@@ -191,6 +199,30 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(payload)
+
+
+def conversation_error(messages: Any) -> str | None:
+    """What the Messages API would refuse in ``messages`` (the tool-use pairing rules), or None."""
+    if not isinstance(messages, list) or not messages:
+        return "messages: at least one message is required"
+    if messages[0].get("role") != "user":
+        return "messages.0: the first message must use the user role"
+    open_calls: set[str] = set()
+    for index, message in enumerate(messages):
+        content = message.get("content")
+        blocks = content if isinstance(content, list) else []
+        if message.get("role") == "assistant":
+            if open_calls:
+                return f"messages.{index}: tool_use ids without tool_result right after: {sorted(open_calls)}"
+            open_calls = {b["id"] for b in blocks if b.get("type") == "tool_use"}
+            continue
+        results = {b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"}
+        if results - open_calls:
+            return f"messages.{index}: tool_result for unknown tool_use ids {sorted(results - open_calls)}"
+        if open_calls - results:
+            return f"messages.{index}: tool_use ids without tool_result right after: {sorted(open_calls - results)}"
+        open_calls = set()
+    return None
 
 
 def _parse(raw: bytes) -> Any:

@@ -125,13 +125,13 @@ def test_recorded_message_is_not_run_twice_after_a_crash(home: Home, team: str, 
     retry_until(lambda: runs.exists() and runs.read_text() == "alpha\n", 15, what="the job to start")
     inbox = home.inbox_path(team, "worker")
     transcript = home.transcript_path(team, "worker")
-    [entry] = [r for r in map(json.loads, transcript.read_text().splitlines()) if r["kind"] == "delivered"]
+    [entry] = [r for r in map(json.loads, transcript.read_text().splitlines()) if r.get("delivered")]
     # the process dies mid-turn; put the entry back as if it died before pruning it
     assert member.pid is not None
     os.kill(member.pid, signal.SIGKILL)
     retry_until(lambda: not is_pid_alive(member.pid or 0), 10, what="worker gone")
     original = {"from": "team-lead", "text": "slow job alpha", "timestamp": "2026-11-30T00:00:00.000Z",
-                "read": False, "type": "message", "msg_id": entry["msg_ids"][0]}
+                "read": False, "type": "message", "msg_id": entry["delivered"][0]}
     inbox.write_text(json.dumps([original]))
 
     start("worker", "ping again", allowed_tools=["Bash"])

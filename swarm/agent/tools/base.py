@@ -47,10 +47,6 @@ class ToolContext:
     pane_id: str = ""
     backend_type: str = ""
     color: str | None = None
-    shutdown_requested: bool = False
-    """The lead asked this agent to shut down and it has not answered yet (set by the teammate runtime)."""
-    shutdown_decision: bool | None = None
-    """Set by SendMessage when the agent answers a shutdown request (True = approved)."""
 
     def resolve(self, file_path: str) -> Path:
         """``file_path`` made absolute against ``cwd`` (no symlink resolution)."""

@@ -1,27 +1,23 @@
 """SendMessage: talk to teammates through their inboxes.
 
 ``message`` is plain text, or a structured reply: ``shutdown_response``
-(answering a shutdown request; approving stops this agent after the current
-step) or ``plan_approval_response`` (a lead answering a teammate's plan).
-Structured replies are turned into protocol frames here, so a plain-text
-message that merely looks like a frame is never treated as one.
+(answering a shutdown request; handed to the agent's ``ShutdownAnswerer``,
+which sends the frame and, on approval, ends the run after this step) or
+``plan_approval_response`` (a lead answering a teammate's plan). Only
+structured replies go out through the mailbox's structured path; plain text
+that merely looks like a frame stays text for its recipient.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from swarm.agent.tools.base import Tool, ToolContext, ToolError
 from swarm.core.clock import now_iso
-from swarm.core.names import BROADCAST, LEAD_NAME
-from swarm.core.protocol import (
-    PlanApprovalResponse,
-    ShutdownApproved,
-    ShutdownRejected,
-    frame_text,
-)
+from swarm.core.names import BROADCAST
+from swarm.core.protocol import PlanApprovalResponse
 from swarm.errors import SwarmError
 
 
@@ -53,6 +49,14 @@ class SendMessageInput(BaseModel):
     summary: str | None = Field(default=None, description="A 5-10 word preview of the message.")
 
 
+class ShutdownAnswerer(Protocol):
+    """Owns the agent's shutdown state (a teammate's lifecycle); the tool only hands it the model's answer."""
+
+    def answer_shutdown(self, request_id: str, approve: bool, reason: str | None) -> str:
+        """Send the answer; return the tool result, raise ToolError, or EndRun when approving."""
+        ...
+
+
 class SendMessage(Tool[SendMessageInput]):
     name = "SendMessage"
     description = (
@@ -62,42 +66,27 @@ class SendMessage(Tool[SendMessageInput]):
     input_model = SendMessageInput
     read_only = True
 
+    def __init__(self, shutdown: ShutdownAnswerer | None = None) -> None:
+        self.shutdown = shutdown
+
     def run(self, args: SendMessageInput, ctx: ToolContext) -> str:
-        if ctx.mailbox is None or ctx.team is None:
+        mailbox = ctx.mailbox
+        if mailbox is None or ctx.team is None:
             raise ToolError("SendMessage needs a team: this agent is not a teammate")
         message = args.message
-        if isinstance(message, ShutdownResponse):
-            return self._shutdown(message, ctx)
-        if isinstance(message, PlanApprovalReply):
-            text = frame_text(PlanApprovalResponse(
-                request_id=message.request_id, approved=message.approve, feedback=message.feedback,
-                timestamp=now_iso(), permission_mode=message.permission_mode))
-            return self._send(ctx, args.to, text, args.summary)
-        return self._send(ctx, args.to, message, args.summary)
-
-    def _shutdown(self, reply: ShutdownResponse, ctx: ToolContext) -> str:
-        if reply.approve:
-            frame = frame_text(ShutdownApproved(request_id=reply.request_id, sender=ctx.agent_name,
-                                                timestamp=now_iso(), pane_id=ctx.pane_id,
-                                                backend_type=ctx.backend_type))
-            self._send(ctx, LEAD_NAME, frame, "shutdown approved")
-            ctx.shutdown_decision = True
-            ctx.cancel.set()
-            return "Shutdown approved; this agent stops after this step."
-        if not reply.reason:
-            raise ToolError("rejecting a shutdown needs a reason")
-        frame = frame_text(ShutdownRejected(request_id=reply.request_id, sender=ctx.agent_name,
-                                            reason=reply.reason, timestamp=now_iso()))
-        self._send(ctx, LEAD_NAME, frame, "shutdown rejected")
-        ctx.shutdown_decision = False
-        return "Shutdown rejected; keep working."
-
-    def _send(self, ctx: ToolContext, to: str, text: str, summary: str | None) -> str:
-        if ctx.mailbox is None:
-            raise ToolError("SendMessage needs a team: this agent is not a teammate")
         try:
-            written = ctx.mailbox.send(to, text, sender=ctx.agent_name, summary=summary, color=ctx.color)
+            if isinstance(message, ShutdownResponse):
+                if self.shutdown is None:
+                    raise ToolError("this agent has no shutdown request to answer")
+                return self.shutdown.answer_shutdown(message.request_id, message.approve, message.reason)
+            if isinstance(message, PlanApprovalReply):
+                mailbox.send_frame(args.to, PlanApprovalResponse(
+                    request_id=message.request_id, approved=message.approve, feedback=message.feedback,
+                    timestamp=now_iso(), permission_mode=message.permission_mode),
+                    sender=ctx.agent_name, summary=args.summary or "plan answer")
+                return f"Plan answer sent to {args.to}."
+            written = mailbox.send(args.to, message, sender=ctx.agent_name, summary=args.summary, color=ctx.color)
         except SwarmError as exc:
             raise ToolError(str(exc)) from exc
-        who = "everyone" if to == BROADCAST else to
+        who = "everyone" if args.to == BROADCAST else args.to
         return f"Message sent to {who} ({len(written)} inbox{'es' if len(written) != 1 else ''})."

@@ -1,0 +1,174 @@
+"""A teammate's life as one state machine, and the only place its shutdown state lives.
+
+    starting ──join──▶ idle ◀──▶ busy ──▶ stopping ──▶ gone
+
+- ``idle`` / ``busy`` are published to the team file (``swarm status``); a
+  repeat of the published state with the same token count is not rewritten.
+- A ``shutdown_request`` from the lead does not stop anything by itself: it is
+  *owed* an answer. The model answers it through SendMessage
+  (``answer_shutdown``): approve → ``stopping`` and the run ends after the
+  current step; reject → the request is forgotten and work goes on. A turn that
+  ends with the request still owed is approved by the runtime
+  (``approve_owed``), so a teammate never ignores a shutdown.
+- ``gone`` is written through ``swarm.core.members.mark_gone`` — the one owner
+  of "this member is no longer active" — with ``stopped`` after a shutdown and
+  ``dead`` (plus one ``teammate_terminated`` notice to the lead) after a signal.
+
+The frames a teammate sends about its own life (``shutdown_approved``,
+``shutdown_rejected``, ``idle_notification``) are built here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Literal
+
+from pydantic import ValidationError
+
+from swarm.agent.limits import EndRun
+from swarm.agent.tools.base import ToolError
+from swarm.agent.transcript import Transcript
+from swarm.core.clock import now_iso, now_ms
+from swarm.core.home import Home
+from swarm.core.mailbox import Mailbox
+from swarm.core.members import mark_gone
+from swarm.core.names import LEAD_NAME
+from swarm.core.protocol import (
+    IdleNotification,
+    ShutdownApproved,
+    ShutdownRejected,
+    ShutdownRequest,
+)
+from swarm.core.teams import TeamStore
+from swarm.core.text import one_line
+from swarm.errors import SwarmError
+from swarm.teammate.config import TeammateConfig
+
+log = logging.getLogger(__name__)
+
+State = Literal["starting", "idle", "busy", "stopping", "gone"]
+IdleReason = Literal["available", "interrupted", "failed"]
+
+
+class Lifecycle:
+    """The state of one teammate process, published to the team file and the lead."""
+
+    def __init__(self, config: TeammateConfig, home: Home, mailbox: Mailbox, transcript: Transcript,
+                 pane_id: str) -> None:
+        self.config = config
+        self.home = home
+        self.mailbox = mailbox
+        self.transcript = transcript
+        self.pane_id = pane_id
+        self.teams = TeamStore(home)
+        self.state: State = "starting"
+        self.owed: ShutdownRequest | None = None
+        """The shutdown request this teammate still has to answer."""
+        self._published: tuple[str, int] | None = None
+
+    # -- states ------------------------------------------------------------------
+
+    @property
+    def stopping(self) -> bool:
+        return self.state in ("stopping", "gone")
+
+    def joined(self, pid: int, proc_start: float | None, tokens: int) -> None:
+        self.teams.update_member(
+            self.config.team, self.config.name, is_active=True, pid=pid, proc_start=proc_start,
+            tmux_pane_id=self.pane_id, backend_type=self.config.backend, status="idle",
+            last_activity=now_ms(), cwd=str(self.config.cwd), tokens=tokens)
+        self.state = "idle"
+        self._published = ("idle", tokens)
+        self.transcript.event("joined", pid=pid, backend=self.config.backend, pane=self.pane_id)
+
+    def busy(self, tokens: int) -> None:
+        self._enter("busy", tokens)
+
+    def idle(self, tokens: int) -> None:
+        self._enter("idle", tokens)
+
+    def _enter(self, state: Literal["idle", "busy"], tokens: int) -> None:
+        if self.stopping:
+            return
+        self.state = state
+        if (state, tokens) == self._published:
+            return
+        self.teams.update_member(self.config.team, self.config.name, status=state, last_activity=now_ms(),
+                                 tokens=tokens)
+        self._published = (state, tokens)
+
+    def gone(self, tokens: int, killed_by: str | None) -> None:
+        """Mark the member inactive; after a signal (not a shutdown) the lead is told, once."""
+        self.state = "gone"
+        try:
+            self.teams.update_member(self.config.team, self.config.name, tokens=tokens)
+            if killed_by is None:
+                mark_gone(self.home, self.config.team, self.config.name, "stopped")
+            else:
+                mark_gone(self.home, self.config.team, self.config.name, "dead",
+                          notice=f"{self.config.name} was stopped by {killed_by} (pane closed or process killed)")
+        except SwarmError as exc:  # the team may have been deleted under us; nothing left to mark
+            log.warning("could not mark member inactive", extra={"reason": str(exc)})
+
+    # -- shutdown ----------------------------------------------------------------
+
+    def shutdown_requested(self, request: ShutdownRequest) -> None:
+        """Remember that the lead asked this teammate to stop (a repeat of the same request is ignored)."""
+        if self.stopping or (self.owed is not None and self.owed.request_id == request.request_id):
+            return
+        self.owed = request
+        self.transcript.event("shutdown_requested", request_id=request.request_id, request=request.wire())
+
+    def restore(self) -> None:
+        """After a restart: the shutdown request an earlier process of this teammate took but never answered."""
+        answered = {e.get("request_id") for e in self.transcript.events("shutdown_answered")}
+        for event in reversed(self.transcript.events("shutdown_requested")):
+            if event.get("request_id") in answered:
+                return
+            try:
+                self.owed = ShutdownRequest.model_validate(event.get("request"))
+            except ValidationError:
+                continue
+            return
+
+    def answer_shutdown(self, request_id: str, approve: bool, reason: str | None) -> str:
+        """The model's answer (through SendMessage); approving ends the run after this step."""
+        if self.owed is None or self.owed.request_id != request_id:
+            waiting = f"the open request is {self.owed.request_id!r}" if self.owed else "no shutdown request is open"
+            raise ToolError(f"no shutdown request {request_id!r} is waiting for your answer; {waiting}")
+        if approve:
+            self._approve(self.owed)
+            raise EndRun("shutdown", "Shutdown approved; this agent stops after this step.")
+        if not reason:
+            raise ToolError("rejecting a shutdown needs a reason")
+        self._send(ShutdownRejected(request_id=request_id, sender=self.config.name, reason=reason,
+                                    timestamp=now_iso()), "shutdown rejected")
+        self.transcript.event("shutdown_answered", request_id=request_id, approved=False)
+        self.owed = None
+        return "Shutdown rejected; keep working."
+
+    def approve_owed(self) -> None:
+        """Approve the request still owed after a turn (the model did not answer it)."""
+        if self.owed is not None and not self.stopping:
+            self._approve(self.owed)
+
+    def _approve(self, request: ShutdownRequest) -> None:
+        self._send(ShutdownApproved(request_id=request.request_id, sender=self.config.name, timestamp=now_iso(),
+                                    pane_id=self.pane_id, backend_type=self.config.backend), "shutdown approved")
+        self.transcript.event("shutdown_answered", request_id=request.request_id, approved=True)
+        self.owed = None
+        self.state = "stopping"
+
+    # -- telling the lead ----------------------------------------------------------
+
+    def notify_idle(self, reason: IdleReason, *, result: str | None = None, summary: str | None = None,
+                    failure: str | None = None) -> None:
+        """One ``idle_notification`` to the lead, unless this teammate is about to stop."""
+        if self.stopping or self.owed is not None:
+            return  # the shutdown_approved frame is the lead's news, not an idle turn
+        self._send(IdleNotification(sender=self.config.name, timestamp=now_iso(), idle_reason=reason,
+                                    summary=summary or one_line(result or ""), result=result,
+                                    failure_reason=failure), summary or one_line(result or "") or "idle")
+
+    def _send(self, frame: ShutdownApproved | ShutdownRejected | IdleNotification, summary: str) -> None:
+        self.mailbox.send_frame(LEAD_NAME, frame, sender=self.config.name, summary=summary)
