@@ -75,7 +75,7 @@ from swarm.core.clock import iso_to_epoch
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.names import LEAD_NAME
-from swarm.core.protocol import IdleNotification, parse_frame
+from swarm.core.protocol import IdleNotification, entry_frame
 from swarm.core.teams import TeamStore
 from swarm.runtime.shutdown import shutdown
 from swarm.runtime.spawn import SpawnRequest, spawn
@@ -257,7 +257,7 @@ def ready_names(home: Home, team: str, mailbox: Mailbox) -> tuple[set[str], set[
     idle = {m.name for m in members if m.name != LEAD_NAME and m.is_active and m.status == "idle"}
     notified: dict[str, float] = {}
     for entry in mailbox.read(LEAD_NAME):
-        frame = parse_frame(entry.text)
+        frame = entry_frame(entry)
         if isinstance(frame, IdleNotification) and frame.sender not in notified:
             notified[frame.sender] = iso_to_epoch(frame.timestamp) or time.time()
     return idle, idle & set(notified), notified

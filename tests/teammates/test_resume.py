@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import re
 import signal
+import time
 from pathlib import Path
 
 import psutil
@@ -20,6 +23,7 @@ from swarm.backends.procs import is_pid_alive
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.protocol import IdleNotification, entry_frame
+from swarm.core.teams import TeamStore
 from swarm.models.anthropic_provider import build_params
 from swarm.models.base import ModelRequest
 from swarm.runtime.spawn import SpawnRequest, spawn
@@ -73,3 +77,51 @@ def test_a_teammate_killed_mid_turn_continues_that_turn_after_a_respawn(
     params = build_params("claude-test", ModelRequest(system="", messages=again.messages, tools=[], max_tokens=10))
     assert conversation_error(params["messages"]) is None
     assert not Transcript(home.transcript_path(team, "w")).turn_open()
+
+
+NOTES = r"""
+[[rules]]
+name = "note"
+match = 'note (?P<n>\d+)'
+[[rules.steps]]
+tool_calls = [{ name = "Bash", input = { command = "sleep 0.2" } }]
+[[rules.steps]]
+text = "noted {n}"
+"""
+
+
+def test_messages_sent_while_a_teammate_is_killed_and_respawned_reach_its_conversation_exactly_once(
+        home: Home, team: str, workdir: Path, tmp_path: Path) -> None:
+    """SIGKILLs mid-turn and mid-delivery: each send ends up once in the conversation, which stays sendable."""
+    book = tmp_path / "notes.toml"
+    book.write_text(NOTES)
+    request = SpawnRequest(team=team, name="w", prompt="first start", cwd=workdir, backend="subprocess",
+                           playbook=book, allowed_tools=["Bash"])
+    mailbox = Mailbox(home, team)
+    rng = random.Random(1234)
+    sent: list[str] = []
+    member = spawn(home, request, dict(os.environ))
+    for round_ in range(4):
+        for _ in range(6):
+            sent.append(f"note {len(sent)}")
+            mailbox.send("w", sent[-1], sender="team-lead")
+            time.sleep(rng.uniform(0, 0.1))
+        assert member.pid is not None
+        os.kill(member.pid, signal.SIGKILL)
+        retry_until(lambda: not is_pid_alive(member.pid or 0), 10, what="the teammate to die")
+        member = spawn(home, request.model_copy(update={"prompt": f"respawn {round_}"}), dict(os.environ))
+    retry_until(lambda: not mailbox.pending("w") and _status(home, team) == "idle", 60,
+                what="every message to be delivered")
+
+    recorded = Transcript(home.transcript_path(team, "w")).messages()  # as on disk, before any repair
+    params = build_params("claude-test", ModelRequest(system="", messages=recorded, tools=[], max_tokens=10))
+    assert conversation_error(params["messages"]) is None
+    text = "\n".join(block.text for message in recorded if message.role == "user"
+                     for block in message.content if block.type == "text")
+    counts = {note: len(re.findall(rf">{note}</teammate-message>", text)) for note in sent}
+    assert counts == dict.fromkeys(sent, 1)
+
+
+def _status(home: Home, team: str) -> str | None:
+    member = TeamStore(home).get(team).member("w")
+    return member.status if member else None
