@@ -38,6 +38,10 @@ class Handle:
     pid: int | None = None
     pane_id: str = ""
     """tmux pane id such as ``%12``; empty for subprocesses."""
+    create_time: float | None = None
+    """When ``pid`` started: a pid with another start time is a reused one, never signalled.
+
+    The same fact as a member's ``proc_start`` in the team file."""
     extra: dict[str, str] = field(default_factory=dict)
 
 
@@ -49,7 +53,9 @@ class Backend(Protocol):
         """Start the process; raise BackendError with a one-line reason on failure."""
         ...
 
-    def is_alive(self, handle: Handle) -> bool: ...
+    def is_alive(self, handle: Handle) -> bool:
+        """``procs.is_pid_alive`` on the handle's pid and create time (and, for tmux, its pane is there)."""
+        ...
 
     def stop(self, handle: Handle, grace: float = 3.0) -> None:
         """SIGTERM the process tree, SIGKILL what is left after ``grace`` s, remove the pane."""

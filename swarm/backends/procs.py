@@ -5,10 +5,16 @@ Two halves:
 - **launching**: the minimal environment a teammate inherits, and resolving
   its program and working directory up front so a typo becomes a one-line
   ``BackendError`` instead of a pane that flashes and disappears;
-- **stopping**: ``kill_tree`` collects a process and all its descendants
-  *before* signalling (a dead parent no longer leads to its children), sends
-  SIGTERM to every process group a member of the tree leads and to each
-  process, waits up to a grace period and SIGKILLs what is left. It tolerates
+- **liveness**: ``is_pid_alive`` is the one check, comparing the create time
+  recorded when the process started, so a reused pid never counts as ours;
+- **stopping**: ``kill_tree`` is the one process killer. It collects a
+  process and all its descendants *before* signalling (a dead parent no
+  longer leads to its children), every process of a group or session one of
+  them leads, and every process whose environment carries the owner's token
+  (``PROC_TOKEN_VAR``: what a teammate started, even after the teammate was
+  SIGKILLed and its children were reparented or ``setsid``'ed away). It sends
+  SIGTERM, waits up to a grace period and SIGKILLs what is left. A pid whose
+  create time differs from the recorded one is never signalled. It tolerates
   processes that are already gone, so calling it twice is harmless.
 
 Zombies count as dead everywhere here: their code no longer runs, and in a
@@ -28,13 +34,15 @@ from pathlib import Path
 
 import psutil
 
-from swarm.backends.base import Handle
 from swarm.errors import BackendError
 
 log = logging.getLogger(__name__)
 
 BASE_ENV_NAMES = ("PATH", "HOME", "USER", "LANG", "TERM", "TMPDIR", "SHELL")
 """Variables a teammate inherits from the caller (plus every ``LC_*``)."""
+
+PROC_TOKEN_VAR = "SWARM_PROC_TOKEN"
+"""Environment variable carrying a teammate's unique token; everything it starts inherits it."""
 
 CREATE_TIME_TOLERANCE = 0.01
 """Seconds two create times may differ and still name the same process."""
@@ -102,26 +110,20 @@ def process_create_time(pid: int) -> float | None:
         return None
 
 
-def create_time_of(handle: Handle) -> float | None:
-    """The create time a backend recorded in ``handle.extra``, if any."""
-    value = handle.extra.get("create_time")
-    try:
-        return float(value) if value else None
-    except ValueError:
-        return None
+def _same_start(proc: psutil.Process, create_time: float | None) -> bool:
+    """``proc`` is the process that started at ``create_time`` (None: not checked)."""
+    return create_time is None or abs(proc.create_time() - create_time) <= CREATE_TIME_TOLERANCE
 
 
 def is_pid_alive(pid: int, create_time: float | None = None) -> bool:
-    """True if ``pid`` runs and is not a zombie.
+    """True if ``pid`` runs and is not a zombie: the one liveness check.
 
-    With ``create_time``, a process that started at another time is a reused
-    pid, not ours, and counts as dead.
+    With ``create_time`` (recorded when the process was started), a process
+    that started at another time is a reused pid, not ours, and counts as dead.
     """
     try:
         proc = psutil.Process(pid)
-        if create_time is not None and abs(proc.create_time() - create_time) > CREATE_TIME_TOLERANCE:
-            return False
-        return proc.status() != psutil.STATUS_ZOMBIE
+        return _same_start(proc, create_time) and proc.status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
     except psutil.AccessDenied:
@@ -137,13 +139,38 @@ def _is_gone(proc: psutil.Process) -> bool:
         return False
 
 
+def tagged(token: str) -> list[psutil.Process]:
+    """Every process whose environment carries ``PROC_TOKEN_VAR=token`` (never this one).
+
+    The runtime gives each teammate a unique token; everything it starts
+    inherits it, also what double-forks or calls ``setsid``. What escapes: a
+    process that cleared or replaced its environment at exec (``env -i``),
+    and processes of other users (their environment cannot be read).
+    """
+    found = []
+    for proc in psutil.process_iter():
+        if proc.pid == os.getpid():
+            continue
+        with contextlib.suppress(psutil.Error, OSError):
+            if proc.environ().get(PROC_TOKEN_VAR) == token:
+                found.append(proc)
+    return found
+
+
 # -- stopping -----------------------------------------------------------------
 
 
-def _collect_tree(pid: int) -> list[psutil.Process]:
-    """``pid`` and every descendant, read before anything is signalled."""
+def _collect_tree(pid: int, create_time: float | None) -> list[psutil.Process]:
+    """``pid`` and every descendant, read before anything is signalled.
+
+    Empty when ``pid`` is gone, and when it now belongs to a process that
+    started at another time than ``create_time`` (a reused pid is never ours).
+    """
     try:
         root = psutil.Process(pid)
+        if not _same_start(root, create_time):
+            log.warning("refused to signal a reused pid", extra={"pid": pid, "expected_start": create_time})
+            return []
     except psutil.NoSuchProcess:
         return []
     try:
@@ -153,28 +180,28 @@ def _collect_tree(pid: int) -> list[psutil.Process]:
 
 
 def _led_groups(procs: Iterable[psutil.Process]) -> set[int]:
-    """Process groups led by a member of the tree, never our own group.
+    """Process groups and sessions led by a member of the tree, never our own.
 
     Only groups a member *leads* are signalled: a member that merely joined
     some other group (say, the caller's) must not take that group down.
     """
-    own = os.getpgrp()
+    own = {os.getpgrp(), os.getsid(0), 0, 1}
     groups: set[int] = set()
     for proc in procs:
         with contextlib.suppress(OSError):
-            if os.getpgid(proc.pid) == proc.pid and proc.pid not in (own, 0, 1):
+            if proc.pid not in own and proc.pid in (os.getpgid(proc.pid), os.getsid(proc.pid)):
                 groups.add(proc.pid)
     return groups
 
 
 def _group_members(groups: set[int]) -> list[psutil.Process]:
-    """Processes in ``groups`` — catches orphans whose parent already died."""
+    """Processes in ``groups`` (as group or session) — catches orphans whose parent already died."""
     if not groups:
         return []
     members = []
     for proc in psutil.process_iter():
         with contextlib.suppress(OSError, psutil.Error):
-            if os.getpgid(proc.pid) in groups:
+            if os.getpgid(proc.pid) in groups or os.getsid(proc.pid) in groups:
                 members.append(proc)
     return members
 
@@ -207,22 +234,38 @@ def _wait_gone(procs: list[psutil.Process], timeout: float) -> list[psutil.Proce
 def _unique(procs: Iterable[psutil.Process]) -> list[psutil.Process]:
     seen: dict[int, psutil.Process] = {}
     for proc in procs:
-        seen.setdefault(proc.pid, proc)
+        if proc.pid != os.getpid():
+            seen.setdefault(proc.pid, proc)
     return list(seen.values())
 
 
-def kill_tree(pid: int, grace: float) -> None:
-    """SIGTERM ``pid`` and all its descendants, SIGKILL survivors after ``grace`` s.
+def _targets(pid: int | None, create_time: float | None, token: str | None) -> tuple[set[int], list[psutil.Process]]:
+    tree = _collect_tree(pid, create_time) if pid is not None else []
+    marked = tagged(token) if token else []
+    groups = _led_groups([*tree, *marked])
+    if pid is not None and not tree and process_create_time(pid) is None:
+        # the leader is gone; a group or session still numbered after it can only be its remnant
+        groups.add(pid)
+    groups -= {os.getpgrp(), os.getsid(0), 0, 1}
+    return groups, _unique([*tree, *marked, *_group_members(groups)])
 
-    Safe to call on a pid that is already gone, and to call twice.
+
+def kill_tree(pid: int | None, grace: float, create_time: float | None = None, *, token: str | None = None) -> None:
+    """SIGTERM ``pid``, its descendants, their groups and sessions, and every process carrying ``token``;
+    SIGKILL the survivors after ``grace`` s. The one way swarm stops processes.
+
+    ``create_time`` is the start time recorded with ``pid``: a pid that now
+    belongs to a process started at another time is not signalled (its
+    token-tagged processes still are). None only for a pid the caller holds
+    as its own unreaped child. Safe to call on what is already gone, and twice.
     """
-    tree = _collect_tree(pid)
-    groups = _led_groups(tree)
-    targets = _unique([*tree, *_group_members(groups)])
-    if not targets:
+    groups, targets = _targets(pid, create_time, token)
+    if not targets and not groups:
         return
     _signal_all(groups, targets, signal.SIGTERM)
     survivors = _wait_gone(targets, grace)
+    late = _targets(pid, create_time, token)[1] if token else []  # forked during the grace period
+    survivors = _unique([*survivors, *(p for p in late if not _is_gone(p))])
     if survivors:
         log.info(
             "sigkilled processes that outlived the grace period",

@@ -6,7 +6,7 @@ objects stay inside the backend instance: ``is_alive`` and ``stop`` poll them,
 which reaps the child, so a long-lived coordinator collects no zombies. A
 handle that came from another process (read back from the team file) has no
 ``Popen`` here and is checked through psutil, guarded against pid reuse by the
-create time recorded in ``handle.extra``.
+create time recorded in ``handle.create_time``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from pathlib import Path
 from swarm.backends.base import Handle, LaunchSpec
 from swarm.backends.procs import (
     check_cwd,
-    create_time_of,
     is_pid_alive,
     kill_tree,
     launch_env,
@@ -70,7 +69,7 @@ class SubprocessBackend:
             "started subprocess",
             extra={"team": spec.team, "agent_id": agent_id(spec.name, spec.team), "pid": popen.pid},
         )
-        return Handle(backend=NAME, pid=popen.pid, pane_id="", extra=_created_extra(popen.pid))
+        return Handle(backend=NAME, pid=popen.pid, pane_id="", create_time=process_create_time(popen.pid))
 
     def _spawn(
         self, spec: LaunchSpec, program: str, cwd: Path, env: dict[str, str]
@@ -97,30 +96,22 @@ class SubprocessBackend:
         if handle.pid is None:
             return False
         popen = self._children.get(handle.pid)
-        if popen is None:
-            return is_pid_alive(handle.pid, create_time_of(handle))
-        if popen.poll() is not None:  # reaps it
+        if popen is not None and popen.poll() is not None:  # reaps it
             self._children.pop(handle.pid, None)
             return False
-        return True
+        return is_pid_alive(handle.pid, handle.create_time)
 
     def stop(self, handle: Handle, grace: float = 3.0) -> None:
         if handle.pid is None:
             return
         popen = self._children.pop(handle.pid, None)
-        if popen is not None or is_pid_alive(handle.pid, create_time_of(handle)):
-            kill_tree(handle.pid, grace)
+        kill_tree(handle.pid, grace, handle.create_time)
         if popen is not None:
             _reap(popen)
         log.info("stopped subprocess", extra={"pid": handle.pid})
 
     def describe(self, handle: Handle) -> str:
         return f"subprocess (pid {handle.pid})"
-
-
-def _created_extra(pid: int) -> dict[str, str]:
-    created = process_create_time(pid)
-    return {"create_time": repr(created)} if created is not None else {}
 
 
 def _reap(popen: subprocess.Popen[bytes]) -> None:

@@ -35,6 +35,9 @@ import logging
 import os
 import re
 import shutil
+import socket
+import stat
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +48,6 @@ from libtmux.server import Server
 from swarm.backends.base import Handle, LaunchSpec
 from swarm.backends.procs import (
     check_cwd,
-    create_time_of,
     is_pid_alive,
     kill_tree,
     launch_env,
@@ -290,10 +292,8 @@ class TmuxBackend:
             },
         )
         extra = {"socket": self._tmux.socket_path, "session": pane.session}
-        created = process_create_time(pane.pid)
-        if created is not None:
-            extra["create_time"] = repr(created)
-        return Handle(backend=NAME, pid=pane.pid, pane_id=pane.pane_id, extra=extra)
+        return Handle(backend=NAME, pid=pane.pid, pane_id=pane.pane_id, create_time=process_create_time(pane.pid),
+                      extra=extra)
 
     def _caller_pane(self) -> Pane | None:
         """The caller's pane if it runs inside tmux on this very server."""
@@ -399,20 +399,20 @@ class TmuxBackend:
 
     def is_alive(self, handle: Handle) -> bool:
         pane = self._own_pane(self._server_for(handle), handle)
-        return pane is not None and not pane.dead and is_pid_alive(pane.pid)
+        return pane is not None and not pane.dead and is_pid_alive(pane.pid, handle.create_time)
 
     def stop(self, handle: Handle, grace: float = 3.0) -> None:
+        """Kill the process tree by pid first (it is local; no tmux needed), then remove the pane."""
+        if handle.pid is not None:
+            kill_tree(handle.pid, grace, handle.create_time)
         tmux = self._server_for(handle)
         pane = self._own_pane(tmux, handle)
-        pid = pane.pid if pane else handle.pid
-        if pid is not None and (pane is not None or is_pid_alive(pid, create_time_of(handle))):
-            kill_tree(pid, grace)
         if pane is not None:
             tmux.kill("pane", pane.pane_id)
-        log.info("stopped tmux pane", extra={"pane_id": handle.pane_id, "pid": pid})
+        log.info("stopped tmux pane", extra={"pane_id": handle.pane_id, "pid": handle.pid})
 
     def _remove(self, pane_id: str, pid: int, grace: float) -> None:
-        kill_tree(pid, grace)
+        kill_tree(pid, grace, process_create_time(pid))  # the pane's own pid, read just now from tmux
         self._tmux.kill("pane", pane_id)
 
     def describe(self, handle: Handle) -> str:
@@ -424,11 +424,49 @@ class TmuxBackend:
         """Ids of the live panes this backend started for ``team``, on any window."""
         return [pane.pane_id for pane in self._tmux.panes() if pane.team == team]
 
+    def kill_server(self) -> None:
+        """Stop this backend's tmux server and remove its socket file (tmux leaves it behind).
+
+        Only for a private server swarm made: every pane on it goes. The
+        socket is removed only when no server answers on it any more.
+        """
+        try:
+            self._tmux.run("kill-server")
+        except TmuxCommandFailed as exc:
+            if not exc.target_gone:
+                raise
+        remove_dead_socket(self._tmux.socket_path)
+
     def kill_session(self, team: str, grace: float = 1.0) -> None:
         """Stop every pane of ``team`` (process trees included), then its session."""
         for pane in [p for p in self._tmux.panes() if p.team == team]:
             self._remove(pane.pane_id, pane.pid, grace)
         self._tmux.kill("session", f"={session_name(team)}")
+
+
+def remove_dead_socket(path: str, wait: float = 2.0) -> None:
+    """Unlink the socket file at ``path`` once it is a socket nothing listens on (up to ``wait`` s).
+
+    A server that is still exiting answers for a moment; one that keeps
+    answering is in use, and its socket is kept.
+    """
+    deadline = time.monotonic() + wait
+    while _listening(path) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    with contextlib.suppress(OSError):
+        if stat.S_ISSOCK(os.lstat(path).st_mode) and not _listening(path):
+            os.unlink(path)
+            log.info("removed stale tmux socket", extra={"socket": path})
+
+
+def _listening(path: str) -> bool:
+    """A server accepts connections on the socket file ``path``."""
+    with socket.socket(socket.AF_UNIX) as probe:
+        try:
+            probe.connect(path)
+        except OSError:
+            return False
+    return True
 
 
 def _border_commands(target: str, color: str | None) -> list[list[str]]:

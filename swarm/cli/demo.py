@@ -53,6 +53,9 @@ def demo(keep: bool, backend: str, as_json: bool) -> None:
         abort(root, env)
         click.echo(f"\ninterrupted: stopped the demo team and removed {root}", err=True)
         raise click.exceptions.Exit(130) from None
+    except BaseException:
+        abort(root, env)  # a failed demo leaves nothing behind either
+        raise
     try:
         if as_json:
             click.echo(run.report.model_dump_json(indent=2))
@@ -63,7 +66,7 @@ def demo(keep: bool, backend: str, as_json: bool) -> None:
             click.echo(f"\nkept: {run.root} (repo, home, worktrees)" + (
                 f"; tmux socket {run.tmux_socket}" if run.tmux_socket else ""))
         else:
-            cleanup(run)
+            cleanup(run, env)
             if not as_json:
                 click.echo(f"\ncleaned up {run.root} (use --keep to look around)")
     if not run.report.ok:

@@ -11,7 +11,7 @@ from swarm.cli.render import emit_json, table
 from swarm.core.clock import now_ms
 from swarm.core.protocol import TeamFile
 from swarm.core.teams import TeamStore
-from swarm.runtime.shutdown import shutdown
+from swarm.runtime.shutdown import delete_team
 
 
 @click.group()
@@ -71,18 +71,20 @@ def show(ctx: click.Context, name: str, as_json: bool) -> None:
 
 @team.command("delete")
 @team_name_argument
-@click.option("--force", is_flag=True, help="Delete even while members swarm cannot stop are marked active.")
+@click.option("--force", is_flag=True,
+              help="Kill teammates that reject the shutdown (SIGTERM, then SIGKILL) and delete anyway.")
 @click.option("--timeout", type=click.FloatRange(min=0), default=10.0, show_default=True,
               help="Seconds live teammates get to shut down before they are forced.")
 @click.pass_context
 def delete(ctx: click.Context, name: str, force: bool, timeout: float) -> None:
-    """Delete team NAME: stop its live teammates, then remove inboxes, logs, transcripts and tasks."""
-    home = home_of(ctx)
-    stopped = shutdown(home, name, None, dict(os.environ), reason="team deleted", timeout=timeout)
+    """Delete team NAME: stop its teammates (and what they started), then remove inboxes, logs, transcripts, tasks.
+
+    Without --force a teammate that rejects the shutdown keeps the team.
+    """
+    stopped = delete_team(home_of(ctx), name, dict(os.environ), force=force, timeout=timeout)
     for outcome in stopped:
         if outcome.result != "not_running":
             click.echo(f"stopped {outcome.name}: {outcome.result}")
-    TeamStore(home).delete(name, force=force)
     click.echo(f"deleted team {name}")
 
 

@@ -135,22 +135,6 @@ class TeamStore:
 
         return self.modify(team, apply)
 
-    def deactivate(self, team: str, name: str, status: str) -> bool:
-        """Mark member ``name`` inactive with ``status``; True only for the caller that flipped it.
-
-        Whoever flips a member from active to inactive owns telling the lead,
-        so a death is reported exactly once however many processes notice it.
-        """
-        def flip(current: TeamFile) -> bool:
-            member = _require_member(current, team, name)
-            was_active = bool(member.is_active)
-            member.is_active = False
-            member.status = status
-            member.last_activity = now_ms()
-            return was_active
-
-        return bool(self.modify(team, flip))
-
     def remove_member(self, team: str, name: str) -> Member:
         if name == LEAD_NAME:
             raise ConflictError("the team-lead member cannot be removed; delete the team instead")

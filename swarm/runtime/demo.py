@@ -1,20 +1,27 @@
-"""``swarm demo``: the feature example team, offline, in a throwaway git repository."""
+"""``swarm demo``: the feature example team, offline, in a throwaway git repository.
+
+Everything a demo makes is named after its root directory: the repository
+and home under it, and its private tmux server (``demo_socket``), so that
+``abort`` (after Ctrl-C or a failure, at any moment) and ``cleanup`` find and
+remove all of it: teammates, the server and its socket file, the directory.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import shutil
-import subprocess
 import tempfile
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from swarm.backends.select import make_backend
+from swarm.backends.select import make_backend, tmux_usable
 from swarm.core.home import Home
 from swarm.core.permlog import PermissionEvent
 from swarm.core.teams import TeamStore
+from swarm.errors import BackendError
 from swarm.runtime.coordinator import LeadMessage
 from swarm.runtime.git import git
 from swarm.runtime.sample import examples_dir, make_sample_repo
@@ -48,8 +55,7 @@ def run_demo(env: Mapping[str, str], *, backend: str = "auto", root: Path | None
     root = root or Path(tempfile.mkdtemp(prefix="swarm-demo-"))
     repo = make_sample_repo(root / "repo")
     home = Home(root / "home")
-    own_socket = not env.get("SWARM_TMUX_SOCKET")
-    socket = env.get("SWARM_TMUX_SOCKET") or f"swarm-demo-{uuid.uuid4().hex[:8]}"
+    socket, own_socket = demo_socket(root, env)
     chosen = make_backend(backend, env=env, tmux_socket=socket).name
     spec = load_upfile(examples_dir() / DEMO_TEAM / "team.toml")
     report = run_headless(home, spec, cwd=repo, env={**env, "SWARM_HOME": str(home.root)}, timeout=TIMEOUT,
@@ -77,16 +83,42 @@ def _chatter(home: Home, team: str) -> list[tuple[str, str, str]]:
     return found
 
 
+def demo_socket(root: Path, env: Mapping[str, str]) -> tuple[str, bool]:
+    """The tmux server of the demo under ``root``, and whether the demo owns it (made it, so stops it)."""
+    given = env.get("SWARM_TMUX_SOCKET")
+    if given:
+        return given, False
+    return f"swarm-demo-{hashlib.sha256(str(root).encode()).hexdigest()[:10]}", True
+
+
 def abort(root: Path, env: Mapping[str, str]) -> None:
-    """After a Ctrl-C: stop whatever the demo started under ``root`` and remove it."""
+    """After a Ctrl-C or a failure: stop whatever the demo started under ``root`` and remove it.
+
+    The team (if it is still there) is forced down at once; the demo's own
+    tmux server goes with its socket file even when the team was already gone.
+    """
     home = Home(root / "home")
     if TeamStore(home).exists(DEMO_TEAM):
-        stop_team(home, DEMO_TEAM, env, timeout=3.0)
+        stop_team(home, DEMO_TEAM, env, timeout=0.0, reason="demo interrupted")
+    socket, own = demo_socket(root, env)
+    if own:
+        _stop_server(socket, env)
     shutil.rmtree(root, ignore_errors=True)
 
 
-def cleanup(run: DemoRun) -> None:
-    """Remove the demo directory and the demo's private tmux server, if any is left."""
-    if run.own_socket and run.tmux_socket and shutil.which("tmux"):
-        subprocess.run(["tmux", "-L", run.tmux_socket, "kill-server"], capture_output=True, check=False)
+def cleanup(run: DemoRun, env: Mapping[str, str]) -> None:
+    """Remove the demo directory and the demo's private tmux server (with its socket file), if any is left."""
+    if run.own_socket and run.tmux_socket:
+        _stop_server(run.tmux_socket, env)
     shutil.rmtree(run.root, ignore_errors=True)
+
+
+def _stop_server(socket: str, env: Mapping[str, str]) -> None:
+    if not tmux_usable(env):
+        return
+    from swarm.backends.tmux_backend import (
+        TmuxBackend,  # libtmux only when tmux is used
+    )
+
+    with contextlib.suppress(BackendError):
+        TmuxBackend(socket, env).kill_server()

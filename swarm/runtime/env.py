@@ -1,8 +1,10 @@
-"""Which environment variables a teammate inherits from the coordinator."""
+"""Which environment variables a teammate inherits from the coordinator, and its process token."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+
+from swarm.backends.procs import PROC_TOKEN_VAR
 
 FORWARDED_PREFIXES = ("ANTHROPIC_", "SWARM_")
 FORWARDED = (
@@ -12,9 +14,16 @@ FORWARDED = (
 )
 
 
-def teammate_env(env: Mapping[str, str], home_root: str) -> dict[str, str]:
-    """Forwarded variables plus ``SWARM_HOME`` set to the coordinator's home."""
+def teammate_env(env: Mapping[str, str], home_root: str, token: str | None = None) -> dict[str, str]:
+    """Forwarded variables plus ``SWARM_HOME`` set to the coordinator's home and the teammate's own token.
+
+    A caller's own ``SWARM_PROC_TOKEN`` (a swarm command run from inside a
+    teammate) is never passed on: each teammate carries only its own.
+    """
     out = {k: v for k, v in env.items() if k in FORWARDED or k.startswith(FORWARDED_PREFIXES)}
     out.pop("SWARM_TEAM", None)
+    out.pop(PROC_TOKEN_VAR, None)
     out["SWARM_HOME"] = home_root
+    if token:
+        out[PROC_TOKEN_VAR] = token
     return out

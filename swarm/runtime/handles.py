@@ -1,21 +1,38 @@
-"""From a member entry back to its backend and handle, and liveness checks."""
+"""From a member entry back to its processes: liveness, and stopping everything it started.
+
+A member entry records the teammate's pid with its create time (``proc_start``)
+and a token (``proc_token``) that every process it started carries in its
+environment. Both checks go through ``swarm.backends.procs``: ``is_pid_alive``
+(a reused pid is not the teammate) and ``kill_tree`` (the teammate, its
+descendants, and every process carrying its token — also after the teammate
+itself was SIGKILLed and its children were reparented away).
+
+Stopping works without the backend: the processes are local, so a member in
+a tmux pane is stopped by pid and token even when tmux is missing from PATH;
+the pane is then removed if tmux can be reached (it also closes by itself
+when its process ends).
+"""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from swarm.backends.base import Backend, Handle
-from swarm.backends.procs import is_pid_alive
+from swarm.backends.procs import is_pid_alive, kill_tree
 from swarm.backends.select import make_backend
 from swarm.core.protocol import Member
+from swarm.errors import BackendError
+
+log = logging.getLogger(__name__)
 
 
 def handle_of(member: Member) -> Handle:
     backend = member.backend_type or "subprocess"
     pane = member.tmux_pane_id if backend == "tmux" else ""
     extra = {"socket": member.tmux_socket} if member.tmux_socket else {}
-    return Handle(backend=backend, pid=member.pid, pane_id=pane, extra=extra)
+    return Handle(backend=backend, pid=member.pid, pane_id=pane, create_time=member.proc_start, extra=extra)
 
 
 def backend_of(member: Member, env: Mapping[str, str]) -> Backend:
@@ -38,7 +55,28 @@ class Backends:
 
 
 def process_alive(member: Member) -> bool:
-    """True if the member's recorded process still runs (pid reuse ruled out)."""
-    if member.pid is None:
-        return False
-    return is_pid_alive(member.pid, member.proc_start)
+    """True if the member's recorded process still runs (pid reuse ruled out by its create time)."""
+    return member.pid is not None and is_pid_alive(member.pid, member.proc_start)
+
+
+def stop_processes(member: Member, backends: Backends, grace: float) -> None:
+    """SIGTERM, then SIGKILL after ``grace`` s, the teammate and everything it started; remove its pane.
+
+    BackendError (nothing about the member changed) when its process survives.
+    A pane that cannot be removed (tmux missing or failing) is only logged:
+    with its process gone, it closes by itself.
+    """
+    kill_tree(member.pid, grace, member.proc_start, token=member.proc_token)
+    if member.backend_type == "tmux" and member.tmux_pane_id:
+        try:
+            backends.of(member).stop(handle_of(member), grace=grace)
+        except BackendError as exc:
+            log.warning("tmux pane not removed", extra={"agent": member.name, "reason": str(exc)})
+    if process_alive(member):
+        raise BackendError(f"could not stop {member.name} (pid {member.pid}): it survived SIGKILL")
+
+
+def sweep(member: Member, grace: float) -> None:
+    """Stop what a gone member left behind (its token's processes); its recorded pid only if still its own."""
+    if member.proc_token or member.pid is not None:
+        kill_tree(member.pid, grace, member.proc_start, token=member.proc_token)

@@ -26,7 +26,7 @@ from swarm.core.teams import TeamStore
 from swarm.errors import ConflictError, SwarmError
 from swarm.runtime.coordinator import Coordinator, LeadMessage
 from swarm.runtime.handles import process_alive
-from swarm.runtime.shutdown import Outcome, force_stop, live_members, shutdown
+from swarm.runtime.shutdown import Outcome, shutdown
 from swarm.runtime.spawn import SpawnRequest, spawn_reporting, wait_joined
 from swarm.runtime.upfile import MemberTable, UpFile
 
@@ -68,13 +68,27 @@ def start_team(home: Home, spec: UpFile, *, cwd: Path, env: Mapping[str, str],
             started.append(member.name)
             warnings += spawned.warnings
         wait_joined(home, name, started)
-    except (SwarmError, OSError, KeyboardInterrupt):
-        if started:
-            shutdown(home, name, started, env, reason="swarm up failed", timeout=5.0)
-        if created:
-            TeamStore(home).delete(name, force=True)
+    except (SwarmError, OSError, KeyboardInterrupt) as exc:
+        _undo_start(home, spec, env, created=created, at_once=isinstance(exc, KeyboardInterrupt))
         raise
     return Started(team=name, members=started, warnings=warnings)
+
+
+def _undo_start(home: Home, spec: UpFile, env: Mapping[str, str], *, created: bool, at_once: bool) -> None:
+    """Stop every member this start spawned — also the one being spawned when it failed or Ctrl-C came.
+
+    A member still starting has no pid recorded yet; it is found by its token.
+    After Ctrl-C nobody waits for a handshake.
+    """
+    name = spec.team.name
+    if not TeamStore(home).exists(name):
+        return
+    present = {m.name for m in TeamStore(home).get(name).members}
+    ours = [m.name for m in spec.members if m.name in present]
+    if ours:
+        shutdown(home, name, ours, env, reason="swarm up failed", timeout=0.0 if at_once else 5.0)
+    if created:
+        TeamStore(home).delete(name, force=True)
 
 
 def _prepare_team(home: Home, spec: UpFile, cwd: Path) -> None:
@@ -116,8 +130,7 @@ def stop_team(home: Home, team: str, env: Mapping[str, str], *, timeout: float,
     try:
         return shutdown(home, team, None, env, reason=reason, timeout=timeout)
     except KeyboardInterrupt:
-        return [force_stop(home, team, m, env, why="forced by Ctrl-C during shutdown")
-                for m in live_members(home, team) if m.is_active]
+        return shutdown(home, team, None, env, reason="forced by Ctrl-C during shutdown", timeout=0.0)
 
 
 # -- headless ------------------------------------------------------------------------------
@@ -147,6 +160,11 @@ def run_headless(home: Home, spec: UpFile, *, cwd: Path, env: Mapping[str, str],
     coordinator = Coordinator(home, spec.team.name, on_message=on_message, on_decision=on_decision)
     try:
         reason = _until_settled(coordinator, began + timeout)
+    except BaseException:  # a failure while coordinating must not leave the team running
+        stop_team(home, spec.team.name, env, timeout=0.0)
+        coordinator.close()
+        raise
+    try:
         outcomes = stop_team(home, spec.team.name, env, timeout=spec.lead.shutdown_timeout)
         coordinator.pump(0)
     finally:

@@ -54,7 +54,7 @@ def team(home: Home, tmp_path: Path) -> Iterator[str]:
     """Team ``t`` in a fresh home; every teammate process still alive at teardown is killed."""
     TeamStore(home).create("t")
     yield "t"
-    for member in TeamStore(home).get("t").members:
+    for member in TeamStore(home).get("t").members if TeamStore(home).exists("t") else []:
         if member.pid and member.name != "team-lead" and psutil.pid_exists(member.pid):
             kill_tree(member.pid, 1.0)
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from swarm.agent.tools import Tool, ToolContext, kill_tree
+from swarm.agent.tools import Tool, ToolContext, stop_command
 
 Call = Callable[..., str]
 
@@ -30,7 +30,7 @@ def ctx(work: Path) -> Iterator[ToolContext]:
     context = ToolContext(cwd=work)
     yield context
     for proc in context.background:
-        kill_tree(proc, grace=0.5)
+        stop_command(proc, grace=0.5)
 
 
 @pytest.fixture

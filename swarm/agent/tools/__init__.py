@@ -19,7 +19,7 @@ from swarm.agent.tools.files import (
     WriteTool,
 )
 from swarm.agent.tools.search import GlobInput, GlobTool, GrepInput, GrepTool
-from swarm.agent.tools.shell import BashInput, BashTool, kill_tree
+from swarm.agent.tools.shell import BashInput, BashTool, stop_command
 
 __all__ = [
     "BashInput",
@@ -38,7 +38,7 @@ __all__ = [
     "WriteInput",
     "WriteTool",
     "core_tools",
-    "kill_tree",
+    "stop_command",
 ]
 
 

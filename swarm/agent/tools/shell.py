@@ -6,10 +6,14 @@ and stderr go into one pipe, drained on a thread so a chatty child never
 blocks on a full pipe; the text kept is capped to its head and tail.
 
 Ending a command (timeout, or leftovers still attached to the output after
-the shell exits) is one function, ``kill_tree``: collect every descendant and
-every process of the command's session first (so children that escaped the
-process group are not missed), SIGTERM them, wait a short grace, SIGKILL what
-is left. ``ProcessLookupError`` / ``NoSuchProcess`` mean the job is done.
+the shell exits) is ``stop_command``, which hands the command's shell to the
+one process killer, ``swarm.backends.procs.kill_tree``: every descendant and
+every process of the command's group and session (so children that escaped
+the process group are not missed) gets SIGTERM, then SIGKILL after a short
+grace. The shell's create time, read when it started, guards against a
+reused pid. Commands inherit the teammate's environment, including its
+``SWARM_PROC_TOKEN``, so whatever they start is also stopped when the
+teammate is stopped or found dead (even after a ``kill -9``).
 
 Results, following Claude Code:
 
@@ -30,18 +34,16 @@ import signal
 import subprocess
 import tempfile
 import threading
-import time
 from collections import deque
-from collections.abc import Collection, Iterable
 from contextlib import suppress
 from pathlib import Path
 from typing import IO, cast
 
-import psutil
 from pydantic import Field
 
 from swarm.agent.tools.base import Tool, ToolContext, ToolError
 from swarm.agent.tools.files import NoneOmitted, PosInt, ToolInput
+from swarm.backends.procs import kill_tree, process_create_time
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
@@ -95,6 +97,7 @@ class BashTool(Tool[BashInput]):
 
     def _run_foreground(self, command: str, timeout_ms: int, ctx: ToolContext) -> str:
         proc = self._spawn(command, ctx, subprocess.PIPE)
+        created = process_create_time(proc.pid)  # our unreaped child: the pid is still ours
         capture = OutputCapture(cast(IO[bytes], proc.stdout), MAX_OUTPUT_CHARS)
         timed_out = lingering = False
         try:
@@ -102,7 +105,7 @@ class BashTool(Tool[BashInput]):
             lingering = not timed_out and not capture.join(DRAIN_SECONDS)
         finally:
             if timed_out or lingering or proc.returncode is None:
-                kill_tree(proc, self._kill_grace)
+                stop_command(proc, self._kill_grace, created)
                 capture.join(DRAIN_SECONDS)
         if timed_out:
             raise ToolError(f"Command timed out after {timeout_ms} ms and was killed.\n{_body(capture.text())}")
@@ -248,59 +251,24 @@ class OutputCapture:
                     self._tail_len -= len(self._tail.popleft())
 
 
-# --- killing a process tree --------------------------------------------------
+# --- stopping a command -------------------------------------------------------
 
 
-def kill_tree(proc: Popen, grace: float = KILL_GRACE_SECONDS) -> None:
-    """Stop ``proc`` (a session leader), its process group, its session and descendants.
+def stop_command(proc: Popen, grace: float = KILL_GRACE_SECONDS, created: float | None = None) -> None:
+    """Stop ``proc`` (a session leader), its group, its session and descendants; reap it.
 
-    SIGTERM first, SIGKILL after ``grace`` seconds for whatever is left. Safe to
-    call twice and on a process that has already exited.
+    SIGTERM first, SIGKILL after ``grace`` seconds for whatever is left.
+    ``created`` is the shell's create time read when it started; without it
+    the time is read now if the shell was not reaped yet (its pid cannot have
+    been reused). A reaped shell with no recorded time has only its remnants
+    in the process group and session numbered after it stopped, and nothing
+    at all when its pid already runs another process. Safe to call
+    twice and on a process that has already exited.
     """
-    targets = _members(proc.pid)
-    _signal(proc.pid, targets.values(), signal.SIGTERM)
-    if _wait_gone(proc, targets.values(), grace):
-        return
-    targets.update(_members(proc.pid))
-    _signal(proc.pid, targets.values(), signal.SIGKILL)
-    _wait_gone(proc, targets.values(), grace)
-
-
-def _members(leader: int) -> dict[int, psutil.Process]:
-    """Descendants of ``leader`` plus every process in its group or session."""
-    found: dict[int, psutil.Process] = {}
-    with suppress(psutil.Error):
-        found.update((p.pid, p) for p in psutil.Process(leader).children(recursive=True))
-    for p in psutil.process_iter():
-        with suppress(OSError):
-            if os.getpgid(p.pid) == leader or os.getsid(p.pid) == leader:
-                found.setdefault(p.pid, p)
-    found.pop(leader, None)
-    return found
-
-
-def _signal(leader: int, others: Iterable[psutil.Process], sig: signal.Signals) -> None:
-    with suppress(ProcessLookupError, PermissionError):
-        os.killpg(leader, sig)
-    for p in others:
-        with suppress(psutil.Error):
-            p.send_signal(sig)
-
-
-def _wait_gone(proc: Popen, others: Collection[psutil.Process], timeout: float) -> bool:
-    """Poll until ``proc`` is reaped and ``others`` are gone (or zombies); True if so."""
-    deadline = time.monotonic() + timeout
-    while True:
-        proc.poll()
-        if proc.returncode is not None and not any(_alive(p) for p in others):
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.02)
-
-
-def _alive(p: psutil.Process) -> bool:
-    try:
-        return bool(p.is_running() and p.status() != psutil.STATUS_ZOMBIE)
-    except psutil.Error:
-        return False
+    if created is None:
+        created = process_create_time(proc.pid)
+        if created is not None and proc.returncode is not None:
+            return  # reaped, and its pid already runs another process: nothing here is ours to signal
+    kill_tree(proc.pid, grace, created)
+    with suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=grace)
