@@ -11,6 +11,8 @@ one boundary (``raise ... from exc``); the CLI catches only ``SwarmError``.
     ├── ConflictError         the thing exists already / is still active
     ├── LockTimeoutError      a lock was held longer than the bounded wait
     ├── CorruptFileError      a file could not be parsed (after quarantine)
+    ├── StorageError          a file could not be read or written: disk full, I/O
+    │                         error, permissions, a directory/FIFO where a file belongs
     ├── BackendError          tmux / subprocess / git could not do its job
     └── ModelError            a model provider failed after its retries
 """
@@ -48,6 +50,10 @@ class LockTimeoutError(SwarmError):
 
 class CorruptFileError(SwarmError):
     """A JSON file did not parse."""
+
+
+class StorageError(SwarmError):
+    """The file system refused a read or write; nothing was half-done (the old file stays)."""
 
 
 class BackendError(SwarmError):

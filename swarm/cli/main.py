@@ -1,20 +1,48 @@
 """The ``swarm`` command: a thin click front over the runtime.
 
-Exit codes: 0 ok, 1 runtime error, 2 usage error. Only ``SwarmError`` is
-caught here; it is printed as one line on stderr.
+Exit codes: 0 ok, 1 runtime error, 2 usage error, 130 interrupted. Every
+failure is one line on stderr, never a traceback: a ``SwarmError`` prints its
+message; an ``OSError`` that reached the top (a file a command opened itself)
+is worded by ``storage_error``; stdout closed early (``| head``) ends quietly
+(click's exit 1, nothing more printed).
+
+Ctrl-C: while this module and click are imported, SIGINT ends the process at
+once with the one line (there is nothing to clean up yet); once the command
+runs, it is a ``KeyboardInterrupt`` the command may clean up after.
 """
 
 from __future__ import annotations
 
-import difflib
+import _signal  # the C module: importing ``signal`` itself takes long enough to be interrupted
+import os
+import sys
+from types import FrameType
+from typing import Any
+
+
+def _interrupted_while_loading(signum: int, frame: FrameType | None) -> None:
+    os.write(2, b"swarm: error: interrupted\n")
+    os._exit(130)
+
+
+def _swap_sigint(handler: Any) -> Any:
+    """Install ``handler`` for SIGINT and return the previous one (None off the main thread: left alone)."""
+    try:
+        return _signal.signal(_signal.SIGINT, handler)
+    except ValueError:
+        return None
+
+
+_SIGINT_BEFORE = _swap_sigint(_interrupted_while_loading)
+
+import difflib  # after the SIGINT handler above is in place
 import importlib
 import logging
-import sys
-from typing import Any
 
 import click
 
 from swarm import __version__
+from swarm.core.fileio import storage_error
 from swarm.core.home import Home
 from swarm.errors import SwarmError
 
@@ -63,7 +91,7 @@ class SwarmGroup(click.Group):
             ctx.fail(f"No such command {name!r}.{hint}")
         return super().resolve_command(ctx, args)
 
-    def main(self, *args: Any, **kwargs: Any) -> Any:  # noqa: D102 - click entry point
+    def main(self, *args: Any, **kwargs: Any) -> Any:  # click entry point
         kwargs["standalone_mode"] = False
         try:
             result = super().main(*args, **kwargs)
@@ -76,6 +104,8 @@ class SwarmGroup(click.Group):
             _fail(exc.format_message(), exc.exit_code)
         except (click.Abort, KeyboardInterrupt):
             _fail("interrupted", 130)
+        except OSError as exc:  # a command's own file access; core translates its own
+            _fail(str(storage_error(exc, None, "use")), 1)
         sys.exit(result if isinstance(result, int) else 0)
 
 
@@ -99,3 +129,7 @@ def cli(ctx: click.Context, home: str | None, verbose: int) -> None:
 
 def main() -> None:
     cli(prog_name="swarm")
+
+
+if _SIGINT_BEFORE is not None:
+    _swap_sigint(_SIGINT_BEFORE)  # loaded: Ctrl-C is a KeyboardInterrupt again (or what a host set)

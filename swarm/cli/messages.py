@@ -9,7 +9,7 @@ from collections.abc import Callable
 import click
 
 from swarm.cli.options import agent_name_callback, home_of, json_option, team_option
-from swarm.cli.render import emit_json, one_line, table
+from swarm.cli.render import emit_json, one_line, table, write_out
 from swarm.core.mailbox import Mailbox, delivery_key
 from swarm.core.names import BROADCAST, LEAD_NAME
 from swarm.core.protocol import InboxEntry
@@ -59,7 +59,8 @@ def send(ctx: click.Context, name: str, message: str, team: str, sender: str,
 @click.argument("name", callback=agent_name_callback)
 @team_option
 @click.option("--unread", is_flag=True, help="Only entries not yet delivered.")
-@click.option("--take", is_flag=True, help="Remove the undelivered entries as they are shown.")
+@click.option("--take", is_flag=True,
+              help="Remove the undelivered entries once they were shown (written out in full).")
 @click.option("--follow", "-f", is_flag=True, help="Keep waiting and print entries as they arrive (Ctrl-C stops).")
 @json_option
 @click.pass_context
@@ -72,27 +73,39 @@ def inbox(ctx: click.Context, name: str, team: str, unread: bool, take: bool, fo
     mailbox.recipients(team_file, name, sender="")  # NotFoundError for a non-member
 
     def fetch() -> list[InboxEntry]:
-        return mailbox.take(name) if take else mailbox.read(name, unread_only=unread)
+        return mailbox.pending(name) if take else mailbox.read(name, unread_only=unread)
 
     if not follow:
-        _show(fetch(), as_json, empty_note=f"inbox of {name} is empty")
+        entries = fetch()
+        _show(entries, as_json, empty_note=f"inbox of {name} is empty")
+        if take:
+            _prune_shown(mailbox, name, entries)
         return
-    _follow(mailbox, name, fetch, as_json)
+    _follow(mailbox, name, fetch, as_json, take=take)
 
 
-def _follow(mailbox: Mailbox, name: str, fetch: Callable[[], list[InboxEntry]], as_json: bool) -> None:
-    """Print entries as they arrive (each once) until Ctrl-C."""
+def _prune_shown(mailbox: Mailbox, name: str, shown: list[InboxEntry]) -> None:
+    """Remove ``shown`` from the inbox; called only after ``write_out`` wrote all of it.
+
+    A reader that went away (``| head``) makes that write fail first, so
+    nothing is pruned that did not reach the output.
+    """
+    if shown:
+        mailbox.acknowledge(name, [delivery_key(e) for e in shown])
+
+
+def _follow(mailbox: Mailbox, name: str, fetch: Callable[[], list[InboxEntry]], as_json: bool, *,
+            take: bool) -> None:
+    """Print entries as they arrive (each once) until Ctrl-C; with ``take``, prune each batch once printed."""
     seen: set[str] = set()
     watcher = mailbox.watcher(name)
     try:
         while True:
             fresh = [e for e in fetch() if delivery_key(e) not in seen]
             seen.update(delivery_key(e) for e in fresh)
-            for entry in fresh:
-                if as_json:
-                    click.echo(json.dumps(entry.wire(), ensure_ascii=False))
-                else:
-                    _print_entry(entry)
+            write_out("".join(_entry_line(entry, as_json) for entry in fresh))
+            if take:
+                _prune_shown(mailbox, name, fresh)
             watcher.wait(3600)
     except KeyboardInterrupt:
         return
@@ -110,5 +123,7 @@ def _show(entries: list[InboxEntry], as_json: bool, *, empty_note: str) -> None:
               [[e.timestamp, e.sender, one_line(e.summary or e.text), "yes" if e.read else "no"] for e in entries])
 
 
-def _print_entry(entry: InboxEntry) -> None:
-    click.echo(f"[{entry.timestamp}] {entry.sender}: {entry.text}")
+def _entry_line(entry: InboxEntry, as_json: bool) -> str:
+    if as_json:
+        return json.dumps(entry.wire(), ensure_ascii=False) + "\n"
+    return f"[{entry.timestamp}] {entry.sender}: {entry.text}\n"

@@ -13,6 +13,7 @@ import click
 
 from swarm.cli.options import agent_name_callback, home_of, json_option, team_option
 from swarm.cli.render import emit_json, table
+from swarm.core.fileio import open_regular
 from swarm.core.home import Home
 from swarm.core.permlog import PermissionLog
 from swarm.core.protocol import COLORS
@@ -149,7 +150,7 @@ def logs(ctx: click.Context, name: str, team: str, follow: bool) -> None:
     path = home.log_path(team, name)
     if not path.exists():
         raise NotFoundError(f"no log for {name} yet at {path}")
-    with path.open("r", errors="replace") as handle:
+    with os.fdopen(open_regular(path), "r", errors="replace") as handle:  # a FIFO there must not hang
         click.echo(handle.read(), nl=False)
         try:
             while follow:

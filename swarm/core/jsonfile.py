@@ -3,10 +3,14 @@
 - An exclusive ``flock`` on ``<file>.lock`` (see ``swarm.core.flock``;
   compatible with ``filelock``) is held for the whole cycle, with a bounded
   wait that ends in ``LockTimeoutError``.
-- Writes are atomic: ``<file>.tmp`` (written only under the lock, so a fixed
-  name is safe and a crashed writer's leftover is simply overwritten), flushed,
-  fsynced, then ``os.replace``-d over the target. Readers need no lock: they
-  see the old content or the new, never a mix.
+- Writes are atomic (``swarm.core.fileio.replace_file``): a uniquely named
+  temp file created exclusively beside the target, every byte checked,
+  fsynced, then ``os.replace``-d over the target, keeping the file's mode.
+  Readers need no lock: they see the old content or the new, never a mix. A
+  write the disk refuses (full, I/O error) leaves the old file and raises
+  ``StorageError``, so nothing is reported done that is not on disk.
+- Only a regular file is read: a directory or FIFO in its place, or any
+  other ``OSError``, is a one-line ``StorageError``, never a hang.
 - A file that does not parse is moved aside to ``<file>.corrupt-<ms>``, logged,
   and treated as empty. What counts as "does not parse" and how single invalid
   entries are dropped is the codec's business (see ``Codec``).
@@ -26,6 +30,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
+from swarm.core.fileio import read_regular, replace_file, storage_error
 from swarm.core.flock import LockTimeout, acquire, release
 from swarm.core.home import FILE_MODE, ensure_dir
 from swarm.errors import LockTimeoutError
@@ -85,14 +90,17 @@ class LockedJsonFile(Generic[T]):
 
     # -- reading ---------------------------------------------------------
 
-    def _load_raw(self) -> tuple[Any, bool]:
-        """Return (raw json, existed); raise ``_Unparsable`` on bad bytes."""
+    def _load_raw(self) -> tuple[Any, bool, int | None]:
+        """Return (raw json, existed, file mode); raise ``_Unparsable`` on bad bytes."""
         try:
-            data = self.path.read_bytes()
-        except FileNotFoundError:
-            return None, False
+            found = read_regular(self.path)
+        except OSError as exc:
+            raise storage_error(exc, self.path, "read") from exc
+        if found is None:
+            return None, False, None
+        data, mode = found
         try:
-            return json.loads(data), True
+            return json.loads(data), True, mode
         except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
             raise _Unparsable(f"{type(exc).__name__}: {str(exc)[:200]}") from exc
 
@@ -101,17 +109,17 @@ class LockedJsonFile(Generic[T]):
             return self.codec.empty()
         try:
             return self.codec.decode(raw, self.path)
-        except ValueError as exc:
-            raise _Unparsable(str(exc)) from exc
+        except (ValueError, RecursionError) as exc:
+            raise _Unparsable(f"{type(exc).__name__}: {str(exc)[:200]}") from exc
 
     def read(self) -> T:
         """The current value, without taking the lock (quarantines bad files)."""
         try:
-            raw, existed = self._load_raw()
+            raw, existed, _ = self._load_raw()
             return self._decode(raw, existed)
         except _Unparsable:
             with self._locked():
-                value, _ = self._read_locked()
+                value, _, _ = self._read_locked()
             return value
 
     def exists(self) -> bool:
@@ -130,23 +138,34 @@ class LockedJsonFile(Generic[T]):
     def transform(self, step: Callable[[T], tuple[T, R]]) -> R:
         """Like ``update``, but ``step`` returns ``(new value, result)``."""
         with self._locked():
-            value, before = self._read_locked()
+            value, before, mode = self._read_locked()
             new_value, result = step(value)
             after = self.codec.encode(new_value)
             if after != before:
-                self._write(after)
+                self._write(after, mode)
             return result
 
-    def _read_locked(self) -> tuple[T, Any]:
-        """Value and its encoding as found on disk; quarantine if unparsable."""
+    def remove_if(self, condition: Callable[[T], bool]) -> bool:
+        """Under the lock, delete the file if it exists and ``condition`` holds for its value; True if deleted."""
+        with self._locked():
+            value, before, _ = self._read_locked()
+            if before is None or not condition(value):
+                return False
+            try:
+                self.path.unlink()
+            except OSError as exc:
+                raise storage_error(exc, self.path, "remove") from exc
+            return True
+
+    def _read_locked(self) -> tuple[T, Any, int | None]:
+        """Value, its encoding as found on disk, and the file's mode; quarantine if unparsable."""
         try:
-            raw, existed = self._load_raw()
+            raw, existed, mode = self._load_raw()
             value = self._decode(raw, existed)
         except _Unparsable as exc:
             self._quarantine(str(exc))
-            value = self.codec.empty()
-            return value, None
-        return value, (raw if existed else None)
+            return self.codec.empty(), None, None
+        return value, (raw if existed else None), mode
 
     def _quarantine(self, reason: str) -> Path:
         stamp = int(time.time() * 1000)
@@ -155,26 +174,29 @@ class LockedJsonFile(Generic[T]):
         while target.exists():  # never overwrite earlier evidence (we hold the lock)
             suffix += 1
             target = self.path.with_name(f"{self.path.name}.corrupt-{stamp}-{suffix}")
-        os.replace(self.path, target)
+        try:
+            os.replace(self.path, target)
+        except OSError as exc:
+            raise storage_error(exc, self.path, "move aside the unparsable file") from exc
         log.error("quarantined corrupt file", extra={"path": str(self.path), "moved_to": str(target), "reason": reason})
         return target
 
-    def _write(self, doc: Any) -> None:
-        tmp = self.path.with_name(f"{self.path.name}.tmp")
-        data = encode_json(doc, self.indent)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+    def _write(self, doc: Any, mode: int | None) -> None:
+        """Replace the file with ``doc``, keeping ``mode`` (the old file's) when it is not the default."""
+        durable = self.fsync and (self.durable_when is None or self.durable_when(doc))
         try:
-            os.write(fd, data)
-            if self.fsync and (self.durable_when is None or self.durable_when(doc)):
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, self.path)
+            replace_file(self.path, encode_json(doc, self.indent), fsync=durable,
+                         mode=None if mode in (None, FILE_MODE) else mode)
+        except OSError as exc:
+            raise storage_error(exc, self.path, "write") from exc
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
         if not self._dir_ready:
-            ensure_dir(self.path.parent)
+            try:
+                ensure_dir(self.path.parent)
+            except OSError as exc:
+                raise storage_error(exc, self.path.parent, "create the directory") from exc
             self._dir_ready = True
         try:
             fd = acquire(self._lock_path, self.lock_timeout)

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from swarm.core.clock import now_ms
+from swarm.core.fileio import storage_error
 from swarm.core.flock import LockTimeout, locked
 from swarm.core.home import Home, ensure_dir
 from swarm.core.jsonl import append_record, read_records
@@ -77,8 +78,8 @@ class PermissionLog:
                reason: str | None = None, rule_added: str | None = None,
                deliver: Callable[[], None] | None = None) -> PermissionEvent:
         """Record the one decision for ``request``; ``deliver`` (send the response) runs under the lock first."""
-        ensure_dir(self.path.parent)
         try:
+            ensure_dir(self.path.parent)
             with locked(self._lock_path, LOCK_TIMEOUT):
                 earlier = self.decision(request.request_id)
                 if earlier is not None:
@@ -93,6 +94,8 @@ class PermissionLog:
                 return event
         except LockTimeout as exc:
             raise LockTimeoutError(f"could not lock {self.path} within {LOCK_TIMEOUT:g}s") from exc
+        except OSError as exc:  # the lock file or the directory cannot be used
+            raise storage_error(exc, self._lock_path, "lock") from exc
 
     def _append(self, event: PermissionEvent) -> None:
         append_record(self.path, event.model_dump(mode="json", exclude_none=True), durable=True)

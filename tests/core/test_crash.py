@@ -198,8 +198,9 @@ def test_writer_killed_mid_write_leaves_old_content_and_next_send_works(
     before = inbox.read_bytes()
     doomed = workers.start("doomed", STALLED_WRITER, stall_at)
     doomed.expect("stalled")
-    tmp = inbox.with_name(inbox.name + ".tmp")
-    assert tmp.exists(), "the writer should be frozen with its .tmp written"
+    temps = list(inbox.parent.glob(inbox.name + ".tmp.*"))  # <name>.tmp.<pid>.<hex>, unique per write
+    assert len(temps) == 1, "the writer should be frozen with its temp file written"
+    tmp = temps[0]
     doomed.kill()
 
     assert inbox.read_bytes() == before, "a writer killed before its rename changed the inbox"
@@ -208,7 +209,7 @@ def test_writer_killed_mid_write_leaves_old_content_and_next_send_works(
 
     entry, elapsed = _timed_send(mb, "next")
     assert elapsed < NEXT_WRITER_BUDGET
-    assert not tmp.exists()
+    assert "never-acknowledged" in tmp.read_text(), "a dead writer's temp file is never reused"
     doc = _inbox_doc(inbox)
     assert [e["text"] for e in doc] == ["kept", "next"], "leftover .tmp content leaked into the inbox"
     assert doc[1]["msg_id"] == entry.msg_id

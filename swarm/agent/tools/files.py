@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import codecs
 import os
-import secrets
 from collections.abc import Iterator
 from itertools import islice
 from pathlib import Path
@@ -22,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from swarm.agent.tools.base import Tool, ToolContext, ToolError
+from swarm.core.fileio import replace_file
 
 DEFAULT_LIMIT = 2000
 MAX_LINE_CHARS = 2000
@@ -198,34 +198,13 @@ def _text_lines(fh: BinaryIO, path: Path) -> Iterator[str]:
 def atomic_write(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` atomically, keeping an existing file's mode.
 
-    Writes through a symlink to its target. Raises OSError (callers translate).
+    Writes through a symlink to its target; the temp file and the checks are
+    core's one primitive (``replace_file``). Raises OSError (callers translate).
     """
     target = path.resolve() if path.is_symlink() else path
     target.parent.mkdir(parents=True, exist_ok=True)
     mode = target.stat().st_mode & 0o7777 if target.exists() else None
-    tmp, fd = _create_temp(target)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-            if mode is not None:
-                os.fchmod(fh.fileno(), mode)
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
-def _create_temp(target: Path) -> tuple[Path, int]:
-    """A new temp file beside ``target`` (mode 0666 less the umask) and its fd."""
-    for _ in range(100):
-        tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
-        try:
-            return tmp, os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        except FileExistsError:
-            continue
-    raise FileExistsError(f"could not create a temp file beside {target}")
+    replace_file(target, data, mode=mode, create_mode=0o666)
 
 
 # --- Write -------------------------------------------------------------------
