@@ -162,8 +162,11 @@ def test_the_lead_sees_the_real_command_not_the_models_description(
     start("w", "run touch sneaky.txt", book=plant_book)
     request = _one_pending(home, team, "w")
     assert request.description is not None and request.description.startswith("run: touch sneaky.txt")
-    frames = [e.text for e in Mailbox(home, team).read("team-lead") if "permission_request" in e.text]
-    assert frames and "run: touch sneaky.txt" in frames[0]
+    def frames() -> list[str]:  # the permission record is written just before the lead's inbox
+        return [e.text for e in Mailbox(home, team).read("team-lead") if "permission_request" in e.text]
+
+    retry_until(lambda: bool(frames()), 10, what="the request in the lead's inbox")
+    assert "run: touch sneaky.txt" in frames()[0]
     assert not (workdir / "sneaky.txt").exists()
 
 

@@ -71,7 +71,7 @@ def test_person_answers_always_and_the_rule_sticks(up: Up) -> None:
     terminal = Terminal(master)
     try:
         terminal.expect("approve? (y)es / (n)o / (a)lways")
-        assert "worker wants to build it" in terminal.seen
+        assert "worker wants to run: touch built.txt — the model says: build it" in terminal.seen
         terminal.type("a\n")
         terminal.expect("[worker] idle: built")
         assert (up.repo / "built.txt").exists()
