@@ -9,7 +9,7 @@ from pathlib import Path
 from swarm.agent.conversation import Conversation
 from swarm.agent.headless import run_headless
 from swarm.agent.limits import Limits
-from swarm.agent.loop import Arrivals, AgentSpec, run_agent
+from swarm.agent.loop import AgentSpec, Arrivals, run_agent
 from swarm.agent.tools import core_tools
 from swarm.agent.tools.base import ToolContext
 from swarm.agent.transcript import Transcript

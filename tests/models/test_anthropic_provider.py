@@ -9,13 +9,6 @@ from collections.abc import Callable
 
 import pytest
 
-from swarm.models.messages import (
-    Message,
-    TextBlock,
-    ToolResultBlock,
-    ToolUseBlock,
-    Usage,
-)
 from swarm.errors import ModelError, UsageError
 from swarm.models.anthropic_provider import (
     DEFAULT_MODEL,
@@ -23,6 +16,13 @@ from swarm.models.anthropic_provider import (
     RetryPolicy,
 )
 from swarm.models.base import ModelRequest, ToolSpec
+from swarm.models.messages import (
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+)
 from tests.fakes import (
     FakeAnthropicServer,
     ScriptedReply,

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from swarm.models.messages import Message
 from swarm.errors import UsageError
 from swarm.models.anthropic_provider import DEFAULT_MODEL, AnthropicProvider
 from swarm.models.base import ModelRequest
 from swarm.models.factory import make_provider
+from swarm.models.messages import Message
 from swarm.models.scripted import ScriptedProvider
 
 KEY = {"ANTHROPIC_API_KEY": "sk-test"}

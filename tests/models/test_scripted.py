@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from swarm.errors import UsageError
+from swarm.models.base import ModelRequest, ModelResponse, ToolSpec
 from swarm.models.messages import (
     ContentBlock,
     Message,
@@ -16,8 +18,6 @@ from swarm.models.messages import (
     ToolResultBlock,
     Usage,
 )
-from swarm.errors import UsageError
-from swarm.models.base import ModelRequest, ModelResponse, ToolSpec
 from swarm.models.playbook import parse_playbook
 from swarm.models.scripted import ScriptedProvider, approx_tokens
 
