@@ -17,8 +17,12 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Temp
     monkeypatch.setenv("SWARM_HOME", str(tmp_path_factory.mktemp("swarm-home-default")))
     # every tmux server a test starts keeps its socket under a tmp dir, not /tmp/tmux-<uid>
     monkeypatch.setenv("TMUX_TMPDIR", str(tmp_path_factory.mktemp("tmux")))
+    # user-level agent definitions, skills and CLAUDE.md come from here, never from this machine's ~/.claude
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path_factory.mktemp("claude-config")))
     for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL", "SWARM_TEAM",
-                "SWARM_TMUX_SOCKET", "TMUX", "TMUX_PANE"):
+                "SWARM_TMUX_SOCKET", "TMUX", "TMUX_PANE", "SWARM_FORK_SUBAGENT", "SWARM_SUBAGENT_MODEL",
+                "CLAUDE_CODE_SUBAGENT_MODEL", "SWARM_MODEL_HAIKU", "SWARM_MODEL_SONNET", "SWARM_MODEL_OPUS",
+                "ANTHROPIC_DEFAULT_HAIKU_MODEL", "ANTHROPIC_DEFAULT_SONNET_MODEL", "ANTHROPIC_DEFAULT_OPUS_MODEL"):
         monkeypatch.delenv(var, raising=False)
 
 
