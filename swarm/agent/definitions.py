@@ -1,0 +1,427 @@
+"""Agent definitions: what kind of agent runs (prompt, tools, model, limits), and where they come from.
+
+A definition is data; one ``run_agent`` runs every kind (DESIGN.md). Sources,
+later overriding earlier by name:
+
+    built-in   general-purpose, Explore, Plan                       (``builtin_agents``)
+    user       <claude_config_dir>/agents/*.md
+    project    .claude/agents/*.md and .swarm/agents/*.md in every directory from the
+               repository root (the filesystem root outside a repository) down to the
+               cwd; nearer directories win, and in one directory .swarm over .claude
+    cli        ``--agents '{"name": {"description": ..., "prompt": ..., ...}}'``
+
+A file is Markdown with YAML frontmatter (Claude Code's format, so existing
+files work unchanged); the body is the agent's system prompt::
+
+    ---
+    name: reviewer                 # defaults to the file name without .md
+    description: Reviews a diff for bugs; use after a change.
+    tools: Read, Grep, Glob        # or a YAML list; absent or "*" = all tools
+    model: sonnet                  # sonnet/opus/haiku, a model id, or inherit
+    ---
+    You are a code reviewer...
+
+A broken file costs one warning (``AgentCatalog.warnings``, one line:
+``<path>: <field>: <what is wrong>; <what to do>``) and nothing else: the
+other definitions still load. Unknown frontmatter keys are kept in ``extra``
+and otherwise ignored. A broken ``--agents`` value is the user's command
+line, so it is a ``UsageError`` instead.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from swarm.agent import prompts
+from swarm.agent.permissions.policy import PERMISSION_MODES
+from swarm.backends.git import git
+from swarm.core.fileio import read_regular
+from swarm.core.names import validate_name
+from swarm.errors import BackendError, InvalidNameError, UsageError
+
+log = logging.getLogger(__name__)
+
+Source = Literal["built-in", "user", "project", "cli"]
+AGENT_DIRS = (Path(".claude") / "agents", Path(".swarm") / "agents")
+"""Where a directory keeps definition files, in the order they are read (later wins on a clash)."""
+
+
+class AgentDefinition(BaseModel):
+    """One kind of agent. ``tools`` None or ``["*"]`` means every tool the caller offers."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    description: str = ""
+    prompt: str = ""
+    """The system prompt's body; empty means swarm's ``prompts.BASE``."""
+    tools: list[str] | None = None
+    disallowed_tools: list[str] = []
+    model: str | None = None
+    """An alias (sonnet/opus/haiku), a model id, or ``inherit``; None = inherit."""
+    permission_mode: str | None = None
+    max_turns: int | None = None
+    background: bool = False
+    isolation: Literal["worktree"] | None = None
+    color: str | None = None
+    memory: Literal["user", "project", "local"] | None = None
+    skills: list[str] = []
+    omit_claude_md: bool = False
+    """Skip the instruction files (CLAUDE.md ...) in the context block; git status and date stay."""
+    source: Source = "built-in"
+    path: Path | None = None
+    overrides: Source | None = None
+    """The source of the same-named definition this one replaced, if any."""
+    extra: dict[str, Any] = {}
+
+    @property
+    def builtin(self) -> bool:
+        return self.source == "built-in"
+
+
+@dataclass(frozen=True)
+class AgentCatalog:
+    """The active definitions by name, and one line per file that could not be loaded as written."""
+
+    definitions: dict[str, AgentDefinition]
+    warnings: list[str]
+
+    def get(self, name: str) -> AgentDefinition | None:
+        return self.definitions.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self.definitions, key=str.lower)
+
+
+# -- the fields a file or --agents may set ---------------------------------------
+
+
+def _names_list(value: Any) -> Any:
+    """A YAML list stays; ``"Read, Grep"`` becomes ``["Read", "Grep"]``; None (``tools:``) means unset."""
+    if isinstance(value, str):
+        return _split_names(value)
+    return value
+
+
+def _split_names(text: str) -> list[str]:
+    """Split on commas outside parentheses, so ``Agent(Explore, Plan), Read`` is two entries."""
+    parts, depth, current = [], 0, ""
+    for char in text:
+        depth += (char == "(") - (char == ")")
+        if char == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += char
+    parts.append(current)
+    return [part.strip() for part in parts if part.strip()]
+
+
+class _Fields(BaseModel):
+    """The frontmatter of a definition file (and an ``--agents`` entry), with Claude Code's key names."""
+
+    model_config = ConfigDict(extra="allow", strict=True, populate_by_name=True, frozen=True)
+
+    name: str | None = None
+    description: str
+    tools: list[str] | None = None
+    disallowed_tools: list[str] | None = Field(None, alias="disallowedTools")
+    model: str | None = None
+    permission_mode: str | None = Field(None, alias="permissionMode")
+    max_turns: int | None = Field(None, alias="maxTurns", gt=0)
+    background: bool = False
+    isolation: Literal["worktree"] | None = None
+    color: str | None = None
+    memory: Literal["user", "project", "local"] | None = None
+    skills: list[str] | None = None
+    omit_claude_md: bool = Field(False, alias="omitClaudeMd")
+
+    _split = field_validator("tools", "disallowed_tools", "skills", mode="before")(_names_list)
+
+    @field_validator("permission_mode")
+    @classmethod
+    def _known_mode(cls, value: str | None) -> str | None:
+        if value is not None and value not in PERMISSION_MODES:
+            raise ValueError(f"unknown permission mode {value!r}")
+        return value
+
+    @field_validator("name")
+    @classmethod
+    def _path_safe(cls, value: str | None) -> str | None:
+        if value is not None and not _usable_name(value):
+            raise ValueError(f"{value!r} cannot be an agent name")
+        return value
+
+
+def _usable_name(name: str) -> bool:
+    try:
+        validate_name(name, "agent name")
+    except InvalidNameError:
+        return False
+    return True
+
+
+_HINTS = {
+    "name": "use 1-64 of A-Z a-z 0-9 _ - (or leave it out to use the file name)",
+    "description": "add a one-line description of when to use this agent",
+    "tools": "use a YAML list or a comma-separated string of tool names, e.g. Read, Grep, Bash",
+    "disallowedTools": "use a YAML list or a comma-separated string of tool names",
+    "skills": "use a YAML list or a comma-separated string of skill names",
+    "model": "use sonnet, opus, haiku, inherit or a model id",
+    "permissionMode": f"use one of {', '.join(PERMISSION_MODES)}",
+    "maxTurns": "use a whole number above 0",
+    "background": "use true or false",
+    "omitClaudeMd": "use true or false",
+    "isolation": "use worktree or leave it out",
+    "memory": "use user, project or local",
+    "color": "use a color name such as blue",
+}
+_ALIASES = {name: info.alias or name for name, info in _Fields.model_fields.items()}
+
+
+def _field_error(exc: ValidationError) -> str:
+    """``<field>: <what is wrong>; <what to do>`` for the first error, in the file's own key names."""
+    error = exc.errors()[0]
+    key = str(error["loc"][0]) if error["loc"] else "frontmatter"
+    key = _ALIASES.get(key, key)
+    if error["type"] == "missing":
+        return f"{key}: missing; {_HINTS.get(key, 'add it')}"
+    message = str(error["msg"]).removeprefix("Value error, ")
+    got = error.get("input")
+    shown = error["type"] != "value_error" and not isinstance(got, dict) and len(repr(got)) <= 60
+    got_text = f" (got {got!r})" if shown else ""
+    return f"{key}: {message[:1].lower()}{message[1:]}{got_text}; {_HINTS.get(key, 'fix or remove it')}"
+
+
+def _definition(fields: _Fields, *, name: str, prompt: str, source: Source, path: Path | None) -> AgentDefinition:
+    return AgentDefinition(
+        name=name, description=fields.description, prompt=prompt, tools=fields.tools,
+        disallowed_tools=fields.disallowed_tools or [], model=fields.model, permission_mode=fields.permission_mode,
+        max_turns=fields.max_turns, background=fields.background, isolation=fields.isolation, color=fields.color,
+        memory=fields.memory, skills=fields.skills or [], omit_claude_md=fields.omit_claude_md, source=source,
+        path=path, extra=dict(fields.model_extra or {}),
+    )
+
+
+# -- files -----------------------------------------------------------------------
+
+
+class DefinitionFileError(ValueError):
+    """A definition file that cannot be loaded; the message is ``<field>: <problem>; <what to do>``."""
+
+
+def split_frontmatter(text: str) -> tuple[dict[str, Any], str]:
+    """The YAML frontmatter (a mapping) and the body of a Markdown file; DefinitionFileError if malformed."""
+    lines = text.lstrip("\ufeff").splitlines(keepends=True)
+    if not lines or lines[0].strip() != "---":
+        raise DefinitionFileError("frontmatter: missing; start the file with a --- line, the YAML fields "
+                                  "(at least description), and another --- line")
+    end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)
+    if end is None:
+        raise DefinitionFileError("frontmatter: not closed; end the YAML fields with a --- line")
+    try:
+        data = yaml.safe_load("".join(lines[1:end]))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 2}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "cannot be parsed"
+        raise DefinitionFileError(f"frontmatter: invalid YAML{where} ({problem}); fix the YAML between "
+                                  "the --- lines (quote values that contain ': ')") from exc
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise DefinitionFileError(f"frontmatter: expected key: value fields, got a {type(data).__name__}; "
+                                  "write one field per line, e.g. description: ...")
+    return {str(key): value for key, value in data.items()}, "".join(lines[end + 1:]).strip("\n")
+
+
+def parse_definition_file(path: Path, source: Source) -> AgentDefinition:
+    """The definition in ``path``; DefinitionFileError (``<field>: ...``) if it cannot be loaded."""
+    try:
+        read = read_regular(path)
+    except OSError as exc:
+        raise DefinitionFileError(f"file: cannot read it ({exc.strerror or exc}); check that it is a "
+                                  "readable regular file") from exc
+    if read is None:
+        raise DefinitionFileError("file: it disappeared while loading; nothing to do")
+    try:
+        text = read[0].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DefinitionFileError("file: not UTF-8 text; save it as UTF-8") from exc
+    data, body = split_frontmatter(text)
+    try:
+        fields = _Fields.model_validate(data)
+        name = fields.name or validate_name(path.stem, "agent name")
+    except ValidationError as exc:
+        raise DefinitionFileError(_field_error(exc)) from exc
+    except InvalidNameError as exc:
+        raise DefinitionFileError(f"name: {exc}; rename the file or set name in the frontmatter") from exc
+    return _definition(fields, name=name, prompt=body, source=source, path=path)
+
+
+def _load_dir(directory: Path, source: Source, warnings: list[str]) -> Iterator[AgentDefinition]:
+    """Every ``*.md`` in ``directory`` (sorted by name) that loads; a warning for each that does not."""
+    try:
+        files = sorted(p for p in directory.glob("*.md") if not p.name.startswith("."))
+    except OSError as exc:
+        warnings.append(f"{directory}: directory: cannot list it ({exc.strerror or exc}); check its mode")
+        return
+    for path in files:
+        try:
+            definition = parse_definition_file(path, source)
+        except DefinitionFileError as exc:
+            warnings.append(f"{path}: {exc}")
+            continue
+        if definition.skills:
+            warnings.append(_skills_warning(str(path), definition))
+        yield definition
+
+
+def _skills_warning(where: str, definition: AgentDefinition) -> str:
+    listed = ", ".join(definition.skills)
+    verb = "is" if len(definition.skills) == 1 else "are"
+    return f"{where}: skills: skills are not supported yet; {listed} {verb} ignored"
+
+
+# -- where files are --------------------------------------------------------------
+
+
+def claude_config_dir(env: Mapping[str, str]) -> Path:
+    """The user-level Claude directory: ``$CLAUDE_CONFIG_DIR`` if set, else ``~/.claude`` (the one resolver)."""
+    configured = env.get("CLAUDE_CONFIG_DIR", "").strip()
+    if configured:
+        return Path(configured).expanduser()
+    home = env.get("HOME", "").strip()
+    return (Path(home) if home else Path.home()) / ".claude"
+
+
+def repository_root(cwd: Path) -> Path | None:
+    """The top of the git working tree holding ``cwd`` (a linked worktree's own top); None outside one."""
+    try:
+        top = git(cwd, "rev-parse", "--show-toplevel").strip()
+    except BackendError:  # not a repository, or no git installed: both mean "no repository"
+        return None
+    return Path(top).resolve() if top else None
+
+
+def project_root(cwd: Path) -> Path:
+    """The project an agent in ``cwd`` works on: its repository's top, or ``cwd`` itself outside one."""
+    return repository_root(cwd) or cwd.resolve()
+
+
+def directories_down_to(cwd: Path) -> list[Path]:
+    """Every directory from the repository root (the filesystem root outside one) down to ``cwd``, in order."""
+    here = cwd.resolve()
+    top = repository_root(here) or Path(here.anchor)
+    chain = [here, *here.parents]
+    if top not in chain:  # cwd is not below the reported top (should not happen); use cwd alone
+        return [here]
+    return list(reversed(chain[: chain.index(top) + 1]))
+
+
+def _project_agent_dirs(cwd: Path, user_dir: Path) -> list[Path]:
+    """Project definition directories, farthest first; the user directory is never also a project one."""
+    found = []
+    for directory in directories_down_to(cwd):
+        for sub in AGENT_DIRS:
+            candidate = directory / sub
+            if candidate.is_dir() and candidate.resolve() != user_dir.resolve():
+                found.append(candidate)
+    return found
+
+
+# -- built-ins, --agents, and the merge ---------------------------------------------
+
+
+def builtin_agents() -> list[AgentDefinition]:
+    """general-purpose (every tool), Explore and Plan (read-only: Read, Glob, Grep, Bash; no CLAUDE.md)."""
+    read_only = ["Read", "Glob", "Grep", "Bash"]
+    never_write = ["Agent", "Write", "Edit", "ExitPlanMode"]
+    return [
+        AgentDefinition(
+            name="general-purpose", prompt=prompts.GENERAL_PURPOSE,
+            description="General-purpose agent for researching complex questions, searching for code and "
+                        "carrying out multi-step tasks. Use it when a search may take several tries, or for "
+                        "a self-contained piece of work whose details you do not need in your own context."),
+        AgentDefinition(
+            name="Explore", prompt=prompts.EXPLORE, tools=read_only, disallowed_tools=never_write,
+            omit_claude_md=True,
+            description="Fast read-only agent for exploring a codebase: find files by pattern, search code "
+                        "for keywords, answer questions about how the code works. Say how thorough to be: "
+                        "quick, medium or very thorough."),
+        AgentDefinition(
+            name="Plan", prompt=prompts.PLAN, tools=read_only, disallowed_tools=never_write,
+            omit_claude_md=True,
+            description="Read-only software architect: explores the code and returns a step-by-step "
+                        "implementation plan with the critical files and trade-offs. Use it to design a "
+                        "change before making it."),
+    ]
+
+
+def parse_cli_agents(text: str) -> list[AgentDefinition]:
+    """Definitions from ``--agents`` JSON (``{"name": {"description": ..., "prompt": ..., ...}}``).
+
+    UsageError, one line, for anything malformed: it is the user's own command line.
+    """
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--agents: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
+                         'use {"name": {"description": "...", "prompt": "..."}}') from exc
+    if not isinstance(data, dict):
+        raise UsageError('--agents: expected a JSON object of name -> definition, e.g. '
+                         '{"reviewer": {"description": "...", "prompt": "..."}}')
+    return [_cli_definition(name, entry) for name, entry in data.items()]
+
+
+def _cli_definition(name: str, entry: Any) -> AgentDefinition:
+    if not isinstance(entry, dict):
+        raise UsageError(f'--agents: {name}: expected an object such as {{"description": "...", "prompt": "..."}}')
+    fields = {key: value for key, value in entry.items() if key != "prompt"}
+    prompt = entry.get("prompt", "")
+    try:
+        validate_name(name, "agent name")
+        if not isinstance(prompt, str):
+            raise UsageError(f"--agents: {name}: prompt: expected a string; give the system prompt as text")
+        parsed = _Fields.model_validate({**fields, "name": name})
+    except InvalidNameError as exc:
+        raise UsageError(f"--agents: {exc}") from exc
+    except ValidationError as exc:
+        raise UsageError(f"--agents: {name}: {_field_error(exc)}") from exc
+    return _definition(parsed, name=name, prompt=prompt, source="cli", path=None)
+
+
+def _merge(layers: list[list[AgentDefinition]]) -> dict[str, AgentDefinition]:
+    """Later definitions replace earlier ones of the same name, remembering the source they replaced."""
+    active: dict[str, AgentDefinition] = {}
+    for layer in layers:
+        for definition in layer:
+            replaced = active.get(definition.name)
+            if replaced is not None:
+                definition = definition.model_copy(update={"overrides": replaced.source})
+            active[definition.name] = definition
+    return active
+
+
+def load_agents(cwd: Path, *, env: Mapping[str, str], cli_json: str | None = None) -> AgentCatalog:
+    """The active definitions for an agent in ``cwd`` (see the module docstring for the order).
+
+    Broken files become ``warnings``; a malformed ``cli_json`` raises UsageError.
+    """
+    warnings: list[str] = []
+    user_dir = claude_config_dir(env) / "agents"
+    user = list(_load_dir(user_dir, "user", warnings)) if user_dir.is_dir() else []
+    project = [d for directory in _project_agent_dirs(cwd, user_dir) for d in _load_dir(directory, "project", warnings)]
+    cli = parse_cli_agents(cli_json) if cli_json is not None else []
+    warnings += [_skills_warning(f"--agents {d.name}", d) for d in cli if d.skills]
+    for warning in warnings:
+        log.debug("agent definition warning", extra={"warning": warning})
+    return AgentCatalog(_merge([builtin_agents(), user, project, cli]), warnings)
