@@ -17,13 +17,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from swarm.backends.git import git
 from swarm.backends.select import make_backend, tmux_usable
 from swarm.core.home import Home
 from swarm.core.permlog import PermissionEvent
 from swarm.core.teams import TeamStore
 from swarm.errors import BackendError
 from swarm.runtime.coordinator import LeadMessage
-from swarm.runtime.git import git
 from swarm.runtime.sample import examples_dir, make_sample_repo
 from swarm.runtime.up import Report, run_headless, stop_team
 from swarm.runtime.upfile import load_upfile

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from swarm.runtime.git import git
+from swarm.backends.git import git
 
 FILES = {
     "README.md": "# text-tools\n\nTiny helpers for text, used to show swarm's example teams at work.\n",

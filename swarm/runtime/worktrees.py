@@ -1,5 +1,8 @@
 """Teammate git worktrees: create, inspect, settle at shutdown, list, prune.
 
+The git side (add, measure, remove a worktree; which branch is spare) is
+``swarm.backends.worktree``; this module adds what knows teams and members.
+
 A worktree teammate works in ``<repo>/.swarm/worktrees/<team>/<name>`` on
 branch ``swarm/<team>/<name>`` (``-2``, ``-3`` ... appended while either is
 taken), started from a base commit recorded in its member entry. ``.swarm/``
@@ -29,25 +32,23 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from swarm.core.flock import LockTimeout, locked
+from swarm.backends import git
+from swarm.backends import worktree as git_worktree
+from swarm.backends.worktree import Changes, plural
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.names import LEAD_NAME
 from swarm.core.protocol import Member
 from swarm.core.teams import TeamStore
-from swarm.errors import BackendError, LockTimeoutError, SwarmError, UsageError
-from swarm.runtime import git
+from swarm.errors import BackendError, SwarmError, UsageError
 from swarm.runtime.handles import process_alive
 from swarm.runtime.liveness import reap_dead
 
 log = logging.getLogger(__name__)
 
-WORKTREES_DIR = Path(".swarm") / "worktrees"
-EXCLUDE_LINE = ".swarm/"
-MAX_SUFFIX = 99
+WORKTREES_DIR = git_worktree.SWARM_DIR / "worktrees"
 STARTING_GRACE_S = 15.0
 """A worktree this young without a member entry may belong to a spawn in progress; prune leaves it."""
-DIFFSTAT_LINES = 20
 
 
 @dataclass
@@ -90,15 +91,8 @@ class Worktree:
 
     @property
     def summary(self) -> str:
-        """E.g. ``2 commits ahead, 1 uncommitted path, 1 file changed, 3 insertions(+)``."""
-        parts = [_plural(self.ahead, "commit") + " ahead"]
-        if self.ahead and not self.unmerged:
-            parts[0] += " (merged)"
-        if self.uncommitted:
-            parts.append(_plural(self.uncommitted, "uncommitted path"))
-        if self.diffstat:
-            parts.append(self.diffstat.splitlines()[-1].strip())
-        return ", ".join(parts)
+        """E.g. ``2 commits ahead (merged), 1 uncommitted path, 1 file changed, 3 insertions(+)``."""
+        return Changes(self.ahead, self.uncommitted, self.diffstat).summary(merged=not self.unmerged)
 
 
 @dataclass
@@ -117,34 +111,13 @@ def create(cwd: Path, team: str, name: str, base: str | None = None) -> NewWorkt
     ``base`` defaults to the HEAD of the checkout ``cwd`` is in. Uncommitted
     changes there are allowed, with a warning that the worktree lacks them.
     """
-    repo = git.repo_root(cwd)
-    sha = git.commit_of(cwd, base or "HEAD")
-    _exclude_swarm_dir(repo)
-    warnings = _dirty_warning(cwd, name, sha)
-    path, branch = _add(repo, team, name, sha)
+    added = git_worktree.create(cwd, WORKTREES_DIR / team, f"swarm/{team}", name, base)
+    warnings = _dirty_warning(cwd, name, added.base)
     wanted = f"swarm/{team}/{name}"
-    if branch != wanted:
-        warnings.append(f"branch {wanted} is taken (an earlier worktree?); {name} works on {branch} instead")
-    log.info("created worktree", extra={"team": team, "agent": name, "path": str(path), "branch": branch})
-    return NewWorktree(path=path, branch=branch, base=sha, repo=repo, warnings=warnings)
-
-
-def _add(repo: Path, team: str, name: str, sha: str) -> tuple[Path, str]:
-    """Add the worktree at the first free ``name``, ``name-2`` ...; safe against parallel spawns."""
-    for n in range(1, MAX_SUFFIX + 1):
-        leaf = name if n == 1 else f"{name}-{n}"
-        path, branch = repo / WORKTREES_DIR / team / leaf, f"swarm/{team}/{leaf}"
-        if path.exists() or git.branch_exists(repo, branch):
-            continue
-        try:
-            git.git(repo, "worktree", "add", "--quiet", "-b", branch, str(path), sha)
-        except BackendError:
-            if path.exists() or git.branch_exists(repo, branch):  # lost a race for this name; try the next
-                continue
-            raise
-        return path, branch
-    raise BackendError(f"branches swarm/{team}/{name} to -{MAX_SUFFIX} are all taken; "
-                       f"`swarm worktrees prune --team {team}` or delete some with `git branch -D`")
+    if added.branch != wanted:
+        warnings.append(f"branch {wanted} is taken (an earlier worktree?); {name} works on {added.branch} instead")
+    log.info("created worktree", extra={"team": team, "agent": name, "path": str(added.path), "branch": added.branch})
+    return NewWorktree(path=added.path, branch=added.branch, base=added.base, repo=added.repo, warnings=warnings)
 
 
 def discard(new: NewWorktree) -> None:
@@ -156,32 +129,13 @@ def discard(new: NewWorktree) -> None:
         log.warning("could not remove worktree of failed spawn", extra={"path": str(new.path), "reason": str(exc)})
 
 
-def _exclude_swarm_dir(repo: Path) -> None:
-    """Add ``.swarm/`` to ``.git/info/exclude`` once (parallel spawns take turns on a lock)."""
-    common = git.common_dir(repo)
-    exclude = common / "info" / "exclude"
-    lock_path = common / "swarm-exclude.lock"
-    try:
-        with locked(lock_path, 10.0):
-            text = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
-            if any(line.strip() in (EXCLUDE_LINE, "/" + EXCLUDE_LINE) for line in text.splitlines()):
-                return
-            exclude.parent.mkdir(parents=True, exist_ok=True)
-            with exclude.open("a", encoding="utf-8") as handle:
-                handle.write(("" if text.endswith("\n") or not text else "\n") + EXCLUDE_LINE + "\n")
-    except LockTimeout as exc:
-        raise LockTimeoutError(f"could not lock {lock_path} within 10s; retry") from exc
-    except OSError as exc:
-        raise BackendError(f"cannot add {EXCLUDE_LINE} to {exclude}: {exc.strerror}") from exc
-
-
 def _dirty_warning(cwd: Path, name: str, sha: str) -> list[str]:
     dirty = git.status_lines(cwd)
     if not dirty:
         return []
     log.info("checkout had uncommitted changes", extra={"cwd": str(cwd), "paths": len(dirty)})
-    return [f"the checkout at {cwd} has {_plural(len(dirty), 'uncommitted path')}; they are not in {name}'s "
-            f"worktree, which starts from commit {sha[:10]} (commit them first if {name} needs them)"]
+    return [(f"the checkout at {cwd} has {plural(len(dirty), 'uncommitted path')}; they are not in {name}'s "
+             f"worktree, which starts from commit {sha[:10]} (commit them first if {name} needs them)")]
 
 
 # -- inspect -----------------------------------------------------------------------
@@ -220,17 +174,9 @@ def _measure(tree: Worktree) -> None:
     if not tree.base:  # no member entry records it: count from where HEAD forked off the main checkout's HEAD
         head = git.git(path, "rev-parse", "HEAD").strip()
         tree.base = git.git(tree.repo or path, "merge-base", "HEAD", head).strip()
-    tree.ahead = git.count_commits(path, tree.base)
-    tree.unmerged = _unmerged(path, "HEAD", tree.branch) if tree.ahead else 0
-    tree.uncommitted = len(git.status_lines(path))
-    lines = git.git(path, "diff", "--stat=100", tree.base, "--").rstrip().splitlines()
-    tree.diffstat = "\n".join([*lines[:DIFFSTAT_LINES], *lines[-1:]] if len(lines) > DIFFSTAT_LINES + 1 else lines)
-
-
-def _unmerged(where: Path, rev: str, own_branch: str) -> int:
-    """Commits of ``rev`` that no branch but ``own_branch`` (local or remote) holds."""
-    exclude = [f"--exclude={own_branch}"] if own_branch else []
-    return int(git.git(where, "rev-list", "--count", rev, "--not", *exclude, "--branches", "--remotes").strip() or 0)
+    found = git_worktree.changes(path, tree.base)
+    tree.ahead, tree.uncommitted, tree.diffstat = found.ahead, found.uncommitted, found.diffstat
+    tree.unmerged = git_worktree.unmerged(path, "HEAD", tree.branch) if tree.ahead else 0
 
 
 def _young(path: str) -> bool:
@@ -274,9 +220,9 @@ def settle(home: Home, team: str, member: Member) -> Worktree | None:
 def _tell_lead(home: Home, team: str, tree: Worktree) -> None:
     lines = [f"{tree.teammate}'s worktree was kept because it has changes.",
              f"path: {tree.path}",
-             f"branch: {tree.branch}, {_plural(tree.ahead, 'commit')} ahead of {tree.base[:10]}"]
+             f"branch: {tree.branch}, {plural(tree.ahead, 'commit')} ahead of {tree.base[:10]}"]
     if tree.uncommitted:
-        lines.append(f"uncommitted: {_plural(tree.uncommitted, 'path')} (`git -C {tree.path} status`)")
+        lines.append(f"uncommitted: {plural(tree.uncommitted, 'path')} (`git -C {tree.path} status`)")
     if tree.diffstat:
         lines += ["diffstat:", tree.diffstat]
     if tree.ahead:
@@ -291,23 +237,10 @@ def remove(tree: Worktree, *, force: bool = False) -> None:
     Without ``force`` git itself refuses a worktree with uncommitted changes.
     """
     repo = Path(tree.repo) if tree.repo else Path(tree.path)
-    if not repo.is_dir():
-        raise BackendError(f"repository {repo} of worktree {tree.path} is gone")
-    git.git(repo, "worktree", "remove", *(["--force"] if force else []), tree.path)
-    if _branch_is_spare(repo, tree):
-        git.git(repo, "branch", "--quiet", "-D", tree.branch)
+    git_worktree.remove(repo, tree.path, tree.branch, tree.base, force=force)
     tree.state = "removed"
-    log.info("removed worktree", extra={"path": tree.path, "branch": tree.branch})
-
-
-def _branch_is_spare(repo: Path, tree: Worktree) -> bool:
-    """True for a ``swarm/`` branch with nothing beyond its base, or only commits other branches hold too."""
-    branch = tree.branch
-    if not branch.startswith("swarm/") or not git.branch_exists(repo, branch):
-        return False
-    if tree.base and git.count_commits(repo, tree.base, branch) == 0:
-        return True
-    return _unmerged(repo, branch, branch) == 0
+    log.info("removed worktree", extra={"team": tree.team, "agent": tree.teammate, "path": tree.path,
+                                        "branch": tree.branch})
 
 
 # -- list and prune ----------------------------------------------------------------
@@ -347,10 +280,10 @@ def _prune_one(tree: Worktree, force: bool) -> Pruned:
         return Pruned(tree, False, f"created {_age(tree.path):.0f}s ago, maybe by a spawn in progress; "
                                    "prune again in a few seconds")
     if tree.uncommitted and not force:
-        return Pruned(tree, False, f"{_plural(tree.uncommitted, 'uncommitted path')}; "
+        return Pruned(tree, False, f"{plural(tree.uncommitted, 'uncommitted path')}; "
                                    "commit in the worktree, or --force discards them")
     if tree.unmerged and not force:
-        return Pruned(tree, False, f"{_plural(tree.unmerged, 'unmerged commit')}; "
+        return Pruned(tree, False, f"{plural(tree.unmerged, 'unmerged commit')}; "
                                    f"merge {tree.branch}, or --force removes the worktree and keeps the branch")
     if tree.unmerged and not tree.branch:
         return Pruned(tree, False, "commits on a detached HEAD; `git branch` them first")
@@ -366,9 +299,9 @@ def _removal_reason(tree: Worktree) -> str:
         return "no changes"
     parts = ["merged"] if tree.ahead and not tree.unmerged else []
     if tree.uncommitted:
-        parts.append(f"{_plural(tree.uncommitted, 'uncommitted path')} discarded")
+        parts.append(f"{plural(tree.uncommitted, 'uncommitted path')} discarded")
     if tree.unmerged:
-        parts.append(f"branch {tree.branch} kept ({_plural(tree.unmerged, 'unmerged commit')})")
+        parts.append(f"branch {tree.branch} kept ({plural(tree.unmerged, 'unmerged commit')})")
     return "; ".join(parts)
 
 
@@ -425,7 +358,3 @@ def _inspect(team: str, leaf: str, path: Path, branch: str, repo: Path,
                     state="orphaned", has_member=False)
     _measure(tree)
     return tree
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from swarm.backends import git as swarm_git
 from swarm.core.home import Home
 from swarm.core.teams import TeamStore
 from swarm.errors import BackendError
-from swarm.runtime import git as swarm_git
 from swarm.runtime.shutdown import shutdown
 from swarm.runtime.spawn import Spawned
 from tests.cli.conftest import SWARM_EXE

@@ -1,5 +1,8 @@
 """Run ``git``: argument lists, ``-C <dir>``, a bounded timeout, one-line errors.
 
+git is an external program like tmux, so it sits with the backends: both the
+runtime (teammate worktrees) and the agent layer (subagent worktrees) use it.
+
 Every call goes through ``git()``, the one boundary where git's failures
 become swarm errors:
 
@@ -47,7 +50,7 @@ def git(cwd: Path | str, *args: str, timeout: float = TIMEOUT) -> str:
             return result.stdout
         if attempt < LOCK_RETRIES and _is_lock_contention(result.stderr):
             delay = min(LOCK_BACKOFF * 2 ** attempt, LOCK_BACKOFF_MAX) * random.uniform(0.5, 1.5)
-            log.debug("git lock busy; retrying", extra={"args": args[:2], "attempt": attempt + 1, "delay": delay})
+            log.debug("git lock busy; retrying", extra={"git_args": args[:2], "attempt": attempt + 1, "delay": delay})
             time.sleep(delay)
             continue
         break
@@ -91,10 +94,10 @@ def _reason(result: subprocess.CompletedProcess[str]) -> str:
 def repo_root(path: Path) -> Path:
     """The main working tree of the repository holding ``path`` (also from inside a linked worktree)."""
     if _run(path, ("rev-parse", "--is-inside-work-tree"), TIMEOUT).stdout.strip() != "true":
-        raise UsageError(f"{path} is not inside a git repository; --worktree needs one (run `git init` first)")
+        raise UsageError(f"{path} is not inside a git repository; a worktree needs one (run `git init` first)")
     first = git(path, "worktree", "list", "--porcelain").splitlines()[:3]
     if "bare" in first or not first[0].startswith("worktree "):
-        raise UsageError(f"the repository of {path} has no main working tree (bare); --worktree needs one")
+        raise UsageError(f"the repository of {path} has no main working tree (bare); a worktree needs one")
     return Path(first[0].removeprefix("worktree ")).resolve()
 
 
@@ -105,7 +108,10 @@ def common_dir(path: Path) -> Path:
 
 
 def commit_of(repo: Path, ref: str) -> str:
-    """The full sha of the commit ``ref`` names; UsageError if it names none."""
+    """The full sha of the commit ``ref`` names; UsageError if it names none.
+
+    Messages about a ref other than ``HEAD`` name ``--base``: the only way a user gives one.
+    """
     if ref.startswith("-"):
         raise UsageError(f"--base {ref!r} is not a git revision")
     result = _run(repo, ("rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"), TIMEOUT)
