@@ -47,6 +47,7 @@ from swarm.core.home import Home
 from swarm.errors import SwarmError
 
 COMMANDS: dict[str, str] = {
+    "agents": "swarm.cli.agents:agents",
     "demo": "swarm.cli.demo:demo",
     "team": "swarm.cli.team:team",
     "send": "swarm.cli.messages:send",
