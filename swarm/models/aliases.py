@@ -1,0 +1,72 @@
+"""Model names for subagents: the aliases ``haiku``/``sonnet``/``opus``, and which model a child runs.
+
+``resolve_model`` is one chain, first set value wins (Claude Code's
+``getAgentModel``)::
+
+    SWARM_SUBAGENT_MODEL, then CLAUDE_CODE_SUBAGENT_MODEL   (environment; forces every subagent)
+    > the Agent tool's ``model``
+    > the definition's ``model``
+    > the parent's model                                    ("inherit")
+
+``inherit`` at any level means the parent's model at once; an empty or
+blank value counts as unset. The result is alias-expanded.
+
+An offline parent stays offline: when the parent runs the scripted model
+(``scripted`` or ``scripted:<playbook>``) the child gets exactly the
+parent's model whatever the chain says, so a test or demo never reaches for
+the network because a definition says ``model: haiku``.
+
+``expand_alias`` maps an alias to a model id, overridable per alias by
+``SWARM_MODEL_<ALIAS>``, then Claude Code's ``ANTHROPIC_DEFAULT_<ALIAS>_MODEL``.
+The default ids are the newest of each family among the model names the
+installed ``anthropic`` SDK (2.14) lists in ``anthropic.types.ModelParam``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from swarm.models.scripted import SCRIPTED
+
+ALIASES = ("haiku", "sonnet", "opus")
+INHERIT = "inherit"
+DEFAULT_IDS: Mapping[str, str] = {
+    "haiku": "claude-haiku-5-5",
+    "sonnet": "claude-sonnet-5-5",
+    "opus": "claude-opus-5-5",
+}
+"""Alias → model id; from ``anthropic.types.ModelParam`` of anthropic 2.14 (its newest of each family)."""
+SUBAGENT_MODEL_VARIABLES = ("SWARM_SUBAGENT_MODEL", "CLAUDE_CODE_SUBAGENT_MODEL")
+
+
+def expand_alias(model: str, env: Mapping[str, str]) -> str:
+    """The model id for ``haiku``/``sonnet``/``opus`` (case-insensitive); any other name unchanged.
+
+    ``SWARM_MODEL_<ALIAS>`` wins over ``ANTHROPIC_DEFAULT_<ALIAS>_MODEL``,
+    which wins over ``DEFAULT_IDS``.
+    """
+    alias = model.strip().lower()
+    if alias not in ALIASES:
+        return model
+    upper = alias.upper()
+    return _first_set(env, (f"SWARM_MODEL_{upper}", f"ANTHROPIC_DEFAULT_{upper}_MODEL")) or DEFAULT_IDS[alias]
+
+
+def resolve_model(*, env: Mapping[str, str], tool_model: str | None, definition_model: str | None,
+                  parent_model: str) -> str:
+    """The model a child agent runs (see the module docstring for the chain and the scripted rule)."""
+    if is_scripted(parent_model):
+        return parent_model
+    candidates = (_first_set(env, SUBAGENT_MODEL_VARIABLES), tool_model, definition_model)
+    chosen = next((c.strip() for c in candidates if c is not None and c.strip()), INHERIT)
+    return expand_alias(parent_model if chosen.lower() == INHERIT else chosen, env)
+
+
+def is_scripted(model: str) -> bool:
+    """True for the offline scripted model: ``scripted`` or ``scripted:<playbook>``."""
+    return model == SCRIPTED or model.startswith(SCRIPTED + ":")
+
+
+def _first_set(env: Mapping[str, str], names: tuple[str, ...]) -> str | None:
+    """The first of ``names`` with a non-blank value in ``env``, stripped."""
+    return next((env[n].strip() for n in names if env.get(n, "").strip()), None)
