@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from swarm.agent.transcript import Transcript
@@ -15,6 +15,8 @@ RESUMED_NOTE = "interrupted: the agent stopped before this tool ran; check its e
 class Conversation:
     messages: list[Message] = field(default_factory=list)
     transcript: Transcript | None = None
+    observer: Callable[[Message], None] | None = None
+    """Called with every message added (progress of a background subagent)."""
 
     @classmethod
     def resume(cls, transcript: Transcript) -> Conversation:
@@ -34,6 +36,8 @@ class Conversation:
     def add(self, message: Message, *, delivered: Sequence[str] = (), durable: bool = False) -> None:
         """Append ``message``; ``delivered`` inbox entries are recorded with it in one durable write."""
         self.messages.append(message)
+        if self.observer is not None:
+            self.observer(message)
         if self.transcript is not None:
             self.transcript.message(message, delivered=delivered, durable=durable)
 

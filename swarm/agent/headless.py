@@ -1,33 +1,142 @@
-"""One agent, one prompt, no team: what ``swarm run -p`` does."""
+"""One main agent, one prompt, no team: what ``swarm run -p`` does.
+
+With ``MainAgent`` options the agent also gets the Agent tool (subagents,
+forks, background agents with TaskOutput / TaskStop) and may itself run as a
+definition (``swarm run --agent NAME``). A background agent's notification
+is injected before the next model call; when the agent ends its turn while
+background agents still run, it waits for them and takes each notification
+as a new turn, so no result is lost.
+"""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from swarm.agent.background import BackgroundAgents, QueueSink
 from swarm.agent.conversation import Conversation
+from swarm.agent.definitions import AgentCatalog, AgentDefinition
+from swarm.agent.instructions import context_block
 from swarm.agent.limits import Limits
-from swarm.agent.loop import AgentRun, AgentSpec, run_agent
-from swarm.agent.prompts import system_prompt
+from swarm.agent.loop import AgentRun, AgentSpec, Arrivals, run_agent
+from swarm.agent.prompts import agent_system_prompt, system_prompt
+from swarm.agent.subagents import AgentHost, forks_enabled
+from swarm.agent.toolpool import tool_pool
 from swarm.agent.tools import core_tools
-from swarm.agent.tools.base import ToolContext
+from swarm.agent.tools.agent_tool import AgentTool, TaskOutput, TaskStop
+from swarm.agent.tools.base import Tool, ToolContext
 from swarm.agent.transcript import Transcript
 from swarm.models.base import ModelProvider
+from swarm.models.messages import Message, TextBlock
+
+BACKGROUND_POLL = 0.2
+"""Seconds between cancellation checks while waiting for background agents."""
+
+
+@dataclass
+class MainAgent:
+    """What the main agent of ``swarm run`` may use beyond the core tools."""
+
+    catalog: AgentCatalog
+    env: Mapping[str, str]
+    make_provider: Callable[[str], ModelProvider]
+    agents_dir: Path
+    """Where subagent transcripts go (beside the run's own transcript)."""
+    definition: AgentDefinition | None = None
+    """Run the main agent as this definition (``--agent``)."""
+
+
+def main_tools(catalog: AgentCatalog) -> list[Tool[Any]]:
+    """Every tool a main agent (and, filtered, its subagents) may hold, in the order the model sees them."""
+    return [*core_tools(), AgentTool.for_catalog(catalog), TaskOutput(), TaskStop()]
 
 
 def run_headless(prompt: str, provider: ModelProvider, *, cwd: Path, limits: Limits,
                  transcript: Path | None = None, confine_writes: bool = True,
-                 cancel: threading.Event | None = None) -> AgentRun:
-    """Run ``prompt`` to the end with the core tools in ``cwd``."""
-    ctx = ToolContext(cwd=cwd, write_roots=[cwd] if confine_writes else None,
-                      cancel=cancel or threading.Event())
+                 cancel: threading.Event | None = None, main: MainAgent | None = None) -> AgentRun:
+    """Run ``prompt`` to the end in ``cwd``; with ``main``, subagents too."""
+    ctx = ToolContext(cwd=cwd, write_roots=[cwd] if confine_writes else None, cancel=cancel or threading.Event())
     conversation = Conversation(transcript=Transcript(transcript) if transcript else None)
-    conversation.add_user_text(prompt)
-    spec = AgentSpec(provider=provider, tools=core_tools(), system=system_prompt(cwd), limits=limits)
+    if main is None:
+        conversation.add_user_text(prompt)
+        spec = AgentSpec(provider=provider, tools=core_tools(), system=system_prompt(cwd), limits=limits)
+        try:
+            return run_agent(spec, conversation, ctx)
+        finally:
+            _stop_commands(ctx)
+    sink = QueueSink()
+    host = AgentHost(catalog=main.catalog, env=main.env, model=provider.model, make_provider=main.make_provider,
+                     make_tools=lambda: main_tools(main.catalog), transcript_dir=main.agents_dir,
+                     background=BackgroundAgents(sink), fork_enabled=forks_enabled(main.env))
+    ctx.agents = host
+    spec = _main_spec(main, provider, cwd, limits)
+    omit = main.definition.omit_claude_md if main.definition else False
+    conversation.add(_first_message(context_block(cwd, env=main.env, omit_instructions=omit), prompt))
     try:
-        return run_agent(spec, conversation, ctx)
+        return _serve(spec, conversation, ctx, host, sink)
     finally:
-        for proc in ctx.background:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+        host.background.stop_all()
+        _stop_commands(ctx)
+
+
+def _main_spec(main: MainAgent, provider: ModelProvider, cwd: Path, limits: Limits) -> AgentSpec:
+    tools = main_tools(main.catalog)
+    if main.definition is None:
+        return AgentSpec(provider=provider, tools=tools, system=system_prompt(cwd), limits=limits)
+    kept = tool_pool([t.name for t in tools], tools=main.definition.tools,
+                     disallowed=main.definition.disallowed_tools, builtin=main.definition.builtin,
+                     background=False, main_thread=True).names
+    tools = [t for t in tools if t.name in kept]
+    turns = limits.max_turns or main.definition.max_turns or 0
+    system = agent_system_prompt(main.definition, cwd, model=provider.model, tools=[t.name for t in tools])
+    return AgentSpec(provider=provider, tools=tools, system=system,
+                     limits=Limits(max_turns=turns, max_tokens=limits.max_tokens, max_seconds=limits.max_seconds,
+                                   max_consecutive_tool_errors=limits.max_consecutive_tool_errors))
+
+
+def _first_message(context: str, prompt: str) -> Message:
+    return Message(role="user", content=[TextBlock(text=context), TextBlock(text=prompt)])
+
+
+def _serve(spec: AgentSpec, conversation: Conversation, ctx: ToolContext, host: AgentHost,
+           sink: QueueSink) -> AgentRun:
+    """Run turns until the agent is done and every background agent has reported."""
+    def inbound() -> Arrivals:
+        return Arrivals(texts=sink.take())
+
+    run = run_agent(spec, conversation, ctx, inbound=inbound)
+    while run.ok and (host.background.unfinished() or _waiting(sink)):
+        texts = _next_notifications(sink, host, ctx.cancel)
+        if not texts:
+            break
+        conversation.add_user_text("\n\n".join(texts))
+        run = _add(run, run_agent(spec, conversation, ctx, inbound=inbound))
+    return run
+
+
+def _waiting(sink: QueueSink) -> bool:
+    return sink.wait(0)
+
+
+def _next_notifications(sink: QueueSink, host: AgentHost, cancel: threading.Event) -> list[str]:
+    while not cancel.is_set():
+        if sink.wait(BACKGROUND_POLL):
+            return sink.take()
+        if not host.background.unfinished():
+            return sink.take()
+    return []
+
+
+def _add(before: AgentRun, after: AgentRun) -> AgentRun:
+    return AgentRun(after.text, after.stop_reason, before.turns + after.turns, before.usage + after.usage,
+                    after.detail)
+
+
+def _stop_commands(ctx: ToolContext) -> None:
+    for proc in ctx.background:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

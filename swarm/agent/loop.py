@@ -66,6 +66,14 @@ class AgentRun:
         return self.stop_reason == "end_turn"
 
 
+@dataclass(frozen=True)
+class RunningAgent:
+    """The agent a tool call belongs to, as the loop runs it (the Agent tool forks from it)."""
+
+    spec: AgentSpec
+    conversation: Conversation
+
+
 @dataclass
 class AgentSpec:
     """What varies between kinds of agents: data, not branches in the loop."""
@@ -87,6 +95,7 @@ def run_agent(spec: AgentSpec, conversation: Conversation, ctx: ToolContext,
     """
     tools = {tool.name: tool for tool in spec.tools}
     specs = [tool.spec() for tool in spec.tools]
+    ctx.running = RunningAgent(spec, conversation)
     started = time.monotonic()
     usage, turns, error_streak = Usage(), 0, 0
     try:

@@ -12,10 +12,17 @@ from types import FrameType
 
 import click
 
-from swarm.agent.headless import run_headless
+from swarm.agent.definitions import AgentCatalog, AgentDefinition, load_agents
+from swarm.agent.headless import MainAgent, run_headless
 from swarm.agent.limits import Limits
-from swarm.errors import SwarmError
+from swarm.cli.options import home_of
+from swarm.core.clock import now_ms
+from swarm.core.home import Home
+from swarm.errors import SwarmError, UsageError
+from swarm.models.aliases import expand_alias
+from swarm.models.base import ModelProvider
 from swarm.models.factory import make_provider
+from swarm.models.scripted import SCRIPTED
 
 
 @click.command("run")
@@ -32,29 +39,70 @@ from swarm.models.factory import make_provider
 @click.option("--transcript", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Append the conversation to this JSONL file.")
 @click.option("--allow-writes-outside-cwd", is_flag=True, help="Let Write/Edit touch files outside --cwd.")
-def run(prompt: str, model: str | None, playbook: Path | None, cwd: Path | None, max_turns: int,
-        token_budget: int, timeout: float, transcript: Path | None, allow_writes_outside_cwd: bool) -> None:
-    """Run one agent on PROMPT with the core tools and print its final answer.
+@click.option("--agent", "agent_name", default=None, metavar="NAME",
+              help="Run the main agent as this agent definition (see `swarm agents`).")
+@click.option("--agents", "agents_json", default=None, metavar="JSON",
+              help='Extra agent definitions, e.g. \'{"reviewer": {"description": "...", "prompt": "..."}}\'.')
+@click.pass_context
+def run(ctx: click.Context, prompt: str, model: str | None, playbook: Path | None, cwd: Path | None,
+        max_turns: int, token_budget: int, timeout: float, transcript: Path | None,
+        allow_writes_outside_cwd: bool, agent_name: str | None, agents_json: str | None) -> None:
+    """Run one agent on PROMPT with the core tools and the Agent tool, and print its final answer.
 
-    Diagnostics go to stderr. Ctrl-C stops the agent after its current step;
-    a second Ctrl-C aborts at once.
+    Diagnostics go to stderr. Ctrl-C stops the agent (and its subagents) after
+    the current step; a second Ctrl-C aborts at once.
     """
     if prompt == "-":
         prompt = sys.stdin.read()
-    provider = make_provider(model, playbook=playbook, env=dict(os.environ),
+    env = dict(os.environ)
+    workdir = (cwd or Path.cwd()).resolve()
+    catalog = load_agents(workdir, env=env, cli_json=agents_json)
+    for warning in catalog.warnings:
+        click.echo(f"swarm: warning: {warning}", err=True)
+    definition = _definition(catalog, agent_name)
+    model = model or (definition.model if definition and definition.model not in (None, "inherit") else None)
+    provider = make_provider(expand_alias(model, env) if model else None, playbook=playbook, env=env,
                              variables={"agent_name": "agent", "team": ""})
+    main = MainAgent(catalog=catalog, env=env, make_provider=_child_providers(provider, model, playbook, env),
+                     agents_dir=_agents_dir(home_of(ctx), transcript), definition=definition)
     cancel = threading.Event()
     previous = signal.signal(signal.SIGINT, _first_interrupt(cancel))
     try:
-        result = run_headless(prompt, provider, cwd=(cwd or Path.cwd()).resolve(),
+        result = run_headless(prompt, provider, cwd=workdir,
                               limits=Limits(max_turns=max_turns, max_tokens=token_budget, max_seconds=timeout),
-                              transcript=transcript, confine_writes=not allow_writes_outside_cwd, cancel=cancel)
+                              transcript=transcript, confine_writes=not allow_writes_outside_cwd, cancel=cancel,
+                              main=main)
     finally:
         signal.signal(signal.SIGINT, previous)
         provider.close()
     if not result.ok:
         raise SwarmError(f"agent stopped ({result.stop_reason}): {result.detail}")
     click.echo(result.text)
+
+
+def _definition(catalog: AgentCatalog, name: str | None) -> AgentDefinition | None:
+    if name is None:
+        return None
+    found = catalog.get(name)
+    if found is None:
+        raise UsageError(f"no agent definition {name!r}; `swarm agents` lists them ({', '.join(catalog.names())})")
+    return found
+
+
+def _child_providers(parent: ModelProvider, model: str | None, playbook: Path | None,
+                     env: dict[str, str]) -> Callable[[str], ModelProvider]:
+    """How a subagent gets its provider: offline children play the parent's playbook, others their model."""
+    if parent.name == SCRIPTED:
+        return lambda _model: make_provider(model, playbook=playbook, env=env,
+                                            variables={"agent_name": "agent", "team": ""})
+    return lambda chosen: make_provider(chosen, playbook=None, env=env)
+
+
+def _agents_dir(home: Home, transcript: Path | None) -> Path:
+    """Subagent transcripts: beside the run's transcript, else under the home."""
+    if transcript is not None:
+        return transcript.with_name(f"{transcript.stem}.subagents")
+    return home.root / "runs" / f"{now_ms()}-{os.getpid()}" / "subagents"
 
 
 def _first_interrupt(cancel: threading.Event) -> Callable[[int, FrameType | None], None]:

@@ -11,7 +11,7 @@ through the structured path (``Mailbox.send_frame`` marks the entry
 
 - ``shutdown_request``, ``permission_response``, ``plan_approval_response``:
   the lead (or the runtime);
-- ``teammate_terminated``: the runtime only;
+- ``teammate_terminated`` and swarm's ``task_notification``: the runtime only;
 - every frame that names its sender (``from``, ``agent_id``, ``assignedBy``):
   that member only, and the entry's own ``from`` must be the same name.
 
@@ -279,6 +279,16 @@ class TeammateTerminated(_Wire):
     message: StrictStr
 
 
+class TaskNotification(_Wire):
+    """swarm: one of the recipient's own background subagents ended (the runtime tells its parent)."""
+
+    type: Literal["task_notification"] = "task_notification"
+    task_id: StrictStr
+    status: StrictStr
+    text: StrictStr
+    """The ``<task-notification>`` block the parent's model reads."""
+
+
 Frame = Annotated[
     Union[
         ShutdownRequest,
@@ -292,6 +302,7 @@ Frame = Annotated[
         TaskAssignment,
         TaskCompleted,
         TeammateTerminated,
+        TaskNotification,
     ],
     Field(discriminator="type"),
 ]
@@ -301,7 +312,7 @@ FRAME_TYPES = frozenset(
     for m in (
         ShutdownRequest, ShutdownApproved, ShutdownRejected, PlanApprovalRequest,
         PlanApprovalResponse, PermissionRequest, PermissionResponse, IdleNotification,
-        TaskAssignment, TaskCompleted, TeammateTerminated,
+        TaskAssignment, TaskCompleted, TeammateTerminated, TaskNotification,
     )
 )
 
@@ -351,7 +362,7 @@ def entry_frame(entry: InboxEntry) -> Frame | str:
 def _may_send(sender: str, frame: Frame) -> bool:
     if isinstance(frame, LEAD_FRAMES):
         return sender in (LEAD_NAME, RUNTIME_NAME)
-    if isinstance(frame, TeammateTerminated):
+    if isinstance(frame, (TeammateTerminated, TaskNotification)):
         return sender == RUNTIME_NAME
     if isinstance(frame, PermissionRequest):
         return frame.agent_id.split("@", 1)[0] == sender

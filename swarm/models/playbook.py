@@ -79,14 +79,17 @@ class Rule(_Strict):
 
     name: str = ""
     match: str = ""
+    system: str = ""
+    """A regex the system prompt must contain (e.g. a subagent definition's words); "" matches any."""
     on: On = "any"
     once: bool = False
     text: str | None = None
     tool_calls: list[ToolCall] = Field(default_factory=list)
     steps: list[Reply] = Field(default_factory=list)
     _pattern: re.Pattern[str] = PrivateAttr()
+    _system: re.Pattern[str] = PrivateAttr()
 
-    @field_validator("match")
+    @field_validator("match", "system")
     @classmethod
     def _compiles(cls, value: str) -> str:
         try:
@@ -106,6 +109,7 @@ class Rule(_Strict):
 
     def model_post_init(self, context: Any) -> None:
         self._pattern = re.compile(self.match)
+        self._system = re.compile(self.system)
 
     @property
     def pattern(self) -> re.Pattern[str]:
@@ -115,8 +119,9 @@ class Rule(_Strict):
         """The steps, or the single reply as a one-step list."""
         return self.steps or [Reply(text=self.text, tool_calls=self.tool_calls)]
 
-    def accepts(self, kind: Literal["prompt", "tool_result"]) -> bool:
-        return self.on in ("any", kind)
+    def accepts(self, kind: Literal["prompt", "tool_result"], system: str = "") -> bool:
+        """Does the rule apply to this kind of message, for an agent with this system prompt?"""
+        return self.on in ("any", kind) and self._system.search(system) is not None
 
     def group_names(self) -> set[str]:
         """Slots its regex provides: named groups and 0..n."""

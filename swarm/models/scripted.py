@@ -10,8 +10,10 @@ its tool calls run through the same agent loop and tools. Per call:
    message and whose ``match`` regex is found in the incoming text.
 3. Otherwise the ``[default]`` text reply, which quotes the first line.
 
-The incoming text is the latest user message: its text blocks and tool
-result contents, in order, joined with newlines. Tool use ids count per
+The incoming text is the latest user message: its text blocks (except
+``<system-reminder>`` context blocks) and tool result contents, in order,
+joined with newlines. A rule's ``system`` regex, when given, must also be
+found in the request's system prompt (e.g. to answer as one subagent type). Tool use ids count per
 provider (``toolu_scripted_0001``). Usage is approximate: ``ceil(chars / 4)``,
 at least 1, for the whole request (input) and the reply (output).
 """
@@ -40,6 +42,8 @@ from swarm.models.playbook import Playbook, Reply, load_playbook, render, render
 log = logging.getLogger(__name__)
 
 SCRIPTED = "scripted"
+CONTEXT_TAG = "<system-reminder>"
+"""Text blocks starting with this carry context, not the message (see ``swarm.agent.instructions``)."""
 _TEAMMATE_TAG = re.compile(r"</?teammate-message[^>]*>")
 
 
@@ -116,7 +120,7 @@ class ScriptedProvider:
     def complete(self, request: ModelRequest) -> ModelResponse:
         incoming = incoming_of(request.messages)
         with self._lock:
-            run = self._continuation(incoming) or self._start(incoming)
+            run = self._continuation(incoming) or self._start(incoming, request.system)
             reply, values = self._next_reply(run, incoming)
             content = self._render(reply, values)
             self._remember(run, content)
@@ -146,9 +150,9 @@ class ScriptedProvider:
         run, self._parked = self._parked, None
         return run
 
-    def _start(self, incoming: Incoming) -> _Run | None:
+    def _start(self, incoming: Incoming, system: str) -> _Run | None:
         for index, rule in enumerate(self._playbook.rules):
-            if (rule.once and index in self._fired) or not rule.accepts(incoming.kind):
+            if (rule.once and index in self._fired) or not rule.accepts(incoming.kind, system):
                 continue
             found = rule.pattern.search(incoming.text)
             if found is None:
@@ -205,6 +209,8 @@ def _flatten(message: Message) -> Incoming:
     parts: list[str] = []
     result_ids: set[str] = set()
     for block in message.content:
+        if isinstance(block, TextBlock) and block.text.startswith(CONTEXT_TAG):
+            continue  # the context block (project instructions, git status): not what the agent was told to do
         if isinstance(block, TextBlock):
             parts.append(block.text)
         elif isinstance(block, ToolResultBlock):

@@ -19,12 +19,10 @@ import psutil
 
 from swarm.agent.conversation import Conversation
 from swarm.agent.inbound import wrap
+from swarm.agent.instructions import context_block
 from swarm.agent.loop import AgentSpec, Arrivals, run_agent
 from swarm.agent.permissions.settings import settings_rules
-from swarm.agent.prompts import system_prompt
-from swarm.agent.tools import core_tools
 from swarm.agent.tools.base import ToolContext
-from swarm.agent.tools.messaging import SendMessage
 from swarm.agent.transcript import Transcript
 from swarm.backends.procs import kill_tree, process_create_time
 from swarm.core.home import Home
@@ -34,12 +32,15 @@ from swarm.core.protocol import (
     PermissionResponse,
     PlanApprovalResponse,
     ShutdownRequest,
+    TaskNotification,
     entry_frame,
 )
 from swarm.core.teams import TeamStore
 from swarm.errors import ModelError
+from swarm.models.base import ModelProvider
 from swarm.models.factory import make_provider
-from swarm.models.messages import Usage
+from swarm.models.messages import Message, TextBlock, Usage
+from swarm.teammate.agents import teammate_agent, teammate_catalog, teammate_host
 from swarm.teammate.config import PLAYBOOK_VARIABLES, TeammateConfig
 from swarm.teammate.delivery import Delivery
 from swarm.teammate.gate import TeammateGate
@@ -81,14 +82,21 @@ class TeammateSession:
         self.gate = TeammateGate(config, home, self.mailbox, self.transcript, settings_rules(
             config.cwd, self.teams.get(config.team).settings_digests or {},
             lambda path: self.transcript.event("settings_allow_ignored", path=str(path))), self.lifecycle)
-        tools = [*core_tools(), SendMessage(shutdown=self.lifecycle)]
-        if config.plan_mode_required:
-            tools.append(ExitPlanMode(self.gate))
-        provider = make_provider(config.model, playbook=config.playbook, env=env,
-                                 variables=self._playbook_variables())
-        self.spec = AgentSpec(provider=provider, tools=tools, gate=self.gate,
-                              system=system_prompt(config.cwd, name=config.name, team=config.team,
-                                                   extra=PLAN_NOTE if config.plan_mode_required else ""))
+        self.env = env
+        catalog = teammate_catalog(config, env)
+        agent = teammate_agent(config, catalog, env, shutdown=self.lifecycle,
+                               plan_tool=ExitPlanMode(self.gate) if config.plan_mode_required else None,
+                               extra=PLAN_NOTE if config.plan_mode_required else "")
+        variables = self._playbook_variables()
+
+        def make(model: str | None) -> ModelProvider:
+            return make_provider(model, playbook=config.playbook, env=env, variables=variables)
+
+        provider = make(agent.model)
+        self.ctx.agents = teammate_host(config, home, catalog, env, mailbox=self.mailbox, provider=provider,
+                                        make_provider=lambda chosen: make(chosen), gate=self.gate)
+        self.omit_instructions = bool(agent.definition and agent.definition.omit_claude_md)
+        self.spec = AgentSpec(provider=provider, tools=agent.tools, gate=self.gate, system=agent.system)
         self.usage = Usage()
 
     def _playbook_variables(self) -> dict[str, str]:
@@ -122,6 +130,8 @@ class TeammateSession:
             raise
         finally:
             watcher.close()
+            if self.ctx.agents is not None:
+                self.ctx.agents.background.stop_all()
             self.spec.provider.close()
             _stop_children()
             self.lifecycle.gone(self.usage.total, killed_by)
@@ -143,13 +153,20 @@ class TeammateSession:
         batch = self.delivery.collect()
         texts = self._admit(batch.entries)
         if texts:
-            self.conversation.add_user_text(batch_texts(texts), delivered=batch.keys)
+            self.conversation.add(self._user_message(batch_texts(texts)), delivered=batch.keys)
         else:
             self.transcript.delivered(batch.keys)
         self.delivery.acknowledge(batch)
         if texts:
             self._turn()
         self.lifecycle.approve_owed()  # a turn that ended without answering a shutdown request approves it
+
+    def _user_message(self, text: str) -> Message:
+        """The next user turn; the conversation's first one starts with the context block (instructions, git)."""
+        if self.conversation.messages:
+            return Message.user_text(text)
+        context = context_block(self.config.cwd, env=self.env, omit_instructions=self.omit_instructions)
+        return Message(role="user", content=[TextBlock(text=context), TextBlock(text=text)])
 
     def _admit(self, entries: list[InboxEntry]) -> list[str]:
         """Texts for the model; answers the runtime handles itself are taken out."""
@@ -161,6 +178,9 @@ class TeammateSession:
                 continue
             if isinstance(frame, ShutdownRequest):
                 self.lifecycle.shutdown_requested(frame)
+            if isinstance(frame, TaskNotification):  # one of this teammate's background subagents ended
+                texts.append(frame.text)
+                continue
             texts.append(wrap(entry))
         return texts
 

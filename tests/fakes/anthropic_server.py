@@ -22,7 +22,7 @@ import json
 import threading
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -39,6 +39,8 @@ class ScriptedReply:
     headers: Mapping[str, str] = field(default_factory=dict)
     delay: float = 0.0
     """Seconds to wait before answering (to provoke client timeouts)."""
+    when: str | None = None
+    """Serve this reply only to a request whose JSON body contains this text (agents talking at once)."""
 
 
 @dataclass(frozen=True)
@@ -128,9 +130,10 @@ class FakeAnthropicServer:
         port = self._httpd.server_address[1]
         return f"http://127.0.0.1:{port}"
 
-    def enqueue(self, *replies: ScriptedReply) -> None:
+    def enqueue(self, *replies: ScriptedReply, when: str | None = None) -> None:
+        """Queue replies, in order; with ``when``, only for requests whose body contains that text."""
         with self._lock:
-            self._replies.extend(replies)
+            self._replies.extend(replace(r, when=when) if when is not None else r for r in replies)
 
     @property
     def requests(self) -> list[RecordedRequest]:
@@ -151,10 +154,13 @@ class FakeAnthropicServer:
             problem = conversation_error(request.body.get("messages") if isinstance(request.body, dict) else None)
             if problem is not None:
                 return error_reply(400, "invalid_request_error", problem)
-            if not self._replies:
-                return error_reply(500, "api_error", f"fake anthropic server: no scripted reply left "
-                                                     f"for request #{len(self._requests)}")
-            return self._replies.popleft()
+            body = json.dumps(request.body)
+            for reply in self._replies:
+                if reply.when is None or reply.when in body:
+                    self._replies.remove(reply)
+                    return reply
+            return error_reply(500, "api_error", f"fake anthropic server: no scripted reply left "
+                                                 f"for request #{len(self._requests)}")
 
     def _wait(self, seconds: float) -> None:
         self._stopping.wait(seconds)

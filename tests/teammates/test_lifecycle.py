@@ -150,7 +150,7 @@ def test_hostile_prompt_and_paths_arrive_byte_exact(home: Home, team: str, tmp_p
     transcript = home.transcript_path(team, "odd")
     users = [r["message"] for r in map(json.loads, transcript.read_text().splitlines())
              if r["kind"] == "message" and r["message"]["role"] == "user"]
-    assert prompt in users[0]["content"][0]["text"]
+    assert prompt in users[0]["content"][-1]["text"]  # after the context block
     member = TeamStore(home).get(team).member("odd")
     assert member is not None and member.cwd == str(odd)
     leftovers = [p.name for p in tmp_path.rglob("PWNED*")] + [p.name for p in Path.cwd().glob("PWNED*")]

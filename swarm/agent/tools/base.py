@@ -20,6 +20,8 @@ from swarm.agent.tools.walking import within_roots
 from swarm.models.base import ToolSpec
 
 if TYPE_CHECKING:
+    from swarm.agent.loop import RunningAgent
+    from swarm.agent.subagents import AgentHost
     from swarm.core.mailbox import Mailbox
 
 I = TypeVar("I", bound=BaseModel)
@@ -47,6 +49,12 @@ class ToolContext:
     pane_id: str = ""
     backend_type: str = ""
     color: str | None = None
+    running: RunningAgent | None = None
+    """The agent this call belongs to (its spec and conversation), set by ``run_agent``."""
+    agents: AgentHost | None = None
+    """What this agent may start children with (the Agent tool); None: no subagents here."""
+    spawnable: frozenset[str] | None = None
+    """Subagent types this agent may start (a definition's ``Agent(Explore, Plan)``); None: any."""
 
     def resolve(self, file_path: str) -> Path:
         """``file_path`` made absolute against ``cwd`` (no symlink resolution)."""

@@ -1,0 +1,332 @@
+"""Subagents: one lifecycle for every child an agent starts (sync, background, fork).
+
+The Agent tool only routes (``swarm.agent.tools.agent_tool``). Everything a
+child *is* — its system prompt, tools, model, first messages, limits, cwd —
+is decided up front into a ``ChildPlan`` by ``plan_fork`` or
+``plan_definition``; ``run_child`` then runs any plan the same way, through
+the same ``run_agent`` loop as every other agent, and releases what the child
+held (its provider, its background commands, its worktree) in one ``finally``.
+
+Context isolation (what a child shares with its parent):
+
+- messages: a fresh conversation (a fork: a copy of the parent's, ending with
+  the parent's assistant message, a placeholder result for each of its tool
+  calls — the same text for every child — and the child's directive);
+- cancellation, one way: cancelling the parent cancels the child, a child's
+  end never touches the parent (``LinkedCancel``);
+- permissions: the parent's gate, so a teammate's subagent asks the lead like
+  the teammate would; writes stay in the parent's roots (or the child's
+  worktree) plus the definition's memory directory;
+- transcript: its own JSONL under the parent's ``transcript_dir``, linked from
+  the parent's transcript by a ``subagent`` event.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from swarm.agent.background import BackgroundAgents, BackgroundTask
+from swarm.agent.conversation import Conversation
+from swarm.agent.definitions import AgentCatalog, AgentDefinition
+from swarm.agent.executor import ToolGate
+from swarm.agent.instructions import context_block
+from swarm.agent.limits import Limits
+from swarm.agent.loop import AgentRun, AgentSpec, run_agent
+from swarm.agent.memory import memory_dir, memory_prompt
+from swarm.agent.prompts import agent_system_prompt
+from swarm.agent.toolpool import tool_pool
+from swarm.agent.tools.base import Tool, ToolContext, ToolError
+from swarm.agent.transcript import Transcript
+from swarm.errors import ModelError, SwarmError
+from swarm.models.aliases import resolve_model
+from swarm.models.base import ModelProvider, ModelRequest, ModelResponse
+from swarm.models.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, Usage
+
+FORK_TAG = "fork-boilerplate"
+FORK_PLACEHOLDER = "Fork started — processing in background"
+"""The tool_result every fork child gets for each of the parent's calls: identical, so the prefix is shared."""
+FORK_DIRECTIVE_PREFIX = "Your directive: "
+FORK_REFUSED = "Fork is not available inside a forked worker. Complete your task directly using your tools."
+FORK_RULES = """STOP. READ THIS FIRST.
+You are a forked worker process. You are NOT the main agent.
+RULES (non-negotiable):
+1. You ARE the fork. Do NOT spawn sub-agents; execute directly.
+2. Do NOT converse, ask questions, or suggest next steps.
+3. Do NOT editorialize or add meta-commentary.
+4. USE your tools directly: Bash, Read, Write, etc.
+5. If you modify files, commit your changes before reporting. Include the commit hash in your report.
+6. Do NOT emit text between tool calls. Use tools silently, then report once at the end.
+7. Stay strictly within your directive's scope. If you discover related systems outside your scope,
+   mention them in one sentence at most — other workers cover those areas.
+8. Keep your report under 500 words unless the directive specifies otherwise. Be factual and concise.
+9. Your response MUST begin with "Scope:". No preamble, no thinking-out-loud.
+10. REPORT structured facts, then stop.
+Output format (plain text labels, not markdown headers):
+Scope: <echo back your assigned scope in one sentence>
+Result: <the answer or key findings, limited to the scope above>
+Key files: <relevant file paths — include for research tasks>
+Files changed: <list with commit hash — include only if you modified files>
+Issues: <list — include only if there are issues to flag>"""
+
+
+class LinkedCancel(threading.Event):
+    """A child's cancel flag: set by itself, or seen set when the parent's is (setting it never sets the parent)."""
+
+    def __init__(self, parent: threading.Event) -> None:
+        super().__init__()
+        self._parent = parent
+
+    def is_set(self) -> bool:
+        return super().is_set() or self._parent.is_set()
+
+
+@dataclass
+class AgentHost:
+    """What a parent agent offers the children it starts; built once by whoever runs the parent."""
+
+    catalog: AgentCatalog
+    env: Mapping[str, str]
+    model: str
+    """The parent's model (an id, or the scripted model)."""
+    make_provider: Callable[[str], ModelProvider]
+    make_tools: Callable[[], list[Tool[Any]]]
+    """Fresh instances of every tool an agent of this process may hold, in the order the model sees them."""
+    transcript_dir: Path
+    background: BackgroundAgents
+    gate: ToolGate | None = None
+    fork_enabled: bool = True
+
+    def new_id(self) -> str:
+        return f"a{secrets.token_hex(6)}"
+
+
+@dataclass
+class ChildPlan:
+    """Everything that makes one child what it is: data, not branches in the loop."""
+
+    id: str
+    kind: str
+    """``fork`` or the definition's name."""
+    description: str
+    system: str
+    tools: list[Tool[Any]]
+    model: str
+    messages: list[Message]
+    cwd: Path
+    write_roots: list[Path] | None
+    limits: Limits = field(default_factory=Limits)
+    isolation: str | None = None
+    name: str | None = None
+    spawnable: frozenset[str] | None = None
+
+
+@dataclass
+class ChildOutcome:
+    run: AgentRun
+    tool_uses: int
+    tokens: int
+    duration_ms: int
+    note: str = ""
+    """What the parent should also know (e.g. a kept worktree)."""
+
+
+def forks_enabled(env: Mapping[str, str]) -> bool:
+    """Forking (an Agent call without subagent_type) is on unless ``SWARM_FORK_SUBAGENT=0``."""
+    return env.get("SWARM_FORK_SUBAGENT", "1").strip() not in ("0", "false", "no", "off")
+
+
+def in_fork_child(messages: list[Message]) -> bool:
+    """True when the conversation carries the fork boilerplate: this agent is a fork child."""
+    marker = f"<{FORK_TAG}>"
+    return any(isinstance(b, TextBlock) and marker in b.text for m in messages if m.role == "user" for b in m.content)
+
+
+def fork_directive(prompt: str) -> str:
+    return f"<{FORK_TAG}>\n{FORK_RULES}\n</{FORK_TAG}>\n\n{FORK_DIRECTIVE_PREFIX}{prompt}"
+
+
+def plan_fork(host: AgentHost, parent: ToolContext, prompt: str, description: str) -> ChildPlan:
+    """A fork child: the parent's system prompt, tools and whole conversation, then its own directive."""
+    running = parent.running
+    if running is None or not running.conversation.messages:
+        raise ToolError("fork needs the parent's conversation; pass subagent_type to start a fresh agent")
+    history = _complete_history(running.conversation.messages)
+    last = history[-1]
+    placeholders = [ToolResultBlock(tool_use_id=use.id, content=FORK_PLACEHOLDER) for use in last.tool_uses()]
+    messages = [*history, Message(role="user", content=[*placeholders, TextBlock(text=fork_directive(prompt))])]
+    by_name = {tool.name: tool for tool in host.make_tools()}
+    tools = [by_name.get(tool.name, tool) for tool in running.spec.tools]  # the same list, fresh where possible
+    return ChildPlan(id=host.new_id(), kind="fork", description=description, system=running.spec.system,
+                     tools=tools, model=host.model, messages=messages, cwd=parent.cwd,
+                     write_roots=parent.write_roots, limits=running.spec.limits)
+
+
+def _complete_history(messages: list[Message]) -> list[Message]:
+    """The parent's messages up to its last assistant message, without earlier calls that never got results."""
+    end = max(i for i, m in enumerate(messages) if m.role == "assistant")
+    history = [m.model_copy(deep=True) for m in messages[: end + 1]]
+    for index, message in enumerate(history[:-1]):
+        if message.role != "assistant" or not message.tool_uses():
+            continue
+        following = history[index + 1]
+        answered = {b.tool_use_id for b in following.content if isinstance(b, ToolResultBlock)}
+        kept = [b for b in message.content if not isinstance(b, ToolUseBlock) or b.id in answered]
+        message.content = kept or [TextBlock(text="(tool calls that never completed were dropped)")]
+    return history
+
+
+def plan_definition(host: AgentHost, parent: ToolContext, definition: AgentDefinition, *, prompt: str,
+                    description: str, model: str | None, background: bool, cwd: Path | None,
+                    name: str | None) -> ChildPlan:
+    """A child started from an agent definition: a fresh conversation, its own prompt, tools and model."""
+    all_tools = host.make_tools()
+    pool = tool_pool([t.name for t in all_tools], tools=definition.tools, disallowed=definition.disallowed_tools,
+                     builtin=definition.builtin, background=background)
+    tools = [t for t in all_tools if t.name in pool.names]
+    chosen = resolve_model(env=host.env, tool_model=model, definition_model=definition.model,
+                           parent_model=host.model)
+    workdir = (cwd if cwd is not None else parent.cwd).resolve()
+    memory = memory_dir(definition, workdir, env=host.env)
+    roots = None if parent.write_roots is None else [*parent.write_roots, *([memory] if memory else [])]
+    system = agent_system_prompt(definition, workdir, model=chosen, tools=[t.name for t in tools],
+                                 memory=memory_prompt(definition, workdir, env=host.env))
+    first = Message(role="user", content=[
+        TextBlock(text=context_block(workdir, env=host.env, omit_instructions=definition.omit_claude_md)),
+        TextBlock(text=prompt)])
+    return ChildPlan(id=host.new_id(), kind=definition.name, description=description, system=system, tools=tools,
+                     model=chosen, messages=[first], cwd=workdir, write_roots=roots,
+                     limits=Limits(max_turns=definition.max_turns or 0), isolation=definition.isolation,
+                     name=name, spawnable=pool.spawnable)
+
+
+def run_child(host: AgentHost, parent: ToolContext, plan: ChildPlan, cancel: threading.Event,
+              task: BackgroundTask | None = None) -> ChildOutcome:
+    """Run ``plan`` to the end: the one lifecycle of every subagent. Resources are released in one ``finally``."""
+    started = time.monotonic()
+    transcript = Transcript(host.transcript_dir / f"agent-{plan.id}.jsonl")
+    if parent.running is not None and parent.running.conversation.transcript is not None:
+        parent.running.conversation.transcript.event("subagent", agent_id=plan.id, agent_type=plan.kind,
+                                                     description=plan.description, transcript=str(transcript.path))
+    counter = _Progress(task)
+    tree: Any = None
+    with ExitStack() as stack:
+        provider = stack.enter_context(_provider(host, plan.model, counter))
+        workdir, roots = plan.cwd, plan.write_roots
+        if plan.isolation == "worktree":
+            tree = stack.enter_context(_isolated(plan))
+            workdir, roots = tree.path, [tree.path]
+        ctx = ToolContext(cwd=workdir, agent_name=parent.agent_name, team=parent.team, write_roots=roots,
+                          mailbox=parent.mailbox, cancel=cancel, pane_id=parent.pane_id,
+                          backend_type=parent.backend_type, color=parent.color, agents=host,
+                          spawnable=plan.spawnable)
+        stack.callback(_stop_background, ctx)
+        conversation = Conversation(transcript=transcript, observer=counter.saw)
+        for message in plan.messages:
+            conversation.add(message)
+        spec = AgentSpec(provider=provider, tools=plan.tools, system=plan.system, limits=plan.limits, gate=host.gate)
+        try:
+            run = run_agent(spec, conversation, ctx)
+        except ModelError as exc:
+            raise ToolError(f"the subagent failed: {exc}") from exc
+    note = tree.summary if tree is not None else ""  # known once the worktree was settled on leaving
+    return ChildOutcome(run=run, tool_uses=counter.tool_uses, tokens=counter.usage.total,
+                        duration_ms=int((time.monotonic() - started) * 1000), note=note)
+
+
+@contextmanager
+def _isolated(plan: ChildPlan) -> Iterator[Any]:
+    from swarm.agent.isolation import isolated_worktree
+
+    try:
+        with isolated_worktree(plan.cwd, plan.id) as tree:
+            yield tree
+    except SwarmError as exc:
+        raise ToolError(f"isolation 'worktree' failed: {exc}") from exc
+
+
+@contextmanager
+def _provider(host: AgentHost, model: str, counter: _Progress) -> Iterator[ModelProvider]:
+    provider = host.make_provider(model)
+    try:
+        yield _Counted(provider, counter)
+    finally:
+        provider.close()
+
+
+def _stop_background(ctx: ToolContext) -> None:
+    for proc in ctx.background:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+class _Progress:
+    """Counts a child's tokens, tool uses and recent activities (into its background task, if any)."""
+
+    def __init__(self, task: BackgroundTask | None) -> None:
+        self.task = task
+        self.tool_uses = 0
+        self.usage = Usage()
+
+    def saw(self, message: Message) -> None:
+        for use in message.tool_uses():
+            self.tool_uses += 1
+            if self.task is not None:
+                self.task.tool_uses = self.tool_uses
+                self.task.activities.append(_activity(use))
+
+    def used(self, usage: Usage) -> None:
+        self.usage = self.usage + usage
+        if self.task is not None:
+            self.task.tokens = self.usage.total
+
+
+def _activity(use: ToolUseBlock) -> str:
+    detail = next((str(use.input[k]) for k in ("command", "file_path", "pattern", "prompt", "to") if k in use.input),
+                  "")
+    return f"{use.name}: {detail[:80]}" if detail else use.name
+
+
+class _Counted:
+    """A provider that reports each response's usage to a ``_Progress``."""
+
+    def __init__(self, inner: ModelProvider, progress: _Progress) -> None:
+        self._inner = inner
+        self._progress = progress
+
+    @property
+    def name(self) -> str:
+        return self._inner.name
+
+    @property
+    def model(self) -> str:
+        return self._inner.model
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        response = self._inner.complete(request)
+        self._progress.used(response.usage)
+        return response
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+def result_text(plan: ChildPlan, outcome: ChildOutcome) -> str:
+    """What a synchronous call returns to the parent: the child's answer, then its totals."""
+    run = outcome.run
+    lines = [run.text or "(the subagent gave no final answer)"]
+    if not run.ok:
+        lines.append(f"(the subagent stopped early: {run.stop_reason}{': ' + run.detail if run.detail else ''})")
+    if outcome.note:
+        lines.append(outcome.note)
+    lines.append(f"agentId: {plan.id}")
+    lines.append(f"<usage>total_tokens: {outcome.tokens}\ntool_uses: {outcome.tool_uses}\n"
+                 f"duration_ms: {outcome.duration_ms}</usage>")
+    return "\n\n".join(lines)

@@ -1,0 +1,220 @@
+"""The Agent tool, and TaskOutput / TaskStop for background subagents.
+
+Agent only routes (seed 000, "the decision tree in call()"), in this order:
+
+1. ``team_name`` + ``name`` → a teammate in that team. A teammate process
+   cannot start teammates (only the lead does), and ``swarm run`` does not
+   lead a team yet: both are a tool error saying what to use instead.
+2. ``subagent_type`` omitted and fork enabled (``SWARM_FORK_SUBAGENT`` not
+   ``0``) → a fork of this agent; inside a fork child, a tool error.
+3. Otherwise the definition named by ``subagent_type`` (default
+   ``general-purpose``); unknown or not allowed here → a tool error listing
+   the ones that are.
+4. ``isolation`` (or the definition's) picks a worktree; ``run_in_background``
+   (or the definition's ``background``) picks the background path.
+
+Running a child is ``swarm.agent.subagents.run_child`` in every case.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from swarm.agent.background import BackgroundTask
+from swarm.agent.definitions import AgentCatalog
+from swarm.agent.subagents import (
+    FORK_REFUSED,
+    AgentHost,
+    ChildPlan,
+    LinkedCancel,
+    in_fork_child,
+    plan_definition,
+    plan_fork,
+    result_text,
+    run_child,
+)
+from swarm.agent.tools.base import Tool, ToolContext, ToolError
+from swarm.agent.tools.files import NoneOmitted, PosInt, ToolInput
+from swarm.core.text import one_line
+from swarm.models.base import ToolSpec
+
+GENERAL_PURPOSE = "general-purpose"
+DEFAULT_OUTPUT_WAIT_MS = 30_000
+MAX_OUTPUT_WAIT_MS = 600_000
+
+
+class AgentInput(ToolInput):
+    description: str = Field(description="A short (3-5 word) description of the task.")
+    prompt: str = Field(description="The task for the agent to perform.")
+    subagent_type: str | NoneOmitted = Field(
+        default=None, description="The type of specialized agent to use. Omit it to fork yourself: the child "
+        "inherits this whole conversation and works on the prompt as its directive.")
+    model: str | NoneOmitted = Field(
+        default=None, description="Model for this agent: sonnet, opus, haiku, a model id, or inherit.")
+    run_in_background: bool = Field(
+        default=False, description="Run in the background; you are notified when it completes. "
+        "Use TaskOutput to read its progress, TaskStop to stop it.")
+    name: str | NoneOmitted = Field(default=None, description="A name for the agent (with team_name: a teammate).")
+    team_name: str | NoneOmitted = Field(default=None, description="Spawn a teammate in this team (with name).")
+    isolation: Literal["worktree"] | NoneOmitted = Field(
+        default=None, description='"worktree" runs the agent in a fresh git worktree of this repository.')
+    cwd: str | NoneOmitted = Field(default=None, description="Working directory for the agent.")
+
+
+class AgentTool(Tool[AgentInput]):
+    name = "Agent"
+    description = (
+        "Launch a subagent to handle a task on its own and report back: a fresh agent of a given type "
+        "(subagent_type), or, with subagent_type omitted, a fork of you that inherits this conversation. "
+        "A synchronous agent's final answer is this tool's result; a background agent (run_in_background) "
+        "returns at once and you get a <task-notification> when it finishes. Give each agent a complete, "
+        "self-contained prompt: it does not see your conversation unless it is a fork."
+    )
+    input_model = AgentInput
+
+    def __init__(self, types: str = "") -> None:
+        self._types = types
+
+    def spec(self) -> ToolSpec:
+        """The tool as the model sees it, with the available agent types listed in its description."""
+        spec = self._spec
+        if spec is None:
+            spec = super().spec()
+            if self._types:
+                spec = spec.model_copy(
+                    update={"description": f"{spec.description}\n\nAvailable agent types:\n{self._types}"})
+            self._spec = spec
+        return spec
+
+    @classmethod
+    def for_catalog(cls, catalog: AgentCatalog) -> AgentTool:
+        """The tool with the catalog's agent types in its description (fixed for the process: cache-safe)."""
+        lines = []
+        for name in catalog.names():
+            definition = catalog.get(name)
+            if definition is not None:
+                tools = ", ".join(definition.tools) if definition.tools else "all tools"
+                lines.append(f"- {name}: {one_line(definition.description, 200)} (Tools: {tools})")
+        return cls("\n".join(lines))
+
+    def run(self, args: AgentInput, ctx: ToolContext) -> str:
+        host = ctx.agents
+        if host is None:
+            raise ToolError("subagents are not available to this agent")
+        if args.team_name is not None:
+            raise ToolError(_no_team_spawn(ctx))
+        if ctx.running is not None and in_fork_child(ctx.running.conversation.messages):
+            raise ToolError(FORK_REFUSED)
+        plan, background = self._plan(host, args, ctx)
+        if args.isolation:
+            plan.isolation = args.isolation
+        if background:
+            return _launch(host, ctx, plan)
+        outcome = run_child(host, ctx, plan, LinkedCancel(ctx.cancel))
+        return result_text(plan, outcome)
+
+    def _plan(self, host: AgentHost, args: AgentInput, ctx: ToolContext) -> tuple[ChildPlan, bool]:
+        if args.subagent_type is None and host.fork_enabled:
+            if args.cwd is not None:
+                raise ToolError("a fork works in your own directory; pass subagent_type to choose another cwd")
+            return plan_fork(host, ctx, args.prompt, args.description), args.run_in_background
+        kind = args.subagent_type or GENERAL_PURPOSE
+        definition = host.catalog.get(kind)
+        allowed = [n for n in host.catalog.names() if ctx.spawnable is None or n in ctx.spawnable]
+        if definition is None or kind not in allowed:
+            why = "unknown" if definition is None else "not allowed here"
+            raise ToolError(f"agent type {kind!r} is {why}; available: {', '.join(allowed) or '(none)'}")
+        cwd = _cwd(args.cwd, ctx)
+        background = args.run_in_background or definition.background
+        plan = plan_definition(host, ctx, definition, prompt=args.prompt, description=args.description,
+                               model=args.model, background=background, cwd=cwd, name=args.name)
+        return plan, background
+
+
+def _cwd(raw: str | None, ctx: ToolContext) -> Path | None:
+    if raw is None:
+        return None
+    path = ctx.resolve(raw)
+    if not path.is_dir():
+        raise ToolError(f"cwd {raw!r} is not a directory")
+    return path
+
+
+def _no_team_spawn(ctx: ToolContext) -> str:
+    if ctx.mailbox is not None:
+        return (f"{ctx.agent_name} is a teammate, and only the team lead starts teammates; "
+                "ask the lead with SendMessage, or start a subagent without team_name")
+    return ("this agent does not lead a team (the LLM team lead is not built yet); start teammates with "
+            "`swarm spawn NAME --team TEAM`, or start a subagent without team_name")
+
+
+def _launch(host: AgentHost, ctx: ToolContext, plan: ChildPlan) -> str:
+    task = BackgroundTask(id=plan.id, description=plan.description, agent_type=plan.kind, name=plan.name,
+                          output_file=host.transcript_dir / f"agent-{plan.id}.jsonl")
+    task.cancel = LinkedCancel(ctx.cancel)
+
+    def work(task: BackgroundTask) -> str:
+        outcome = run_child(host, ctx, plan, task.cancel, task)
+        if outcome.run.stop_reason == "interrupted" and task.cancel.is_set():
+            return outcome.run.text
+        return result_text(plan, outcome)
+
+    host.background.start(task, work)
+    return (f"Async agent launched successfully.\nagentId: {task.id}\noutput_file: {task.output_file}\n"
+            "The agent is working in the background. You will be notified automatically when it completes; "
+            "TaskOutput reads its progress, TaskStop stops it.")
+
+
+class TaskOutputInput(ToolInput):
+    task_id: str = Field(description="The agentId of a background agent.")
+    block: bool = Field(default=True, description="Wait for the agent to finish (up to timeout).")
+    timeout: PosInt | NoneOmitted = Field(
+        default=None, description=f"Milliseconds to wait when blocking (default {DEFAULT_OUTPUT_WAIT_MS}, "
+        f"max {MAX_OUTPUT_WAIT_MS}).")
+
+
+class TaskOutput(Tool[TaskOutputInput]):
+    name = "TaskOutput"
+    description = ("Read a background agent's state: status (running/completed/failed/killed), tokens, tool uses, "
+                   "its last activities, and its result once finished. block=true waits for it to finish.")
+    input_model = TaskOutputInput
+    read_only = True
+
+    def run(self, args: TaskOutputInput, ctx: ToolContext) -> str:
+        host, task = _task(ctx, args.task_id)
+        if args.block and task.status == "running":
+            wait_ms = min(args.timeout or DEFAULT_OUTPUT_WAIT_MS, MAX_OUTPUT_WAIT_MS)
+            host.background.wait(task, wait_ms / 1000)
+        return task.describe()
+
+
+class TaskStopInput(ToolInput):
+    task_id: str = Field(description="The agentId of the background agent to stop.")
+
+
+class TaskStop(Tool[TaskStopInput]):
+    name = "TaskStop"
+    description = "Stop a background agent after its current step; its state becomes killed."
+    input_model = TaskStopInput
+    read_only = True
+
+    def run(self, args: TaskStopInput, ctx: ToolContext) -> str:
+        host, task = _task(ctx, args.task_id)
+        if task.status != "running":
+            return f"task {task.id} is already {task.status}"
+        host.background.stop(task)
+        return f"task {task.id} stopped (killed)"
+
+
+def _task(ctx: ToolContext, task_id: str) -> tuple[AgentHost, BackgroundTask]:
+    host = ctx.agents
+    if host is None:
+        raise ToolError("this agent has no background agents")
+    task = host.background.get(task_id)
+    if task is None:
+        known = ", ".join(t.id for t in host.background.running()) or "none running"
+        raise ToolError(f"no background agent {task_id!r} ({known})")
+    return host, task

@@ -1,0 +1,209 @@
+"""The Agent tool over the real SDK: what each kind of child sends, and what comes back to the parent.
+
+The parent and its children talk to the fake Messages API on loopback; the
+requests it records are exactly what the API would have received.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from swarm.agent.definitions import load_agents
+from swarm.agent.headless import MainAgent, run_headless
+from swarm.agent.limits import Limits
+from swarm.agent.subagents import FORK_PLACEHOLDER, FORK_REFUSED, FORK_TAG
+from swarm.agent.transcript import Transcript
+from swarm.models.aliases import expand_alias
+from swarm.models.anthropic_provider import AnthropicProvider, RetryPolicy
+from tests.fakes import FakeAnthropicServer, error_reply, text_reply, tool_use_reply
+from tests.fakes.anthropic_server import conversation_error
+
+PARENT = "Launch a subagent"
+"""Text only the parent's requests carry (the Agent tool's description): routes replies when agents overlap."""
+
+
+def _env(api: FakeAnthropicServer, **extra: str) -> dict[str, str]:
+    return {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": api.base_url,
+            "CLAUDE_CONFIG_DIR": os.environ["CLAUDE_CONFIG_DIR"], **extra}
+
+
+def _provider(env: dict[str, str], model: str) -> AnthropicProvider:
+    return AnthropicProvider(model=model, env=env, retry=RetryPolicy(max_retries=0), timeout=10)
+
+
+def _run(api: FakeAnthropicServer, tmp_path: Path, prompt: str = "work", *, agents_json: str | None = None,
+         cancel: threading.Event | None = None, **env_extra: str) -> Any:
+    env = _env(api, **env_extra)
+    parent = _provider(env, "claude-parent")
+    main = MainAgent(catalog=load_agents(tmp_path, env=env, cli_json=agents_json), env=env,
+                     make_provider=lambda model: _provider(env, model), agents_dir=tmp_path / "agents")
+    try:
+        return run_headless(prompt, parent, cwd=tmp_path, limits=Limits(max_turns=10), cancel=cancel,
+                            transcript=tmp_path / "main.jsonl", main=main)
+    finally:
+        parent.close()
+
+
+def _tools(request: Any) -> list[str]:
+    return [t["name"] for t in request.body["tools"]]
+
+
+def _last_results(request: Any) -> list[dict[str, Any]]:
+    return [b for b in request.body["messages"][-1]["content"] if b.get("type") == "tool_result"]
+
+
+def test_an_explore_child_gets_its_definition_read_only_tools_and_the_parents_model(
+        api: FakeAnthropicServer, tmp_path: Path) -> None:
+    api.enqueue(tool_use_reply("Agent", {"description": "look around", "prompt": "find where x is defined",
+                                         "subagent_type": "Explore"}, tool_id="toolu_a"),
+                text_reply("x is defined in a.py"), text_reply("parent done"))
+    result = _run(api, tmp_path)
+    assert result.text == "parent done"
+    parent, child, back = api.requests
+    assert {"Write", "Edit"} & set(_tools(child)) == set()
+    assert _tools(child) == ["Read", "Bash", "Glob", "Grep"]
+    assert "Agent" in _tools(parent) and "TaskOutput" in _tools(parent)
+    assert child.body["model"] == "claude-parent"  # inherit
+    assert "file-search specialist" in json.dumps(child.body["system"])
+    first = child.body["messages"][0]["content"]
+    assert first[0]["text"].startswith("<system-reminder>") and first[1]["text"] == "find where x is defined"
+    [answer] = _last_results(back)
+    assert "x is defined in a.py" in answer["content"] and "agentId:" in answer["content"]
+
+
+def test_a_custom_definition_sends_only_its_tools_and_the_mapped_model(
+        api: FakeAnthropicServer, tmp_path: Path) -> None:
+    agents = json.dumps({"reader": {"description": "reads files", "prompt": "You only read.", "tools": ["Read"],
+                                    "model": "haiku"}})
+    api.enqueue(tool_use_reply("Agent", {"description": "read it", "prompt": "read a.py",
+                                         "subagent_type": "reader"}, tool_id="toolu_a"),
+                text_reply("read"), text_reply("done"))
+    _run(api, tmp_path, agents_json=agents, SWARM_MODEL_HAIKU="claude-haiku-test")
+    child = api.requests[1]
+    assert _tools(child) == ["Read"]
+    assert child.body["model"] == "claude-haiku-test" == expand_alias("haiku", {"SWARM_MODEL_HAIKU": "claude-haiku-test"})
+    assert "You only read." in json.dumps(child.body["system"])
+
+
+def test_an_unknown_type_is_a_tool_error_listing_the_available_ones(api: FakeAnthropicServer,
+                                                                   tmp_path: Path) -> None:
+    api.enqueue(tool_use_reply("Agent", {"description": "x", "prompt": "y", "subagent_type": "Nope"}),
+                text_reply("ok"))
+    _run(api, tmp_path)
+    [error] = _last_results(api.requests[1])
+    assert error["is_error"] and "'Nope' is unknown" in error["content"] and "Explore" in error["content"]
+
+
+def test_forks_share_the_parents_request_up_to_their_directive_and_cannot_fork_again(
+        api: FakeAnthropicServer, tmp_path: Path) -> None:
+    both = tool_use_reply("Agent", {"description": "part a", "prompt": "DO PART A"}, tool_id="toolu_a")
+    both.body["content"].append({"type": "tool_use", "id": "toolu_b", "name": "Agent",
+                                 "input": {"description": "part b", "prompt": "DO PART B"}})
+    api.enqueue(both,
+                tool_use_reply("Agent", {"description": "again", "prompt": "fork more"}, tool_id="toolu_again"),
+                text_reply("Scope: part a\nResult: done a"),
+                text_reply("Scope: part b\nResult: done b"),
+                text_reply("both parts done"))
+    result = _run(api, tmp_path)
+    assert result.text == "both parts done"
+    parent, fork_a, fork_a_again, fork_b, back = api.requests
+    for fork in (fork_a, fork_b):
+        assert fork.body["system"] == parent.body["system"] and fork.body["tools"] == parent.body["tools"]
+        assert fork.body["model"] == parent.body["model"]
+        assert fork.body["messages"][:-2] == parent.body["messages"]
+        assert fork.body["messages"][-2]["content"] == both.body["content"]
+    directive_a, directive_b = (f.body["messages"][-1]["content"] for f in (fork_a, fork_b))
+    assert directive_a[:2] == directive_b[:2] == [
+        {"type": "tool_result", "tool_use_id": "toolu_a", "content": FORK_PLACEHOLDER, "is_error": False},
+        {"type": "tool_result", "tool_use_id": "toolu_b", "content": FORK_PLACEHOLDER, "is_error": False}]
+    assert directive_a[2]["text"].startswith(f"<{FORK_TAG}>") and directive_a[2]["text"].endswith("DO PART A")
+    assert directive_b[2]["text"].replace("DO PART B", "DO PART A") == directive_a[2]["text"]
+    [refused] = _last_results(fork_a_again)
+    assert refused["is_error"] and refused["content"] == FORK_REFUSED
+    results = {r["tool_use_id"]: r["content"] for r in _last_results(back)}
+    assert "done a" in results["toolu_a"] and "done b" in results["toolu_b"]
+
+
+def test_with_forks_off_an_omitted_type_means_general_purpose(api: FakeAnthropicServer, tmp_path: Path) -> None:
+    api.enqueue(tool_use_reply("Agent", {"description": "x", "prompt": "do it"}), text_reply("did it"),
+                text_reply("ok"))
+    _run(api, tmp_path, SWARM_FORK_SUBAGENT="0")
+    child = api.requests[1]
+    assert "general-purpose agent" in json.dumps(child.body["system"])
+    assert "Agent" not in _tools(child) and len(child.body["messages"]) == 1
+
+
+def test_a_background_child_reports_once_at_the_parents_next_model_call(api: FakeAnthropicServer,
+                                                                       tmp_path: Path) -> None:
+    api.enqueue(tool_use_reply("Agent", {"description": "bg job", "prompt": "count the files",
+                                         "subagent_type": "general-purpose", "run_in_background": True}),
+                text_reply("waiting for the count"), text_reply("the count is in"), when=PARENT)
+    api.enqueue(text_reply("COUNT IS 42"), when="count the files")
+    result = _run(api, tmp_path)
+    assert result.text == "the count is in"
+    parents = [r for r in api.requests if PARENT in json.dumps(r.body)]
+    assert len(parents) == 3
+    launched = _last_results(parents[1])[0]["content"]
+    assert "Async agent launched" in launched and "output_file:" in launched
+    final = parents[2].body["messages"]
+    notices = [b["text"] for m in final if m["role"] == "user" for b in m["content"]
+               if b.get("type") == "text" and "<task-notification>" in b["text"]]
+    assert len(notices) == 1 and "COUNT IS 42" in notices[0] and "<status>completed</status>" in notices[0]
+    assert conversation_error(final) is None
+
+
+def test_task_stop_kills_a_background_child_and_its_state_says_so(api: FakeAnthropicServer,
+                                                                  tmp_path: Path) -> None:
+    api.enqueue(tool_use_reply("Agent", {"description": "slow job", "prompt": "SLOW TASK", "name": "slowpoke",
+                                         "subagent_type": "general-purpose", "run_in_background": True}),
+                tool_use_reply("TaskStop", {"task_id": "slowpoke"}, tool_id="toolu_stop"),
+                tool_use_reply("TaskOutput", {"task_id": "slowpoke", "block": False}, tool_id="toolu_out"),
+                text_reply("stopped it"), text_reply("noted the stop"), when=PARENT)
+    slow = tool_use_reply("Bash", {"command": "echo never"}, tool_id="toolu_never")
+    api.enqueue(replace(slow, delay=1.0), when="SLOW TASK")  # still thinking when the parent stops it
+    _run(api, tmp_path)
+    parents = [r for r in api.requests if PARENT in json.dumps(r.body)]
+    assert "stopped (killed)" in _last_results(parents[2])[0]["content"]
+    assert "status: killed" in _last_results(parents[3])[0]["content"]
+    final = json.dumps(parents[-1].body["messages"][-1])
+    assert "<status>killed</status>" in final
+    children = [r for r in api.requests if "SLOW TASK" in json.dumps(r.body) and PARENT not in json.dumps(r.body)]
+    assert len(children) <= 1  # stopped before its next model call (or before its first): the Bash never ran
+    assert not any("toolu_never" in json.dumps(_last_results(r)) for r in api.requests)
+
+
+def test_a_childs_failure_is_a_tool_error_and_the_parent_goes_on(api: FakeAnthropicServer, tmp_path: Path) -> None:
+    api.enqueue(tool_use_reply("Agent", {"description": "x", "prompt": "break", "subagent_type": "Explore"}),
+                error_reply(400, "invalid_request_error", "bad request for the child"),
+                text_reply("carried on"))
+    result = _run(api, tmp_path)
+    assert result.ok and result.text == "carried on"
+    [error] = _last_results(api.requests[2])
+    assert error["is_error"] and "subagent failed" in error["content"]
+
+
+def test_subagent_transcripts_are_linked_from_the_parents(api: FakeAnthropicServer, tmp_path: Path) -> None:
+    api.enqueue(tool_use_reply("Agent", {"description": "look", "prompt": "look", "subagent_type": "Explore"}),
+                text_reply("seen"), text_reply("done"))
+    _run(api, tmp_path)
+    [link] = Transcript(tmp_path / "main.jsonl").events("subagent")
+    child = Transcript(Path(link["transcript"]))
+    assert [m.role for m in child.messages()] == ["user", "assistant"]
+    assert Path(link["transcript"]).parent == tmp_path / "agents"
+
+
+@pytest.mark.parametrize("field", ["team_name"])
+def test_a_teammate_spawn_from_swarm_run_says_what_is_missing(api: FakeAnthropicServer, tmp_path: Path,
+                                                              field: str) -> None:
+    api.enqueue(tool_use_reply("Agent", {"description": "x", "prompt": "y", "name": "bob", field: "t"}),
+                text_reply("ok"))
+    _run(api, tmp_path)
+    [error] = _last_results(api.requests[1])
+    assert error["is_error"] and "swarm spawn" in error["content"]
