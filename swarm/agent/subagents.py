@@ -47,7 +47,13 @@ from swarm.agent.transcript import Transcript
 from swarm.errors import ModelError, SwarmError
 from swarm.models.aliases import resolve_model
 from swarm.models.base import ModelProvider, ModelRequest, ModelResponse
-from swarm.models.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, Usage
+from swarm.models.messages import (
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+)
 
 FORK_TAG = "fork-boilerplate"
 FORK_PLACEHOLDER = "Fork started — processing in background"

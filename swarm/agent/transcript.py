@@ -49,6 +49,10 @@ class Transcript:
             self._append({"kind": "delivered", "msg_ids": msg_ids}, durable=True)
 
     def event(self, name: str, **fields: Any) -> None:
+        """Record event ``name``; ``fields`` may not use the record's own keys (``kind``, ``event``, ``ts``)."""
+        clash = {"kind", "event", "ts"} & set(fields)
+        if clash:
+            raise ValueError(f"transcript event fields may not be named {sorted(clash)}")
         self._append({"kind": "event", "event": name, **fields})
 
     def records(self) -> list[dict[str, Any]]:

@@ -22,7 +22,12 @@ from swarm.agent.prompts import TEAMMATE, agent_system_prompt, system_prompt
 from swarm.agent.subagents import AgentHost, forks_enabled
 from swarm.agent.toolpool import tool_pool
 from swarm.agent.tools import core_tools
-from swarm.agent.tools.agent_tool import GENERAL_PURPOSE, AgentTool, TaskOutput, TaskStop
+from swarm.agent.tools.agent_tool import (
+    GENERAL_PURPOSE,
+    AgentTool,
+    TaskOutput,
+    TaskStop,
+)
 from swarm.agent.tools.base import Tool
 from swarm.agent.tools.messaging import SendMessage, ShutdownAnswerer
 from swarm.core.home import Home

@@ -123,7 +123,7 @@ class TeammateGate:
             self.mailbox.send_frame(LEAD_NAME, frame, sender=self.config.name, summary=summary)
         except (SwarmError, OSError) as exc:
             raise ToolError(f"could not send the request to the lead ({exc}); the call was not run") from exc
-        self.transcript.event("approval_requested", request_id=event.request_id, kind=event.kind)
+        self.transcript.event("approval_requested", request_id=event.request_id, request_kind=event.kind)
 
     def _await(self, request_id: str, kind: type, event: PermissionEvent) -> Any:
         def match(frame: object, entry: InboxEntry) -> bool:

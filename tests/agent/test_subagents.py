@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -207,3 +208,33 @@ def test_a_teammate_spawn_from_swarm_run_says_what_is_missing(api: FakeAnthropic
     _run(api, tmp_path)
     [error] = _last_results(api.requests[1])
     assert error["is_error"] and "swarm spawn" in error["content"]
+
+
+def _repo(path: Path) -> Path:
+    path.mkdir()
+    for args in (["init", "-q", "-b", "main"], ["commit", "-q", "--allow-empty", "-m", "start"]):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(path), *args], check=True)
+    return path
+
+
+@pytest.mark.parametrize("changes", [True, False])
+def test_isolation_worktree_runs_the_child_in_a_fresh_worktree(api: FakeAnthropicServer, tmp_path: Path,
+                                                              changes: bool) -> None:
+    repo = _repo(tmp_path / "repo")
+    api.enqueue(tool_use_reply("Agent", {"description": "isolated", "prompt": "ISOLATED JOB",
+                                         "subagent_type": "general-purpose", "isolation": "worktree"}))
+    if changes:
+        api.enqueue(tool_use_reply("Write", {"file_path": "new.txt", "content": "hi\n"}, tool_id="toolu_w"))
+    api.enqueue(text_reply("child done"), text_reply("parent done"))
+    _run(api, repo)
+    child_first = api.requests[1].body["messages"][0]["content"]
+    assert not (repo / "new.txt").exists()  # the main checkout is untouched either way
+    [answer] = _last_results(api.requests[-1])
+    if changes:
+        assert "kept worktree" in answer["content"] and "swarm/agent/" in answer["content"]
+        kept = [p for p in (repo / ".swarm" / "agent-worktrees").iterdir()]
+        assert [(p / "new.txt").read_text() for p in kept] == ["hi\n"]
+    else:
+        assert "kept worktree" not in answer["content"]
+        assert not any((repo / ".swarm" / "agent-worktrees").glob("*"))
+    assert "ISOLATED JOB" in json.dumps(child_first)

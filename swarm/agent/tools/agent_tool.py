@@ -74,6 +74,8 @@ class AgentTool(Tool[AgentInput]):
         "self-contained prompt: it does not see your conversation unless it is a fork."
     )
     input_model = AgentInput
+    read_only = True
+    """Starting a child changes nothing by itself; each of the child's calls goes through the gate."""
 
     def __init__(self, types: str = "") -> None:
         self._types = types

@@ -1,0 +1,63 @@
+"""A teammate's own subagents: a background child's notice wakes the idle teammate, once."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from swarm.agent.transcript import Transcript
+from swarm.core.home import Home
+from swarm.core.mailbox import Mailbox
+from swarm.core.protocol import IdleNotification, Member, entry_frame
+from swarm.core.teams import TeamStore
+from tests.backends.helpers import retry_until
+
+DELEGATING = r"""
+[[rules]]
+name = "delegate"
+match = 'delegate (?P<tok>\w+)'
+[[rules.steps]]
+tool_calls = [{ name = "Agent", input = { description = "background job", prompt = "childjob {tok}", subagent_type = "general-purpose", run_in_background = true } }]
+[[rules.steps]]
+text = "delegated {tok}"
+
+[[rules]]
+name = "child"
+match = 'childjob (?P<tok>\w+)'
+[[rules.steps]]
+tool_calls = [{ name = "Bash", input = { command = "sleep 1; echo built {tok} > built-{tok}.txt" } }]
+[[rules.steps]]
+text = "child finished {tok}"
+
+[[rules]]
+name = "notified"
+match = 'child finished (?P<tok>\w+)'
+text = "parent saw {tok}"
+"""
+
+
+def _results(home: Home, team: str, name: str) -> list[str | None]:
+    frames = [entry_frame(e) for e in Mailbox(home, team).read("team-lead")]
+    return [f.result for f in frames if isinstance(f, IdleNotification) and f.sender == name]
+
+
+def test_an_idle_teammate_is_woken_by_its_background_subagents_notice(
+        home: Home, team: str, tmp_path: Path, workdir: Path, start: Callable[..., Member]) -> None:
+    book = tmp_path / "delegating.toml"
+    book.write_text(DELEGATING)
+    start("w", "delegate zeta", book=book, allowed_tools=["Bash"])
+    retry_until(lambda: _results(home, team, "w")[:1] == ["delegated zeta"], 20, what="the first turn")
+    member = TeamStore(home).get(team).member("w")
+    assert member is not None and not (workdir / "built-zeta.txt").exists()  # idle while the child still works
+    retry_until(lambda: _results(home, team, "w") == ["delegated zeta", "parent saw zeta"], 20,
+                what="the notice to start a second turn")
+    assert (workdir / "built-zeta.txt").read_text() == "built zeta\n"
+
+    transcript = Transcript(home.transcript_path(team, "w"))
+    notices = [b.text for m in transcript.messages() if m.role == "user" for b in m.content
+               if b.type == "text" and "<task-notification>" in b.text]
+    assert len(notices) == 1 and "child finished zeta" in notices[0]
+    [link] = transcript.events("subagent")
+    child = Transcript(Path(link["transcript"]))
+    assert Path(link["transcript"]).is_relative_to(home.transcript_path(team, "w").parent / "w" / "subagents")
+    assert child.messages()[-1].text() == "child finished zeta"
