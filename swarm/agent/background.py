@@ -56,6 +56,8 @@ class BackgroundTask:
     ended: float | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
     notified: bool = False
+    inbox: deque[str] = field(default_factory=deque)
+    """Messages from the parent (SendMessage) that the running child reads before its next step."""
 
     @property
     def duration_ms(self) -> int:
@@ -84,6 +86,10 @@ def notification_text(task: BackgroundTask) -> str:
             f"<result>{body}</result>\n"
             f"<usage>total_tokens: {task.tokens}\ntool_uses: {task.tool_uses}\n"
             f"duration_ms: {task.duration_ms}</usage>\n</task-notification>")
+
+
+Work = Callable[[BackgroundTask, bool], str]
+"""A background task's body: ``(task, first round?) -> result``."""
 
 
 class NotificationSink(Protocol):
@@ -126,8 +132,11 @@ class BackgroundAgents:
         self._threads: dict[str, threading.Thread] = {}
         self._lock = threading.Lock()
 
-    def start(self, task: BackgroundTask, work: Callable[[BackgroundTask], str]) -> BackgroundTask:
-        """Run ``work(task)`` in a thread; its return value is the result, an exception the failure."""
+    def start(self, task: BackgroundTask, work: Work) -> BackgroundTask:
+        """Run ``work(task, first)`` in a thread; its return value is the result, an exception the failure.
+
+        ``first`` is False when ``work`` runs again for messages that arrived as it finished.
+        """
         with self._lock:
             self._tasks[task.id] = task
         thread = threading.Thread(target=self._run, args=(task, work), name=f"subagent-{task.id}", daemon=True)
@@ -135,25 +144,58 @@ class BackgroundAgents:
         thread.start()
         return task
 
-    def _run(self, task: BackgroundTask, work: Callable[[BackgroundTask], str]) -> None:
-        try:
-            result = work(task)
-        except Exception as exc:  # a child's failure is the parent's news, never a crash of the parent
-            log.warning("background subagent failed", extra={"task_id": task.id, "reason": str(exc)})
-            self._finish(task, "failed", error=f"{type(exc).__name__}: {exc}" if not str(exc) else str(exc))
-            return
-        self._finish(task, "killed" if task.cancel.is_set() else "completed", result=result)
+    def _run(self, task: BackgroundTask, work: Work) -> None:
+        """Run ``work`` until it ends with nothing queued for it; messages that came meanwhile start another round."""
+        first = True
+        while True:
+            try:
+                result = work(task, first)
+            except Exception as exc:  # a child's failure is the parent's news, never a crash of the parent
+                log.warning("background subagent failed", extra={"task_id": task.id, "reason": str(exc)})
+                self._finish(task, "failed", error=str(exc) or type(exc).__name__)
+                return
+            first = False
+            if self._finish(task, "killed" if task.cancel.is_set() else "completed", result=result):
+                return
 
     def _finish(self, task: BackgroundTask, status: TaskStatus, *, result: str | None = None,
-                error: str | None = None) -> None:
+                error: str | None = None) -> bool:
+        """End the task and notify, once; False (and nothing changes) while messages wait for a completed task."""
         with self._lock:
             if task.notified:
-                return
+                return True
+            if status == "completed" and task.inbox and not task.cancel.is_set():
+                return False  # checked under the lock ``deliver`` takes: no message can slip in unread
             if task.status == "running":
                 task.status, task.result, task.error = status, result, error
                 task.ended = time.monotonic()
             task.notified = True
         self.sink.post(task)
+        return True
+
+    def deliver(self, task: BackgroundTask, text: str) -> bool:
+        """Queue ``text`` for ``task`` if it is still running (True); False if it has ended."""
+        with self._lock:
+            if task.status != "running":
+                return False
+            task.inbox.append(text)
+            return True
+
+    def drain(self, task: BackgroundTask) -> list[str]:
+        """The messages queued for ``task``, each handed out once."""
+        with self._lock:
+            texts = list(task.inbox)
+            task.inbox.clear()
+            return texts
+
+    def resume(self, task: BackgroundTask, cancel: threading.Event, work: Work) -> None:
+        """Run an ended task again (a new message for it): running, and owing one more notification."""
+        with self._lock:
+            task.status, task.result, task.error, task.ended, task.notified = "running", None, None, None, False
+            task.cancel, task.started = cancel, time.monotonic()
+        thread = threading.Thread(target=self._run, args=(task, work), name=f"subagent-{task.id}", daemon=True)
+        self._threads[task.id] = thread
+        thread.start()
 
     def get(self, key: str) -> BackgroundTask | None:
         """A task by id, or by name (the latest one of that name)."""

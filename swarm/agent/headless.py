@@ -28,6 +28,7 @@ from swarm.agent.toolpool import tool_pool
 from swarm.agent.tools import core_tools
 from swarm.agent.tools.agent_tool import AgentTool, TaskOutput, TaskStop
 from swarm.agent.tools.base import Tool, ToolContext
+from swarm.agent.tools.messaging import SendMessage
 from swarm.agent.transcript import Transcript
 from swarm.models.base import ModelProvider
 from swarm.models.messages import Message, TextBlock
@@ -51,7 +52,7 @@ class MainAgent:
 
 def main_tools(catalog: AgentCatalog) -> list[Tool[Any]]:
     """Every tool a main agent (and, filtered, its subagents) may hold, in the order the model sees them."""
-    return [*core_tools(), AgentTool.for_catalog(catalog), TaskOutput(), TaskStop()]
+    return [*core_tools(), SendMessage(), AgentTool.for_catalog(catalog), TaskOutput(), TaskStop()]
 
 
 def run_headless(prompt: str, provider: ModelProvider, *, cwd: Path, limits: Limits,

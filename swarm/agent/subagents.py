@@ -28,17 +28,17 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from swarm.agent.background import BackgroundAgents, BackgroundTask
+from swarm.agent.background import BackgroundAgents, BackgroundTask, Work
 from swarm.agent.conversation import Conversation
 from swarm.agent.definitions import AgentCatalog, AgentDefinition
 from swarm.agent.executor import ToolGate
 from swarm.agent.instructions import context_block
 from swarm.agent.limits import Limits
-from swarm.agent.loop import AgentRun, AgentSpec, run_agent
+from swarm.agent.loop import AgentRun, AgentSpec, Arrivals, run_agent
 from swarm.agent.memory import memory_dir, memory_prompt
 from swarm.agent.prompts import agent_system_prompt
 from swarm.agent.toolpool import tool_pool
@@ -108,6 +108,8 @@ class AgentHost:
     background: BackgroundAgents
     gate: ToolGate | None = None
     fork_enabled: bool = True
+    plans: dict[str, ChildPlan] = field(default_factory=dict)
+    """The plan of each background child, by id, so a finished one can be resumed with a message."""
 
     def new_id(self) -> str:
         return f"a{secrets.token_hex(6)}"
@@ -212,12 +214,56 @@ def plan_definition(host: AgentHost, parent: ToolContext, definition: AgentDefin
                      name=name, spawnable=pool.spawnable)
 
 
+def launch(host: AgentHost, parent: ToolContext, plan: ChildPlan) -> BackgroundTask:
+    """Start ``plan`` in the background; the parent hears of its end once (see ``swarm.agent.background``)."""
+    task = BackgroundTask(id=plan.id, description=plan.description, agent_type=plan.kind, name=plan.name,
+                          output_file=host.transcript_dir / f"agent-{plan.id}.jsonl")
+    task.cancel = LinkedCancel(parent.cancel)
+    return host.background.start(task, _background_work(host, parent, plan, resume=False))
+
+
+def message_child(host: AgentHost, parent: ToolContext, to: str, text: str) -> str | None:
+    """Give a background subagent named ``to`` a message: read before its next step if it runs, else it resumes.
+
+    None when ``to`` names no subagent of this agent (the message is for a teammate then).
+    """
+    task = host.background.get(to)
+    if task is None:
+        return None
+    note = f"<message-from-parent>{text}</message-from-parent>"
+    if host.background.deliver(task, note):
+        return f"Message queued for {to}: it reads it before its next step."
+    plan = host.plans.get(task.id)
+    if plan is None:
+        raise ToolError(f"{to} cannot be resumed: its plan is gone")
+    follow_up = replace(plan, messages=[Message.user_text(note)])
+    host.background.resume(task, LinkedCancel(parent.cancel), _background_work(host, parent, follow_up, resume=True))
+    return f"{to} resumed in the background with your message; you will be notified when it completes."
+
+
+def _background_work(host: AgentHost, parent: ToolContext, plan: ChildPlan, *, resume: bool) -> Work:
+    """The body of a background child: the plan first, then a resumed round for messages that came late."""
+    host.plans[plan.id] = plan
+
+    def work(task: BackgroundTask, first: bool) -> str:
+        this = plan if first else replace(plan, messages=[Message.user_text("\n\n".join(host.background.drain(task)))])
+        outcome = run_child(host, parent, this, task.cancel, task, resume=resume or not first)
+        if outcome.run.stop_reason == "interrupted" and task.cancel.is_set():
+            return outcome.run.text
+        return result_text(plan, outcome)
+
+    return work
+
+
 def run_child(host: AgentHost, parent: ToolContext, plan: ChildPlan, cancel: threading.Event,
-              task: BackgroundTask | None = None) -> ChildOutcome:
-    """Run ``plan`` to the end: the one lifecycle of every subagent. Resources are released in one ``finally``."""
+              task: BackgroundTask | None = None, *, resume: bool = False) -> ChildOutcome:
+    """Run ``plan`` to the end: the one lifecycle of every subagent. Resources are released in one ``finally``.
+
+    ``resume`` continues the child's recorded conversation (from its transcript) with ``plan.messages``.
+    """
     started = time.monotonic()
     transcript = Transcript(host.transcript_dir / f"agent-{plan.id}.jsonl")
-    if parent.running is not None and parent.running.conversation.transcript is not None:
+    if not resume and parent.running is not None and parent.running.conversation.transcript is not None:
         parent.running.conversation.transcript.event("subagent", agent_id=plan.id, agent_type=plan.kind,
                                                      description=plan.description, transcript=str(transcript.path))
     counter = _Progress(task)
@@ -233,12 +279,14 @@ def run_child(host: AgentHost, parent: ToolContext, plan: ChildPlan, cancel: thr
                           backend_type=parent.backend_type, color=parent.color, agents=host,
                           spawnable=plan.spawnable)
         stack.callback(_stop_background, ctx)
-        conversation = Conversation(transcript=transcript, observer=counter.saw)
+        conversation = Conversation.resume(transcript) if resume else Conversation(transcript=transcript)
+        conversation.observer = counter.saw
         for message in plan.messages:
             conversation.add(message)
         spec = AgentSpec(provider=provider, tools=plan.tools, system=plan.system, limits=plan.limits, gate=host.gate)
+        inbound = (lambda: Arrivals(texts=host.background.drain(task))) if task is not None else None
         try:
-            run = run_agent(spec, conversation, ctx)
+            run = run_agent(spec, conversation, ctx, inbound=inbound)
         except ModelError as exc:
             raise ToolError(f"the subagent failed: {exc}") from exc
     note = tree.summary if tree is not None else ""  # known once the worktree was settled on leaving

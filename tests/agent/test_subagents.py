@@ -238,3 +238,33 @@ def test_isolation_worktree_runs_the_child_in_a_fresh_worktree(api: FakeAnthropi
         assert "kept worktree" not in answer["content"]
         assert not any((repo / ".swarm" / "agent-worktrees").glob("*"))
     assert "ISOLATED JOB" in json.dumps(child_first)
+
+
+def test_a_finished_named_background_agent_resumes_when_the_parent_messages_it(api: FakeAnthropicServer,
+                                                                                tmp_path: Path) -> None:
+    api.enqueue(tool_use_reply("Agent", {"description": "helper", "prompt": "FIRST JOB", "name": "helper",
+                                         "subagent_type": "general-purpose", "run_in_background": True}),
+                text_reply("waiting"),
+                tool_use_reply("SendMessage", {"to": "helper", "message": "SECOND JOB"}, tool_id="toolu_msg"),
+                text_reply("waiting again"), text_reply("all done"), when=PARENT)
+    api.enqueue(text_reply("first done"), text_reply("second done"), when="JOB")
+    result = _run(api, tmp_path)
+    assert result.text == "all done"
+    parents = [r for r in api.requests if PARENT in json.dumps(r.body)]
+    children = [r for r in api.requests if PARENT not in json.dumps(r.body)]
+    assert len(parents) == 5 and len(children) == 2
+    assert "resumed in the background" in _last_results(parents[3])[0]["content"]
+    resumed = children[1].body["messages"]
+    assert [m["role"] for m in resumed] == ["user", "assistant", "user"]
+    assert "FIRST JOB" in json.dumps(resumed[0]) and resumed[1]["content"][0]["text"] == "first done"
+    assert "SECOND JOB" in json.dumps(resumed[2])
+    final = json.dumps(parents[-1].body["messages"])
+    assert final.count("<task-notification>") == 2 and "second done" in final
+
+
+def test_sendmessage_to_no_subagent_outside_a_team_says_what_it_reaches(api: FakeAnthropicServer,
+                                                                        tmp_path: Path) -> None:
+    api.enqueue(tool_use_reply("SendMessage", {"to": "ghost", "message": "hi"}), text_reply("ok"))
+    _run(api, tmp_path)
+    [error] = _last_results(api.requests[1])
+    assert error["is_error"] and "no subagent named 'ghost'" in error["content"]

@@ -13,6 +13,8 @@ import pytest
 from click.testing import Result
 
 from swarm.core.home import Home
+from swarm.core.mailbox import Mailbox
+from tests.backends.helpers import retry_until
 from tests.cli.conftest import SWARM_EXE
 
 Exe = Callable[..., subprocess.CompletedProcess[str]]
@@ -122,6 +124,8 @@ def test_inbox_follow_prints_arrivals_and_stops_on_sigint(home: Home, run_exe: E
         run_exe("send", "team-lead", "first", "--team", "t")
         line = proc.stdout.readline() if proc.stdout else ""
         assert json.loads(line)["text"] == "first"
+        # --take prunes just after the entry was written out; Ctrl-C before that would only leave it queued
+        retry_until(lambda: Mailbox(home, "t").read("team-lead") == [], 10, what="the shown entry to be taken")
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=10) == 0
     finally:

@@ -31,6 +31,7 @@ from swarm.agent.subagents import (
     ChildPlan,
     LinkedCancel,
     in_fork_child,
+    launch,
     plan_definition,
     plan_fork,
     result_text,
@@ -114,7 +115,11 @@ class AgentTool(Tool[AgentInput]):
         if args.isolation:
             plan.isolation = args.isolation
         if background:
-            return _launch(host, ctx, plan)
+            task = launch(host, ctx, plan)
+            return (f"Async agent launched successfully.\nagentId: {task.id}\noutput_file: {task.output_file}\n"
+                    "The agent is working in the background. You will be notified automatically when it "
+                    "completes; TaskOutput reads its progress, TaskStop stops it"
+                    f"{', SendMessage to ' + repr(task.name) + ' gives it more work' if task.name else ''}.")
         outcome = run_child(host, ctx, plan, LinkedCancel(ctx.cancel))
         return result_text(plan, outcome)
 
@@ -151,23 +156,6 @@ def _no_team_spawn(ctx: ToolContext) -> str:
                 "ask the lead with SendMessage, or start a subagent without team_name")
     return ("this agent does not lead a team (the LLM team lead is not built yet); start teammates with "
             "`swarm spawn NAME --team TEAM`, or start a subagent without team_name")
-
-
-def _launch(host: AgentHost, ctx: ToolContext, plan: ChildPlan) -> str:
-    task = BackgroundTask(id=plan.id, description=plan.description, agent_type=plan.kind, name=plan.name,
-                          output_file=host.transcript_dir / f"agent-{plan.id}.jsonl")
-    task.cancel = LinkedCancel(ctx.cancel)
-
-    def work(task: BackgroundTask) -> str:
-        outcome = run_child(host, ctx, plan, task.cancel, task)
-        if outcome.run.stop_reason == "interrupted" and task.cancel.is_set():
-            return outcome.run.text
-        return result_text(plan, outcome)
-
-    host.background.start(task, work)
-    return (f"Async agent launched successfully.\nagentId: {task.id}\noutput_file: {task.output_file}\n"
-            "The agent is working in the background. You will be notified automatically when it completes; "
-            "TaskOutput reads its progress, TaskStop stops it.")
 
 
 class TaskOutputInput(ToolInput):

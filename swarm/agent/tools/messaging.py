@@ -14,6 +14,7 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from swarm.agent.subagents import message_child
 from swarm.agent.tools.base import Tool, ToolContext, ToolError
 from swarm.core.clock import now_iso
 from swarm.core.names import BROADCAST
@@ -60,7 +61,8 @@ class ShutdownAnswerer(Protocol):
 class SendMessage(Tool[SendMessageInput]):
     name = "SendMessage"
     description = (
-        "Send a message to a teammate's inbox (or '*' for all). Use plain text for normal messages. "
+        "Send a message to a teammate's inbox (or '*' for all), or to one of your background subagents by its "
+        "name or agentId (a finished one resumes with it). Use plain text for normal messages. "
         "Answer a shutdown_request with message={type:'shutdown_response', request_id, approve, reason}."
     )
     input_model = SendMessageInput
@@ -70,10 +72,15 @@ class SendMessage(Tool[SendMessageInput]):
         self.shutdown = shutdown
 
     def run(self, args: SendMessageInput, ctx: ToolContext) -> str:
+        message = args.message
+        if isinstance(message, str) and ctx.agents is not None:
+            answer = message_child(ctx.agents, ctx, args.to, message)
+            if answer is not None:
+                return answer
         mailbox = ctx.mailbox
         if mailbox is None or ctx.team is None:
-            raise ToolError("SendMessage needs a team: this agent is not a teammate")
-        message = args.message
+            raise ToolError(f"no subagent named {args.to!r}, and this agent is not in a team: SendMessage reaches "
+                            "your background subagents (by name or agentId) and, in a team, your teammates")
         try:
             if isinstance(message, ShutdownResponse):
                 if self.shutdown is None:
