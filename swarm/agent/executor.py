@@ -28,6 +28,15 @@ class ToolGate(Protocol):
 
     def authorize(self, tool: Tool[BaseModel], args: BaseModel, tool_use_id: str, ctx: ToolContext) -> BaseModel: ...
 
+    @property
+    def mode(self) -> str:
+        """The permission mode calls are decided in."""
+        ...
+
+    def with_mode(self, mode: str) -> ToolGate:
+        """The same gate (same rules, same way to the lead) deciding in ``mode`` (a subagent's own mode)."""
+        ...
+
 
 class MalformedCall(ToolResultBlock):
     """An error result for a call that named no tool or gave invalid input.

@@ -133,6 +133,8 @@ class ChildPlan:
     isolation: str | None = None
     name: str | None = None
     spawnable: frozenset[str] | None = None
+    gate: ToolGate | None = None
+    """The parent's gate, seen in the child's permission mode (``child_mode``)."""
 
 
 @dataclass
@@ -173,7 +175,7 @@ def plan_fork(host: AgentHost, parent: ToolContext, prompt: str, description: st
     tools = [by_name.get(tool.name, tool) for tool in running.spec.tools]  # the same list, fresh where possible
     return ChildPlan(id=host.new_id(), kind="fork", description=description, system=running.spec.system,
                      tools=tools, model=host.model, messages=messages, cwd=parent.cwd,
-                     write_roots=parent.write_roots, limits=running.spec.limits)
+                     write_roots=parent.write_roots, limits=running.spec.limits, gate=host.gate)
 
 
 def _complete_history(messages: list[Message]) -> list[Message]:
@@ -211,7 +213,18 @@ def plan_definition(host: AgentHost, parent: ToolContext, definition: AgentDefin
     return ChildPlan(id=host.new_id(), kind=definition.name, description=description, system=system, tools=tools,
                      model=chosen, messages=[first], cwd=workdir, write_roots=roots,
                      limits=Limits(max_turns=definition.max_turns or 0), isolation=definition.isolation,
-                     name=name, spawnable=pool.spawnable)
+                     name=name, spawnable=pool.spawnable, gate=_child_gate(host.gate, definition))
+
+
+PARENT_MODES_KEPT = ("bypassPermissions", "acceptEdits")
+"""A parent in one of these modes passes it on: a child's definition does not narrow it."""
+
+
+def _child_gate(gate: ToolGate | None, definition: AgentDefinition) -> ToolGate | None:
+    """The parent's gate in the child's mode: the definition's ``permissionMode`` unless the parent's is kept."""
+    if gate is None or definition.permission_mode is None or gate.mode in PARENT_MODES_KEPT:
+        return gate
+    return gate.with_mode(definition.permission_mode)
 
 
 def launch(host: AgentHost, parent: ToolContext, plan: ChildPlan) -> BackgroundTask:
@@ -283,7 +296,7 @@ def run_child(host: AgentHost, parent: ToolContext, plan: ChildPlan, cancel: thr
         conversation.observer = counter.saw
         for message in plan.messages:
             conversation.add(message)
-        spec = AgentSpec(provider=provider, tools=plan.tools, system=plan.system, limits=plan.limits, gate=host.gate)
+        spec = AgentSpec(provider=provider, tools=plan.tools, system=plan.system, limits=plan.limits, gate=plan.gate)
         inbound = (lambda: Arrivals(texts=host.background.drain(task))) if task is not None else None
         try:
             run = run_agent(spec, conversation, ctx, inbound=inbound)

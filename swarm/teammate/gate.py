@@ -8,6 +8,7 @@ is told which. If the request cannot be written, the call fails loudly.
 
 from __future__ import annotations
 
+import copy
 import logging
 import secrets
 from pathlib import Path
@@ -74,6 +75,12 @@ class TeammateGate:
             raise ToolError("not run: the lead asked this teammate to shut down; answer the shutdown request "
                             "(SendMessage shutdown_response) instead of starting new work")
         return self._ask(tool, facts, tool_use_id, ctx)
+
+    def with_mode(self, mode: str) -> TeammateGate:
+        """A view of this gate for a subagent in its own mode: same rules and grants, same lead."""
+        view = copy.copy(self)
+        view.mode = mode
+        return view
 
     def _rules(self) -> RuleSet:
         team = self.teams.get(self.config.team)

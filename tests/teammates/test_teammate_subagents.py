@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from swarm.agent.transcript import Transcript
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
+from swarm.core.permlog import PermissionLog
 from swarm.core.protocol import IdleNotification, Member, entry_frame
 from swarm.core.teams import TeamStore
 from tests.backends.helpers import retry_until
@@ -61,3 +64,51 @@ def test_an_idle_teammate_is_woken_by_its_background_subagents_notice(
     child = Transcript(Path(link["transcript"]))
     assert Path(link["transcript"]).is_relative_to(home.transcript_path(team, "w").parent / "w" / "subagents")
     assert child.messages()[-1].text() == "child finished zeta"
+
+
+QUIET = r"""
+[[rules]]
+name = "delegate"
+match = 'delegate (?P<tok>\w+)'
+[[rules.steps]]
+tool_calls = [{ name = "Agent", input = { description = "quiet job", prompt = "quietjob {tok}", subagent_type = "quiet" } }]
+[[rules.steps]]
+text = "delegated {tok}"
+
+[[rules]]
+name = "child"
+match = 'quietjob (?P<tok>\w+)'
+system = 'You work quietly'
+[[rules.steps]]
+tool_calls = [{ name = "Bash", input = { command = "touch quiet-{tok}.txt" } }]
+[[rules.steps]]
+text = "child tried {tok}"
+"""
+
+QUIET_AGENT = """---
+name: quiet
+description: does small things without asking anyone
+permissionMode: dontAsk
+---
+You work quietly.
+"""
+
+
+@pytest.mark.parametrize(("mode", "ran"), [("default", False), ("bypassPermissions", True)])
+def test_a_subagent_runs_in_its_definitions_mode_unless_the_parent_bypasses(
+        home: Home, team: str, tmp_path: Path, workdir: Path, start: Callable[..., Member], mode: str,
+        ran: bool) -> None:
+    (workdir / ".claude" / "agents").mkdir(parents=True)
+    (workdir / ".claude" / "agents" / "quiet.md").write_text(QUIET_AGENT)
+    book = tmp_path / "quiet.toml"
+    book.write_text(QUIET)
+    start("w", "delegate eta", book=book, permission_mode=mode)
+    retry_until(lambda: _results(home, team, "w") == ["delegated eta"], 20, what="the turn")
+    assert (workdir / "quiet-eta.txt").exists() is ran
+    assert PermissionLog(home, team).pending() == [] and not PermissionLog(home, team).path.exists()
+    [link] = Transcript(home.transcript_path(team, "w")).events("subagent")
+    results = [b for m in Transcript(Path(link["transcript"])).messages() for b in m.content
+               if b.type == "tool_result"]
+    assert [r.is_error for r in results] == [not ran]
+    if not ran:
+        assert "dontAsk" in results[0].content
