@@ -11,6 +11,7 @@ FORWARDED = (
     "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy", "all_proxy",
     "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
     "PYTHONPATH", "VIRTUAL_ENV",
+    "CLAUDE_CONFIG_DIR",  # user-level agent definitions, CLAUDE.md and agent memory
 )
 
 

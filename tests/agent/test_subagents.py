@@ -268,3 +268,29 @@ def test_sendmessage_to_no_subagent_outside_a_team_says_what_it_reaches(api: Fak
     _run(api, tmp_path)
     [error] = _last_results(api.requests[1])
     assert error["is_error"] and "no subagent named 'ghost'" in error["content"]
+
+
+def test_a_fork_drops_calls_in_the_inherited_history_that_never_got_results(tmp_path: Path) -> None:
+    from swarm.agent.background import BackgroundAgents, QueueSink
+    from swarm.agent.conversation import Conversation
+    from swarm.agent.loop import AgentSpec, RunningAgent
+    from swarm.agent.subagents import AgentHost, plan_fork
+    from swarm.agent.tools.base import ToolContext
+    from swarm.models.messages import Message, TextBlock, ToolUseBlock
+    from swarm.models.scripted import ScriptedProvider
+
+    history = [Message.user_text("go"),
+               Message(role="assistant", content=[TextBlock(text="trying"), ToolUseBlock(id="lost", name="Bash")]),
+               Message.user_text("(the result of 'lost' was never recorded)"),
+               Message(role="assistant", content=[ToolUseBlock(id="fork_me", name="Agent",
+                                                               input={"description": "d", "prompt": "p"})])]
+    env = {"CLAUDE_CONFIG_DIR": os.environ["CLAUDE_CONFIG_DIR"]}
+    host = AgentHost(catalog=load_agents(tmp_path, env=env), env=env, model="scripted",
+                     make_provider=lambda m: ScriptedProvider(), make_tools=list, transcript_dir=tmp_path,
+                     background=BackgroundAgents(QueueSink()))
+    ctx = ToolContext(cwd=tmp_path)
+    ctx.running = RunningAgent(AgentSpec(provider=ScriptedProvider(), tools=[]), Conversation(messages=history))
+    plan = plan_fork(host, ctx, "part one", "d")
+    assert [b.type for b in plan.messages[1].content] == ["text"]  # the unanswered call is gone
+    assert plan.messages[3] == history[3] and [b.type for b in plan.messages[4].content] == ["tool_result", "text"]
+    assert history[1].tool_uses()  # the parent's own conversation is untouched

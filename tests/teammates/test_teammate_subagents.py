@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,7 +15,9 @@ from swarm.core.mailbox import Mailbox
 from swarm.core.permlog import PermissionLog
 from swarm.core.protocol import IdleNotification, Member, entry_frame
 from swarm.core.teams import TeamStore
+from swarm.runtime.spawn import SpawnRequest, spawn
 from tests.backends.helpers import retry_until
+from tests.fakes import FakeAnthropicServer, text_reply
 
 DELEGATING = r"""
 [[rules]]
@@ -112,3 +116,23 @@ def test_a_subagent_runs_in_its_definitions_mode_unless_the_parent_bypasses(
     assert [r.is_error for r in results] == [not ran]
     if not ran:
         assert "dontAsk" in results[0].content
+
+
+def test_a_teammate_started_from_a_definition_gets_its_prompt_tools_and_model(
+        home: Home, team: str, workdir: Path, api: FakeAnthropicServer) -> None:
+    agents = workdir / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "reader.md").write_text("---\nname: reader\ndescription: reads\ntools: Read\nmodel: haiku\n---\n"
+                                      "You only read files.\n")
+    env = {**os.environ, "ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": api.base_url,
+           "SWARM_MODEL_HAIKU": "claude-haiku-test"}
+    api.enqueue(text_reply("reading"))
+    spawn(home, SpawnRequest(team=team, name="r", prompt="look around", cwd=workdir, backend="subprocess",
+                             agent_type="reader"), env)
+    retry_until(lambda: _results(home, team, "r") == ["reading"], 20, what="the reader's first turn")
+    body = api.requests[0].body
+    assert [t["name"] for t in body["tools"]] == ["Read", "SendMessage"]
+    assert body["model"] == "claude-haiku-test"
+    system = json.dumps(body["system"])
+    assert "You only read files." in system and 'member of team \\"t\\"' in system
+    assert body["messages"][0]["content"][0]["text"].startswith("<system-reminder>")
