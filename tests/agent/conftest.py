@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -15,3 +16,15 @@ def claude(api: FakeAnthropicServer) -> Iterator[AnthropicProvider]:
                                  retry=RetryPolicy(max_retries=2, base_delay=0.01, max_delay=0.05), timeout=10)
     yield provider
     provider.close()
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    """The user-level Claude directory of a test (CLAUDE_CONFIG_DIR)."""
+    return tmp_path / "claude-config"
+
+
+@pytest.fixture
+def env(config: Path) -> dict[str, str]:
+    """An environment whose user-level Claude directory is ``config`` and whose HOME leads nowhere."""
+    return {"CLAUDE_CONFIG_DIR": str(config), "HOME": "/nonexistent-home"}

@@ -27,16 +27,6 @@ def write_agent(directory: Path, stem: str, frontmatter: str, body: str = "") ->
 
 
 @pytest.fixture
-def config(tmp_path: Path) -> Path:
-    return tmp_path / "claude-config"
-
-
-@pytest.fixture
-def env(config: Path) -> dict[str, str]:
-    return {"CLAUDE_CONFIG_DIR": str(config), "HOME": "/nonexistent-home"}
-
-
-@pytest.fixture
 def repo(tmp_path: Path) -> Path:
     path = tmp_path / "outer" / "repo"
     path.mkdir(parents=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -10,18 +9,7 @@ import pytest
 
 from swarm.agent.isolation import BRANCH_PREFIX, IsolatedTree, isolated_worktree
 from swarm.errors import InvalidNameError, UsageError
-
-IDENTITY = ("-c", "user.name=Swarm Test", "-c", "user.email=swarm-test@example.com", "-c", "commit.gpgsign=false")
-
-
-def git(cwd: Path, *args: str) -> str:
-    result = subprocess.run(["git", *IDENTITY, "-C", str(cwd), *args], capture_output=True, text=True, check=False)
-    assert result.returncode == 0, f"git {' '.join(args)}: {result.stderr}"
-    return result.stdout.strip()
-
-
-def branches(repo: Path) -> set[str]:
-    return set(git(repo, "branch", "--format=%(refname:short)").split())
+from tests.worktrees.conftest import branches, git
 
 
 def registered(repo: Path) -> list[str]:

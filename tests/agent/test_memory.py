@@ -13,16 +13,6 @@ from tests.worktrees.conftest import git
 
 
 @pytest.fixture
-def config(tmp_path: Path) -> Path:
-    return tmp_path / "claude-config"
-
-
-@pytest.fixture
-def env(config: Path) -> dict[str, str]:
-    return {"CLAUDE_CONFIG_DIR": str(config), "HOME": "/nonexistent-home"}
-
-
-@pytest.fixture
 def repo(tmp_path: Path) -> Path:
     path = tmp_path / "repo"
     (path / "src" / "deep").mkdir(parents=True)
