@@ -107,16 +107,19 @@ class AgentCatalog:
 def _names_list(value: Any) -> Any:
     """A YAML list stays; ``"Read, Grep"`` becomes ``["Read", "Grep"]``; None (``tools:``) means unset."""
     if isinstance(value, str):
-        return _split_names(value)
+        return split_names(value)
     return value
 
 
-def _split_names(text: str) -> list[str]:
-    """Split on commas outside parentheses, so ``Agent(Explore, Plan), Read`` is two entries."""
+def split_names(text: str, *, spaces: bool = False) -> list[str]:
+    """Split on commas outside parentheses, so ``Agent(Explore, Plan), Read`` is two entries.
+
+    ``spaces``: whitespace outside parentheses separates too (``Read Grep Bash(git *)``, skills' form).
+    """
     parts, depth, current = [], 0, ""
     for char in text:
         depth += (char == "(") - (char == ")")
-        if char == "," and depth == 0:
+        if depth == 0 and (char == "," or (spaces and char.isspace())):
             parts.append(current)
             current = ""
         else:
@@ -188,17 +191,24 @@ _ALIASES = {name: info.alias or name for name, info in _Fields.model_fields.item
 
 
 def _field_error(exc: ValidationError) -> str:
-    """``<field>: <what is wrong>; <what to do>`` for the first error, in the file's own key names."""
+    return describe_field_error(exc, aliases=_ALIASES, hints=_HINTS)
+
+
+def describe_field_error(exc: ValidationError, *, aliases: Mapping[str, str], hints: Mapping[str, str]) -> str:
+    """``<field>: <what is wrong>; <what to do>`` for the first error, in the file's own key names.
+
+    ``aliases`` maps a model field to the file's key; ``hints`` maps a file key to what to do.
+    """
     error = exc.errors()[0]
     key = str(error["loc"][0]) if error["loc"] else "frontmatter"
-    key = _ALIASES.get(key, key)
+    key = aliases.get(key, key)
     if error["type"] == "missing":
-        return f"{key}: missing; {_HINTS.get(key, 'add it')}"
+        return f"{key}: missing; {hints.get(key, 'add it')}"
     message = str(error["msg"]).removeprefix("Value error, ")
     got = error.get("input")
     shown = error["type"] != "value_error" and not isinstance(got, dict) and len(repr(got)) <= 60
     got_text = f" (got {got!r})" if shown else ""
-    return f"{key}: {message[:1].lower()}{message[1:]}{got_text}; {_HINTS.get(key, 'fix or remove it')}"
+    return f"{key}: {message[:1].lower()}{message[1:]}{got_text}; {hints.get(key, 'fix or remove it')}"
 
 
 def _definition(fields: _Fields, *, name: str, prompt: str, source: Source, path: Path | None) -> AgentDefinition:
@@ -218,9 +228,14 @@ class DefinitionFileError(ValueError):
     """A definition file that cannot be loaded; the message is ``<field>: <problem>; <what to do>``."""
 
 
-def split_frontmatter(text: str) -> tuple[dict[str, Any], str]:
-    """The YAML frontmatter (a mapping) and the body of a Markdown file; DefinitionFileError if malformed."""
+def split_frontmatter(text: str, *, required: bool = True) -> tuple[dict[str, Any], str]:
+    """The YAML frontmatter (a mapping) and the body of a Markdown file; DefinitionFileError if malformed.
+
+    Not ``required``: a file that does not start with ``---`` is all body, with no fields.
+    """
     lines = text.lstrip("\ufeff").splitlines(keepends=True)
+    if not required and (not lines or lines[0].strip() != "---"):
+        return {}, "".join(lines).strip("\n")
     if not lines or lines[0].strip() != "---":
         raise DefinitionFileError("frontmatter: missing; start the file with a --- line, the YAML fields "
                                   "(at least description), and another --- line")
@@ -243,8 +258,8 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], str]:
     return {str(key): value for key, value in data.items()}, "".join(lines[end + 1:]).strip("\n")
 
 
-def parse_definition_file(path: Path, source: Source) -> AgentDefinition:
-    """The definition in ``path``; DefinitionFileError (``<field>: ...``) if it cannot be loaded."""
+def read_markdown(path: Path) -> str:
+    """The text of the regular UTF-8 file ``path``; DefinitionFileError (``file: ...``) if it cannot be read."""
     try:
         read = read_regular(path)
     except OSError as exc:
@@ -253,10 +268,14 @@ def parse_definition_file(path: Path, source: Source) -> AgentDefinition:
     if read is None:
         raise DefinitionFileError("file: it disappeared while loading; nothing to do")
     try:
-        text = read[0].decode("utf-8")
+        return read[0].decode("utf-8")
     except UnicodeDecodeError as exc:
         raise DefinitionFileError("file: not UTF-8 text; save it as UTF-8") from exc
-    data, body = split_frontmatter(text)
+
+
+def parse_definition_file(path: Path, source: Source) -> AgentDefinition:
+    """The definition in ``path``; DefinitionFileError (``<field>: ...``) if it cannot be loaded."""
+    data, body = split_frontmatter(read_markdown(path))
     try:
         fields = _Fields.model_validate(data)
         name = fields.name or validate_name(path.stem, "agent name")
@@ -280,15 +299,7 @@ def _load_dir(directory: Path, source: Source, warnings: list[str]) -> Iterator[
         except DefinitionFileError as exc:
             warnings.append(f"{path}: {exc}")
             continue
-        if definition.skills:
-            warnings.append(_skills_warning(str(path), definition))
         yield definition
-
-
-def _skills_warning(where: str, definition: AgentDefinition) -> str:
-    listed = ", ".join(definition.skills)
-    verb = "is" if len(definition.skills) == 1 else "are"
-    return f"{where}: skills: skills are not supported yet; {listed} {verb} ignored"
 
 
 # -- where files are --------------------------------------------------------------
@@ -421,7 +432,6 @@ def load_agents(cwd: Path, *, env: Mapping[str, str], cli_json: str | None = Non
     user = list(_load_dir(user_dir, "user", warnings)) if user_dir.is_dir() else []
     project = [d for directory in _project_agent_dirs(cwd, user_dir) for d in _load_dir(directory, "project", warnings)]
     cli = parse_cli_agents(cli_json) if cli_json is not None else []
-    warnings += [_skills_warning(f"--agents {d.name}", d) for d in cli if d.skills]
     for warning in warnings:
         log.debug("agent definition warning", extra={"warning": warning})
     return AgentCatalog(_merge([builtin_agents(), user, project, cli]), warnings)

@@ -48,6 +48,7 @@ from swarm.errors import SwarmError
 
 COMMANDS: dict[str, str] = {
     "agents": "swarm.cli.agents:agents",
+    "skills": "swarm.cli.skills:skills",
     "demo": "swarm.cli.demo:demo",
     "team": "swarm.cli.team:team",
     "send": "swarm.cli.messages:send",
