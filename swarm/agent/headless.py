@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from swarm.agent.background import BackgroundAgents, QueueSink
 from swarm.agent.conversation import Conversation
@@ -22,14 +21,17 @@ from swarm.agent.definitions import AgentCatalog, AgentDefinition
 from swarm.agent.instructions import context_block
 from swarm.agent.limits import Limits
 from swarm.agent.loop import AgentRun, AgentSpec, Arrivals, run_agent
+from swarm.agent.memory import memory_prompt
 from swarm.agent.prompts import agent_system_prompt, system_prompt
+from swarm.agent.skills import SkillCatalog, preload_text
 from swarm.agent.subagents import AgentHost, forks_enabled
 from swarm.agent.toolpool import tool_pool
 from swarm.agent.tools import core_tools
-from swarm.agent.tools.agent_tool import AgentTool, TaskOutput, TaskStop
-from swarm.agent.tools.base import Tool, ToolContext
-from swarm.agent.tools.messaging import SendMessage
+from swarm.agent.tools.base import ToolContext
+from swarm.agent.tools.skill_tool import expand_slash
+from swarm.agent.toolset import agent_tools
 from swarm.agent.transcript import Transcript
+from swarm.agent.turn_model import TurnModel
 from swarm.models.base import ModelProvider
 from swarm.models.messages import Message, TextBlock
 
@@ -46,13 +48,11 @@ class MainAgent:
     make_provider: Callable[[str], ModelProvider]
     agents_dir: Path
     """Where subagent transcripts go (beside the run's own transcript)."""
+    skills: SkillCatalog = field(default_factory=lambda: SkillCatalog(skills={}, warnings=[]))
     definition: AgentDefinition | None = None
     """Run the main agent as this definition (``--agent``)."""
-
-
-def main_tools(catalog: AgentCatalog) -> list[Tool[Any]]:
-    """Every tool a main agent (and, filtered, its subagents) may hold, in the order the model sees them."""
-    return [*core_tools(), SendMessage(), AgentTool.for_catalog(catalog), TaskOutput(), TaskStop()]
+    note: Callable[[str], None] = lambda _: None
+    """Where remarks for the person go (an unknown ``/name`` in the prompt)."""
 
 
 def run_headless(prompt: str, provider: ModelProvider, *, cwd: Path, limits: Limits,
@@ -70,13 +70,15 @@ def run_headless(prompt: str, provider: ModelProvider, *, cwd: Path, limits: Lim
             _stop_commands(ctx)
     sink = QueueSink()
     host = AgentHost(catalog=main.catalog, env=main.env, model=provider.model, make_provider=main.make_provider,
-                     make_tools=lambda: main_tools(main.catalog), transcript_dir=main.agents_dir,
-                     background=BackgroundAgents(sink), fork_enabled=forks_enabled(main.env))
+                     make_tools=lambda: agent_tools(main.catalog, main.skills), transcript_dir=main.agents_dir,
+                     background=BackgroundAgents(sink), fork_enabled=forks_enabled(main.env), skills=main.skills)
     ctx.agents = host
-    spec = _main_spec(main, provider, cwd, limits)
+    ctx.models = TurnModel(provider, main.make_provider, main.env)
+    spec = _main_spec(main, ctx.models, cwd, limits)
     omit = main.definition.omit_claude_md if main.definition else False
-    conversation.add(_first_message(context_block(cwd, env=main.env, omit_instructions=omit), prompt))
     try:
+        text = expand_slash(prompt, main.skills, ctx, main.note)  # /skill commands, before the first model call
+        conversation.add(_first_message(context_block(cwd, env=main.env, omit_instructions=omit), text))
         return _serve(spec, conversation, ctx, host, sink)
     finally:
         host.background.stop_all()
@@ -84,7 +86,7 @@ def run_headless(prompt: str, provider: ModelProvider, *, cwd: Path, limits: Lim
 
 
 def _main_spec(main: MainAgent, provider: ModelProvider, cwd: Path, limits: Limits) -> AgentSpec:
-    tools = main_tools(main.catalog)
+    tools = agent_tools(main.catalog, main.skills)
     if main.definition is None:
         return AgentSpec(provider=provider, tools=tools, system=system_prompt(cwd), limits=limits)
     kept = tool_pool([t.name for t in tools], tools=main.definition.tools,
@@ -92,7 +94,11 @@ def _main_spec(main: MainAgent, provider: ModelProvider, cwd: Path, limits: Limi
                      background=False, main_thread=True).names
     tools = [t for t in tools if t.name in kept]
     turns = limits.max_turns or main.definition.max_turns or 0
-    system = agent_system_prompt(main.definition, cwd, model=provider.model, tools=[t.name for t in tools])
+    preload, warnings = preload_text(main.definition.skills, main.skills)
+    for warning in warnings:
+        main.note(warning)
+    system = agent_system_prompt(main.definition, cwd, model=provider.model, tools=[t.name for t in tools],
+                                 memory=memory_prompt(main.definition, cwd, env=main.env), skills=preload)
     return AgentSpec(provider=provider, tools=tools, system=system,
                      limits=Limits(max_turns=turns, max_tokens=limits.max_tokens, max_seconds=limits.max_seconds,
                                    max_consecutive_tool_errors=limits.max_consecutive_tool_errors))

@@ -95,18 +95,20 @@ Tools: {tools}"""
 
 
 def agent_system_prompt(definition: AgentDefinition, cwd: Path, *, model: str, tools: Sequence[str],
-                        memory: str = "") -> str:
+                        memory: str = "", skills: str = "") -> str:
     """The system prompt of an agent run from ``definition``.
 
     The definition's body (``BASE`` when it is empty), then the environment
     details (cwd, platform, model, the tool names in the order given), then
-    the ``memory`` section (``memory.memory_prompt``) if any. Nothing here
+    the ``memory`` section (``memory.memory_prompt``) and the preloaded
+    ``skills`` (``skills.preload_text``) if any. Nothing here
     changes between calls with the same inputs (no date, no git state: those
     go into the conversation's context block), so the prompt caches.
     """
     environment = ENVIRONMENT.format(cwd=cwd, platform=platform.system().lower(), model=model,
                                      tools=", ".join(tools) if tools else "(none)")
     parts = [definition.prompt.strip() or BASE, environment]
-    if memory:
-        parts.append(memory.strip())
+    for section in (memory, skills):
+        if section:
+            parts.append(section.strip())
     return "\n\n".join(parts)

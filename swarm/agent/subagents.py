@@ -41,6 +41,7 @@ from swarm.agent.limits import Limits
 from swarm.agent.loop import AgentRun, AgentSpec, Arrivals, run_agent
 from swarm.agent.memory import memory_dir, memory_prompt
 from swarm.agent.prompts import agent_system_prompt
+from swarm.agent.skills import Skill, SkillCatalog, preload_text
 from swarm.agent.toolpool import tool_pool
 from swarm.agent.tools.base import Tool, ToolContext, ToolError
 from swarm.agent.transcript import Transcript
@@ -108,6 +109,8 @@ class AgentHost:
     background: BackgroundAgents
     gate: ToolGate | None = None
     fork_enabled: bool = True
+    skills: SkillCatalog = field(default_factory=lambda: SkillCatalog(skills={}, warnings=[]))
+    """Skills its children may use (and a definition's ``skills:`` preload from)."""
     plans: dict[str, ChildPlan] = field(default_factory=dict)
     """The plan of each background child, by id, so a finished one can be resumed with a message."""
 
@@ -192,10 +195,24 @@ def _complete_history(messages: list[Message]) -> list[Message]:
     return history
 
 
+def plan_skill_fork(host: AgentHost, parent: ToolContext, skill: Skill, body: str) -> ChildPlan:
+    """A ``context: fork`` skill's child: the skill's ``agent`` definition, and the body as its only message."""
+    kind = skill.agent or "general-purpose"
+    definition = host.catalog.get(kind)
+    if definition is None:
+        raise ToolError(f"skill {skill.name} runs with agent {kind!r}, which is unknown; "
+                        f"available: {', '.join(host.catalog.names())}")
+    return plan_definition(host, parent, definition, prompt=body, description=f"skill {skill.name}",
+                           model=skill.model, background=False, cwd=None, name=None, context=False)
+
+
 def plan_definition(host: AgentHost, parent: ToolContext, definition: AgentDefinition, *, prompt: str,
                     description: str, model: str | None, background: bool, cwd: Path | None,
-                    name: str | None) -> ChildPlan:
-    """A child started from an agent definition: a fresh conversation, its own prompt, tools and model."""
+                    name: str | None, context: bool = True) -> ChildPlan:
+    """A child started from an agent definition: a fresh conversation, its own prompt, tools and model.
+
+    Its first message is the context block and the prompt; ``context=False`` sends the prompt alone.
+    """
     all_tools = host.make_tools()
     pool = tool_pool([t.name for t in all_tools], tools=definition.tools, disallowed=definition.disallowed_tools,
                      builtin=definition.builtin, background=background)
@@ -205,11 +222,11 @@ def plan_definition(host: AgentHost, parent: ToolContext, definition: AgentDefin
     workdir = (cwd if cwd is not None else parent.cwd).resolve()
     memory = memory_dir(definition, workdir, env=host.env)
     roots = None if parent.write_roots is None else [*parent.write_roots, *([memory] if memory else [])]
+    preload, _ = preload_text(definition.skills, host.skills)
     system = agent_system_prompt(definition, workdir, model=chosen, tools=[t.name for t in tools],
-                                 memory=memory_prompt(definition, workdir, env=host.env))
-    first = Message(role="user", content=[
-        TextBlock(text=context_block(workdir, env=host.env, omit_instructions=definition.omit_claude_md)),
-        TextBlock(text=prompt)])
+                                 memory=memory_prompt(definition, workdir, env=host.env), skills=preload)
+    blocks = [TextBlock(text=context_block(workdir, env=host.env, omit_instructions=definition.omit_claude_md))]
+    first = Message(role="user", content=[*(blocks if context else []), TextBlock(text=prompt)])
     return ChildPlan(id=host.new_id(), kind=definition.name, description=description, system=system, tools=tools,
                      model=chosen, messages=[first], cwd=workdir, write_roots=roots,
                      limits=Limits(max_turns=definition.max_turns or 0), isolation=definition.isolation,

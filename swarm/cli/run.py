@@ -15,6 +15,7 @@ import click
 from swarm.agent.definitions import AgentCatalog, AgentDefinition, load_agents
 from swarm.agent.headless import MainAgent, run_headless
 from swarm.agent.limits import Limits
+from swarm.agent.skills import load_skills
 from swarm.cli.options import home_of
 from swarm.core.clock import now_ms
 from swarm.core.home import Home
@@ -57,14 +58,16 @@ def run(ctx: click.Context, prompt: str, model: str | None, playbook: Path | Non
     env = dict(os.environ)
     workdir = (cwd or Path.cwd()).resolve()
     catalog = load_agents(workdir, env=env, cli_json=agents_json)
-    for warning in catalog.warnings:
-        click.echo(f"swarm: warning: {warning}", err=True)
+    skills = load_skills(workdir, env=env)
+    for warning in [*catalog.warnings, *skills.warnings]:
+        _note(warning)
     definition = _definition(catalog, agent_name)
     model = model or (definition.model if definition and definition.model not in (None, "inherit") else None)
     provider = make_provider(expand_alias(model, env) if model else None, playbook=playbook, env=env,
                              variables={"agent_name": "agent", "team": ""})
     main = MainAgent(catalog=catalog, env=env, make_provider=_child_providers(provider, model, playbook, env),
-                     agents_dir=_agents_dir(home_of(ctx), transcript), definition=definition)
+                     agents_dir=_agents_dir(home_of(ctx), transcript), definition=definition, skills=skills,
+                     note=_note)
     cancel = threading.Event()
     previous = signal.signal(signal.SIGINT, _first_interrupt(cancel))
     try:
@@ -78,6 +81,10 @@ def run(ctx: click.Context, prompt: str, model: str | None, playbook: Path | Non
     if not result.ok:
         raise SwarmError(f"agent stopped ({result.stop_reason}): {result.detail}")
     click.echo(result.text)
+
+
+def _note(message: str) -> None:
+    click.echo(f"swarm: warning: {message}", err=True)
 
 
 def _definition(catalog: AgentCatalog, name: str | None) -> AgentDefinition | None:

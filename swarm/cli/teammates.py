@@ -50,6 +50,8 @@ tmux_socket_option = click.option(
               help="Deny rule, e.g. 'Bash(rm:*)' (repeatable).")
 @click.option("--permission-timeout", type=click.FloatRange(min=0.1), default=300.0, show_default=True,
               help="Seconds a permission request waits for the lead before it counts as denied.")
+@click.option("--skill", "skills", multiple=True, metavar="NAME",
+              help="Preload this skill's instructions into the teammate's system prompt (repeatable).")
 @click.option("--worktree", is_flag=True,
               help="Work in a new git worktree on branch swarm/TEAM/NAME (under .swarm/worktrees in the repo).")
 @click.option("--base", metavar="REF", default=None, help="Commit the worktree starts from [default: HEAD].")
@@ -59,14 +61,14 @@ tmux_socket_option = click.option(
 def spawn(ctx: click.Context, name: str, team: str, prompt: str, backend: str, agent_type: str, model: str | None,
           playbook: Path | None, permission_mode: str, plan_mode_required: bool, cwd: Path | None,
           color: str | None, allowed: tuple[str, ...], disallowed: tuple[str, ...], permission_timeout: float,
-          worktree: bool, base: str | None, tmux_socket: str | None, as_json: bool) -> None:
+          skills: tuple[str, ...], worktree: bool, base: str | None, tmux_socket: str | None, as_json: bool) -> None:
     """Start teammate NAME in the team and give it its first task."""
     if prompt == "-":
         prompt = sys.stdin.read()
     request = SpawnRequest(team=team, name=name, prompt=prompt, backend=backend, agent_type=agent_type,
                            model=model, permission_mode=permission_mode, plan_mode_required=plan_mode_required,
                            cwd=(cwd or Path.cwd()).resolve(), color=color, playbook=playbook, tmux_socket=tmux_socket,
-                           allowed_tools=list(allowed), disallowed_tools=list(disallowed),
+                           allowed_tools=list(allowed), disallowed_tools=list(disallowed), skills=list(skills),
                            permission_timeout=permission_timeout, worktree=worktree, base=base)
     home = home_of(ctx)
     spawned = spawn_reporting(home, request, dict(os.environ))

@@ -25,11 +25,22 @@ FILES = {
         'if __name__ == "__main__":\n'
         "    main()\n"
     ),
+    ".claude/skills/run-tests/SKILL.md": (
+        "---\n"
+        "name: run-tests\n"
+        "description: Run the repository's Python tests in a separate context and report pass or fail. "
+        "Use before saying that code works.\n"
+        "argument-hint: [test files]\n"
+        "context: fork\n"
+        "---\n"
+        "Run every one of these test files with python3: $ARGUMENTS\n"
+        "Reply with one line: `tests: pass`, or `tests: FAIL <file>` for the first that fails.\n"
+    ),
 }
 
 
 def make_sample_repo(path: Path) -> Path:
-    """Create a git repository with a few Python files and two commits at ``path``; return it."""
+    """Create a git repository with a few Python files, a skill and two commits at ``path``; return it."""
     path.mkdir(parents=True, exist_ok=True)
     git(path, "init", "-q", "-b", "main")
     git(path, "config", "user.name", "swarm demo")
@@ -38,7 +49,8 @@ def make_sample_repo(path: Path) -> Path:
     (path / "README.md").write_text(FILES["README.md"])
     git(path, "add", "README.md")
     git(path, "commit", "-q", "-m", "Start text-tools")
-    for name in ("text_utils.py", "app.py"):
+    for name in ("text_utils.py", "app.py", ".claude/skills/run-tests/SKILL.md"):
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
         (path / name).write_text(FILES[name])
     git(path, "add", ".")
     git(path, "commit", "-q", "-m", "Add shout, calc and a small app")

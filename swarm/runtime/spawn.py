@@ -61,6 +61,8 @@ class SpawnRequest(BaseModel):
     tmux_socket: str | None = None
     allowed_tools: list[str] = []
     disallowed_tools: list[str] = []
+    skills: list[str] = []
+    """Skills whose instructions are preloaded into the teammate's system prompt."""
     permission_timeout: float = 300.0
     worktree: bool = False
     """Work in a new git worktree on branch ``swarm/<team>/<name>`` (its cwd), created from ``base``."""
@@ -205,7 +207,7 @@ def _launch(home: Home, request: SpawnRequest, member: Member, backend: str,
         agent_type=request.agent_type, model=request.model, permission_mode=request.permission_mode,
         plan_mode_required=request.plan_mode_required, cwd=request.cwd.resolve(),
         playbook=request.playbook.resolve() if request.playbook else None, backend=backend, home=home.root,
-        allowed_tools=request.allowed_tools, disallowed_tools=request.disallowed_tools,
+        allowed_tools=request.allowed_tools, disallowed_tools=request.disallowed_tools, skills=request.skills,
         permission_timeout=request.permission_timeout,
     )
     return LaunchSpec(argv=[sys.executable, "-m", "swarm.teammate", *config.argv()],

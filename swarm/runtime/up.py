@@ -120,7 +120,7 @@ def _request(spec: UpFile, member: MemberTable, cwd: Path, tmux_socket: str | No
         agent_type=member.agent_type, model=member.model, permission_mode=member.permission_mode,
         plan_mode_required=member.plan_mode_required, cwd=where, color=member.color, playbook=member.playbook,
         tmux_socket=tmux_socket, allowed_tools=member.allowed_tools, disallowed_tools=member.disallowed_tools,
-        permission_timeout=member.permission_timeout, worktree=member.worktree, base=member.base,
+        skills=member.skills, permission_timeout=member.permission_timeout, worktree=member.worktree, base=member.base,
     )
 
 

@@ -30,6 +30,7 @@
     color = "blue"
     allowed_tools = []
     disallowed_tools = []
+    skills = ["release-notes"]          # skills whose instructions are preloaded into its system prompt
 
 Validation errors name the file, the field and what is expected.
 """
@@ -117,6 +118,7 @@ class MemberTable(_Strict):
     color: str | None = None
     allowed_tools: list[str] = []
     disallowed_tools: list[str] = []
+    skills: list[str] = []
     permission_timeout: float = Field(default=300.0, gt=0)
 
     @field_validator("name")

@@ -30,6 +30,8 @@ class TeammateConfig(BaseModel):
     home: Path | None = None
     allowed_tools: list[str] = []
     disallowed_tools: list[str] = []
+    skills: list[str] = []
+    """Skills preloaded into the system prompt (the team file's ``skills`` for this member)."""
     permission_timeout: float = 300.0
     """Seconds a permission or plan request waits for the lead before it counts as denied."""
 
@@ -48,6 +50,8 @@ class TeammateConfig(BaseModel):
             args += ["--allowed-tool", rule]
         for rule in self.disallowed_tools:
             args += ["--disallowed-tool", rule]
+        for skill in self.skills:
+            args += ["--skill", skill]
         args += ["--permission-timeout", f"{self.permission_timeout:g}"]
         return args
 
@@ -70,6 +74,7 @@ def parse_args(argv: list[str]) -> TeammateConfig:
     parser.add_argument("--home", type=Path)
     parser.add_argument("--allowed-tool", dest="allowed_tools", action="append", default=[])
     parser.add_argument("--disallowed-tool", dest="disallowed_tools", action="append", default=[])
+    parser.add_argument("--skill", dest="skills", action="append", default=[])
     parser.add_argument("--permission-timeout", type=float, default=300.0)
     ns = parser.parse_args(argv)
     validate_name(ns.team, "team name")

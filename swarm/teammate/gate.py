@@ -18,7 +18,13 @@ from pydantic import BaseModel, ValidationError
 
 from swarm.agent.permissions.describe import describe
 from swarm.agent.permissions.policy import CallFacts, RuleSet, decide
-from swarm.agent.permissions.rules import as_update, parse_rules, rules_in, suggest
+from swarm.agent.permissions.rules import (
+    Rule,
+    as_update,
+    parse_rules,
+    rules_in,
+    suggest,
+)
 from swarm.agent.permissions.settings import rules_of
 from swarm.agent.tools.base import Tool, ToolContext, ToolError
 from swarm.agent.transcript import Transcript
@@ -65,7 +71,7 @@ class TeammateGate:
     def authorize(self, tool: Tool[BaseModel], args: BaseModel, tool_use_id: str, ctx: ToolContext) -> BaseModel:
         facts = CallFacts(tool=tool.name, args=args.model_dump(mode="json", by_alias=True, exclude_none=True),
                           read_only=tool.read_only, cwd=ctx.cwd, write_roots=ctx.write_roots)
-        decision = decide(facts, self.mode, self._rules())
+        decision = decide(facts, self.mode, self._rules(ctx.granted_rules))
         if decision.verdict == "allow":
             return args
         if decision.verdict == "deny":
@@ -82,12 +88,13 @@ class TeammateGate:
         view.mode = mode
         return view
 
-    def _rules(self) -> RuleSet:
+    def _rules(self, for_now: list[str] | None = None) -> RuleSet:
+        """Settings, team and member rules, grants from the lead, and ``for_now`` (an active skill's allowed-tools)."""
         team = self.teams.get(self.config.team)
         member = team.member(self.config.name)
         own = RuleSet(
             tuple(parse_rules([*self.config.allowed_tools, *(member.allowed_tools or [] if member else []),
-                               *self.granted])),
+                               *self.granted]) + _valid_rules(for_now or [])),
             tuple(parse_rules([*self.config.disallowed_tools, *(member.disallowed_tools or [] if member else [])])),
         )
         return self.settings.merged(rules_of(team.permissions)).merged(own)
@@ -185,6 +192,17 @@ class TeammateGate:
         path = directory / f"{request_id.replace('@', '-')}.md"
         path.write_text(plan)
         return path
+
+
+def _valid_rules(texts: list[str]) -> list[Rule]:
+    """The rules among ``texts`` that parse (a skill's allowed-tools may hold entries swarm cannot read)."""
+    rules = []
+    for text in texts:
+        try:
+            rules.append(Rule.parse(text))
+        except SwarmError:
+            log.warning("ignored an allowed-tools entry that is not a rule", extra={"rule": text})
+    return rules
 
 
 def _is_shutdown(frame: object, entry: InboxEntry) -> bool:

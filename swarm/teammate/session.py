@@ -23,10 +23,13 @@ from swarm.agent.instructions import context_block
 from swarm.agent.loop import AgentSpec, Arrivals, run_agent
 from swarm.agent.permissions.settings import settings_rules
 from swarm.agent.tools.base import ToolContext
+from swarm.agent.tools.skill_tool import expand_slash
 from swarm.agent.transcript import Transcript
+from swarm.agent.turn_model import TurnModel
 from swarm.backends.procs import kill_tree, process_create_time
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
+from swarm.core.names import LEAD_NAME
 from swarm.core.protocol import (
     InboxEntry,
     PermissionResponse,
@@ -40,7 +43,7 @@ from swarm.errors import ModelError
 from swarm.models.base import ModelProvider
 from swarm.models.factory import make_provider
 from swarm.models.messages import Message, TextBlock, Usage
-from swarm.teammate.agents import teammate_agent, teammate_catalog, teammate_host
+from swarm.teammate.agents import Catalogs, teammate_agent, teammate_host
 from swarm.teammate.config import PLAYBOOK_VARIABLES, TeammateConfig
 from swarm.teammate.delivery import Delivery
 from swarm.teammate.gate import TeammateGate
@@ -83,8 +86,8 @@ class TeammateSession:
             config.cwd, self.teams.get(config.team).settings_digests or {},
             lambda path: self.transcript.event("settings_allow_ignored", path=str(path))), self.lifecycle)
         self.env = env
-        catalog = teammate_catalog(config, env)
-        agent = teammate_agent(config, catalog, env, shutdown=self.lifecycle,
+        self.catalogs = Catalogs.load(config.cwd, env)
+        agent = teammate_agent(config, self.catalogs, env, shutdown=self.lifecycle,
                                plan_tool=ExitPlanMode(self.gate) if config.plan_mode_required else None,
                                extra=PLAN_NOTE if config.plan_mode_required else "")
         variables = self._playbook_variables()
@@ -92,8 +95,9 @@ class TeammateSession:
         def make(model: str | None) -> ModelProvider:
             return make_provider(model, playbook=config.playbook, env=env, variables=variables)
 
-        provider = make(agent.model)
-        self.ctx.agents = teammate_host(config, home, catalog, env, mailbox=self.mailbox, provider=provider,
+        provider = TurnModel(make(agent.model), lambda chosen: make(chosen), env)
+        self.ctx.models = provider
+        self.ctx.agents = teammate_host(config, home, self.catalogs, env, mailbox=self.mailbox, provider=provider,
                                         make_provider=lambda chosen: make(chosen), gate=self.gate)
         self.omit_instructions = bool(agent.definition and agent.definition.omit_claude_md)
         self.spec = AgentSpec(provider=provider, tools=agent.tools, gate=self.gate, system=agent.system)
@@ -181,8 +185,16 @@ class TeammateSession:
             if isinstance(frame, TaskNotification):  # one of this teammate's background subagents ended
                 texts.append(frame.text)
                 continue
+            if isinstance(frame, str) and entry.sender == LEAD_NAME and frame.lstrip().startswith("/"):
+                entry = entry.model_copy(update={"text": self._slash(frame)})  # a person's /skill command
             texts.append(wrap(entry))
         return texts
+
+    def _slash(self, text: str) -> str:
+        def note(message: str) -> None:
+            log.warning("%s", message)
+
+        return expand_slash(text, self.catalogs.skills, self.ctx, note)
 
     def _inbound(self) -> Arrivals:
         """Messages that arrived during a turn, for the next model call (pruned once recorded)."""
@@ -203,6 +215,10 @@ class TeammateSession:
             self.lifecycle.idle(self.usage.total)
             self.lifecycle.notify_idle("failed", summary="model error", failure=str(exc))
             return
+        finally:  # an active skill's grants and model last until the turn ends
+            self.ctx.granted_rules.clear()
+            if self.ctx.models is not None:
+                self.ctx.models.reset()
         self.transcript.turn_end(run.stop_reason)
         self.usage = self.usage + run.usage
         self.lifecycle.idle(self.usage.total)

@@ -190,12 +190,12 @@ hooks: {PreToolUse: []}
     assert catalog.warnings == []
 
 
-def test_skills_load_with_one_warning_until_skills_are_supported(repo: Path, env: dict[str, str]) -> None:
+def test_a_skills_list_loads_without_warnings(repo: Path, env: dict[str, str]) -> None:
     path = write_agent(repo / ".claude" / "agents", "skilled", "description: x\nskills: [lint, format]")
     catalog = load_agents(repo, env=env)
     skilled = catalog.get("skilled")
     assert skilled is not None and skilled.skills == ["lint", "format"]
-    assert catalog.warnings == [f"{path}: skills: skills are not supported yet; lint, format are ignored"]
+    assert catalog.warnings == [] and path.exists()
 
 
 @pytest.mark.parametrize("text, says", [

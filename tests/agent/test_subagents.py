@@ -19,6 +19,7 @@ import pytest
 from swarm.agent.definitions import load_agents
 from swarm.agent.headless import MainAgent, run_headless
 from swarm.agent.limits import Limits
+from swarm.agent.skills import load_skills
 from swarm.agent.subagents import FORK_PLACEHOLDER, FORK_REFUSED, FORK_TAG
 from swarm.agent.transcript import Transcript
 from swarm.models.aliases import expand_alias
@@ -294,3 +295,24 @@ def test_a_fork_drops_calls_in_the_inherited_history_that_never_got_results(tmp_
     assert [b.type for b in plan.messages[1].content] == ["text"]  # the unanswered call is gone
     assert plan.messages[3] == history[3] and [b.type for b in plan.messages[4].content] == ["tool_result", "text"]
     assert history[1].tool_uses()  # the parent's own conversation is untouched
+
+
+def test_a_definitions_skills_are_preloaded_into_the_childs_system_prompt(api: FakeAnthropicServer,
+                                                                           tmp_path: Path) -> None:
+    skill = tmp_path / ".claude" / "skills" / "lint"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\ndescription: lints\n---\nLINT-BODY: run ruff on what changed.\n")
+    agents = json.dumps({"linter": {"description": "lints", "prompt": "You lint.", "skills": ["lint"]}})
+    api.enqueue(tool_use_reply("Agent", {"description": "lint", "prompt": "lint it", "subagent_type": "linter"}),
+                text_reply("linted"), text_reply("ok"))
+    env = _env(api)
+    parent = _provider(env, "claude-parent")
+    main = MainAgent(catalog=load_agents(tmp_path, env=env, cli_json=agents), env=env,
+                     make_provider=lambda model: _provider(env, model), agents_dir=tmp_path / "agents",
+                     skills=load_skills(tmp_path, env=env))
+    try:
+        run_headless("go", parent, cwd=tmp_path, limits=Limits(max_turns=5), main=main)
+    finally:
+        parent.close()
+    parent_system, child_system = (json.dumps(r.body["system"]) for r in api.requests[:2])
+    assert "LINT-BODY" in child_system and "LINT-BODY" not in parent_system

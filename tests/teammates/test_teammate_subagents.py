@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,8 +16,10 @@ from swarm.core.mailbox import Mailbox
 from swarm.core.permlog import PermissionLog
 from swarm.core.protocol import IdleNotification, Member, entry_frame
 from swarm.core.teams import TeamStore
+from swarm.runtime.desk import deny
 from swarm.runtime.spawn import SpawnRequest, spawn
 from tests.backends.helpers import retry_until
+from tests.cli.conftest import SWARM_EXE
 from tests.fakes import FakeAnthropicServer, text_reply
 
 DELEGATING = r"""
@@ -136,3 +139,50 @@ def test_a_teammate_started_from_a_definition_gets_its_prompt_tools_and_model(
     system = json.dumps(body["system"])
     assert "You only read files." in system and 'member of team \\"t\\"' in system
     assert body["messages"][0]["content"][0]["text"].startswith("<system-reminder>")
+
+
+SKILLED = r"""
+[[rules]]
+name = "skill body"
+match = 'Touch the marker (?P<tok>\w+)'
+[[rules.steps]]
+tool_calls = [{ name = "Bash", input = { command = "touch marker-{tok}.txt" } }]
+[[rules.steps]]
+text = "touched {tok}"
+
+[[rules]]
+name = "plain"
+match = 'touch again (?P<tok>\w+)'
+[[rules.steps]]
+tool_calls = [{ name = "Bash", input = { command = "touch marker-{tok}.txt" } }]
+[[rules.steps]]
+text = "tried {tok}"
+
+[[rules]]
+match = 'hello'
+text = "ready"
+"""
+
+
+def test_a_persons_slash_command_expands_in_a_teammate_and_grants_its_tools_for_that_turn(
+        home: Home, team: str, tmp_path: Path, workdir: Path, start: Callable[..., Member]) -> None:
+    skill = workdir / ".claude" / "skills" / "marker"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: marker\ndescription: touches a marker\n"
+                                    "allowed-tools: Bash(touch *)\n---\nTouch the marker $0.\n")
+    book = tmp_path / "skilled.toml"
+    book.write_text(SKILLED)
+    start("w", "hello", book=book)
+    retry_until(lambda: _results(home, team, "w") == ["ready"], 20, what="the first turn")
+    sent = subprocess.run([str(SWARM_EXE), "send", "w", "/marker one", "--team", team], capture_output=True,
+                          text=True, env=dict(os.environ), timeout=30)
+    assert sent.returncode == 0, sent.stderr
+    retry_until(lambda: _results(home, team, "w")[-1:] == ["touched one"], 20, what="the skill's turn")
+    assert (workdir / "marker-one.txt").exists() and PermissionLog(home, team).pending() == []
+
+    Mailbox(home, team).send("w", "touch again two", sender="team-lead")  # no skill now: the grant is over
+    retry_until(lambda: len(PermissionLog(home, team).pending()) == 1, 20, what="the plain call to ask")
+    [request] = PermissionLog(home, team).pending()
+    assert request.tool == "Bash" and not (workdir / "marker-two.txt").exists()
+    deny(home, team, request.request_id, reason="not now")
+    retry_until(lambda: _results(home, team, "w")[-1:] == ["tried two"], 20, what="the denied turn to end")

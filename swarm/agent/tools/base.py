@@ -22,6 +22,7 @@ from swarm.models.base import ToolSpec
 if TYPE_CHECKING:
     from swarm.agent.loop import RunningAgent
     from swarm.agent.subagents import AgentHost
+    from swarm.agent.turn_model import TurnModel
     from swarm.core.mailbox import Mailbox
 
 I = TypeVar("I", bound=BaseModel)
@@ -55,6 +56,10 @@ class ToolContext:
     """What this agent may start children with (the Agent tool); None: no subagents here."""
     spawnable: frozenset[str] | None = None
     """Subagent types this agent may start (a definition's ``Agent(Explore, Plan)``); None: any."""
+    granted_rules: list[str] = field(default_factory=list)
+    """Allow rules for the rest of this turn (an active skill's ``allowed-tools``); the gate adds them."""
+    models: TurnModel | None = None
+    """The agent's provider, when a skill may switch its model for the rest of the turn."""
 
     def resolve(self, file_path: str) -> Path:
         """``file_path`` made absolute against ``cwd`` (no symlink resolution)."""

@@ -1,0 +1,111 @@
+"""The Skill tool: load a skill's instructions into the conversation, or run a forked skill in a subagent.
+
+Progressive disclosure: the catalog (name and description of every skill the
+model may invoke) is in this tool's description, fixed for the process so the
+request prefix stays cacheable; a skill's body is sent only when it is used.
+
+- A normal skill: the result is its body with the arguments substituted,
+  after a line naming its base directory (bundled scripts and data are found
+  relative to it). For the rest of the turn its ``allowed-tools`` run without
+  asking (never over a deny rule) and its ``model`` answers.
+- A ``context: fork`` skill: its body is NOT added to this conversation. A
+  subagent of the skill's ``agent`` definition runs a fresh conversation
+  whose only message is the substituted body, and the result is that
+  subagent's answer, framed: ``Skill NAME ran in a separate context and
+  returned: ...``. It runs through the one subagent lifecycle (``run_child``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pydantic import Field
+
+from swarm.agent.skills import (
+    Skill,
+    SkillCatalog,
+    catalog_text,
+    parse_slash,
+    render_skill,
+)
+from swarm.agent.subagents import LinkedCancel, plan_skill_fork, run_child
+from swarm.agent.tools.base import Tool, ToolContext, ToolError
+from swarm.agent.tools.files import NoneOmitted, ToolInput
+from swarm.models.base import ToolSpec
+
+
+class SkillInput(ToolInput):
+    skill: str = Field(description="The name of the skill to use, from the list in this tool's description.")
+    args: str | NoneOmitted = Field(default=None, description="Arguments for the skill, as one string.")
+
+
+class SkillTool(Tool[SkillInput]):
+    name = "Skill"
+    description = (
+        "Use a skill: a packaged procedure with its own instructions (and sometimes scripts or data files). "
+        "When a request matches a skill's description, call this tool with the skill's name BEFORE doing the "
+        "work yourself, then follow the instructions it returns. Only use skills listed below."
+    )
+    input_model = SkillInput
+    read_only = True
+    """Loading instructions changes nothing; what the skill then asks for goes through the gate."""
+
+    def __init__(self, catalog: SkillCatalog) -> None:
+        self.catalog = catalog
+
+    def spec(self) -> ToolSpec:
+        spec = self._spec
+        if spec is None:
+            spec = super().spec()
+            listing = catalog_text(self.catalog)
+            spec = spec.model_copy(update={"description": f"{spec.description}\n\nAvailable skills:\n"
+                                                          f"{listing or '(none)'}"})
+            self._spec = spec
+        return spec
+
+    def run(self, args: SkillInput, ctx: ToolContext) -> str:
+        skill = self.catalog.get(args.skill.removeprefix("/"))
+        if skill is None or skill.disable_model_invocation:
+            known = ", ".join(s.name for s in self.catalog.model_invocable()) or "(none)"
+            raise ToolError(f"unknown skill {args.skill!r}; available: {known}")
+        return use_skill(skill, args.args or "", ctx)
+
+
+def use_skill(skill: Skill, args: str, ctx: ToolContext) -> str:
+    """What using ``skill`` gives the agent: its body (and its grants for the turn), or a forked run's answer."""
+    if skill.context == "fork":
+        return f"Skill {skill.name} ran in a separate context and returned: {run_forked_skill(skill, args, ctx)}"
+    ctx.granted_rules.extend(skill.allowed_tools)
+    if skill.model and ctx.models is not None:
+        ctx.models.use(skill.model)
+    return render_skill(skill, args)
+
+
+def run_forked_skill(skill: Skill, args: str, ctx: ToolContext) -> str:
+    """Run a ``context: fork`` skill in a subagent; its final answer, as the subagent gave it."""
+    host = ctx.agents
+    if host is None:
+        raise ToolError(f"skill {skill.name} runs in a subagent, and subagents are not available here")
+    plan = plan_skill_fork(host, ctx, skill, render_skill(skill, args))
+    outcome = run_child(host, ctx, plan, LinkedCancel(ctx.cancel))
+    if not outcome.run.ok and not outcome.run.text:
+        raise ToolError(f"skill {skill.name} stopped before answering ({outcome.run.stop_reason})")
+    return outcome.run.text
+
+
+def expand_slash(prompt: str, catalog: SkillCatalog, ctx: ToolContext,
+                 note: Callable[[str], None] = lambda _: None) -> str:
+    """A prompt that starts with ``/skill`` commands, expanded before the model sees it (slash commands).
+
+    Each skill's body (with the shared arguments and its base directory) in
+    order, or for a ``context: fork`` skill its subagent's framed answer. A
+    ``/name`` that is no user-invocable skill stays text, and ``note`` hears of it.
+    """
+    expansion = parse_slash(prompt, catalog)
+    if expansion is None:
+        return prompt
+    for name in expansion.unknown:
+        note(f"{name} is not a skill; sent as text (`swarm skills` lists them)")
+    if not expansion.skills:
+        return prompt
+    return "\n\n".join(use_skill(skill, expansion.args, ctx) for skill in expansion.skills)

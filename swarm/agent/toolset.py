@@ -1,0 +1,24 @@
+"""The full set of tools a swarm agent may hold, in the order the model sees them.
+
+One list for every kind of agent: ``swarm run``'s main agent, a teammate, and
+(filtered by ``swarm.agent.toolpool``) each subagent. Fresh instances each
+call: some tools keep per-instance state (Bash's log directory, Grep's backend).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from swarm.agent.definitions import AgentCatalog
+from swarm.agent.skills import SkillCatalog
+from swarm.agent.tools import core_tools
+from swarm.agent.tools.agent_tool import AgentTool, TaskOutput, TaskStop
+from swarm.agent.tools.base import Tool
+from swarm.agent.tools.messaging import SendMessage
+from swarm.agent.tools.skill_tool import SkillTool
+
+
+def agent_tools(agents: AgentCatalog, skills: SkillCatalog, *, messaging: SendMessage | None = None) -> list[Tool[Any]]:
+    """Core tools, SendMessage (``messaging``, or a plain one), Agent, Skill, TaskOutput and TaskStop."""
+    return [*core_tools(), messaging or SendMessage(), AgentTool.for_catalog(agents), SkillTool(skills),
+            TaskOutput(), TaskStop()]

@@ -1,0 +1,167 @@
+"""Skills end to end: the catalog, the Skill tool, slash commands and ``context: fork``.
+
+Model-side behaviour runs over the real SDK against the fake Messages API
+(which records every request body); exact stdout checks run the installed
+`swarm run` on the offline scripted model, whose rule answers what a skill
+body tells it to ("Respond with exactly: ...").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from swarm.agent.definitions import load_agents
+from swarm.agent.headless import MainAgent, run_headless
+from swarm.agent.limits import Limits
+from swarm.agent.skills import load_skills
+from swarm.models.anthropic_provider import AnthropicProvider, RetryPolicy
+from tests.cli.conftest import SWARM_EXE
+from tests.fakes import FakeAnthropicServer, text_reply, tool_use_reply
+
+ECHO = r"""
+[[rules]]
+match = 'Respond with exactly: (?P<answer>.*?)[ \t]*(?:\n|$)'
+text = "{answer}"
+"""
+
+
+def _skill(root: Path, name: str, body: str, **front: str) -> Path:
+    folder = root / ".claude" / "skills" / name
+    folder.mkdir(parents=True)
+    meta = "".join(f"{key}: {value}\n" for key, value in {"description": f"the {name} skill", **front}.items())
+    (folder / "SKILL.md").write_text(f"---\nname: {name}\n{meta}---\n{body}\n")
+    return folder
+
+
+def _names(count: int) -> list[str]:
+    return [f"sk-{secrets.token_hex(3)}" for _ in range(count)]
+
+
+def _env(api: FakeAnthropicServer) -> dict[str, str]:
+    return {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": api.base_url,
+            "CLAUDE_CONFIG_DIR": os.environ["CLAUDE_CONFIG_DIR"]}
+
+
+def _run(api: FakeAnthropicServer, cwd: Path, prompt: str) -> str:
+    env = _env(api)
+
+    def provider(model: str) -> AnthropicProvider:
+        return AnthropicProvider(model=model, env=env, retry=RetryPolicy(max_retries=0), timeout=10)
+
+    main = MainAgent(catalog=load_agents(cwd, env=env), env=env, make_provider=provider,
+                     agents_dir=cwd / ".agents", skills=load_skills(cwd, env=env))
+    parent = provider("claude-parent")
+    try:
+        return run_headless(prompt, parent, cwd=cwd, limits=Limits(max_turns=10), main=main).text
+    finally:
+        parent.close()
+
+
+def _swarm_run(cwd: Path, prompt: str) -> subprocess.CompletedProcess[str]:
+    book = cwd / "echo.toml"
+    book.write_text(ECHO)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    return subprocess.run([str(SWARM_EXE), "run", "-p", prompt, "--playbook", str(book)], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_the_first_request_lists_every_invocable_skill_and_no_body(api: FakeAnthropicServer,
+                                                                   tmp_path: Path) -> None:
+    names = _names(4)
+    bodies = {name: f"SECRET-BODY-{name}" for name in names}
+    for name in names[:3]:
+        _skill(tmp_path, name, bodies[name])
+    _skill(tmp_path, names[3], bodies[names[3]], **{"disable-model-invocation": "true"})
+    api.enqueue(text_reply("three skills"))
+    _run(api, tmp_path, "how many skills do you have?")
+    first = json.dumps(api.requests[0].body)
+    for name in names[:3]:
+        assert f"- {name}: the {name} skill" in first
+    assert names[3] not in first
+    assert not any(body in first for body in bodies.values())
+
+
+def test_a_model_invoked_skill_returns_its_body_and_a_decoy_never_leaves(api: FakeAnthropicServer,
+                                                                        tmp_path: Path) -> None:
+    wanted, decoy = _names(2)
+    folder = _skill(tmp_path, wanted, "Step one: BODY-OF-WANTED with $ARGUMENTS")
+    _skill(tmp_path, decoy, "BODY-OF-DECOY")
+    api.enqueue(tool_use_reply("Skill", {"skill": wanted, "args": "7 8"}, tool_id="toolu_s"), text_reply("done"))
+    assert _run(api, tmp_path, "do the thing") == "done"
+    [result] = [b for b in api.requests[1].body["messages"][-1]["content"] if b["type"] == "tool_result"]
+    assert result["content"] == f"Base directory for this skill: {folder}\n\nStep one: BODY-OF-WANTED with 7 8"
+    assert not any("BODY-OF-DECOY" in json.dumps(r.body) for r in api.requests)
+
+
+def test_a_forked_skill_runs_alone_in_a_subagent_and_only_its_answer_comes_back(api: FakeAnthropicServer,
+                                                                                tmp_path: Path) -> None:
+    apple, decoy = _names(2)
+    _skill(tmp_path, apple, "Respond with exactly one word: blueberry", context="fork",
+           description="Use this skill when the user asks about the on-call rotation.")
+    _skill(tmp_path, decoy, "BODY-OF-DECOY")
+    question = "Who is on the on-call rotation right now?"
+    api.enqueue(tool_use_reply("Skill", {"skill": apple}, tool_id="toolu_s"), text_reply("blueberry"),
+                text_reply("The on-call engineer is blueberry."))
+    assert _run(api, tmp_path, question) == "The on-call engineer is blueberry."
+    parent, child, back = api.requests
+    [only] = child.body["messages"]
+    assert only["role"] == "user" and [b["type"] for b in only["content"]] == ["text"]
+    assert only["content"][0]["text"].endswith("Respond with exactly one word: blueberry")
+    assert question not in json.dumps(child.body)
+    [result] = [b for b in back.body["messages"][-1]["content"] if b["type"] == "tool_result"]
+    assert result["content"] == f"Skill {apple} ran in a separate context and returned: blueberry"
+    assert "Respond with exactly one word" not in json.dumps(back.body["messages"])
+    assert not any("BODY-OF-DECOY" in json.dumps(r.body) for r in api.requests)
+
+
+def test_a_slash_command_runs_a_bundled_script_from_the_skill_directory(api: FakeAnthropicServer,
+                                                                        tmp_path: Path) -> None:
+    name = _names(1)[0]
+    folder = _skill(tmp_path, name, "Run `sh scripts/checksum.sh` from the base directory and answer with its output.")
+    (folder / "scripts").mkdir()
+    (folder / "data.txt").write_text("some data\n")
+    (folder / "scripts" / "checksum.sh").write_text("cksum < data.txt | cut -d' ' -f1\n")
+    expected = subprocess.run(["sh", "scripts/checksum.sh"], cwd=folder, capture_output=True, text=True,
+                              check=True).stdout
+    api.enqueue(tool_use_reply("Bash", {"command": f"cd {folder} && sh scripts/checksum.sh"}, tool_id="toolu_b"),
+                text_reply(expected.strip()))
+    assert _run(api, tmp_path, f"/{name}") == expected.strip()
+    first = api.requests[0].body["messages"][0]["content"][-1]["text"]
+    assert first.startswith(f"Base directory for this skill: {folder}")  # expanded before the first model call
+    [result] = [b for b in api.requests[1].body["messages"][-1]["content"] if b["type"] == "tool_result"]
+    assert result["content"] == expected.strip()  # the script's output, as Bash reports it
+
+
+@pytest.mark.parametrize(("prompt", "expected"), [
+    ("/{a}", "A says hello"),
+    ("/{a} 4127", "A says hello 4127"),
+    ("/{b} w0 w1", "w1 w0"),
+])
+def test_slash_commands_print_exactly_what_the_skill_asks(tmp_path: Path, prompt: str, expected: str) -> None:
+    a, b = _names(2)
+    _skill(tmp_path, a, "Respond with exactly: A says hello $ARGUMENTS")
+    _skill(tmp_path, b, "Respond with exactly: $1 $0")
+    done = _swarm_run(tmp_path, prompt.format(a=a, b=b))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"{expected}\n"
+
+
+def test_a_stack_of_slash_commands_shares_the_arguments(tmp_path: Path) -> None:
+    a, b = _names(2)
+    _skill(tmp_path, a, "First part: $ARGUMENTS.")
+    _skill(tmp_path, b, "Respond with exactly: both got $0")
+    done = _swarm_run(tmp_path, f"/{a} /{b} 4127")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "both got 4127\n"
+
+
+def test_an_unknown_slash_name_stays_text_with_a_note(tmp_path: Path) -> None:
+    done = _swarm_run(tmp_path, "/no-such-skill Respond with exactly: plain")
+    assert done.returncode == 0 and done.stdout == "plain\n"
+    assert "/no-such-skill is not a skill" in done.stderr
