@@ -186,3 +186,18 @@ def test_a_persons_slash_command_expands_in_a_teammate_and_grants_its_tools_for_
     assert request.tool == "Bash" and not (workdir / "marker-two.txt").exists()
     deny(home, team, request.request_id, reason="not now")
     retry_until(lambda: _results(home, team, "w")[-1:] == ["tried two"], 20, what="the denied turn to end")
+
+
+def test_skills_named_for_a_teammate_are_preloaded_into_its_system_prompt(
+        home: Home, team: str, workdir: Path, api: FakeAnthropicServer) -> None:
+    skill = workdir / ".claude" / "skills" / "style"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\ndescription: house style\n---\nSTYLE-BODY: short lines.\n")
+    env = {**os.environ, "ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": api.base_url}
+    api.enqueue(text_reply("styled"))
+    spawn(home, SpawnRequest(team=team, name="s", prompt="write", cwd=workdir, backend="subprocess",
+                             skills=["style"]), env)
+    retry_until(lambda: _results(home, team, "s") == ["styled"], 20, what="the first turn")
+    system = json.dumps(api.requests[0].body["system"])
+    assert "## Skill: style" in system and "STYLE-BODY: short lines." in system
+    assert "- style: house style" in json.dumps(api.requests[0].body["tools"])  # and still in the catalog
