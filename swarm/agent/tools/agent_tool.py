@@ -40,7 +40,6 @@ from swarm.agent.subagents import (
 from swarm.agent.tools.base import Tool, ToolContext, ToolError
 from swarm.agent.tools.files import NoneOmitted, PosInt, ToolInput
 from swarm.core.text import one_line
-from swarm.models.base import ToolSpec
 
 GENERAL_PURPOSE = "general-purpose"
 DEFAULT_OUTPUT_WAIT_MS = 30_000
@@ -81,16 +80,8 @@ class AgentTool(Tool[AgentInput]):
     def __init__(self, types: str = "") -> None:
         self._types = types
 
-    def spec(self) -> ToolSpec:
-        """The tool as the model sees it, with the available agent types listed in its description."""
-        spec = self._spec
-        if spec is None:
-            spec = super().spec()
-            if self._types:
-                spec = spec.model_copy(
-                    update={"description": f"{spec.description}\n\nAvailable agent types:\n{self._types}"})
-            self._spec = spec
-        return spec
+    def listing(self) -> str:
+        return f"Available agent types:\n{self._types}" if self._types else ""
 
     @classmethod
     def for_catalog(cls, catalog: AgentCatalog) -> AgentTool:

@@ -88,8 +88,14 @@ class Tool(ABC, Generic[I]):
         if self._spec is None:
             schema = self.input_model.model_json_schema()
             schema.pop("title", None)
-            self._spec = ToolSpec(name=self.name, description=self.description, input_schema=schema)
+            listing = self.listing()
+            description = f"{self.description}\n\n{listing}" if listing else self.description
+            self._spec = ToolSpec(name=self.name, description=description, input_schema=schema)
         return self._spec
+
+    def listing(self) -> str:
+        """Text appended to the description, fixed for the tool object (e.g. the choices it offers)."""
+        return ""
 
     @abstractmethod
     def run(self, args: I, ctx: ToolContext) -> str:

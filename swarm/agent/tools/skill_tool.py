@@ -31,7 +31,6 @@ from swarm.agent.skills import (
 from swarm.agent.subagents import LinkedCancel, plan_skill_fork, run_child
 from swarm.agent.tools.base import Tool, ToolContext, ToolError
 from swarm.agent.tools.files import NoneOmitted, ToolInput
-from swarm.models.base import ToolSpec
 
 
 class SkillInput(ToolInput):
@@ -53,15 +52,8 @@ class SkillTool(Tool[SkillInput]):
     def __init__(self, catalog: SkillCatalog) -> None:
         self.catalog = catalog
 
-    def spec(self) -> ToolSpec:
-        spec = self._spec
-        if spec is None:
-            spec = super().spec()
-            listing = catalog_text(self.catalog)
-            spec = spec.model_copy(update={"description": f"{spec.description}\n\nAvailable skills:\n"
-                                                          f"{listing or '(none)'}"})
-            self._spec = spec
-        return spec
+    def listing(self) -> str:
+        return f"Available skills:\n{catalog_text(self.catalog) or '(none)'}"
 
     def run(self, args: SkillInput, ctx: ToolContext) -> str:
         skill = self.catalog.get(args.skill.removeprefix("/"))
