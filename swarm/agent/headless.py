@@ -11,9 +11,10 @@ as a new turn, so no result is lost.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from swarm.agent.background import BackgroundAgents, QueueSink
 from swarm.agent.conversation import Conversation
@@ -27,13 +28,14 @@ from swarm.agent.skills import SkillCatalog, preload_text
 from swarm.agent.subagents import AgentHost, forks_enabled
 from swarm.agent.toolpool import tool_pool
 from swarm.agent.tools import core_tools
-from swarm.agent.tools.base import ToolContext
+from swarm.agent.tools.base import Tool, ToolContext
 from swarm.agent.tools.skill_tool import expand_slash
+from swarm.agent.tools.team_tools import TeamControl
 from swarm.agent.toolset import agent_tools
 from swarm.agent.transcript import Transcript
 from swarm.agent.turn_model import TurnModel
 from swarm.models.base import ModelProvider
-from swarm.models.messages import Message, TextBlock
+from swarm.models.messages import Message, TextBlock, Usage
 
 BACKGROUND_POLL = 0.2
 """Seconds between cancellation checks while waiting for background agents."""
@@ -68,31 +70,77 @@ def run_headless(prompt: str, provider: ModelProvider, *, cwd: Path, limits: Lim
             return run_agent(spec, conversation, ctx)
         finally:
             _stop_commands(ctx)
-    sink = QueueSink()
-    host = AgentHost(catalog=main.catalog, env=main.env, model=provider.model, make_provider=main.make_provider,
-                     make_tools=lambda: agent_tools(main.catalog, main.skills), transcript_dir=main.agents_dir,
-                     background=BackgroundAgents(sink), fork_enabled=forks_enabled(main.env), skills=main.skills)
-    ctx.agents = host
-    ctx.models = TurnModel(provider, main.make_provider, main.env)
-    spec = _main_spec(main, ctx.models, cwd, limits)
-    omit = main.definition.omit_claude_md if main.definition else False
+    session = MainSession(provider, cwd=cwd, limits=limits, transcript=transcript, confine_writes=confine_writes,
+                          cancel=cancel, main=main)
     try:
-        text = expand_slash(prompt, main.skills, ctx, main.note)  # /skill commands, before the first model call
-        conversation.add(_first_message(context_block(cwd, env=main.env, omit_instructions=omit), text))
-        return _serve(spec, conversation, ctx, host, sink)
+        return session.start(prompt)
     finally:
-        host.background.stop_all()
-        _stop_commands(ctx)
+        session.close()
 
 
-def _main_spec(main: MainAgent, provider: ModelProvider, cwd: Path, limits: Limits) -> AgentSpec:
-    tools = agent_tools(main.catalog, main.skills)
+class MainSession:
+    """The main agent of a process, one turn at a time: ``start`` with the prompt, then ``turn`` per new input.
+
+    ``extra_tools`` are added after the standard set (a lead's TeamCreate /
+    TeamDelete); ``team_control`` lets the agent lead a team. ``close``
+    stops its background agents and commands.
+    """
+
+    def __init__(self, provider: ModelProvider, *, cwd: Path, limits: Limits, main: MainAgent,
+                 transcript: Path | None = None, confine_writes: bool = True,
+                 cancel: threading.Event | None = None, extra_tools: Sequence[Tool[Any]] = (),
+                 team_control: TeamControl | None = None) -> None:
+        self.main = main
+        self.cwd = cwd
+        self.ctx = ToolContext(cwd=cwd, write_roots=[cwd] if confine_writes else None,
+                               cancel=cancel or threading.Event(), team_control=team_control)
+        self.conversation = Conversation(transcript=Transcript(transcript) if transcript else None)
+        self.sink = QueueSink()
+        self.host = AgentHost(catalog=main.catalog, env=main.env, model=provider.model,
+                              make_provider=main.make_provider,
+                              make_tools=lambda: agent_tools(main.catalog, main.skills),
+                              transcript_dir=main.agents_dir, background=BackgroundAgents(self.sink),
+                              fork_enabled=forks_enabled(main.env), skills=main.skills)
+        self.ctx.agents = self.host
+        self.ctx.models = TurnModel(provider, main.make_provider, main.env)
+        self.spec = _main_spec(main, self.ctx.models, cwd, limits, extra_tools)
+        self.usage = Usage()
+
+    def start(self, prompt: str) -> AgentRun:
+        """The first turn: ``/skill`` commands expanded, after the context block."""
+        omit = self.main.definition.omit_claude_md if self.main.definition else False
+        text = expand_slash(prompt, self.main.skills, self.ctx, self.main.note)
+        self.conversation.add(_first_message(context_block(self.cwd, env=self.main.env, omit_instructions=omit),
+                                             text))
+        return self._serve()
+
+    def turn(self, text: str) -> AgentRun:
+        """Another turn, on ``text`` as the next user message (e.g. what teammates sent)."""
+        self.conversation.add_user_text(text)
+        return self._serve()
+
+    def close(self) -> None:
+        self.host.background.stop_all()
+        _stop_commands(self.ctx)
+
+    def _serve(self) -> AgentRun:
+        run = _serve(self.spec, self.conversation, self.ctx, self.host, self.sink)
+        self.ctx.granted_rules.clear()
+        if self.ctx.models is not None:
+            self.ctx.models.reset()
+        self.usage = self.usage + run.usage
+        return run
+
+
+def _main_spec(main: MainAgent, provider: ModelProvider, cwd: Path, limits: Limits,
+               extra_tools: Sequence[Tool[Any]] = ()) -> AgentSpec:
+    tools = [*agent_tools(main.catalog, main.skills), *extra_tools]
     if main.definition is None:
         return AgentSpec(provider=provider, tools=tools, system=system_prompt(cwd), limits=limits)
     kept = tool_pool([t.name for t in tools], tools=main.definition.tools,
                      disallowed=main.definition.disallowed_tools, builtin=main.definition.builtin,
                      background=False, main_thread=True).names
-    tools = [t for t in tools if t.name in kept]
+    tools = [t for t in tools if t.name in kept or t in extra_tools]
     turns = limits.max_turns or main.definition.max_turns or 0
     preload, warnings = preload_text(main.definition.skills, main.skills)
     for warning in warnings:

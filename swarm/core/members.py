@@ -30,11 +30,11 @@ import logging
 from collections.abc import Callable
 from typing import Literal
 
-from swarm.core.clock import now_ms
+from swarm.core.clock import now_iso, now_ms
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.names import LEAD_NAME, RUNTIME_NAME
-from swarm.core.protocol import Member, TeamFile, TeammateTerminated
+from swarm.core.protocol import Member, ShutdownRequest, TeamFile, TeammateTerminated
 from swarm.core.teams import TeamStore
 from swarm.errors import NotFoundError
 
@@ -130,3 +130,11 @@ def _flip(member: Member, status: GoneStatus) -> bool:
         member.last_activity = now_ms()
         member.stop_notice = None
     return was_active
+
+
+def request_shutdown(home: Home, team: str, name: str, reason: str | None) -> str:
+    """Ask member ``name`` to stop, as the lead (a ``shutdown_request`` frame); return the request id."""
+    request_id = f"shutdown-{now_ms()}@{name}"
+    frame = ShutdownRequest(request_id=request_id, sender=LEAD_NAME, timestamp=now_iso(), reason=reason)
+    Mailbox(home, team).send_frame(name, frame, sender=LEAD_NAME, summary="shutdown request")
+    return request_id

@@ -23,15 +23,19 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from swarm.core.clock import now_iso, now_ms
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
-from swarm.core.members import GONE_STATUSES, begin_stop, cancel_stop, mark_gone
+from swarm.core.members import (
+    GONE_STATUSES,
+    begin_stop,
+    cancel_stop,
+    mark_gone,
+    request_shutdown,
+)
 from swarm.core.names import LEAD_NAME
 from swarm.core.protocol import (
     Member,
     ShutdownRejected,
-    ShutdownRequest,
     entry_frame,
 )
 from swarm.core.teams import TeamStore
@@ -93,13 +97,6 @@ def delete_team(home: Home, team: str, env: Mapping[str, str], *, force: bool, t
     outcomes = shutdown(home, team, None, env, reason="team deleted", timeout=timeout, escalate=force)
     TeamStore(home).delete(team, force=force)
     return outcomes
-
-
-def request_shutdown(home: Home, team: str, name: str, reason: str | None) -> str:
-    request_id = f"shutdown-{now_ms()}@{name}"
-    frame = ShutdownRequest(request_id=request_id, sender=LEAD_NAME, timestamp=now_iso(), reason=reason)
-    Mailbox(home, team).send_frame(name, frame, sender=LEAD_NAME, summary="shutdown request")
-    return request_id
 
 
 def _sweep_gone(home: Home, team: str, member: Member) -> Outcome:

@@ -62,6 +62,8 @@ class AgentInput(ToolInput):
     isolation: Literal["worktree"] | NoneOmitted = Field(
         default=None, description='"worktree" runs the agent in a fresh git worktree of this repository.')
     cwd: str | NoneOmitted = Field(default=None, description="Working directory for the agent.")
+    plan_mode_required: bool = Field(default=False, description="A teammate must get its plan approved first.")
+    mode: str | NoneOmitted = Field(default=None, description="A teammate's permission mode.")
 
 
 class AgentTool(Tool[AgentInput]):
@@ -99,7 +101,7 @@ class AgentTool(Tool[AgentInput]):
         if host is None:
             raise ToolError("subagents are not available to this agent")
         if args.team_name is not None:
-            raise ToolError(_no_team_spawn(ctx))
+            return self._teammate(args, ctx)
         if ctx.running is not None and in_fork_child(ctx.running.conversation.messages):
             raise ToolError(FORK_REFUSED)
         plan, background = self._plan(host, args, ctx)
@@ -113,6 +115,19 @@ class AgentTool(Tool[AgentInput]):
                     f"{', SendMessage to ' + repr(task.name) + ' gives it more work' if task.name else ''}.")
         outcome = run_child(host, ctx, plan, LinkedCancel(ctx.cancel))
         return result_text(plan, outcome)
+
+    def _teammate(self, args: AgentInput, ctx: ToolContext) -> str:
+        control = ctx.team_control
+        if control is None:
+            raise ToolError(_no_team_spawn(ctx))
+        if control.team != args.team_name:
+            raise ToolError(f"you lead team {control.team!r}, not {args.team_name!r}" if control.team else
+                            f"create the team first with TeamCreate(team_name={args.team_name!r})")
+        if not args.name:
+            raise ToolError("a teammate needs a name: pass name with team_name")
+        return control.spawn(ctx, name=args.name, prompt=args.prompt, agent_type=args.subagent_type,
+                             model=args.model, isolation=args.isolation, plan_mode_required=args.plan_mode_required,
+                             mode=args.mode, cwd=args.cwd)
 
     def _plan(self, host: AgentHost, args: AgentInput, ctx: ToolContext) -> tuple[ChildPlan, bool]:
         if args.subagent_type is None and host.fork_enabled:
@@ -145,8 +160,8 @@ def _no_team_spawn(ctx: ToolContext) -> str:
     if ctx.mailbox is not None:
         return (f"{ctx.agent_name} is a teammate, and only the team lead starts teammates; "
                 "ask the lead with SendMessage, or start a subagent without team_name")
-    return ("this agent does not lead a team (the LLM team lead is not built yet); start teammates with "
-            "`swarm spawn NAME --team TEAM`, or start a subagent without team_name")
+    return ("this agent leads no team; create one with TeamCreate first (or start teammates with "
+            "`swarm spawn NAME --team TEAM`), or start a subagent without team_name")
 
 
 class TaskOutputInput(ToolInput):

@@ -22,6 +22,7 @@ from swarm.models.base import ToolSpec
 if TYPE_CHECKING:
     from swarm.agent.loop import RunningAgent
     from swarm.agent.subagents import AgentHost
+    from swarm.agent.tools.team_tools import TeamControl
     from swarm.agent.turn_model import TurnModel
     from swarm.core.mailbox import Mailbox
 
@@ -58,6 +59,8 @@ class ToolContext:
     """Subagent types this agent may start (a definition's ``Agent(Explore, Plan)``); None: any."""
     granted_rules: list[str] = field(default_factory=list)
     """Allow rules for the rest of this turn (an active skill's ``allowed-tools``); the gate adds them."""
+    team_control: TeamControl | None = None
+    """The team this agent leads (TeamCreate, teammates through Agent, shutdown and plan answers); None: no team."""
     models: TurnModel | None = None
     """The agent's provider, when a skill may switch its model for the rest of the turn."""
 

@@ -16,9 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from swarm.agent.subagents import message_child
 from swarm.agent.tools.base import Tool, ToolContext, ToolError
-from swarm.core.clock import now_iso
+from swarm.agent.tools.team_tools import require_team
 from swarm.core.names import BROADCAST
-from swarm.core.protocol import PlanApprovalResponse
 from swarm.errors import SwarmError
 
 
@@ -29,6 +28,13 @@ class ShutdownResponse(BaseModel):
     request_id: str = Field(description="The requestId of the shutdown_request being answered.")
     approve: bool = Field(description="true to stop now, false to keep working.")
     reason: str | None = Field(default=None, description="Why (required when rejecting).")
+
+
+class ShutdownAsk(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    type: Literal["shutdown_request"]
+    reason: str | None = Field(default=None, description="Why the teammate should stop.")
 
 
 class PlanApprovalReply(BaseModel):
@@ -45,7 +51,7 @@ class SendMessageInput(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     to: str = Field(description="A teammate's name, or '*' for every member except you.")
-    message: str | ShutdownResponse | PlanApprovalReply = Field(
+    message: str | ShutdownResponse | ShutdownAsk | PlanApprovalReply = Field(
         description="Plain text, or a structured shutdown_response / plan_approval_response object.")
     summary: str | None = Field(default=None, description="A 5-10 word preview of the message.")
 
@@ -63,7 +69,9 @@ class SendMessage(Tool[SendMessageInput]):
     description = (
         "Send a message to a teammate's inbox (or '*' for all), or to one of your background subagents by its "
         "name or agentId (a finished one resumes with it). Use plain text for normal messages. "
-        "Answer a shutdown_request with message={type:'shutdown_response', request_id, approve, reason}."
+        "Answer a shutdown_request with message={type:'shutdown_response', request_id, approve, reason}. "
+        "A team lead asks a teammate to stop with message={type:'shutdown_request', reason} and answers a "
+        "plan_approval_request with message={type:'plan_approval_response', request_id, approve, feedback}."
     )
     input_model = SendMessageInput
     read_only = True
@@ -86,12 +94,11 @@ class SendMessage(Tool[SendMessageInput]):
                 if self.shutdown is None:
                     raise ToolError("this agent has no shutdown request to answer")
                 return self.shutdown.answer_shutdown(message.request_id, message.approve, message.reason)
+            if isinstance(message, ShutdownAsk):
+                return require_team(ctx).request_shutdown(args.to, message.reason)
             if isinstance(message, PlanApprovalReply):
-                mailbox.send_frame(args.to, PlanApprovalResponse(
-                    request_id=message.request_id, approved=message.approve, feedback=message.feedback,
-                    timestamp=now_iso(), permission_mode=message.permission_mode),
-                    sender=ctx.agent_name, summary=args.summary or "plan answer")
-                return f"Plan answer sent to {args.to}."
+                return require_team(ctx).answer_plan(message.request_id, message.approve, message.feedback,
+                                                     message.permission_mode)
             written = mailbox.send(args.to, message, sender=ctx.agent_name, summary=args.summary, color=ctx.color)
         except SwarmError as exc:
             raise ToolError(str(exc)) from exc

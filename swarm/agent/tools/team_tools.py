@@ -1,0 +1,86 @@
+"""A lead's team tools: TeamCreate and TeamDelete, over a ``TeamControl`` the runtime provides.
+
+The agent layer cannot start processes or worktrees itself (those live in the
+runtime, above it); whoever runs a lead agent hands it a ``TeamControl``
+(``swarm.runtime.lead``), and the tools — and the Agent tool's teammate path,
+and SendMessage's shutdown and plan answers — go through it. An agent without
+one (a teammate, a subagent) does not get these tools.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from pydantic import Field
+
+from swarm.agent.tools.base import Tool, ToolContext, ToolError
+from swarm.agent.tools.files import NoneOmitted, ToolInput
+
+
+class TeamControl(Protocol):
+    """What a lead agent may do with its team."""
+
+    @property
+    def team(self) -> str | None:
+        """The team this lead leads, once created."""
+        ...
+
+    def create(self, name: str, description: str | None, ctx: ToolContext) -> str: ...
+
+    def delete(self, ctx: ToolContext) -> str: ...
+
+    def spawn(self, ctx: ToolContext, *, name: str, prompt: str, agent_type: str | None, model: str | None,
+              isolation: str | None, plan_mode_required: bool, mode: str | None, cwd: str | None) -> str: ...
+
+    def answer_plan(self, request_id: str, approve: bool, feedback: str | None, mode: str | None) -> str: ...
+
+    def request_shutdown(self, name: str, reason: str | None) -> str: ...
+
+
+class TeamCreateInput(ToolInput):
+    team_name: str = Field(description="Name of the new team (letters, digits, - and _).")
+    description: str | NoneOmitted = Field(default=None, description="What the team is for.")
+
+
+class TeamCreate(Tool[TeamCreateInput]):
+    name = "TeamCreate"
+    description = ("Create a team that you lead (as team-lead). Then write its task list with TaskCreate, start "
+                   "teammates with Agent (team_name + name), talk to them with SendMessage, and delete the team "
+                   "with TeamDelete when they have all shut down. One team at a time.")
+    input_model = TeamCreateInput
+    read_only = True
+
+    def __init__(self, control: TeamControl) -> None:
+        self.control = control
+
+    def run(self, args: TeamCreateInput, ctx: ToolContext) -> str:
+        return self.control.create(args.team_name, args.description, ctx)
+
+
+class TeamDeleteInput(ToolInput):
+    pass
+
+
+class TeamDelete(Tool[TeamDeleteInput]):
+    name = "TeamDelete"
+    description = ("Delete your team (its inboxes and task list) once every teammate has shut down; "
+                   "ask them first with SendMessage {type: 'shutdown_request'}.")
+    input_model = TeamDeleteInput
+    read_only = True
+
+    def __init__(self, control: TeamControl) -> None:
+        self.control = control
+
+    def run(self, args: TeamDeleteInput, ctx: ToolContext) -> str:
+        return self.control.delete(ctx)
+
+
+def team_tools(control: TeamControl) -> list[Tool[TeamCreateInput] | Tool[TeamDeleteInput]]:
+    return [TeamCreate(control), TeamDelete(control)]
+
+
+def require_team(ctx: ToolContext) -> TeamControl:
+    """The lead's team control; a tool error for an agent that leads no team."""
+    if ctx.team_control is None:
+        raise ToolError("only a team lead can do this, and this agent leads no team")
+    return ctx.team_control
