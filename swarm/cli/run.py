@@ -13,17 +13,22 @@ from types import FrameType
 import click
 
 from swarm.agent.definitions import AgentCatalog, AgentDefinition, load_agents
-from swarm.agent.headless import MainAgent, run_headless
+from swarm.agent.headless import MainAgent, MainSession
 from swarm.agent.limits import Limits
 from swarm.agent.skills import load_skills
-from swarm.cli.options import home_of
+from swarm.agent.tools.team_tools import team_tools
+from swarm.cli.options import home_of, json_option
+from swarm.cli.render import emit_json
 from swarm.core.clock import now_ms
 from swarm.core.home import Home
+from swarm.core.protocol import LeadPolicy
+from swarm.core.teams import TeamStore
 from swarm.errors import SwarmError, UsageError
 from swarm.models.aliases import expand_alias
 from swarm.models.base import ModelProvider
-from swarm.models.factory import make_provider
+from swarm.models.factory import choose_model, make_provider
 from swarm.models.scripted import SCRIPTED
+from swarm.runtime.lead import LeadOutcome, LeadTeam, run_lead
 
 
 @click.command("run")
@@ -44,11 +49,25 @@ from swarm.models.scripted import SCRIPTED
               help="Run the main agent as this agent definition (see `swarm agents`).")
 @click.option("--agents", "agents_json", default=None, metavar="JSON",
               help='Extra agent definitions, e.g. \'{"reviewer": {"description": "...", "prompt": "..."}}\'.')
+@click.option("--allow", "allow", multiple=True, metavar="RULE",
+              help="Lead policy: teammates' requests matching RULE are approved, e.g. 'Bash(pytest:*)' (repeatable).")
+@click.option("--deny", "deny", multiple=True, metavar="RULE", help="Lead policy: requests matching RULE are denied.")
+@click.option("--backend", type=click.Choice(["auto", "tmux", "subprocess"]), default="auto", show_default=True,
+              help="Where teammates the agent starts run.")
+@click.option("--rm", "remove", is_flag=True, help="Delete the team the agent created when the run ends.")
+@json_option
 @click.pass_context
 def run(ctx: click.Context, prompt: str, model: str | None, playbook: Path | None, cwd: Path | None,
         max_turns: int, token_budget: int, timeout: float, transcript: Path | None,
-        allow_writes_outside_cwd: bool, agent_name: str | None, agents_json: str | None) -> None:
-    """Run one agent on PROMPT with the core tools and the Agent tool, and print its final answer.
+        allow_writes_outside_cwd: bool, agent_name: str | None, agents_json: str | None, allow: tuple[str, ...],
+        deny: tuple[str, ...], backend: str, remove: bool, as_json: bool) -> None:
+    """Run one agent on PROMPT and print its final answer; the agent may lead a team.
+
+    With TeamCreate the agent becomes a team lead: it writes a task list,
+    starts teammates (Agent with team_name), and reads what they send as its
+    next turns until no teammate is active; teammates' permission requests
+    are answered by --allow / --deny (otherwise denied). Teammates are always
+    shut down before the run ends; the team stays on disk unless --rm.
 
     Diagnostics go to stderr. Ctrl-C stops the agent (and its subagents) after
     the current step; a second Ctrl-C aborts at once.
@@ -65,22 +84,43 @@ def run(ctx: click.Context, prompt: str, model: str | None, playbook: Path | Non
     model = model or (definition.model if definition and definition.model not in (None, "inherit") else None)
     provider = make_provider(expand_alias(model, env) if model else None, playbook=playbook, env=env,
                              variables={"agent_name": "agent", "team": ""})
+    click.echo(f"swarm: {choose_model(model, playbook=playbook, env=env).notice()}", err=True)
     main = MainAgent(catalog=catalog, env=env, make_provider=_child_providers(provider, model, playbook, env),
                      agents_dir=_agents_dir(home_of(ctx), transcript), definition=definition, skills=skills,
                      note=_note)
+    policy = LeadPolicy(allow=list(allow), deny=list(deny)) if allow or deny else None
+    lead = LeadTeam(home_of(ctx), env, workdir, backend=backend, policy=policy)
     cancel = threading.Event()
     previous = signal.signal(signal.SIGINT, _first_interrupt(cancel))
+    session = MainSession(provider, cwd=workdir, main=main, transcript=transcript, cancel=cancel,
+                          limits=Limits(max_turns=max_turns, max_tokens=token_budget, max_seconds=timeout),
+                          confine_writes=not allow_writes_outside_cwd, extra_tools=team_tools(lead),
+                          team_control=lead)
     try:
-        result = run_headless(prompt, provider, cwd=workdir,
-                              limits=Limits(max_turns=max_turns, max_tokens=token_budget, max_seconds=timeout),
-                              transcript=transcript, confine_writes=not allow_writes_outside_cwd, cancel=cancel,
-                              main=main)
+        outcome = run_lead(session, lead, prompt, timeout=timeout)
     finally:
+        session.close()
         signal.signal(signal.SIGINT, previous)
         provider.close()
+    _finish(home_of(ctx), outcome, remove=remove, as_json=as_json)
+
+
+def _finish(home: Home, outcome: LeadOutcome, *, remove: bool, as_json: bool) -> None:
+    """Print the answer (or the JSON report) and fail when the run did not end well."""
+    result = outcome.run
+    if remove and outcome.team is not None and TeamStore(home).exists(outcome.team):
+        TeamStore(home).delete(outcome.team, force=True)
+    if as_json:
+        emit_json({"text": result.text, "stop_reason": result.stop_reason, "reason": outcome.reason,
+                   "report": outcome.report.model_dump(mode="json") if outcome.report else None})
+    if outcome.reason in ("timeout", "interrupted"):
+        raise SwarmError(f"run ended by {outcome.reason}; teammates were shut down"
+                         + (f" (team {outcome.team!r} is kept: `swarm status --team {outcome.team}`)"
+                            if outcome.team and not remove else ""))
     if not result.ok:
         raise SwarmError(f"agent stopped ({result.stop_reason}): {result.detail}")
-    click.echo(result.text)
+    if not as_json:
+        click.echo(result.text)
 
 
 def _note(message: str) -> None:

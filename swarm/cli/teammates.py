@@ -18,6 +18,7 @@ from swarm.core.home import Home
 from swarm.core.permlog import PermissionLog
 from swarm.core.protocol import COLORS
 from swarm.errors import BackendError, NotFoundError, UsageError
+from swarm.models.factory import choose_model
 from swarm.runtime.shutdown import force_stop, live_members
 from swarm.runtime.shutdown import shutdown as shutdown_teammates
 from swarm.runtime.spawn import SpawnRequest, spawn_reporting, wait_joined
@@ -74,6 +75,7 @@ def spawn(ctx: click.Context, name: str, team: str, prompt: str, backend: str, a
     spawned = spawn_reporting(home, request, dict(os.environ))
     for warning in spawned.warnings:
         click.echo(f"swarm: warning: {warning}", err=True)
+    click.echo(f"swarm: {name}'s {choose_model(model, playbook=playbook, env=os.environ).notice()}", err=True)
     wait_joined(home, team, [name])
     member = spawned.member
     if as_json:

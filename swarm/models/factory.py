@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from swarm.errors import UsageError
@@ -12,6 +13,37 @@ from swarm.models.base import ModelProvider
 from swarm.models.scripted import SCRIPTED, ScriptedProvider
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """Which model an agent will run on, and why (``make_provider``'s decision, before anything is built)."""
+
+    scripted: bool
+    model: str | None
+    playbook: Path | None
+    why: str
+
+    def notice(self) -> str:
+        """One line for stderr: which model runs, and how to get another."""
+        if not self.scripted:
+            return f"model: {self.model or 'the default Claude model'} through the Anthropic API ({self.why})"
+        if self.playbook is not None:
+            return f"model: the offline scripted model playing {self.playbook} ({self.why})"
+        return ("model: the offline scripted model, which only echoes what it receives (no ANTHROPIC_API_KEY): "
+                "export ANTHROPIC_API_KEY to run Claude, or pass --playbook")
+
+
+def choose_model(model: str | None, *, playbook: Path | None, env: Mapping[str, str]) -> Choice:
+    """The first rule that applies (see ``make_provider``)."""
+    scripted_path = _scripted_path(model)
+    if scripted_path is not None or model == SCRIPTED:
+        return Choice(True, SCRIPTED, _one_playbook(scripted_path, playbook), f"asked for {model}")
+    if playbook is not None:
+        return Choice(True, SCRIPTED, playbook, "a playbook was given")
+    if env.get("ANTHROPIC_API_KEY"):
+        return Choice(False, model or env.get("ANTHROPIC_MODEL") or None, None, "ANTHROPIC_API_KEY is set")
+    return Choice(True, SCRIPTED, None, "no ANTHROPIC_API_KEY")
 
 
 def make_provider(
@@ -33,18 +65,15 @@ def make_provider(
        default; a warning is logged if ``model`` named another model).
 
     ``variables`` (e.g. ``agent_name``, ``team``) fill the playbook's
-    slots; the Anthropic provider ignores them.
+    slots; the Anthropic provider ignores them. ``choose_model`` tells the
+    same decision without building anything.
     """
-    scripted_path = _scripted_path(model)
-    if scripted_path is not None or model == SCRIPTED:
-        return ScriptedProvider(_one_playbook(scripted_path, playbook), variables=variables)
-    if playbook is not None:
-        return ScriptedProvider(playbook, variables=variables)
-    if env.get("ANTHROPIC_API_KEY"):
+    choice = choose_model(model, playbook=playbook, env=env)
+    if not choice.scripted:
         return AnthropicProvider(model=model, env=env)
-    if model:
+    if model and choice.playbook is None and choice.why == "no ANTHROPIC_API_KEY":
         log.warning("used scripted model offline", extra={"model": model, "reason": "ANTHROPIC_API_KEY not set"})
-    return ScriptedProvider(variables=variables)
+    return ScriptedProvider(choice.playbook, variables=variables)
 
 
 def _scripted_path(model: str | None) -> Path | None:

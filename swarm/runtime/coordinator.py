@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
@@ -52,6 +52,8 @@ class LeadMessage:
     text: str
     summary: str | None
     timestamp: str
+    frame: Any = field(default=None, repr=False, compare=False)
+    """The admitted frame the entry carried (None for plain text)."""
 
 
 @dataclass
@@ -60,6 +62,8 @@ class Coordinator:
     team: str
     asker: Asker | None = None
     """None: nobody to ask (headless) — requests the policy does not answer are denied."""
+    plans_by_model: bool = False
+    """Plan approvals are the lead model's to answer (SendMessage): leave them pending here."""
     on_message: Callable[[LeadMessage], None] = lambda m: None
     on_decision: Callable[[PermissionEvent], None] = lambda d: None
     messages: list[LeadMessage] = field(default_factory=list)
@@ -86,7 +90,8 @@ class Coordinator:
 
     def _record(self, entry: InboxEntry) -> None:
         frame = entry_frame(entry)
-        message = LeadMessage(entry.sender, _kind(frame), entry.text, entry.summary, entry.timestamp)
+        message = LeadMessage(entry.sender, _kind(frame), entry.text, entry.summary, entry.timestamp,
+                              frame=None if isinstance(frame, str) else frame)
         if isinstance(frame, IdleNotification):
             self.idle_seen.add(frame.sender)
             if frame.result is not None:
@@ -100,6 +105,8 @@ class Coordinator:
 
     def _answer_pending(self) -> None:
         for request in self.permlog.pending():
+            if self.plans_by_model and request.kind == "plan":
+                continue
             try:
                 self._answer(request)
             except ConflictError:  # answered meanwhile (a timeout, another lead)

@@ -22,6 +22,7 @@ from swarm.core.home import Home
 from swarm.core.names import LEAD_NAME
 from swarm.core.permlog import PermissionEvent, PermissionLog
 from swarm.core.protocol import LeadPolicy, RuleLists, TeamFile
+from swarm.core.tasks import TaskStore
 from swarm.core.teams import TeamStore
 from swarm.errors import ConflictError, SwarmError
 from swarm.runtime.coordinator import Coordinator, LeadMessage
@@ -148,6 +149,8 @@ class Report(BaseModel):
     worktrees: list[dict[str, Any]]
     usage: dict[str, int]
     warnings: list[str] = []
+    tasks: list[dict[str, Any]] = []
+    """The team's task list at the end (id, subject, status, owner)."""
 
 
 def run_headless(home: Home, spec: UpFile, *, cwd: Path, env: Mapping[str, str], timeout: float,
@@ -171,7 +174,7 @@ def run_headless(home: Home, spec: UpFile, *, cwd: Path, env: Mapping[str, str],
         coordinator.close()
     if reason == "settled" and coordinator.failures:
         reason = "failed"
-    return _report(home, spec.team.name, coordinator, outcomes, reason, time.monotonic() - began,
+    return team_report(home, spec.team.name, coordinator, outcomes, reason, time.monotonic() - began,
                    started.warnings, since_ms)
 
 
@@ -189,8 +192,9 @@ def _until_settled(coordinator: Coordinator, deadline: float) -> str:
     return "timeout"
 
 
-def _report(home: Home, team: str, coordinator: Coordinator, outcomes: list[Outcome], reason: str,
-            elapsed: float, warnings: list[str], since_ms: int) -> Report:
+def team_report(home: Home, team: str, coordinator: Coordinator, outcomes: list[Outcome], reason: str,
+                elapsed: float, warnings: list[str], since_ms: int) -> Report:
+    """How a team run went: members and how each ended, messages, decisions, worktrees, tasks, tokens."""
     team_file = TeamStore(home).get(team)
     by_name = {o.name: o for o in outcomes}
     members = []
@@ -210,4 +214,5 @@ def _report(home: Home, team: str, coordinator: Coordinator, outcomes: list[Outc
         messages=[dataclasses.asdict(m) for m in coordinator.messages], decisions=decisions,
         worktrees=[dataclasses.asdict(o.worktree) for o in outcomes if o.worktree is not None],
         usage={"tokens": sum(m.tokens or 0 for m in team_file.members if m.name != LEAD_NAME)}, warnings=warnings,
+        tasks=[t.wire() for t in TaskStore(home, team).list()],
     )

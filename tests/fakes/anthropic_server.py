@@ -41,6 +41,8 @@ class ScriptedReply:
     """Seconds to wait before answering (to provoke client timeouts)."""
     when: str | None = None
     """Serve this reply only to a request whose JSON body contains this text (agents talking at once)."""
+    repeat: bool = False
+    """Stay in the queue after being served (the answer to every further matching request)."""
 
 
 @dataclass(frozen=True)
@@ -130,10 +132,12 @@ class FakeAnthropicServer:
         port = self._httpd.server_address[1]
         return f"http://127.0.0.1:{port}"
 
-    def enqueue(self, *replies: ScriptedReply, when: str | None = None) -> None:
-        """Queue replies, in order; with ``when``, only for requests whose body contains that text."""
+    def enqueue(self, *replies: ScriptedReply, when: str | None = None, repeat: bool = False) -> None:
+        """Queue replies, in order; with ``when``, only for requests whose body contains that text;
+        with ``repeat``, each stays to answer every later request it matches."""
         with self._lock:
-            self._replies.extend(replace(r, when=when) if when is not None else r for r in replies)
+            self._replies.extend(replace(r, when=when if when is not None else r.when, repeat=repeat or r.repeat)
+                                 for r in replies)
 
     @property
     def requests(self) -> list[RecordedRequest]:
@@ -157,7 +161,8 @@ class FakeAnthropicServer:
             body = json.dumps(request.body)
             for reply in self._replies:
                 if reply.when is None or reply.when in body:
-                    self._replies.remove(reply)
+                    if not reply.repeat:
+                        self._replies.remove(reply)
                     return reply
             return error_reply(500, "api_error", f"fake anthropic server: no scripted reply left "
                                                  f"for request #{len(self._requests)}")

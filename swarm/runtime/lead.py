@@ -1,0 +1,232 @@
+"""The LLM team lead: ``swarm run`` whose main agent creates and runs a team.
+
+``LeadTeam`` is the runtime's side of the lead's team tools (``TeamControl``):
+it creates the team, spawns teammates through the runtime's own spawn (so
+worktrees, panes and the permission record work as for ``swarm spawn``),
+answers plans through the desk and asks teammates to stop.
+
+``run_lead`` is the lead's loop. After each of its turns, while it leads a
+team, it waits — event-driven, on its inbox, like a teammate — and what the
+teammates sent becomes its next turn: messages as ``<teammate-message>``,
+idle notifications in a compact form, plan requests to answer, deaths.
+Permission requests never reach the model: the team's lead policy (and
+settings rules) answers them, or, with nobody to ask, they are denied.
+The run ends when the lead's turn has ended, no teammate is active and
+nothing is unread; a team whose teammates all sit idle is reminded once to
+finish, then shut down. ``timeout`` bounds the whole run. Teammates are
+always shut down before it returns; the team directory and task list stay.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from html import escape
+from pathlib import Path
+
+from swarm.agent.headless import MainSession
+from swarm.agent.loop import AgentRun
+from swarm.agent.tools.base import ToolContext, ToolError
+from swarm.core.clock import now_ms
+from swarm.core.home import Home
+from swarm.core.mailbox import Mailbox
+from swarm.core.members import request_shutdown
+from swarm.core.names import LEAD_NAME, validate_name
+from swarm.core.protocol import (
+    IdleNotification,
+    LeadPolicy,
+    PlanApprovalRequest,
+    ShutdownApproved,
+    ShutdownRejected,
+)
+from swarm.core.teams import TeamStore
+from swarm.errors import SwarmError
+from swarm.runtime.coordinator import Coordinator, LeadMessage
+from swarm.runtime.desk import answer_plan
+from swarm.runtime.spawn import SpawnRequest, spawn_reporting, wait_joined
+from swarm.runtime.up import Report, stop_team, team_report
+
+log = logging.getLogger(__name__)
+
+PUMP = 0.5
+"""Seconds the lead waits on its inbox per check (events wake it sooner)."""
+SHUTDOWN_TIMEOUT = 30.0
+"""Seconds teammates get to approve the shutdown at the end of a run before they are forced."""
+QUIET_NOTE = ("All your teammates are idle and nothing is unread. If the work is done, ask each teammate to shut "
+              "down (SendMessage with message {type: 'shutdown_request'}); otherwise give them the next task.")
+
+
+@dataclass
+class LeadTeam:
+    """The runtime side of a lead agent's team tools."""
+
+    home: Home
+    env: Mapping[str, str]
+    cwd: Path
+    backend: str = "auto"
+    tmux_socket: str | None = None
+    policy: LeadPolicy | None = None
+    team: str | None = None
+    spawned: list[str] = field(default_factory=list)
+
+    def create(self, name: str, description: str | None, ctx: ToolContext) -> str:
+        if self.team is not None:
+            raise ToolError(f"you already lead team {self.team!r}; one team at a time (TeamDelete it first)")
+        try:
+            validate_name(name, "team name")
+            TeamStore(self.home).create(name, description, cwd=str(self.cwd))
+            if self.policy is not None:
+                policy = self.policy
+                TeamStore(self.home).modify(name, lambda t: setattr(t, "lead_policy", policy))
+        except SwarmError as exc:
+            raise ToolError(str(exc)) from exc
+        self.team = name
+        ctx.team, ctx.agent_name, ctx.mailbox = name, LEAD_NAME, Mailbox(self.home, name)
+        return (f"Team {name!r} created; you are its lead ({LEAD_NAME}). Write the task list with TaskCreate, "
+                f"then start teammates with Agent(team_name={name!r}, name=..., prompt=...).")
+
+    def delete(self, ctx: ToolContext) -> str:
+        team = self._team()
+        active = [m.name for m in TeamStore(self.home).get(team).members if m.is_active and m.name != LEAD_NAME]
+        if active:
+            raise ToolError(f"team {team!r} still has active teammates ({', '.join(active)}); ask them to shut "
+                            "down with SendMessage {type: 'shutdown_request'} and wait for their answers")
+        TeamStore(self.home).delete(team)
+        self.team, ctx.team, ctx.mailbox = None, None, None
+        return f"Team {team!r} deleted."
+
+    def spawn(self, ctx: ToolContext, *, name: str, prompt: str, agent_type: str | None, model: str | None,
+              isolation: str | None, plan_mode_required: bool, mode: str | None, cwd: str | None) -> str:
+        team = self._team()
+        where = ctx.resolve(cwd) if cwd else self.cwd
+        request = SpawnRequest(team=team, name=name, prompt=prompt, backend=self.backend,
+                               agent_type=agent_type or "general-purpose", model=model,
+                               permission_mode=mode or "default", plan_mode_required=plan_mode_required,
+                               cwd=where, tmux_socket=self.tmux_socket, worktree=isolation == "worktree")
+        try:
+            spawned = spawn_reporting(self.home, request, self.env)
+            wait_joined(self.home, team, [name])
+        except SwarmError as exc:
+            raise ToolError(f"could not start teammate {name!r}: {exc}") from exc
+        self.spawned.append(name)
+        member = spawned.member
+        tree = f" in worktree {member.worktree_path} (branch {member.worktree_branch})" if member.worktree_path else ""
+        return (f"Started teammate {name!r} (agent id {member.agent_id}){tree}. It works on its prompt and "
+                f"messages you when it is done or blocked; message it with SendMessage(to={name!r}).")
+
+    def answer_plan(self, request_id: str, approve: bool, feedback: str | None, mode: str | None) -> str:
+        try:
+            answer_plan(self.home, self._team(), request_id, approved=approve, feedback=feedback, mode=mode,
+                        by="lead")
+        except SwarmError as exc:
+            raise ToolError(str(exc)) from exc
+        return f"Plan {request_id} {'approved' if approve else 'rejected'}."
+
+    def request_shutdown(self, name: str, reason: str | None) -> str:
+        team = self._team()
+        member = TeamStore(self.home).get(team).member(name)
+        if member is None or name == LEAD_NAME:
+            raise ToolError(f"no teammate {name!r} in team {team!r}")
+        request_id = request_shutdown(self.home, team, name, reason)
+        return f"Asked {name} to shut down ({request_id}); its answer arrives as a message."
+
+    def _team(self) -> str:
+        if self.team is None:
+            raise ToolError("you lead no team yet; create one with TeamCreate")
+        return self.team
+
+
+@dataclass
+class LeadOutcome:
+    run: AgentRun
+    team: str | None
+    report: Report | None
+    reason: str
+    """``done``, ``timeout``, ``interrupted``, or ``no_team`` (the agent never created one)."""
+
+
+def run_lead(session: MainSession, lead: LeadTeam, prompt: str, *, timeout: float = 0,
+             shutdown_timeout: float = SHUTDOWN_TIMEOUT,
+             on_message: Callable[[LeadMessage], None] = lambda m: None) -> LeadOutcome:
+    """Run the lead's first turn, then its team, to the end (see the module docstring)."""
+    began, since = time.monotonic(), now_ms()
+    deadline = began + timeout if timeout else float("inf")
+    run = session.start(prompt)
+    if lead.team is None:
+        return LeadOutcome(run, None, None, "no_team")
+    team = lead.team
+    coordinator = Coordinator(lead.home, team, plans_by_model=True, on_message=on_message)
+    reason = "done"
+    try:
+        run, reason = _lead_loop(session, lead, coordinator, run, deadline)
+    except KeyboardInterrupt:
+        reason = "interrupted"
+    finally:
+        outcomes = stop_team(lead.home, team, lead.env, timeout=0.0 if reason != "done" else shutdown_timeout) \
+            if TeamStore(lead.home).exists(team) else []
+        coordinator.pump(0) if TeamStore(lead.home).exists(team) else None
+        coordinator.close()
+    report = team_report(lead.home, team, coordinator, outcomes, reason, time.monotonic() - began, [], since) \
+        if TeamStore(lead.home).exists(team) else None
+    return LeadOutcome(run, team, report, reason)
+
+
+def _lead_loop(session: MainSession, lead: LeadTeam, coordinator: Coordinator, run: AgentRun,
+               deadline: float) -> tuple[AgentRun, str]:
+    reminded = False
+    seen = 0
+    while lead.team is not None:
+        if time.monotonic() >= deadline:
+            return run, "timeout"
+        if session.ctx.cancel.is_set():
+            return run, "interrupted"
+        coordinator.pump(min(PUMP, max(0.0, deadline - time.monotonic())))
+        fresh, seen = coordinator.messages[seen:], len(coordinator.messages)
+        texts = [t for t in (render(m) for m in fresh) if t]
+        if texts:
+            run = session.turn("\n\n".join(texts))
+            reminded = False
+            continue
+        if not _active(lead) and not Mailbox(lead.home, lead.team).pending(LEAD_NAME):
+            return run, "done"
+        if _all_idle(lead, coordinator):
+            if reminded:
+                return run, "done"  # reminded once and still nothing to do: the run ends, teammates are stopped
+            run, reminded = session.turn(QUIET_NOTE), True
+    return run, "done"
+
+
+def _active(lead: LeadTeam) -> list[str]:
+    if lead.team is None or not TeamStore(lead.home).exists(lead.team):
+        return []
+    return [m.name for m in TeamStore(lead.home).get(lead.team).members if m.is_active and m.name != LEAD_NAME]
+
+
+def _all_idle(lead: LeadTeam, coordinator: Coordinator) -> bool:
+    return bool(_active(lead)) and coordinator.settled()
+
+
+def render(message: LeadMessage) -> str:
+    """What the lead model reads for one message (empty for what the runtime handled itself)."""
+    who = f'teammate_id="{escape(message.sender)}"'
+    frame = message.frame
+    if isinstance(frame, IdleNotification):
+        done = f" (completed task {frame.completed_task_id}: {frame.completed_status})" if frame.completed_task_id else ""
+        what = frame.failure_reason if frame.idle_reason == "failed" else (frame.summary or frame.result or "")
+        return f"<teammate-message {who}>[idle{done}] {what}</teammate-message>"
+    if isinstance(frame, PlanApprovalRequest):
+        return (f"<teammate-message {who}>plan_approval_request {frame.request_id}: answer with SendMessage "
+                f"message={{type: 'plan_approval_response', request_id: '{frame.request_id}', approve, feedback}}"
+                f"\n{frame.plan_content}</teammate-message>")
+    if message.kind == "permission_request":
+        return ""  # answered by the lead policy or denied; never the model's call
+    if isinstance(frame, ShutdownApproved):
+        return f"<teammate-message {who}>[shut down: approved {frame.request_id}]</teammate-message>"
+    if isinstance(frame, ShutdownRejected):
+        return f"<teammate-message {who}>[shutdown rejected: {frame.reason}]</teammate-message>"
+    if message.kind == "terminated":
+        return f"<teammate-message {who}>[terminated] {message.text}</teammate-message>"
+    summary = f' summary="{escape(message.summary)}"' if message.summary else ""
+    return f"<teammate-message {who}{summary}>{message.text}</teammate-message>"

@@ -1,0 +1,114 @@
+"""`swarm run` as a team lead: the lead model and its teammates over the real SDK against the fake API.
+
+The lead's requests are told apart from the teammates' by the TeamCreate tool
+(only a lead has it); each teammate's by the prompt it was started with.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from swarm.agent.definitions import load_agents
+from swarm.agent.headless import MainAgent, MainSession
+from swarm.agent.limits import Limits
+from swarm.agent.skills import load_skills
+from swarm.agent.tools.team_tools import team_tools
+from swarm.core.home import Home
+from swarm.core.protocol import LeadPolicy
+from swarm.core.teams import TeamStore
+from swarm.models.anthropic_provider import AnthropicProvider, RetryPolicy
+from swarm.runtime.lead import LeadOutcome, LeadTeam, run_lead
+from tests.fakes import FakeAnthropicServer, message_json, text_reply, tool_use_reply
+from tests.fakes.anthropic_server import ScriptedReply
+from tests.teammates.conftest import teammate_pids
+
+LEAD = "Create a team that you lead"
+
+
+def _calls(*calls: tuple[str, dict[str, Any]]) -> ScriptedReply:
+    """One assistant message with several tool calls."""
+    blocks = [{"type": "tool_use", "id": f"toolu_{i}", "name": name, "input": args}
+              for i, (name, args) in enumerate(calls)]
+    return ScriptedReply(200, message_json(blocks, stop_reason="tool_use"))
+
+
+def _run_lead(home: Home, api: FakeAnthropicServer, cwd: Path, prompt: str, *, timeout: float = 60,
+              policy: LeadPolicy | None = None) -> LeadOutcome:
+    env = {**os.environ, "ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": api.base_url,
+           "SWARM_HOME": str(home.root)}
+
+    def provider(model: str) -> AnthropicProvider:
+        return AnthropicProvider(model=model, env=env, retry=RetryPolicy(max_retries=0), timeout=20)
+
+    main = MainAgent(catalog=load_agents(cwd, env=env), env=env, make_provider=provider,
+                     agents_dir=home.root / "runs", skills=load_skills(cwd, env=env))
+    lead = LeadTeam(home, env, cwd, backend="subprocess", policy=policy)
+    parent = provider("claude-lead")
+    session = MainSession(parent, cwd=cwd, limits=Limits(max_turns=20), main=main, extra_tools=team_tools(lead),
+                          team_control=lead)
+    try:
+        return run_lead(session, lead, prompt, timeout=timeout, shutdown_timeout=10)
+    finally:
+        session.close()
+        parent.close()
+
+
+def _tools(request: Any) -> set[str]:
+    return {t["name"] for t in request.body["tools"]}
+
+
+def test_a_lead_model_creates_a_team_spawns_teammates_reads_their_reports_and_shuts_them_down(
+        home: Home, api: FakeAnthropicServer, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    api.enqueue(tool_use_reply("TeamCreate", {"team_name": "squad", "description": "two helpers"}),
+                _calls(("Agent", {"description": "a", "prompt": "ALICE JOB", "team_name": "squad", "name": "alice"}),
+                       ("Agent", {"description": "b", "prompt": "BOB JOB", "team_name": "squad", "name": "bob"})),
+                text_reply("the team is working"),
+                when=LEAD)
+    api.enqueue(_calls(("SendMessage", {"to": "alice", "message": {"type": "shutdown_request", "reason": "done"}}),
+                       ("SendMessage", {"to": "bob", "message": {"type": "shutdown_request", "reason": "done"}})),
+                text_reply("asked both to stop"), when="bob finished</teammate-message>")
+    api.enqueue(text_reply("waiting for the other report"), when=LEAD, repeat=True)
+    for name in ("alice", "bob"):
+        api.enqueue(tool_use_reply("SendMessage", {"to": "team-lead", "message": f"{name} finished"}),
+                    text_reply(f"{name} done"), when=f"{name.upper()} JOB")
+        api.enqueue(text_reply("ok"), when=f"{name.upper()} JOB", repeat=True)
+
+    outcome = _run_lead(home, api, work, "build it with two helpers")
+
+    assert outcome.reason == "done" and outcome.team == "squad" and outcome.report is not None
+    members = {m["name"]: m for m in outcome.report.members}
+    assert set(members) == {"alice", "bob"} and all(m["stopped"] for m in members.values())
+    assert not any(m.is_active for m in TeamStore(home).get("squad").members if m.name != "team-lead")
+    assert teammate_pids(home) == []
+    leads = [r for r in api.requests if LEAD in json.dumps(r.body)]
+    mates = [r for r in api.requests if LEAD not in json.dumps(r.body)]
+    assert {"TeamCreate", "TeamDelete", "Agent", "SendMessage"} <= _tools(leads[0])
+    assert mates and all("SendMessage" in _tools(r) and "TeamCreate" not in _tools(r) for r in mates)
+    reports = json.dumps([r.body["messages"] for r in leads])
+    assert "alice finished" in reports and "bob finished" in reports
+    assert '[idle] alice done' in reports or 'alice done' in reports
+
+
+def test_a_run_that_does_not_finish_in_time_stops_its_teammates(home: Home, api: FakeAnthropicServer,
+                                                               tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    api.enqueue(tool_use_reply("TeamCreate", {"team_name": "slow"}),
+                tool_use_reply("Agent", {"description": "a", "prompt": "SLOW JOB", "team_name": "slow",
+                                         "name": "sleepy"}),
+                text_reply("waiting"), when=LEAD)
+    api.enqueue(text_reply("still waiting"), when=LEAD, repeat=True)
+    api.enqueue(tool_use_reply("Bash", {"command": "sleep 30"}), when="SLOW JOB")
+    api.enqueue(text_reply("ok"), when="SLOW JOB", repeat=True)
+
+    outcome = _run_lead(home, api, work, "start a slow one", timeout=4,
+                        policy=LeadPolicy(allow=["Bash(sleep:*)"]))
+
+    assert outcome.reason == "timeout"
+    assert teammate_pids(home) == []
+    assert not any(m.is_active for m in TeamStore(home).get("slow").members if m.name != "team-lead")
