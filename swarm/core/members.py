@@ -34,9 +34,16 @@ from swarm.core.clock import now_iso, now_ms
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.names import LEAD_NAME, RUNTIME_NAME
-from swarm.core.protocol import Member, ShutdownRequest, TeamFile, TeammateTerminated
+from swarm.core.protocol import (
+    Member,
+    ShutdownRequest,
+    Task,
+    TeamFile,
+    TeammateTerminated,
+)
+from swarm.core.tasks import TaskStore
 from swarm.core.teams import TeamStore
-from swarm.errors import NotFoundError
+from swarm.errors import NotFoundError, SwarmError
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +68,7 @@ def mark_gone(home: Home, team: str, name: str, status: GoneStatus, notice: str 
         return _flip(member, status), told
 
     flipped, told = TeamStore(home).modify(team, flip)
-    if flipped and told is not None:
-        notify_lead(home, team, told)
+    release_tasks(home, team, name, status, told if flipped else None)
     return bool(flipped)
 
 
@@ -102,10 +108,41 @@ def mark_gone_where(home: Home, team: str, status: GoneStatus, gone: Callable[[M
         return [(m, m.stop_notice or notice(m)) for m in flip(current)]
 
     flipped: list[tuple[Member, str | None]] = TeamStore(home).modify(team, note)
-    for _, text in flipped:
-        if text is not None:
-            notify_lead(home, team, text)
+    for member, text in flipped:
+        release_tasks(home, team, member.name, member.status or status, text)
     return [member for member, _ in flipped]
+
+
+def release_tasks(home: Home, team: str, name: str, status: str, notice: str | None) -> list[Task]:
+    """Put gone member ``name``'s unfinished tasks back to pending, unowned, and tell the lead which.
+
+    ``notice`` (the termination notice, when there is one) is sent with the
+    task ids added; without one, a notice of its own goes out only if some
+    task was released. Returns the released tasks.
+    """
+    try:
+        freed = TaskStore(home, team).unassign(name)
+    except SwarmError as exc:  # the lead still hears of the end, and of what could not be undone
+        log.error("tasks not released", extra={"team": team, "agent": name, "error": str(exc)})
+        freed, notice = [], f"{notice or _gone_text(name, status)}; its tasks could not be released: {exc}"
+    if notice is None and freed:
+        notice = _gone_text(name, status)
+    if notice is not None:
+        notify_lead(home, team, notice + _freed_text(freed))
+    return freed
+
+
+def _gone_text(name: str, status: str) -> str:
+    verb = {"stopped": "stopped", "dead": "died", "killed": "was stopped by force"}.get(status, "is gone")
+    return f"{name} {verb}"
+
+
+def _freed_text(freed: list[Task]) -> str:
+    """``"; its tasks 2, 5 are pending again"`` (empty when nothing was released)."""
+    if not freed:
+        return ""
+    ids = ", ".join(t.id for t in freed)
+    return f"; its task {ids} is pending again" if len(freed) == 1 else f"; its tasks {ids} are pending again"
 
 
 def notify_lead(home: Home, team: str, message: str) -> None:

@@ -1,0 +1,482 @@
+"""A team's shared task list: ``<home>/tasks/<team>/<id>.json`` (PROTOCOL.md, "Tasks").
+
+- Ids are consecutive integers as strings, handed out from ``.highwatermark``
+  and never reused: the next id is one past the highest of the watermark and
+  every id with a file (live or quarantined), so a watermark lost in a crash
+  cannot bring an id back.
+- Every change holds one lock for the whole list, the lock of
+  ``.highwatermark`` (``LockedJsonFile``), so invariants across tasks — edges
+  kept symmetric, no cycles, a claim seeing its blockers completed — are
+  checked and written in one cycle. Each task file is still written through
+  its own ``LockedJsonFile`` (atomic replace, ``<id>.json.lock`` as Claude
+  Code locks a single task). A change is computed in memory first and
+  written only when every check passed: a refused change writes nothing.
+- ``blocks`` / ``blockedBy`` are read as the union of both sides, dropping ids
+  with no task: a crash between the two files of one edge, or of a delete and
+  the references to it, reads as the finished change, and the next change
+  writes the repair.
+- A task file that does not parse is moved aside to ``<id>.json.corrupt-<ms>``
+  (``LockedJsonFile``); ``get`` of it is a one-line ``CorruptFileError`` and
+  ``problems`` lists one line per such task.
+
+The store sends no mail: a caller that sets a task's owner to someone else
+sends the ``task_assignment`` frame (``send_assignment``).
+"""
+
+from __future__ import annotations
+
+import builtins
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any, Final, Literal, TypeVar, cast, get_args
+
+from pydantic import ValidationError
+
+from swarm.core.clock import now_iso
+from swarm.core.home import Home
+from swarm.core.jsonfile import LockedJsonFile
+from swarm.core.mailbox import Mailbox
+from swarm.core.names import validate_name
+from swarm.core.protocol import Task, TaskAssignment
+from swarm.core.teams import TeamStore
+from swarm.errors import (
+    ConflictError,
+    CorruptFileError,
+    NotFoundError,
+    SwarmError,
+    UsageError,
+)
+
+R = TypeVar("R")
+
+TaskStatus = Literal["pending", "in_progress", "completed"]
+UpdateStatus = Literal["pending", "in_progress", "completed", "deleted"]
+STATUSES: tuple[str, ...] = get_args(UpdateStatus)
+WATERMARK = ".highwatermark"
+_TASK_FILE = re.compile(r"(\d+)\.json")
+_QUARANTINED = re.compile(r"(\d+)\.json\.corrupt-[\d-]+")
+
+
+class _Unset(Enum):
+    """The type of ``UNSET``: "not given", as opposed to ``None`` ("clear it")."""
+
+    UNSET = "UNSET"
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Final = _Unset.UNSET
+
+
+@dataclass
+class TaskChange:
+    """What ``TaskStore.update`` did."""
+
+    task: Task | None
+    """The task after the change; None when it was deleted."""
+    assigned_to: str | None
+    """The new owner, when the change gave the task to someone other than the one who made it."""
+
+
+class _TaskCodec:
+    """One task file; ``None`` when it does not exist."""
+
+    def empty(self) -> Task | None:
+        return None
+
+    def decode(self, raw: Any, source: Path) -> Task | None:
+        if not isinstance(raw, dict):
+            raise ValueError(f"expected a JSON object, found {type(raw).__name__}")  # noqa: TRY004 (the Codec contract)
+        try:
+            task = Task.model_validate(raw)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise ValueError(f"task invalid: {first['loc']} {first['msg']}") from exc
+        if task.id != source.name.removesuffix(".json"):
+            raise ValueError(f"task id {task.id!r} does not match the file name {source.name}")
+        return task
+
+    def encode(self, value: Task | None) -> Any:
+        if value is None:
+            return None
+        doc = value.wire()
+        for key in ("owner", "activeForm"):  # absent rather than null: Claude Code reads them as optional strings
+            if doc.get(key, "") is None:
+                del doc[key]
+        return doc
+
+
+class _WatermarkCodec:
+    """``.highwatermark``: the highest id ever handed out (a bare JSON integer)."""
+
+    def empty(self) -> int:
+        return 0
+
+    def decode(self, raw: Any, source: Path) -> int:
+        if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
+            raise ValueError(f"expected a non-negative integer, found {raw!r}")
+        return raw
+
+    def encode(self, value: int) -> Any:
+        return value
+
+
+_CODEC = _TaskCodec()
+
+
+@dataclass
+class _Board:
+    """Every task of the list, read for one change (or one lock-free look)."""
+
+    tasks: dict[str, Task]
+    on_disk: dict[str, Any]
+    """Each task's document as read, to write only what the change touched."""
+    top: int
+    """The highest id with a file, live or quarantined."""
+    missing: Callable[[str], SwarmError]
+    removed: set[str] = field(default_factory=set)
+
+    def require(self, task_id: str) -> Task:
+        task = self.tasks.get(task_id)
+        if task is None:
+            raise self.missing(task_id)
+        return task
+
+    def ordered(self) -> list[Task]:
+        return [self.tasks[i] for i in sorted(self.tasks, key=int)]
+
+    def open_blockers(self, task: Task) -> list[str]:
+        return [b for b in task.blocked_by if self.tasks[b].status != "completed"]
+
+    def link(self, blocker: str, blocked: str) -> None:
+        """Record that ``blocker`` blocks ``blocked`` on both tasks; ConflictError if that closes a cycle."""
+        first, second = self.require(blocker), self.require(blocked)
+        path = self._path(blocked, blocker)
+        if path is not None:
+            cycle = " -> ".join([blocker, *path])
+            raise ConflictError(f"task {blocked} cannot be blocked by {blocker}: that makes the cycle {cycle} "
+                                f"(each blocks the next); drop one of those dependencies")
+        _add(first, "blocks", blocked)
+        _add(second, "blocked_by", blocker)
+
+    def delete(self, task_id: str) -> None:
+        """Remove the task and every reference to it."""
+        self.tasks.pop(task_id)
+        self.removed.add(task_id)
+        for other in self.tasks.values():
+            _discard(other, "blocks", task_id)
+            _discard(other, "blocked_by", task_id)
+
+    def _path(self, start: str, goal: str) -> list[str] | None:
+        """Ids from ``start`` to ``goal`` following ``blocks`` edges (depth first), or None."""
+        trail: dict[str, str | None] = {start: None}
+        stack = [start]
+        while stack:
+            here = stack.pop()
+            if here == goal:
+                path = [here]
+                while (back := trail[path[-1]]) is not None:
+                    path.append(back)
+                return path[::-1]
+            for nxt in self.tasks[here].blocks:
+                if nxt not in trail:
+                    trail[nxt] = here
+                    stack.append(nxt)
+        return None
+
+
+class TaskStore:
+    """The task list of one team."""
+
+    def __init__(self, home: Home, team: str) -> None:
+        self.home = home
+        self.team = validate_name(team, "team name")
+        self.dir = home.tasks_dir(team)
+        self._watermark = LockedJsonFile(self.dir / WATERMARK, _WatermarkCodec())
+
+    # -- reading (no lock) ------------------------------------------------
+
+    def get(self, task_id: str) -> Task:
+        """Task ``task_id``; NotFoundError (CorruptFileError if its file was quarantined) when there is none."""
+        wanted = parse_task_id(task_id)
+        return self._load().require(wanted)
+
+    def list(self) -> list[Task]:
+        """Every task, by numeric id."""
+        return self._load().ordered()
+
+    def claimable(self) -> builtins.list[Task]:
+        """Tasks that are pending, unowned, and whose blockers are all completed, by id."""
+        board = self._load()
+        return [t for t in board.ordered()
+                if t.status == "pending" and t.owner is None and not board.open_blockers(t)]
+
+    def problems(self) -> builtins.list[str]:
+        """One line per task whose file did not parse and was moved aside (and not put back)."""
+        if not self.dir.is_dir():
+            return []
+        lines = []
+        for path in sorted(self.dir.iterdir()):
+            found = _QUARANTINED.fullmatch(path.name)
+            if found and not (self.dir / f"{found[1]}.json").exists():
+                lines.append(str(self._missing(found[1])))
+        return lines
+
+    # -- changing (under the list lock) -----------------------------------
+
+    def create(self, subject: str, description: str = "", *, active_form: str | None = None,
+               metadata: dict[str, Any] | None = None, owner: str | None = None,
+               blocked_by: Sequence[str] = ()) -> Task:
+        """Add a pending task with the next id; ``blocked_by`` ids must exist."""
+        subject = _subject(subject)
+        owner = _owner(owner)
+        blockers = _ids(blocked_by)
+
+        def add(board: _Board) -> Task:
+            for blocker in blockers:
+                board.require(blocker)
+            board.top += 1
+            task = Task(id=str(board.top), subject=subject, description=description, status="pending",
+                        blocks=[], blocked_by=[], metadata=dict(metadata or {}))
+            if active_form:
+                task.active_form = active_form
+            if owner is not None:
+                task.owner = owner
+            board.tasks[task.id] = task
+            for blocker in blockers:
+                board.link(blocker, task.id)
+            return task
+
+        return self._change(add)
+
+    def update(self, task_id: str, *, by: str, subject: str | _Unset = UNSET, description: str | _Unset = UNSET,
+               active_form: str | None | _Unset = UNSET, status: str | _Unset = UNSET,
+               owner: str | None | _Unset = UNSET, metadata: dict[str, Any] | None | _Unset = UNSET,
+               add_blocks: Sequence[str] = (), add_blocked_by: Sequence[str] = ()) -> TaskChange:
+        """Change the fields given (``UNSET``: leave; ``owner=None``: clear) as member ``by``.
+
+        ``status="deleted"`` deletes the task and every reference to it.
+        ``metadata`` is merged key by key; a key set to None is removed.
+        Dependencies only grow (``add_blocks``, ``add_blocked_by``); one that
+        would close a cycle is a ConflictError naming it, and so is completing
+        a task that is already completed.
+        """
+        wanted = parse_task_id(task_id)
+        fields = _Fields(subject=subject if isinstance(subject, _Unset) else _subject(subject),
+                         description=description, active_form=active_form, status=_status(status),
+                         owner=owner if isinstance(owner, _Unset) else _owner(owner), metadata=metadata,
+                         add_blocks=_ids(add_blocks), add_blocked_by=_ids(add_blocked_by))
+        return self._change(lambda board: fields.apply(board, wanted, by))
+
+    def claim(self, task_id: str, agent: str) -> Task:
+        """Make ``agent`` the owner and the task ``in_progress``, in one locked cycle.
+
+        Only a task that is not completed, held by nobody else (an owner of
+        ``agent`` itself is fine: the lead assigned it) and whose blockers are
+        all completed; otherwise a ConflictError that says who holds it or
+        which blockers are open.
+        """
+        wanted = parse_task_id(task_id)
+        agent = validate_name(agent, "agent name")
+
+        def take(board: _Board) -> Task:
+            task = board.require(wanted)
+            if task.status == "completed":
+                raise ConflictError(f"task {wanted} is already completed")
+            if task.owner not in (None, agent):
+                raise ConflictError(f"task {wanted} is already claimed by {task.owner}")
+            if blockers := board.open_blockers(task):
+                raise ConflictError(f"task {wanted} is blocked by {', '.join(blockers)} (not completed)")
+            task.owner = agent
+            task.status = "in_progress"
+            return task
+
+        return self._change(take)
+
+    def unassign(self, agent: str) -> builtins.list[Task]:
+        """Put ``agent``'s unfinished tasks back to pending with no owner; return them."""
+        if not self.dir.is_dir():
+            return []
+
+        def release(board: _Board) -> builtins.list[Task]:
+            held = [t for t in board.ordered() if t.owner == agent and t.status != "completed"]
+            for task in held:
+                task.owner = None
+                task.status = "pending"
+            return held
+
+        return self._change(release)
+
+    # -- the machinery -----------------------------------------------------
+
+    def _file(self, task_id: str) -> LockedJsonFile[Task | None]:
+        return LockedJsonFile(self.dir / f"{task_id}.json", _CODEC, indent=2)
+
+    def _load(self) -> _Board:
+        """Read every task file (quarantining bad ones) and read the edges as the union of both sides."""
+        tasks: dict[str, Task] = {}
+        on_disk: dict[str, Any] = {}
+        top = 0
+        names = sorted(p.name for p in self.dir.iterdir()) if self.dir.is_dir() else []
+        for name in names:
+            found = _TASK_FILE.fullmatch(name) or _QUARANTINED.fullmatch(name)
+            if found is None:
+                continue
+            top = max(top, int(found[1]))
+            if name.endswith(".json") and (task := self._file(found[1]).read()) is not None:
+                tasks[task.id] = task
+                on_disk[task.id] = _CODEC.encode(task)
+        _symmetrize(tasks)
+        return _Board(tasks=tasks, on_disk=on_disk, top=top, missing=self._missing)
+
+    def _change(self, step: Callable[[_Board], R]) -> R:
+        """Run ``step`` on the whole list under the list lock, then write what it changed."""
+        def run(mark: int) -> tuple[int, R]:
+            board = self._load()
+            board.top = max(board.top, mark)
+            result = step(board)
+            self._save(board)
+            return board.top, result
+
+        return self._watermark.transform(run)
+
+    def _save(self, board: _Board) -> None:
+        for task_id in sorted(board.removed, key=int):
+            self._file(task_id).remove_if(lambda _: True)
+        for task_id, task in board.tasks.items():
+            if _CODEC.encode(task) != board.on_disk.get(task_id):
+                self._file(task_id).transform(_replacing(task))
+
+    def _missing(self, task_id: str) -> SwarmError:
+        moved = sorted(self.dir.glob(f"{task_id}.json.corrupt-*")) if self.dir.is_dir() else []
+        if moved:
+            return CorruptFileError(f"task {task_id} of team {self.team!r} did not parse and was moved to {moved[-1]}; "
+                                    f"repair it and move it back to {task_id}.json, or delete it")
+        return NotFoundError(f"no task {task_id} in team {self.team!r}; `swarm tasks --team {self.team}` lists them")
+
+
+@dataclass
+class _Fields:
+    """The checked inputs of one ``update``."""
+
+    subject: str | _Unset
+    description: str | _Unset
+    active_form: str | None | _Unset
+    status: UpdateStatus | _Unset
+    owner: str | None | _Unset
+    metadata: dict[str, Any] | None | _Unset
+    add_blocks: list[str]
+    add_blocked_by: list[str]
+
+    def apply(self, board: _Board, task_id: str, by: str) -> TaskChange:
+        task = board.require(task_id)
+        if self.status == "deleted":
+            board.delete(task_id)
+            return TaskChange(task=None, assigned_to=None)
+        for other in self.add_blocks:
+            board.link(task_id, other)
+        for other in self.add_blocked_by:
+            board.link(other, task_id)
+        if self.status == "completed" and task.status == "completed":
+            raise ConflictError(f"task {task_id} is already completed")
+        before = task.owner
+        self._set_fields(task)
+        changed_owner = not isinstance(self.owner, _Unset) and task.owner != before
+        assigned = task.owner if changed_owner and task.owner not in (None, by) else None
+        return TaskChange(task=task, assigned_to=assigned)
+
+    def _set_fields(self, task: Task) -> None:
+        if not isinstance(self.subject, _Unset):
+            task.subject = self.subject
+        if not isinstance(self.description, _Unset):
+            task.description = self.description
+        if not isinstance(self.active_form, _Unset):
+            task.active_form = self.active_form or None
+        if not isinstance(self.status, _Unset) and self.status != "deleted":
+            task.status = self.status
+        if not isinstance(self.owner, _Unset):
+            task.owner = self.owner
+        if not isinstance(self.metadata, _Unset) and self.metadata:
+            merged = {**task.metadata, **self.metadata}
+            task.metadata = {k: v for k, v in merged.items() if v is not None}
+
+
+def send_assignment(mailbox: Mailbox, task: Task, by: str) -> None:
+    """Tell ``task.owner`` that ``by`` gave them ``task`` (a ``task_assignment`` frame from ``by``)."""
+    if task.owner is None:
+        raise UsageError(f"task {task.id} has no owner to tell")
+    frame = TaskAssignment(task_id=task.id, subject=task.subject, description=task.description,
+                           assigned_by=by, timestamp=now_iso())
+    mailbox.send_frame(task.owner, frame, sender=by, summary=f"task {task.id} assigned")
+
+
+def check_assignee(mailbox: Mailbox, name: str) -> None:
+    """NotFoundError unless ``name`` is a member of the mailbox's team (checked before assigning, not after)."""
+    mailbox.recipients(TeamStore(mailbox.home).get(mailbox.team), name, sender="")
+
+
+def parse_task_id(raw: str) -> str:
+    """A task id as stored (``"3"``), from ``"3"`` or ``"#3"``; UsageError for anything else."""
+    text = str(raw).strip().removeprefix("#")
+    if not text.isascii() or not text.isdigit():
+        raise UsageError(f"task id {raw!r} is not a task number; ids are 1, 2, 3, ...")
+    return str(int(text))
+
+
+def _ids(raw: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(parse_task_id(r) for r in raw))
+
+
+def _subject(raw: str) -> str:
+    text = raw.strip()
+    if not text:
+        raise UsageError("a task needs a subject (a short imperative, e.g. 'write the parser')")
+    return text
+
+
+def _owner(raw: str | None) -> str | None:
+    return None if raw is None else validate_name(raw, "owner name")
+
+
+def _status(raw: str | _Unset) -> UpdateStatus | _Unset:
+    if isinstance(raw, _Unset):
+        return raw
+    if raw in STATUSES:
+        return cast(UpdateStatus, raw)
+    raise UsageError(f"status {raw!r} is not one of {', '.join(STATUSES)}")
+
+
+def _symmetrize(tasks: dict[str, Task]) -> None:
+    """Drop edges to missing tasks (and to self); then make every edge appear on both of its tasks."""
+    for task in tasks.values():
+        for side in ("blocks", "blocked_by"):
+            kept = [i for i in getattr(task, side) if i in tasks and i != task.id]
+            if kept != getattr(task, side):
+                setattr(task, side, kept)
+    for task in tasks.values():
+        for other in list(task.blocks):
+            _add(tasks[other], "blocked_by", task.id)
+        for other in list(task.blocked_by):
+            _add(tasks[other], "blocks", task.id)
+
+
+def _replacing(task: Task) -> Callable[[Task | None], tuple[Task | None, None]]:
+    """A ``LockedJsonFile.transform`` step that puts ``task`` in place of whatever is there."""
+    return lambda _current: (task, None)
+
+
+def _add(task: Task, side: str, task_id: str) -> None:
+    """Put ``task_id`` on one side of ``task`` (assigned, so it is written even if the file lacked the field)."""
+    ids: list[str] = getattr(task, side)
+    if task_id not in ids:
+        setattr(task, side, sorted([*ids, task_id], key=int))
+
+
+def _discard(task: Task, side: str, task_id: str) -> None:
+    ids: list[str] = getattr(task, side)
+    if task_id in ids:
+        setattr(task, side, [i for i in ids if i != task_id])
