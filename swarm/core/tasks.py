@@ -60,7 +60,7 @@ _TASK_FILE = re.compile(r"(\d+)\.json")
 _QUARANTINED = re.compile(r"(\d+)\.json\.corrupt-[\d-]+")
 
 
-class _Unset(Enum):
+class Unset(Enum):
     """The type of ``UNSET``: "not given", as opposed to ``None`` ("clear it")."""
 
     UNSET = "UNSET"
@@ -69,7 +69,7 @@ class _Unset(Enum):
         return "UNSET"
 
 
-UNSET: Final = _Unset.UNSET
+UNSET: Final = Unset.UNSET
 
 
 @dataclass
@@ -253,9 +253,9 @@ class TaskStore:
 
         return self._change(add)
 
-    def update(self, task_id: str, *, by: str, subject: str | _Unset = UNSET, description: str | _Unset = UNSET,
-               active_form: str | None | _Unset = UNSET, status: str | _Unset = UNSET,
-               owner: str | None | _Unset = UNSET, metadata: dict[str, Any] | None | _Unset = UNSET,
+    def update(self, task_id: str, *, by: str, subject: str | Unset = UNSET, description: str | Unset = UNSET,
+               active_form: str | None | Unset = UNSET, status: str | Unset = UNSET,
+               owner: str | None | Unset = UNSET, metadata: dict[str, Any] | None | Unset = UNSET,
                add_blocks: Sequence[str] = (), add_blocked_by: Sequence[str] = ()) -> TaskChange:
         """Change the fields given (``UNSET``: leave; ``owner=None``: clear) as member ``by``.
 
@@ -266,9 +266,9 @@ class TaskStore:
         a task that is already completed.
         """
         wanted = parse_task_id(task_id)
-        fields = _Fields(subject=subject if isinstance(subject, _Unset) else _subject(subject),
+        fields = _Fields(subject=subject if isinstance(subject, Unset) else _subject(subject),
                          description=description, active_form=active_form, status=_status(status),
-                         owner=owner if isinstance(owner, _Unset) else _owner(owner), metadata=metadata,
+                         owner=owner if isinstance(owner, Unset) else _owner(owner), metadata=metadata,
                          add_blocks=_ids(add_blocks), add_blocked_by=_ids(add_blocked_by))
         return self._change(lambda board: fields.apply(board, wanted, by))
 
@@ -363,12 +363,12 @@ class TaskStore:
 class _Fields:
     """The checked inputs of one ``update``."""
 
-    subject: str | _Unset
-    description: str | _Unset
-    active_form: str | None | _Unset
-    status: UpdateStatus | _Unset
-    owner: str | None | _Unset
-    metadata: dict[str, Any] | None | _Unset
+    subject: str | Unset
+    description: str | Unset
+    active_form: str | None | Unset
+    status: UpdateStatus | Unset
+    owner: str | None | Unset
+    metadata: dict[str, Any] | None | Unset
     add_blocks: list[str]
     add_blocked_by: list[str]
 
@@ -385,22 +385,22 @@ class _Fields:
             raise ConflictError(f"task {task_id} is already completed")
         before = task.owner
         self._set_fields(task)
-        changed_owner = not isinstance(self.owner, _Unset) and task.owner != before
+        changed_owner = not isinstance(self.owner, Unset) and task.owner != before
         assigned = task.owner if changed_owner and task.owner not in (None, by) else None
         return TaskChange(task=task, assigned_to=assigned)
 
     def _set_fields(self, task: Task) -> None:
-        if not isinstance(self.subject, _Unset):
+        if not isinstance(self.subject, Unset):
             task.subject = self.subject
-        if not isinstance(self.description, _Unset):
+        if not isinstance(self.description, Unset):
             task.description = self.description
-        if not isinstance(self.active_form, _Unset):
+        if not isinstance(self.active_form, Unset):
             task.active_form = self.active_form or None
-        if not isinstance(self.status, _Unset) and self.status != "deleted":
+        if not isinstance(self.status, Unset) and self.status != "deleted":
             task.status = self.status
-        if not isinstance(self.owner, _Unset):
+        if not isinstance(self.owner, Unset):
             task.owner = self.owner
-        if not isinstance(self.metadata, _Unset) and self.metadata:
+        if not isinstance(self.metadata, Unset) and self.metadata:
             merged = {**task.metadata, **self.metadata}
             task.metadata = {k: v for k, v in merged.items() if v is not None}
 
@@ -442,8 +442,8 @@ def _owner(raw: str | None) -> str | None:
     return None if raw is None else validate_name(raw, "owner name")
 
 
-def _status(raw: str | _Unset) -> UpdateStatus | _Unset:
-    if isinstance(raw, _Unset):
+def _status(raw: str | Unset) -> UpdateStatus | Unset:
+    if isinstance(raw, Unset):
         return raw
     if raw in STATUSES:
         return cast(UpdateStatus, raw)

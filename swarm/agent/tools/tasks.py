@@ -1,0 +1,241 @@
+"""TaskCreate, TaskGet, TaskList, TaskUpdate: the team's shared task list (``core.tasks``).
+
+Every agent of a team has them, lead and teammates alike; the list is the
+team's (``TaskStore(home, ctx.team)``). Inputs keep Claude Code's field
+names (``taskId``, ``activeForm``, ``addBlocks``, ``addBlockedBy``).
+
+- A claim is one TaskUpdate setting ``status: in_progress`` with ``owner``
+  set to oneself (or left out on a task nobody holds): it goes through
+  ``TaskStore.claim``, atomic under the list lock, and is refused with the
+  current owner's name or the open blockers.
+- Setting the owner to someone else checks that they are a member first,
+  then sends them a ``task_assignment`` frame.
+- ``owner: ""`` (or null) clears the owner.
+
+They change only the task list, never the workspace, so they run without a
+permission prompt (``read_only``), like SendMessage.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from swarm.agent.tools.base import Tool, ToolContext, ToolError
+from swarm.core.mailbox import Mailbox
+from swarm.core.protocol import Task
+from swarm.core.tasks import (
+    UNSET,
+    TaskStore,
+    Unset,
+    check_assignee,
+    parse_task_id,
+    send_assignment,
+)
+from swarm.errors import SwarmError
+
+TaskId = str | int
+R = TypeVar("R")
+
+
+class _Input(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+
+class TaskCreateInput(_Input):
+    subject: str = Field(description="A short imperative title, e.g. 'Write the parser'.")
+    description: str = Field(description="What needs doing, in enough detail for whoever takes it.")
+    active_form: str | None = Field(default=None, alias="activeForm",
+                                    description="Present-continuous form shown while it runs, e.g. 'Writing the parser'.")
+    metadata: dict[str, Any] | None = Field(default=None, description="Free-form data to keep with the task.")
+
+
+class TaskGetInput(_Input):
+    task_id: TaskId = Field(alias="taskId", description="The task's id, e.g. '3'.")
+
+
+class TaskListInput(_Input):
+    pass
+
+
+class TaskUpdateInput(_Input):
+    task_id: TaskId = Field(alias="taskId", description="The task's id, e.g. '3'.")
+    subject: str | None = None
+    description: str | None = None
+    active_form: str | None = Field(default=None, alias="activeForm")
+    status: Literal["pending", "in_progress", "completed", "deleted"] | None = Field(
+        default=None, description="'in_progress' with owner set to yourself claims the task; 'deleted' deletes it.")
+    add_blocks: list[TaskId] | None = Field(default=None, alias="addBlocks",
+                                            description="Ids of tasks that cannot start until this one is completed.")
+    add_blocked_by: list[TaskId] | None = Field(default=None, alias="addBlockedBy",
+                                                description="Ids of tasks that must be completed before this one.")
+    owner: str | None = Field(default=None, description="Agent name to give the task to; '' clears the owner.")
+    metadata: dict[str, Any] | None = Field(default=None, description="Keys to merge in; a null value removes a key.")
+
+
+class TaskCreate(Tool[TaskCreateInput]):
+    name = "TaskCreate"
+    description = ("Add a task to your team's shared task list. It starts pending with no owner; use TaskUpdate to "
+                   "set dependencies (addBlockedBy) or give it to a teammate (owner).")
+    input_model = TaskCreateInput
+    read_only = True
+
+    def run(self, args: TaskCreateInput, ctx: ToolContext) -> str:
+        task = _call(lambda: _store(ctx).create(args.subject, args.description, active_form=args.active_form,
+                                                metadata=args.metadata))
+        return f"Task #{task.id} created successfully: {task.subject}"
+
+
+class TaskGet(Tool[TaskGetInput]):
+    name = "TaskGet"
+    description = "Show one task of your team's task list in full: description, status, owner, dependencies."
+    input_model = TaskGetInput
+    read_only = True
+
+    def run(self, args: TaskGetInput, ctx: ToolContext) -> str:
+        store = _store(ctx)
+        task = _call(lambda: store.get(str(args.task_id)))
+        return task_details(task, _call(store.list))
+
+
+class TaskList(Tool[TaskListInput]):
+    name = "TaskList"
+    description = ("List your team's tasks, one line each: id, status, subject, owner, and the open tasks it waits "
+                   "for. A pending task with no owner and nothing open to wait for can be claimed.")
+    input_model = TaskListInput
+    read_only = True
+
+    def run(self, args: TaskListInput, ctx: ToolContext) -> str:
+        store = _store(ctx)
+        tasks = _call(store.list)
+        lines = [task_line(t, tasks) for t in tasks] or ["No tasks yet."]
+        return "\n".join([*lines, *(f"warning: {p}" for p in store.problems())])
+
+
+class TaskUpdate(Tool[TaskUpdateInput]):
+    name = "TaskUpdate"
+    description = (
+        "Change a task of your team's task list. Claim one with status 'in_progress' and owner set to your own "
+        "name (refused if someone else holds it or a task it waits for is not completed); mark it 'completed' "
+        "when done. Setting owner to a teammate gives it to them (they are told). addBlocks / addBlockedBy add "
+        "dependencies; status 'deleted' removes the task."
+    )
+    input_model = TaskUpdateInput
+    read_only = True
+
+    def run(self, args: TaskUpdateInput, ctx: ToolContext) -> str:
+        store = _store(ctx)
+        task_id = _call(lambda: parse_task_id(str(args.task_id)))
+        owner = _owner_given(args)
+        if args.status == "in_progress" and _is_claim(store, task_id, owner, ctx.agent_name):
+            _call(lambda: store.claim(task_id, ctx.agent_name))
+            owner = UNSET
+        elif isinstance(owner, str) and owner != ctx.agent_name:
+            _call(lambda: check_assignee(_mailbox(ctx), owner))
+        given = args.model_fields_set
+        change = _call(lambda: store.update(
+            task_id, by=ctx.agent_name, owner=owner,
+            subject=args.subject if "subject" in given and args.subject is not None else UNSET,
+            description=args.description if "description" in given and args.description is not None else UNSET,
+            active_form=args.active_form if "active_form" in given else UNSET,
+            status=args.status if args.status is not None else UNSET,
+            metadata=args.metadata if args.metadata is not None else UNSET,
+            add_blocks=[str(i) for i in args.add_blocks or ()],
+            add_blocked_by=[str(i) for i in args.add_blocked_by or ()]))
+        task = change.task
+        if task is None:
+            return f"Task #{task_id} deleted."
+        if change.assigned_to is not None:
+            _call(lambda: send_assignment(_mailbox(ctx), task, ctx.agent_name))
+        return _update_result(task, change.assigned_to, store)
+
+
+def task_tools() -> list[Tool[Any]]:
+    """New instances of the four task tools, in the order the model sees them."""
+    return [TaskCreate(), TaskGet(), TaskList(), TaskUpdate()]
+
+
+# -- rendering ---------------------------------------------------------------
+
+
+def task_line(task: Task, tasks: list[Task]) -> str:
+    """``#3 [pending] Write the parser (owner: bob) blocked by #1, #2`` — open blockers only."""
+    line = f"#{task.id} [{task.status}] {task.subject}"
+    if task.owner:
+        line += f" (owner: {task.owner})"
+    waiting = _open(task.blocked_by, tasks)
+    return line + (f" blocked by {', '.join('#' + i for i in waiting)}" if waiting else "")
+
+
+def task_details(task: Task, tasks: list[Task]) -> str:
+    """Every field of ``task``, one per line."""
+    lines = [f"Task #{task.id}: {task.subject}", f"Status: {task.status}", f"Owner: {task.owner or '(none)'}"]
+    if task.active_form:
+        lines.append(f"Active form: {task.active_form}")
+    lines.append(f"Description: {task.description or '(none)'}")
+    if task.blocked_by:
+        waiting = set(_open(task.blocked_by, tasks))
+        lines.append("Blocked by: " + ", ".join(f"#{i}" + (" (open)" if i in waiting else " (completed)")
+                                               for i in task.blocked_by))
+    if task.blocks:
+        lines.append("Blocks: " + ", ".join(f"#{i}" for i in task.blocks))
+    if task.metadata:
+        lines.append(f"Metadata: {json.dumps(task.metadata, ensure_ascii=False)}")
+    return "\n".join(lines)
+
+
+def _update_result(task: Task, assigned_to: str | None, store: TaskStore) -> str:
+    text = f"Updated task #{task.id}: {task.subject} [{task.status}]" + (f" owner: {task.owner}" if task.owner else "")
+    if assigned_to is not None:
+        text += f"; {assigned_to} was sent the assignment"
+    if task.status == "completed":
+        free = _call(store.claimable)
+        text += ("; tasks you could claim next: " + ", ".join(f"#{t.id} {t.subject}" for t in free)
+                 if free else "; no task is free to claim right now")
+    return text + "."
+
+
+def _open(ids: list[str], tasks: list[Task]) -> list[str]:
+    done = {t.id for t in tasks if t.status == "completed"}
+    return [i for i in ids if i not in done]
+
+
+# -- plumbing ----------------------------------------------------------------
+
+
+def _store(ctx: ToolContext) -> TaskStore:
+    if ctx.team is None or ctx.mailbox is None:
+        raise ToolError("no team: the task list belongs to a team, and this agent is in none "
+                        "(a lead creates one with TeamCreate)")
+    return TaskStore(ctx.mailbox.home, ctx.team)
+
+
+def _mailbox(ctx: ToolContext) -> Mailbox:
+    if ctx.mailbox is None:
+        raise ToolError("no team: this agent has no mailbox to tell a teammate with")
+    return ctx.mailbox
+
+
+def _owner_given(args: TaskUpdateInput) -> str | None | Unset:
+    """The owner as the store takes it: UNSET when not given, None to clear ('' or null)."""
+    if "owner" not in args.model_fields_set:
+        return UNSET
+    return args.owner.strip() or None if args.owner is not None else None
+
+
+def _is_claim(store: TaskStore, task_id: str, owner: str | None | Unset, me: str) -> bool:
+    """``in_progress`` for oneself: owner set to me, or not given on a task nobody holds."""
+    if owner == me:
+        return True
+    return owner is UNSET and _call(lambda: store.get(task_id)).owner is None
+
+
+def _call(work: Callable[[], R]) -> R:
+    """Run ``work()``; a swarm error becomes the ToolError the model reads."""
+    try:
+        return work()
+    except SwarmError as exc:
+        raise ToolError(str(exc)) from exc
