@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from swarm.core.home import Home
 from swarm.core.names import validate_name
 from swarm.errors import InvalidNameError
+
+if TYPE_CHECKING:
+    from swarm.models.factory import Choice
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -48,3 +52,9 @@ def json_option(func: F) -> F:
 
 team_name_argument = click.argument("name", callback=_name_callback("team name"))
 agent_name_callback = _name_callback("agent name")
+
+
+def say_model(choice: Choice, who: str = "") -> None:
+    """Tell the person which model an agent runs: always for the echoing offline default, else on a terminal."""
+    if (choice.scripted and choice.playbook is None) or sys.stderr.isatty():
+        click.echo(f"swarm: {who}{choice.notice()}", err=True)

@@ -17,7 +17,7 @@ from swarm.agent.headless import MainAgent, MainSession
 from swarm.agent.limits import Limits
 from swarm.agent.skills import load_skills
 from swarm.agent.tools.team_tools import team_tools
-from swarm.cli.options import home_of, json_option
+from swarm.cli.options import home_of, json_option, say_model
 from swarm.cli.render import emit_json
 from swarm.core.clock import now_ms
 from swarm.core.home import Home
@@ -84,7 +84,7 @@ def run(ctx: click.Context, prompt: str, model: str | None, playbook: Path | Non
     model = model or (definition.model if definition and definition.model not in (None, "inherit") else None)
     provider = make_provider(expand_alias(model, env) if model else None, playbook=playbook, env=env,
                              variables={"agent_name": "agent", "team": ""})
-    click.echo(f"swarm: {choose_model(model, playbook=playbook, env=env).notice()}", err=True)
+    say_model(choose_model(model, playbook=playbook, env=env))
     main = MainAgent(catalog=catalog, env=env, make_provider=_child_providers(provider, model, playbook, env),
                      agents_dir=_agents_dir(home_of(ctx), transcript), definition=definition, skills=skills,
                      note=_note)

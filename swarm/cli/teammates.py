@@ -11,7 +11,13 @@ from pathlib import Path
 
 import click
 
-from swarm.cli.options import agent_name_callback, home_of, json_option, team_option
+from swarm.cli.options import (
+    agent_name_callback,
+    home_of,
+    json_option,
+    say_model,
+    team_option,
+)
 from swarm.cli.render import emit_json, table
 from swarm.core.fileio import open_regular
 from swarm.core.home import Home
@@ -75,7 +81,7 @@ def spawn(ctx: click.Context, name: str, team: str, prompt: str, backend: str, a
     spawned = spawn_reporting(home, request, dict(os.environ))
     for warning in spawned.warnings:
         click.echo(f"swarm: warning: {warning}", err=True)
-    click.echo(f"swarm: {name}'s {choose_model(model, playbook=playbook, env=os.environ).notice()}", err=True)
+    say_model(choose_model(model, playbook=playbook, env=os.environ), f"{name}'s ")
     wait_joined(home, team, [name])
     member = spawned.member
     if as_json:

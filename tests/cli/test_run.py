@@ -51,3 +51,12 @@ def test_offline_default_without_api_key(tmp_path: Path) -> None:
     result = _run(["-p", "hello offline"], tmp_path, {})
     assert result.returncode == 0
     assert "hello offline" in result.stdout
+
+
+def test_without_a_key_or_playbook_swarm_run_says_it_runs_the_echoing_offline_model(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    done = subprocess.run([str(SWARM_EXE), "run", "-p", "list the files"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0
+    assert "offline scripted model" in done.stderr and "ANTHROPIC_API_KEY" in done.stderr
+    assert done.stdout.startswith("Received:")
