@@ -53,6 +53,8 @@ COMMANDS: dict[str, str] = {
     "team": "swarm.cli.team:team",
     "send": "swarm.cli.messages:send",
     "inbox": "swarm.cli.messages:inbox",
+    "tasks": "swarm.cli.tasks:tasks",
+    "task": "swarm.cli.tasks:task",
     "run": "swarm.cli.run:run",
     "spawn": "swarm.cli.teammates:spawn",
     "status": "swarm.cli.teammates:status",

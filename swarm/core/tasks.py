@@ -405,6 +405,12 @@ class _Fields:
             task.metadata = {k: v for k, v in merged.items() if v is not None}
 
 
+def task_document(task: Task) -> dict[str, Any]:
+    """``task`` as its file holds it (camelCase; a cleared owner is absent, not null)."""
+    doc: dict[str, Any] = _CODEC.encode(task)
+    return doc
+
+
 def send_assignment(mailbox: Mailbox, task: Task, by: str) -> None:
     """Tell ``task.owner`` that ``by`` gave them ``task`` (a ``task_assignment`` frame from ``by``)."""
     if task.owner is None:
@@ -416,7 +422,10 @@ def send_assignment(mailbox: Mailbox, task: Task, by: str) -> None:
 
 def check_assignee(mailbox: Mailbox, name: str) -> None:
     """NotFoundError unless ``name`` is a member of the mailbox's team (checked before assigning, not after)."""
-    mailbox.recipients(TeamStore(mailbox.home).get(mailbox.team), name, sender="")
+    team = TeamStore(mailbox.home).get(mailbox.team)
+    if team.member(name) is None:
+        names = ", ".join(m.name for m in team.members)
+        raise NotFoundError(f"no member {name!r} in team {mailbox.team!r} to give the task to; members: {names}")
 
 
 def parse_task_id(raw: str) -> str:

@@ -141,7 +141,7 @@ def test_an_owner_who_is_not_a_member_is_refused_with_nothing_changed(team_ctx: 
                                                                      store: TaskStore) -> None:
     call(TaskCreate(), subject="a", description="")
     message = refused(call, TaskUpdate(), taskId="1", owner="mallory", subject="changed")
-    assert message.startswith("no member 'mallory' in team 'crew'; members: team-lead, alice, bob")
+    assert message.startswith("no member 'mallory' in team 'crew' to give the task to; members: team-lead, alice, bob")
     assert (store.get("1").owner, store.get("1").subject) == (None, "a")
 
 
