@@ -81,8 +81,8 @@ def spawn(ctx: click.Context, name: str, team: str, prompt: str, backend: str, a
     spawned = spawn_reporting(home, request, dict(os.environ))
     for warning in spawned.warnings:
         click.echo(f"swarm: warning: {warning}", err=True)
-    say_model(choose_model(model, playbook=playbook, env=os.environ), f"{name}'s ")
     wait_joined(home, team, [name])
+    say_model(choose_model(model, playbook=playbook, env=os.environ), f"{name}'s ")
     member = spawned.member
     if as_json:
         emit_json(member.wire())
