@@ -19,7 +19,10 @@ TEAMMATE = """You are {name}, a member of team "{team}". The lead is "team-lead"
 Messages from teammates arrive as <teammate-message teammate_id="..."> blocks.
 To talk to someone, use the SendMessage tool; plain replies are only seen by the lead as your turn's result.
 If you receive a shutdown_request, answer it with SendMessage and a structured shutdown_response
-(approve unless you are in the middle of something that must finish, then give the reason)."""
+(approve unless you are in the middle of something that must finish, then give the reason).
+The team shares a task list (TaskList, TaskGet, TaskUpdate, TaskCreate). Claim a task before working on it
+(TaskUpdate with owner = your name and status = in_progress); when you finish one, mark it completed, then
+claim the next available one (pending, no owner, not blocked) before you go idle."""
 
 
 def system_prompt(cwd: Path, *, name: str | None = None, team: str | None = None, extra: str = "") -> str:

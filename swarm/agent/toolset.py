@@ -16,9 +16,10 @@ from swarm.agent.tools.agent_tool import AgentTool, TaskOutput, TaskStop
 from swarm.agent.tools.base import Tool
 from swarm.agent.tools.messaging import SendMessage
 from swarm.agent.tools.skill_tool import SkillTool
+from swarm.agent.tools.tasks import task_tools
 
 
 def agent_tools(agents: AgentCatalog, skills: SkillCatalog, *, messaging: SendMessage | None = None) -> list[Tool[Any]]:
-    """Core tools, SendMessage (``messaging``, or a plain one), Agent, Skill, TaskOutput and TaskStop."""
+    """Core tools, SendMessage (``messaging``, or a plain one), Agent, Skill, the task list, TaskOutput, TaskStop."""
     return [*core_tools(), messaging or SendMessage(), AgentTool.for_catalog(agents), SkillTool(skills),
-            TaskOutput(), TaskStop()]
+            *task_tools(), TaskOutput(), TaskStop()]

@@ -162,13 +162,15 @@ class Lifecycle:
     # -- telling the lead ----------------------------------------------------------
 
     def notify_idle(self, reason: IdleReason, *, result: str | None = None, summary: str | None = None,
-                    failure: str | None = None) -> None:
-        """One ``idle_notification`` to the lead, unless this teammate is about to stop."""
+                    failure: str | None = None, completed: str | None = None) -> None:
+        """One ``idle_notification`` to the lead (with the task the turn completed), unless about to stop."""
         if self.stopping or self.owed is not None:
             return  # the shutdown_approved frame is the lead's news, not an idle turn
-        self._send(IdleNotification(sender=self.config.name, timestamp=now_iso(), idle_reason=reason,
-                                    summary=summary or one_line(result or ""), result=result,
-                                    failure_reason=failure), summary or one_line(result or "") or "idle")
+        frame = IdleNotification(sender=self.config.name, timestamp=now_iso(), idle_reason=reason,
+                                 summary=summary or one_line(result or ""), result=result, failure_reason=failure)
+        if completed is not None:
+            frame.completed_task_id, frame.completed_status = completed, "resolved"
+        self._send(frame, summary or one_line(result or "") or "idle")
 
     def _send(self, frame: ShutdownApproved | ShutdownRejected | IdleNotification, summary: str) -> None:
         self.mailbox.send_frame(LEAD_NAME, frame, sender=self.config.name, summary=summary)

@@ -38,8 +38,9 @@ from swarm.core.protocol import (
     TaskNotification,
     entry_frame,
 )
+from swarm.core.tasks import TaskStore
 from swarm.core.teams import TeamStore
-from swarm.errors import ModelError
+from swarm.errors import ModelError, SwarmError
 from swarm.models.base import ModelProvider
 from swarm.models.factory import make_provider
 from swarm.models.messages import Message, TextBlock, Usage
@@ -75,6 +76,7 @@ class TeammateSession:
         self.transcript = Transcript(home.transcript_path(config.team, config.name))
         self.conversation = Conversation.resume(self.transcript)
         self.delivery = Delivery(self.mailbox, config.name, self.transcript)
+        self.tasks = TaskStore(home, config.team)
         self.pane_id = env.get("TMUX_PANE", "") if config.backend == "tmux" else "subprocess"
         self.lifecycle = Lifecycle(config, home, self.mailbox, self.transcript, self.pane_id)
         self.ctx = ToolContext(
@@ -208,6 +210,7 @@ class TeammateSession:
     def _turn(self) -> None:
         """Run the model on the conversation as it stands (it ends with the user's side)."""
         self.ctx.cancel.clear()
+        before = self._my_completed()
         try:
             run = run_agent(self.spec, self.conversation, self.ctx, inbound=self._inbound)
         except ModelError as exc:
@@ -222,7 +225,21 @@ class TeammateSession:
         self.transcript.turn_end(run.stop_reason)
         self.usage = self.usage + run.usage
         self.lifecycle.idle(self.usage.total)
-        self.lifecycle.notify_idle("available" if run.ok else "interrupted", result=run.text)
+        self.lifecycle.notify_idle("available" if run.ok else "interrupted", result=run.text,
+                                   completed=self._completed_since(before))
+
+
+    def _my_completed(self) -> set[str]:
+        """Ids of the team's tasks this teammate owns that are completed (a damaged list counts as none)."""
+        try:
+            return {t.id for t in self.tasks.list() if t.owner == self.config.name and t.status == "completed"}
+        except SwarmError:
+            return set()
+
+    def _completed_since(self, before: set[str]) -> str | None:
+        """The task this turn completed (the highest id if several), for the idle notification."""
+        done = self._my_completed() - before
+        return max(done, key=int) if done else None
 
 
 def batch_texts(texts: list[str]) -> str:

@@ -65,6 +65,10 @@ def test_a_lead_model_creates_a_team_spawns_teammates_reads_their_reports_and_sh
     work = tmp_path / "work"
     work.mkdir()
     api.enqueue(tool_use_reply("TeamCreate", {"team_name": "squad", "description": "two helpers"}),
+                _calls(("TaskCreate", {"subject": "write the parser", "description": "A"}),
+                       ("TaskCreate", {"subject": "write the docs", "description": "B"}),
+                       ("TaskCreate", {"subject": "test the parser", "description": "C"})),
+                tool_use_reply("TaskUpdate", {"taskId": "3", "addBlockedBy": ["1"]}),
                 _calls(("Agent", {"description": "a", "prompt": "ALICE JOB", "team_name": "squad", "name": "alice"}),
                        ("Agent", {"description": "b", "prompt": "BOB JOB", "team_name": "squad", "name": "bob"})),
                 text_reply("the team is working"),
@@ -73,8 +77,12 @@ def test_a_lead_model_creates_a_team_spawns_teammates_reads_their_reports_and_sh
                        ("SendMessage", {"to": "bob", "message": {"type": "shutdown_request", "reason": "done"}})),
                 text_reply("asked both to stop"), when="bob finished</teammate-message>")
     api.enqueue(text_reply("waiting for the other report"), when=LEAD, repeat=True)
-    for name in ("alice", "bob"):
-        api.enqueue(tool_use_reply("SendMessage", {"to": "team-lead", "message": f"{name} finished"}),
+    work_of = {"alice": ["1", "3"], "bob": ["2"]}
+    for name, ids in work_of.items():
+        steps = [reply for task in ids for reply in (
+            tool_use_reply("TaskUpdate", {"taskId": task, "owner": name, "status": "in_progress"}),
+            tool_use_reply("TaskUpdate", {"taskId": task, "status": "completed"}))]
+        api.enqueue(*steps, tool_use_reply("SendMessage", {"to": "team-lead", "message": f"{name} finished"}),
                     text_reply(f"{name} done"), when=f"{name.upper()} JOB")
         api.enqueue(text_reply("ok"), when=f"{name.upper()} JOB", repeat=True)
 
@@ -87,11 +95,17 @@ def test_a_lead_model_creates_a_team_spawns_teammates_reads_their_reports_and_sh
     assert teammate_pids(home) == []
     leads = [r for r in api.requests if LEAD in json.dumps(r.body)]
     mates = [r for r in api.requests if LEAD not in json.dumps(r.body)]
-    assert {"TeamCreate", "TeamDelete", "Agent", "SendMessage"} <= _tools(leads[0])
-    assert mates and all("SendMessage" in _tools(r) and "TeamCreate" not in _tools(r) for r in mates)
+    assert {"TeamCreate", "TeamDelete", "Agent", "SendMessage", "TaskCreate", "TaskUpdate"} <= _tools(leads[0])
+    assert mates and all({"SendMessage", "TaskUpdate", "TaskList"} <= _tools(r) and "TeamCreate" not in _tools(r)
+                         for r in mates)
+    tasks = {t["id"]: (t["status"], t.get("owner")) for t in outcome.report.tasks}
+    assert tasks == {"1": ("completed", "alice"), "2": ("completed", "bob"), "3": ("completed", "alice")}
+    refusals = [b for r in mates for m in r.body["messages"] for b in m["content"]
+                if b.get("type") == "tool_result" and b.get("is_error")]
+    assert refusals == []  # every claim went through: 3 was claimed only after 1 completed
     reports = json.dumps([r.body["messages"] for r in leads])
     assert "alice finished" in reports and "bob finished" in reports
-    assert '[idle] alice done' in reports or 'alice done' in reports
+    assert "(completed task 3: resolved)" in reports or "(completed task 1: resolved)" in reports
 
 
 def test_a_run_that_does_not_finish_in_time_stops_its_teammates(home: Home, api: FakeAnthropicServer,
