@@ -20,12 +20,14 @@ from swarm.runtime.demo import DemoRun, abort, cleanup, run_demo
 @click.option("--backend", type=click.Choice(["auto", "tmux", "subprocess"]), default="auto", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the run's JSON report instead of the account.")
 def demo(keep: bool, backend: str, as_json: bool) -> None:
-    """Run the example feature team offline in a throwaway git repo and tell what happened.
+    """Watch a lead model run a team, offline, in a throwaway git repo, and tell what happened.
 
-    An implementer and a tester each get a git worktree; the implementer
-    writes and commits slugify(), tells the tester, who merges it, writes and
-    runs a test, commits it and reports to the lead. Their git commands are
-    approved by the team's lead policy. No API key needed.
+    The lead (a scripted model, no API key needed) creates a team, writes a
+    task list with a dependency and starts an implementer and a tester, each
+    in its own git worktree. They claim their tasks; the implementer writes
+    and commits slugify() and tells the tester, who merges it, runs its test
+    through a skill, commits it and reports; the lead then shuts them down.
+    Their git commands are approved by the lead policy.
     """
     began = time.monotonic()
 
@@ -47,7 +49,7 @@ def demo(keep: bool, backend: str, as_json: bool) -> None:
     root = Path(tempfile.mkdtemp(prefix="swarm-demo-"))
     try:
         if not as_json:
-            click.echo("swarm demo: the 'feature' example team, offline (scripted model, no API key)\n")
+            click.echo("swarm demo: a lead model runs a two-person team, offline (scripted models, no API key)\n")
         run = run_demo(env, backend=backend, root=root, on_message=message, on_decision=decision)
     except KeyboardInterrupt:
         abort(root, env)
@@ -77,9 +79,14 @@ def _account(run: DemoRun) -> None:
     report = run.report
     click.echo(f"\nbackend: {run.backend}" + (f" (private tmux server '{run.tmux_socket}')" if run.tmux_socket else ""))
     click.echo(f"repo:    {run.repo}")
+    click.echo("\nthe lead wrote a task list:")
+    for task in report.tasks:
+        blocked = f" (after {', '.join(task.get('blockedBy', []))})" if task.get("blockedBy") else ""
+        click.echo(f"  #{task['id']} {task['subject']}{blocked} — {task['status']} by {task.get('owner') or 'nobody'}")
     click.echo("\nteammates talked to each other:")
     for sender, to, text in run.chatter:
         click.echo(f"  {sender} → {to}: {text}")
+    click.echo(f"\nthe lead's last word: {run.answer}")
     click.echo("\nshutdown:")
     for member in report.members:
         click.echo(f"  {member['name']}: {member['stopped']} — last said: {member['result']}")

@@ -1,4 +1,10 @@
-"""``swarm demo``: the feature example team, offline, in a throwaway git repository.
+"""``swarm demo``: a lead model runs a team, offline, in a throwaway git repository.
+
+The lead is a scripted model (``examples/lead/lead.toml``) driving the same
+loop as ``swarm run`` with a real model: it creates the team, writes a task
+list with a dependency, starts an implementer and a tester in their own
+worktrees (their playbooks and the lead policy come from
+``examples/lead/team.toml``), reads what they report, and shuts them down.
 
 Everything a demo makes is named after its root directory: the repository
 and home under it, and its private tmux server (``demo_socket``), so that
@@ -17,18 +23,31 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from swarm.agent.definitions import load_agents
+from swarm.agent.headless import MainAgent, MainSession
+from swarm.agent.limits import Limits
+from swarm.agent.skills import load_skills
+from swarm.agent.tools.team_tools import team_tools
 from swarm.backends.git import git
 from swarm.backends.select import make_backend, tmux_usable
 from swarm.core.home import Home
 from swarm.core.permlog import PermissionEvent
+from swarm.core.protocol import LeadPolicy
 from swarm.core.teams import TeamStore
-from swarm.errors import BackendError
+from swarm.errors import BackendError, SwarmError
+from swarm.models.base import ModelProvider
+from swarm.models.scripted import SCRIPTED, ScriptedProvider
 from swarm.runtime.coordinator import LeadMessage
+from swarm.runtime.lead import LeadOutcome, LeadTeam, run_lead
 from swarm.runtime.sample import examples_dir, make_sample_repo
-from swarm.runtime.up import Report, run_headless, stop_team
+from swarm.runtime.up import Report, stop_team
 from swarm.runtime.upfile import load_upfile
 
 DEMO_TEAM = "feature"
+"""The team the demo's lead creates (``examples/lead/lead.toml``)."""
+DEMO_EXAMPLE = "lead"
+DEMO_PROMPT = ("Add slugify(text) to text_utils.py with a test. Lead a team: one teammate implements it, "
+               "another tests it once it is implemented; then shut the team down.")
 TIMEOUT = 120.0
 
 
@@ -46,6 +65,8 @@ class DemoRun:
     """(from, to, text) of messages teammates sent each other."""
     history: str
     """``git log --graph --all`` of the demo repository afterwards."""
+    answer: str = ""
+    """The lead model's final answer."""
 
 
 def run_demo(env: Mapping[str, str], *, backend: str = "auto", root: Path | None = None,
@@ -57,13 +78,41 @@ def run_demo(env: Mapping[str, str], *, backend: str = "auto", root: Path | None
     home = Home(root / "home")
     socket, own_socket = demo_socket(root, env)
     chosen = make_backend(backend, env=env, tmux_socket=socket).name
-    spec = load_upfile(examples_dir() / DEMO_TEAM / "team.toml")
-    report = run_headless(home, spec, cwd=repo, env={**env, "SWARM_HOME": str(home.root)}, timeout=TIMEOUT,
-                          tmux_socket=socket if chosen == "tmux" else None, offline=True, backend=chosen,
-                          on_message=on_message, on_decision=on_decision)
+    outcome = _lead(home, repo, {**env, "SWARM_HOME": str(home.root)}, chosen,
+                    socket if chosen == "tmux" else None, on_message, on_decision)
+    if outcome.report is None:
+        raise SwarmError(f"the demo's lead did not create its team ({outcome.reason}): {outcome.run.detail}")
+    report = outcome.report.model_copy(update={"ok": outcome.reason == "done" and outcome.run.ok,
+                                               "reason": "settled" if outcome.reason == "done" else outcome.reason})
     return DemoRun(root=root, repo=repo, home=home, backend=chosen, tmux_socket=socket if chosen == "tmux" else None,
                    own_socket=own_socket and chosen == "tmux", report=report, chatter=_chatter(home, DEMO_TEAM),
-                   history=git(repo, "log", "--graph", "--oneline", "--all", "--decorate=short"))
+                   history=git(repo, "log", "--graph", "--oneline", "--all", "--decorate=short"),
+                   answer=outcome.run.text)
+
+
+def _lead(home: Home, repo: Path, env: Mapping[str, str], backend: str, socket: str | None,
+          on_message: Callable[[LeadMessage], None], on_decision: Callable[[PermissionEvent], None]) -> LeadOutcome:
+    """Run the scripted lead model on the demo prompt, with the example's policy and teammate playbooks."""
+    example = examples_dir() / DEMO_EXAMPLE
+    spec = load_upfile(example / "team.toml")
+    offline = {k: v for k, v in env.items() if not k.startswith("ANTHROPIC_")}
+    policy = LeadPolicy(allow=spec.lead.policy.allow, deny=spec.lead.policy.deny, plans=spec.lead.policy.plans)
+    lead = LeadTeam(home, offline, repo, backend=backend, tmux_socket=socket, policy=policy,
+                    playbooks={m.name: m.playbook for m in spec.members if m.playbook is not None})
+
+    def scripted(model: str) -> ModelProvider:
+        return ScriptedProvider(example / "lead.toml", variables={"agent_name": "team-lead", "team": DEMO_TEAM})
+
+    main = MainAgent(catalog=load_agents(repo, env=offline), env=offline, make_provider=scripted,
+                     agents_dir=home.root / "runs" / "demo", skills=load_skills(repo, env=offline))
+    session = MainSession(scripted(SCRIPTED), cwd=repo, limits=Limits(max_turns=50), main=main,
+                          extra_tools=team_tools(lead), team_control=lead,
+                          transcript=home.root / "runs" / "demo" / "lead.jsonl")
+    try:
+        return run_lead(session, lead, DEMO_PROMPT, timeout=TIMEOUT, shutdown_timeout=spec.lead.shutdown_timeout,
+                        on_message=on_message, on_decision=on_decision)
+    finally:
+        session.close()
 
 
 def _chatter(home: Home, team: str) -> list[tuple[str, str, str]]:

@@ -34,6 +34,7 @@ from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.members import request_shutdown
 from swarm.core.names import LEAD_NAME, validate_name
+from swarm.core.permlog import PermissionEvent
 from swarm.core.protocol import (
     IdleNotification,
     LeadPolicy,
@@ -68,6 +69,8 @@ class LeadTeam:
     backend: str = "auto"
     tmux_socket: str | None = None
     policy: LeadPolicy | None = None
+    playbooks: Mapping[str, Path] = field(default_factory=dict)
+    """Offline playbooks for teammates by name (the scripted model; ``--teammate-playbook``)."""
     team: str | None = None
     spawned: list[str] = field(default_factory=list)
 
@@ -104,7 +107,8 @@ class LeadTeam:
         request = SpawnRequest(team=team, name=name, prompt=prompt, backend=self.backend,
                                agent_type=agent_type or "general-purpose", model=model,
                                permission_mode=mode or "default", plan_mode_required=plan_mode_required,
-                               cwd=where, tmux_socket=self.tmux_socket, worktree=isolation == "worktree")
+                               cwd=where, tmux_socket=self.tmux_socket, worktree=isolation == "worktree",
+                               playbook=self.playbooks.get(name))
         try:
             spawned = spawn_reporting(self.home, request, self.env)
             wait_joined(self.home, team, [name])
@@ -149,7 +153,8 @@ class LeadOutcome:
 
 def run_lead(session: MainSession, lead: LeadTeam, prompt: str, *, timeout: float = 0,
              shutdown_timeout: float = SHUTDOWN_TIMEOUT,
-             on_message: Callable[[LeadMessage], None] = lambda m: None) -> LeadOutcome:
+             on_message: Callable[[LeadMessage], None] = lambda m: None,
+             on_decision: Callable[[PermissionEvent], None] = lambda d: None) -> LeadOutcome:
     """Run the lead's first turn, then its team, to the end (see the module docstring)."""
     began, since = time.monotonic(), now_ms()
     deadline = began + timeout if timeout else float("inf")
@@ -157,14 +162,15 @@ def run_lead(session: MainSession, lead: LeadTeam, prompt: str, *, timeout: floa
     if lead.team is None:
         return LeadOutcome(run, None, None, "no_team")
     team = lead.team
-    coordinator = Coordinator(lead.home, team, plans_by_model=True, on_message=on_message)
+    coordinator = Coordinator(lead.home, team, plans_by_model=True, on_message=on_message, on_decision=on_decision)
     reason = "done"
     try:
         run, reason = _lead_loop(session, lead, coordinator, run, deadline)
     except KeyboardInterrupt:
         reason = "interrupted"
     finally:
-        outcomes = stop_team(lead.home, team, lead.env, timeout=0.0 if reason != "done" else shutdown_timeout) \
+        # the handshake when the run ended or was interrupted; at the time limit nothing more is waited for
+        outcomes = stop_team(lead.home, team, lead.env, timeout=0.0 if reason == "timeout" else shutdown_timeout) \
             if TeamStore(lead.home).exists(team) else []
         coordinator.pump(0) if TeamStore(lead.home).exists(team) else None
         coordinator.close()

@@ -103,7 +103,8 @@ def _sweep_gone(home: Home, team: str, member: Member) -> Outcome:
     sweep(member, KILL_GRACE)
     if member.status not in GONE_STATUSES:  # it was starting: it never ran as a member
         mark_gone(home, team, member.name, "killed")
-    return Outcome(member.name, "not_running")
+    # a teammate that stopped by itself (it approved a shutdown) leaves its worktree to be settled here
+    return Outcome(member.name, "not_running", member.status or "", worktree=settle(home, team, member))
 
 
 def _await(home: Home, team: str, members: list[Member], requests: dict[str, str],

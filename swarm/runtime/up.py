@@ -203,7 +203,9 @@ def team_report(home: Home, team: str, coordinator: Coordinator, outcomes: list[
             continue
         outcome = by_name.get(member.name)
         members.append({
-            "name": member.name, "stopped": outcome.result if outcome else None,
+            "name": member.name,
+            "stopped": (member.status or outcome.result) if outcome and outcome.result == "not_running"
+            else outcome.result if outcome else None,
             "result": coordinator.results.get(member.name), "failure": coordinator.failures.get(member.name),
             "tokens": member.tokens or 0, "worktree": member.worktree_path,
         })

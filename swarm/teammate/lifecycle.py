@@ -88,8 +88,8 @@ class Lifecycle:
         self._enter("idle", tokens)
 
     def _enter(self, state: Literal["idle", "busy"], tokens: int) -> None:
-        if self.stopping:
-            return
+        if self.stopping or (state == "idle" and self.owed is not None):
+            return  # stopping, or about to: "idle" would tell the lead this teammate waits for work
         self.state = state
         if (state, tokens) == self._published:
             return

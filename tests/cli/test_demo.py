@@ -30,6 +30,11 @@ def test_demo_runs_offline_and_cleans_up() -> None:
     assert "tester → lead: slugify verified" in out
     assert re.search(r"swarm/feature/tester: 2 commit\(s\) ahead", out)
     assert "ok: settled" in out
+    # the lead is a model: it wrote the task list, the teammates claimed and finished it, it shut them down
+    assert "#1 Implement slugify() in text_utils.py — completed by implementer" in out
+    assert "#2 Test slugify() with test_slugify.py (after 1) — completed by tester" in out
+    assert "the lead's last word: Done: slugify() is in text_utils.py" in out
+    assert "implementer: stopped" in out and "tester: stopped" in out
     [root] = re.findall(r"cleaned up (\S+)", out)
     assert not Path(root).exists()
 
@@ -42,6 +47,8 @@ def test_demo_on_tmux_json_report_and_keep(tmp_path: Path) -> None:
         assert result.returncode == 0, result.stderr
         report = json.loads(result.stdout[: result.stdout.rindex("}") + 1])
         assert report["ok"] is True and report["reason"] == "settled"
+        assert [(t["id"], t["status"], t["owner"]) for t in report["tasks"]] == [
+            ("1", "completed", "implementer"), ("2", "completed", "tester")]
         assert sorted((w["teammate"], w["ahead"]) for w in report["worktrees"]) == [("implementer", 1), ("tester", 2)]
         kept = Path(re.findall(r"kept: (\S+) ", result.stdout)[0])
         assert (kept / "repo" / ".swarm" / "worktrees" / "feature" / "tester" / "test_slugify.py").exists()

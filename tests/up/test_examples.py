@@ -41,7 +41,7 @@ def test_every_example_has_a_test() -> None:
     """A new example team must get its expectations here too."""
     assert EXAMPLES.resolve() == examples_dir()
     teams = sorted(p.name for p in EXAMPLES.iterdir() if (p / "team.toml").is_file())
-    assert teams == ["feature", "plan-first", "review"]
+    assert teams == ["feature", "lead", "plan-first", "review"]  # lead: swarm demo's team (tests/cli/test_demo.py)
 
 
 def test_review_finds_the_eval_and_the_policy_approves_git_log(up: Up) -> None:
