@@ -31,6 +31,18 @@ from swarm.models.scripted import SCRIPTED
 from swarm.runtime.lead import LeadOutcome, LeadTeam, run_lead
 
 
+def _playbooks(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for value in values:
+        name, sep, path = value.partition("=")
+        if not sep or not name or not path:
+            raise click.BadParameter(f"{value!r}: expected NAME=PLAYBOOK")
+        if not Path(path).is_file():
+            raise click.BadParameter(f"{path}: no such playbook file")
+        found[name] = Path(path).resolve()
+    return found
+
+
 @click.command("run")
 @click.option("-p", "--prompt", required=True, help="The task; '-' reads it from stdin.")
 @click.option("--model", "-m", default=None, help="Model id, or 'scripted[:PLAYBOOK]' for the offline model.")
@@ -55,12 +67,15 @@ from swarm.runtime.lead import LeadOutcome, LeadTeam, run_lead
 @click.option("--backend", type=click.Choice(["auto", "tmux", "subprocess"]), default="auto", show_default=True,
               help="Where teammates the agent starts run.")
 @click.option("--rm", "remove", is_flag=True, help="Delete the team the agent created when the run ends.")
+@click.option("--teammate-playbook", "teammate_playbooks", multiple=True, metavar="NAME=PLAYBOOK",
+              callback=_playbooks, help="Run teammate NAME on the offline scripted model with PLAYBOOK (repeatable).")
 @json_option
 @click.pass_context
 def run(ctx: click.Context, prompt: str, model: str | None, playbook: Path | None, cwd: Path | None,
         max_turns: int, token_budget: int, timeout: float, transcript: Path | None,
         allow_writes_outside_cwd: bool, agent_name: str | None, agents_json: str | None, allow: tuple[str, ...],
-        deny: tuple[str, ...], backend: str, remove: bool, as_json: bool) -> None:
+        deny: tuple[str, ...], backend: str, remove: bool, teammate_playbooks: dict[str, Path],
+        as_json: bool) -> None:
     """Run one agent on PROMPT and print its final answer; the agent may lead a team.
 
     With TeamCreate the agent becomes a team lead: it writes a task list,
@@ -89,7 +104,7 @@ def run(ctx: click.Context, prompt: str, model: str | None, playbook: Path | Non
                      agents_dir=_agents_dir(home_of(ctx), transcript), definition=definition, skills=skills,
                      note=_note)
     policy = LeadPolicy(allow=list(allow), deny=list(deny)) if allow or deny else None
-    lead = LeadTeam(home_of(ctx), env, workdir, backend=backend, policy=policy)
+    lead = LeadTeam(home_of(ctx), env, workdir, backend=backend, policy=policy, playbooks=teammate_playbooks)
     cancel = threading.Event()
     previous = signal.signal(signal.SIGINT, _first_interrupt(cancel))
     session = MainSession(provider, cwd=workdir, main=main, transcript=transcript, cancel=cancel,
