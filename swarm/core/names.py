@@ -26,6 +26,11 @@ def _describe(char: str) -> str:
     return f"U+{ord(char):04X}" + (f" ({name.lower()})" if name else "")
 
 
+def valid_name(name: str) -> bool:
+    """True if ``name`` may be a path component (see ``validate_name``)."""
+    return isinstance(name, str) and _VALID.fullmatch(name) is not None
+
+
 def validate_name(name: str, kind: str = "name") -> str:
     """Return ``name`` unchanged if it is 1-64 of ``[A-Za-z0-9_-]``, else raise.
 

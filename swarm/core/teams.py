@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 from collections.abc import Callable
@@ -11,9 +12,11 @@ from swarm.core.clock import now_ms
 from swarm.core.codecs import TeamCodec
 from swarm.core.home import Home, ensure_dir
 from swarm.core.jsonfile import LockedJsonFile
-from swarm.core.names import LEAD_NAME, agent_id, validate_name
+from swarm.core.names import LEAD_NAME, agent_id, valid_name, validate_name
 from swarm.core.protocol import COLORS, Member, TeamFile
 from swarm.errors import ConflictError, CorruptFileError, NotFoundError
+
+log = logging.getLogger(__name__)
 
 
 class TeamStore:
@@ -57,6 +60,9 @@ class TeamStore:
             return []
         teams = []
         for entry in sorted(self.home.teams_dir.iterdir()):
+            if not valid_name(entry.name):  # Claude Code's `<team>.deleted-<uuid>` tombstones, stray files
+                log.debug("skipped a teams/ entry that is not a team", extra={"entry": entry.name})
+                continue
             if entry.is_dir() and (entry / "config.json").exists():
                 team = self._file(entry.name).read()
                 if team is not None:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from swarm.backends.base import Backend, Handle
 from swarm.backends.procs import is_pid_alive, kill_tree
 from swarm.backends.select import make_backend
+from swarm.core.names import LEAD_NAME
 from swarm.core.protocol import Member
 from swarm.errors import BackendError
 
@@ -57,6 +58,30 @@ class Backends:
 def process_alive(member: Member) -> bool:
     """True if the member's recorded process still runs (pid reuse ruled out by its create time)."""
     return member.pid is not None and is_pid_alive(member.pid, member.proc_start)
+
+
+def claude_code_member(member: Member) -> bool:
+    """A teammate Claude Code started (no pid recorded: its own lead keeps that), in a pane or in-process."""
+    return member.pid is None and member.backend_type in ("tmux", "in-process") and member.name != LEAD_NAME
+
+
+def is_running(member: Member, backends: Backends) -> bool:
+    """Whether the member's teammate is running, judged per backend.
+
+    swarm's own: its pid, with the create time (``process_alive``). A Claude
+    Code pane teammate: its tmux pane exists (``isActive: false`` only means
+    idle there). A Claude Code in-process teammate lives inside its lead,
+    which swarm cannot see: it counts as running while its entry says so.
+    """
+    if not claude_code_member(member):
+        return bool(member.is_active) and process_alive(member)
+    if member.backend_type == "in-process":
+        return member.status not in ("stopped", "killed", "dead")
+    try:
+        return backends.of(member).is_alive(handle_of(member))
+    except BackendError as exc:
+        log.info("pane liveness unknown", extra={"agent": member.name, "reason": str(exc)})
+        return False
 
 
 def stop_processes(member: Member, backends: Backends, grace: float) -> None:

@@ -22,6 +22,7 @@ import logging
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
@@ -35,16 +36,24 @@ from swarm.core.members import (
 from swarm.core.names import LEAD_NAME
 from swarm.core.protocol import (
     Member,
+    ShutdownApproved,
     ShutdownRejected,
     entry_frame,
 )
 from swarm.core.teams import TeamStore
 from swarm.errors import NotFoundError
-from swarm.runtime.handles import Backends, process_alive, stop_processes, sweep
+from swarm.runtime.handles import (
+    Backends,
+    is_running,
+    stop_processes,
+    sweep,
+)
 from swarm.runtime.liveness import reap_dead
 from swarm.runtime.worktrees import Worktree, settle
 
 log = logging.getLogger(__name__)
+
+F = TypeVar("F", ShutdownApproved, ShutdownRejected)
 
 POLL = 0.02
 KILL_GRACE = 2.0
@@ -82,7 +91,8 @@ def shutdown(home: Home, team: str, names: Iterable[str] | None, env: Mapping[st
     """
     reap_dead(home, team)
     members = live_members(home, team, names)
-    running = [m for m in members if m.is_active and process_alive(m)]
+    backends = Backends(env)
+    running = [m for m in members if is_running(m, backends)]
     outcomes = [_sweep_gone(home, team, m) for m in members if m not in running]
     requests = {m.name: request_shutdown(home, team, m.name, reason) for m in running}
     outcomes += _await(home, team, running, requests, env, timeout, escalate)
@@ -115,8 +125,10 @@ def _await(home: Home, team: str, members: list[Member], requests: dict[str, str
     backends = Backends(env)
     while waiting and time.monotonic() < deadline:
         rejected = _rejections(home, team, requests)
+        approved = _approvals(home, team, requests)
         for name, member in list(waiting.items()):
-            if not process_alive(member):
+            in_process = member.backend_type == "in-process"
+            if (in_process and name in approved) or (not in_process and not is_running(member, backends)):
                 outcomes.append(_finish(home, team, member, backends, "approved"))
                 del waiting[name]
             elif name in rejected and escalate:
@@ -128,18 +140,31 @@ def _await(home: Home, team: str, members: list[Member], requests: dict[str, str
                 del waiting[name]
         time.sleep(POLL)
     for member in waiting.values():
+        if member.backend_type == "in-process":  # it lives inside a Claude Code lead: nothing to signal
+            outcomes.append(Outcome(member.name, "no_answer", "an in-process teammate stops with its lead"))
+            continue
         outcomes.append(force_stop(home, team, member, env, why=f"did not shut down within {timeout:g}s",
                                    backends=backends))
     return outcomes
 
 
 def _rejections(home: Home, team: str, requests: dict[str, str]) -> dict[str, str]:
+    return {name: frame.reason for name, frame in _answers(home, team, requests, ShutdownRejected).items()}
+
+
+def _approvals(home: Home, team: str, requests: dict[str, str]) -> set[str]:
+    return set(_answers(home, team, requests, ShutdownApproved))
+
+
+def _answers(home: Home, team: str, requests: dict[str, str], kind: type[F]) -> dict[str, F]:
+    """Answers of ``kind`` to our requests in the lead's inbox, by teammate (each from the teammate asked)."""
     by_id = {rid: name for name, rid in requests.items()}
-    found = {}
+    found: dict[str, F] = {}
     for entry in Mailbox(home, team).read(LEAD_NAME):
         frame = entry_frame(entry)
-        if isinstance(frame, ShutdownRejected) and frame.request_id in by_id and frame.sender == by_id[frame.request_id]:
-            found[by_id[frame.request_id]] = frame.reason
+        if isinstance(frame, kind) and getattr(frame, "request_id", None) in by_id \
+                and getattr(frame, "sender", None) == by_id[getattr(frame, "request_id")]:
+            found[by_id[getattr(frame, "request_id")]] = frame
     return found
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
+
 from pydantic import BaseModel
 
 from swarm.core.clock import now_ms
@@ -11,7 +14,12 @@ from swarm.core.names import LEAD_NAME
 from swarm.core.protocol import Member
 from swarm.core.teams import TeamStore
 from swarm.errors import SwarmError
-from swarm.runtime.handles import process_alive
+from swarm.runtime.handles import (
+    Backends,
+    claude_code_member,
+    is_running,
+    process_alive,
+)
 from swarm.runtime.liveness import reap_dead
 from swarm.runtime.worktrees import of_member
 
@@ -40,18 +48,19 @@ class MemberStatus(BaseModel):
     """Short summary: commits ahead, uncommitted paths, diffstat totals."""
 
 
-def team_status(home: Home, team: str) -> list[MemberStatus]:
+def team_status(home: Home, team: str, env: Mapping[str, str] | None = None) -> list[MemberStatus]:
     """Status of every member; dead teammates are detected (and reported once) first."""
     reap_dead(home, team)
     mailbox = Mailbox(home, team)
-    return [_row(team, m, len(mailbox.pending(m.name))) for m in TeamStore(home).get(team).members]
+    backends = Backends(os.environ if env is None else env)
+    return [_row(team, m, len(mailbox.pending(m.name)), backends) for m in TeamStore(home).get(team).members]
 
 
-def _row(team: str, member: Member, undelivered: int) -> MemberStatus:
+def _row(team: str, member: Member, undelivered: int, backends: Backends) -> MemberStatus:
     last = member.last_activity
     row = MemberStatus(
         name=member.name, agent_type=member.agent_type, backend=member.backend_type or "",
-        pid=member.pid, pane=member.tmux_pane_id, state=_state(member), undelivered=undelivered,
+        pid=member.pid, pane=member.tmux_pane_id, state=_state(member, backends), undelivered=undelivered,
         last_activity_ms=last, idle_for_s=(now_ms() - last) / 1000 if last else None,
         tokens=member.tokens or 0, color=member.color, cwd=member.cwd, worktree=member.worktree_path,
     )
@@ -73,9 +82,11 @@ def _add_worktree(team: str, member: Member, row: MemberStatus) -> None:
             row.worktree_ahead, row.worktree_changes = tree.ahead, tree.summary
 
 
-def _state(member: Member) -> str:
+def _state(member: Member, backends: Backends) -> str:
     if member.name == LEAD_NAME:
         return "lead"
+    if claude_code_member(member):  # Claude Code's isActive means busy, not alive
+        return ("busy" if member.is_active else "idle") if is_running(member, backends) else "stopped"
     if member.is_active and process_alive(member):
         return member.status if member.status in ("idle", "busy", "starting") else "idle"
     if member.is_active and member.pid is None:
