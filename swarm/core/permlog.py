@@ -36,6 +36,8 @@ class PermissionEvent(BaseModel):
     input: dict[str, Any] | None = None
     description: str | None = None
     suggestions: list[str] = []
+    permission_suggestions: list[Any] = []
+    """A Claude Code teammate's own suggestion objects (e.g. ``addDirectories``), kept as it sent them."""
     plan: str | None = None
     decision: Literal["allow", "deny"] | None = None
     by: str | None = None

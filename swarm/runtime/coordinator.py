@@ -28,7 +28,14 @@ from swarm.core.protocol import (
 )
 from swarm.core.teams import TeamStore
 from swarm.errors import ConflictError
-from swarm.runtime.desk import answer_by_policy, answer_plan, approve, deny
+from swarm.runtime.desk import (
+    answer_by_policy,
+    answer_plan,
+    approve,
+    deny,
+    ingest_requests,
+)
+from swarm.runtime.handles import claude_code_senders
 from swarm.runtime.liveness import reap_dead
 
 log = logging.getLogger(__name__)
@@ -89,7 +96,10 @@ class Coordinator:
         reap_dead(self.home, self.team)
 
     def _record(self, entry: InboxEntry) -> None:
-        frame = entry_frame(entry)
+        senders = claude_code_senders(TeamStore(self.home).get(self.team))
+        frame = entry_frame(entry, unmarked_from=senders)
+        if isinstance(frame, PermissionRequest) and senders:
+            ingest_requests(self.home, self.team, [entry])  # a Claude Code teammate keeps no permission record
         message = LeadMessage(entry.sender, _kind(frame), entry.text, entry.summary, entry.timestamp,
                               frame=None if isinstance(frame, str) else frame)
         if isinstance(frame, IdleNotification):

@@ -8,48 +8,81 @@ recorded with who decided) and is delivered to the teammate's inbox as a
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from swarm.agent.permissions.policy import PERMISSION_MODES, CallFacts, rule_decision
 from swarm.agent.permissions.rules import as_update
 from swarm.agent.permissions.settings import rules_of
-from swarm.core.clock import now_iso
+from swarm.core.clock import now_iso, now_ms
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.names import LEAD_NAME
 from swarm.core.permlog import PermissionEvent, PermissionLog
 from swarm.core.protocol import (
+    InboxEntry,
     LeadPolicy,
+    PermissionRequest,
     PermissionResponse,
     PermissionResponseBody,
     PlanApprovalResponse,
     TeamFile,
+    entry_frame,
 )
 from swarm.core.teams import TeamStore
 from swarm.errors import ConflictError, UsageError
+from swarm.runtime.handles import claude_code_senders
 
 log = logging.getLogger(__name__)
 
 
 def pending(home: Home, team: str) -> list[PermissionEvent]:
     TeamStore(home).get(team)
+    ingest_requests(home, team)
     return PermissionLog(home, team).pending()
+
+
+def ingest_requests(home: Home, team: str, entries: Iterable[InboxEntry] | None = None) -> list[PermissionEvent]:
+    """Record the permission requests Claude Code teammates wrote to the lead's inbox.
+
+    swarm's teammates record their requests in ``permissions.jsonl`` themselves;
+    Claude Code's only write the frame, so the lead side records them here
+    (once each) and they are answered like any other. ``entries``: those a
+    caller took from the inbox already; default, the inbox as it is.
+    """
+    senders = claude_code_senders(TeamStore(home).get(team))
+    if not senders:
+        return []
+    permlog = PermissionLog(home, team)
+    known = {event.request_id for event in permlog.events()}
+    added = []
+    for entry in Mailbox(home, team).read(LEAD_NAME) if entries is None else entries:
+        frame = entry_frame(entry, unmarked_from=senders)
+        if isinstance(frame, PermissionRequest) and frame.request_id not in known:
+            event = PermissionEvent(event="request", request_id=frame.request_id, ts=now_ms(), agent=entry.sender,
+                                    tool=frame.tool_name, input=frame.input, description=frame.description,
+                                    permission_suggestions=frame.permission_suggestions)
+            permlog.record_request(event)
+            known.add(frame.request_id)
+            added.append(event)
+    return added
 
 
 def approve(home: Home, team: str, request_id: str, *, always: bool = False, by: str = "lead",
             updated_input: dict[str, Any] | None = None) -> PermissionEvent:
     """Let the call run; ``always`` also adds the suggested rule for that teammate."""
     permlog = PermissionLog(home, team)
+    ingest_requests(home, team)
     request = _permission(permlog, request_id)
-    rule = _rule_to_add(request) if always else None
+    own = request.permission_suggestions if always else []  # a Claude Code teammate applies its own suggestions
+    rule = _rule_to_add(request) if always and not own else None
 
     def deliver() -> None:
         if rule:
             TeamStore(home).modify(team, lambda t: _add_rule(t, request.agent, rule))
-        body = PermissionResponseBody(
-            updated_input=updated_input,
-            permission_updates=[as_update(rule)] if rule else None)
+        updates = own or ([as_update(rule)] if rule else None)
+        body = PermissionResponseBody(updated_input=updated_input, permission_updates=updates)
         _send(home, team, request.agent, PermissionResponse(request_id=request_id, subtype="success", response=body))
 
     return permlog.decide(request, "allow", by, rule_added=rule, deliver=deliver)
@@ -57,6 +90,7 @@ def approve(home: Home, team: str, request_id: str, *, always: bool = False, by:
 
 def deny(home: Home, team: str, request_id: str, *, reason: str | None = None, by: str = "lead") -> PermissionEvent:
     permlog = PermissionLog(home, team)
+    ingest_requests(home, team)
     request = _permission(permlog, request_id)
     why = reason or "denied by the lead"
 

@@ -23,7 +23,7 @@ from swarm.backends.base import Backend, Handle
 from swarm.backends.procs import is_pid_alive, kill_tree
 from swarm.backends.select import make_backend
 from swarm.core.names import LEAD_NAME
-from swarm.core.protocol import Member
+from swarm.core.protocol import Member, TeamFile
 from swarm.errors import BackendError
 
 log = logging.getLogger(__name__)
@@ -105,3 +105,8 @@ def sweep(member: Member, grace: float) -> None:
     """Stop what a gone member left behind (its token's processes); its recorded pid only if still its own."""
     if member.proc_token or member.pid is not None:
         kill_tree(member.pid, grace, member.proc_start, token=member.proc_token)
+
+
+def claude_code_senders(team: TeamFile) -> frozenset[str]:
+    """Names of the team's Claude Code teammates: their frames about themselves count without swarm's marker."""
+    return frozenset(m.name for m in team.members if claude_code_member(m))

@@ -44,6 +44,7 @@ from swarm.core.teams import TeamStore
 from swarm.errors import NotFoundError
 from swarm.runtime.handles import (
     Backends,
+    claude_code_senders,
     is_running,
     stop_processes,
     sweep,
@@ -160,8 +161,9 @@ def _answers(home: Home, team: str, requests: dict[str, str], kind: type[F]) -> 
     """Answers of ``kind`` to our requests in the lead's inbox, by teammate (each from the teammate asked)."""
     by_id = {rid: name for name, rid in requests.items()}
     found: dict[str, F] = {}
+    senders = claude_code_senders(TeamStore(home).get(team))
     for entry in Mailbox(home, team).read(LEAD_NAME):
-        frame = entry_frame(entry)
+        frame = entry_frame(entry, unmarked_from=senders)
         if isinstance(frame, kind) and getattr(frame, "request_id", None) in by_id \
                 and getattr(frame, "sender", None) == by_id[getattr(frame, "request_id")]:
             found[by_id[getattr(frame, "request_id")]] = frame
