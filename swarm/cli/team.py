@@ -10,6 +10,7 @@ from swarm.cli.options import home_of, json_option, team_name_argument
 from swarm.cli.render import emit_json, table
 from swarm.core.clock import now_ms
 from swarm.core.protocol import TeamFile
+from swarm.core.signing import rotate_lead_key
 from swarm.core.teams import TeamStore
 from swarm.runtime.shutdown import delete_team
 
@@ -27,6 +28,7 @@ def team() -> None:
 def create(ctx: click.Context, name: str, description: str | None, as_json: bool) -> None:
     """Create team NAME with its team-lead member."""
     created = TeamStore(home_of(ctx)).create(name, description)
+    rotate_lead_key(home_of(ctx), name)
     if as_json:
         emit_json(_team_json(created))
     else:

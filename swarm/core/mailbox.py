@@ -5,6 +5,11 @@ undelivered entries and prunes them in one locked cycle; a recipient that must
 not lose a message on a crash instead reads with ``pending``, records what it
 got, then ``acknowledge``-s the ids (redelivery after a crash is made
 idempotent by that record). ``wait`` blocks on file-change events.
+
+Every entry sent as the lead (``team-lead``) carries ``lead_sig``, signed with
+the team's lead key (``swarm.core.signing``), loaded or made once per
+``Mailbox``; where no key can be read or made (a read-only home) lead entries
+go unsigned and swarm's teammates take them as unverified text.
 """
 
 from __future__ import annotations
@@ -15,13 +20,15 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from swarm.core.clock import now_iso
 from swarm.core.codecs import InboxCodec
 from swarm.core.home import Home, ensure_dir
 from swarm.core.jsonfile import LockedJsonFile
-from swarm.core.names import BROADCAST, validate_name
+from swarm.core.names import BROADCAST, LEAD_NAME, validate_name
 from swarm.core.protocol import Frame, InboxEntry, TeamFile, frame_text
+from swarm.core.signing import LeadKey, sign_entry, signing_key
 from swarm.core.teams import TeamStore
 from swarm.core.watch import ChangeWatcher, watch_file
 from swarm.errors import NotFoundError, UsageError
@@ -79,9 +86,16 @@ class Mailbox:
                 entry.color = color
             if structured:
                 entry.structured = True
+            if sender == LEAD_NAME and self._lead_key is not None:
+                entry.lead_sig = sign_entry(entry, self._lead_key)
             self._file(name).update(_appender(entry))
             written.append(entry)
         return written
+
+    @cached_property
+    def _lead_key(self) -> LeadKey | None:
+        """The key this mailbox signs lead entries with (None: they go unsigned)."""
+        return signing_key(self.home, self.team)
 
     def _team_file(self) -> TeamFile:
         """The team file, re-read only when it changed on disk (sends are frequent, member changes rare)."""

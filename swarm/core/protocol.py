@@ -16,16 +16,19 @@ through the structured path (``Mailbox.send_frame`` marks the entry
   that member only, and the entry's own ``from`` must be the same name.
 
 Anything else — a model's plain SendMessage text that looks like a frame, a
-frame claiming another sender — is ordinary text. Entries are not signed yet:
-a process that can write the inbox file directly can still forge an entry's
-``from`` (signing the lead's entries is a separate step).
+frame claiming another sender — is ordinary text.
+
+A lead-only frame also needs the lead's signature: it counts only when the
+reader's ``LeadVerifier`` (``swarm.core.signing``) verifies its entry — signed
+by the lead's key, not stale, its ``msg_id`` not taken in before. A reader
+without a verifier (the runtime reading the lead's inbox) never acts on one.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from typing import Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 from pydantic import (
     BaseModel,
@@ -38,6 +41,9 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from swarm.core.names import LEAD_NAME, RUNTIME_NAME
+
+if TYPE_CHECKING:
+    from swarm.core.signing import LeadVerifier
 
 log = logging.getLogger(__name__)
 
@@ -342,21 +348,36 @@ LEAD_FRAMES: tuple[type[_Wire], ...] = (ShutdownRequest, PermissionResponse, Pla
 """Frames only the lead (or the runtime acting for it) may send."""
 
 
-def entry_frame(entry: InboxEntry) -> Frame | str:
+def entry_frame(entry: InboxEntry, lead: LeadVerifier | None = None) -> Frame | str:
     """The frame ``entry`` carries if it came through the structured path from a sender that may send it.
 
     Everything else — plain text, text that merely looks like a frame, a frame
     from the wrong sender — comes back as the entry's text, to be read as an
     ordinary message. Never raises.
+
+    A lead-only frame counts only when ``lead`` verifies its entry: unsigned,
+    forged, replayed or stale ones (and every one, without ``lead``) are text.
     """
     if not entry.structured:
         return entry.text
     frame = parse_frame(entry.text)
-    if isinstance(frame, str) or _may_send(entry.sender, frame):
+    if isinstance(frame, str):
+        return frame
+    if isinstance(frame, LEAD_FRAMES) and not _lead_verified(entry, lead):
+        return entry.text
+    if _may_send(entry.sender, frame):
         return frame
     log.warning("frame from a sender that may not send it treated as text",
                 extra={"type": frame.type, "sender": entry.sender})
     return entry.text
+
+
+def _lead_verified(entry: InboxEntry, lead: LeadVerifier | None) -> bool:
+    if lead is not None and lead.verified(entry):
+        return True
+    log.warning("lead frame that could not be verified treated as text",
+                extra={"sender": entry.sender, "msg_id": entry.msg_id})
+    return False
 
 
 def _may_send(sender: str, frame: Frame) -> bool:

@@ -42,6 +42,7 @@ from swarm.core.protocol import (
     ShutdownApproved,
     ShutdownRejected,
 )
+from swarm.core.signing import rotate_lead_key
 from swarm.core.teams import TeamStore
 from swarm.errors import SwarmError
 from swarm.runtime.coordinator import Coordinator, LeadMessage
@@ -80,6 +81,7 @@ class LeadTeam:
         try:
             validate_name(name, "team name")
             TeamStore(self.home).create(name, description, cwd=str(self.cwd))
+            rotate_lead_key(self.home, name)
             if self.policy is not None:
                 policy = self.policy
                 TeamStore(self.home).modify(name, lambda t: setattr(t, "lead_policy", policy))

@@ -28,6 +28,7 @@ from swarm.core.mailbox import Mailbox, delivery_key
 from swarm.core.members import mark_gone
 from swarm.core.names import LEAD_NAME, RESERVED_NAMES, agent_id, validate_name
 from swarm.core.protocol import InboxEntry, Member, TeamFile, parse_frame
+from swarm.core.signing import verify_key_arg
 from swarm.core.teams import TeamStore
 from swarm.errors import BackendError, SwarmError, UsageError
 from swarm.models.playbook import load_playbook
@@ -208,7 +209,7 @@ def _launch(home: Home, request: SpawnRequest, member: Member, backend: str,
         plan_mode_required=request.plan_mode_required, cwd=request.cwd.resolve(),
         playbook=request.playbook.resolve() if request.playbook else None, backend=backend, home=home.root,
         allowed_tools=request.allowed_tools, disallowed_tools=request.disallowed_tools, skills=request.skills,
-        permission_timeout=request.permission_timeout,
+        permission_timeout=request.permission_timeout, lead_verify_key=verify_key_arg(home, request.team),
     )
     return LaunchSpec(argv=[sys.executable, "-m", "swarm.teammate", *config.argv()],
                       env=teammate_env(env, str(home.root), member.proc_token), cwd=request.cwd.resolve(), team=request.team,

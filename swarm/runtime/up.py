@@ -22,6 +22,7 @@ from swarm.core.home import Home
 from swarm.core.names import LEAD_NAME
 from swarm.core.permlog import PermissionEvent, PermissionLog
 from swarm.core.protocol import LeadPolicy, RuleLists, TeamFile
+from swarm.core.signing import rotate_lead_key
 from swarm.core.tasks import TaskStore
 from swarm.core.teams import TeamStore
 from swarm.errors import ConflictError, SwarmError
@@ -102,6 +103,7 @@ def _prepare_team(home: Home, spec: UpFile, cwd: Path) -> None:
             raise ConflictError(f"team {name!r} is already up ({', '.join(live)} running); `swarm down {name}` first")
     else:
         teams.create(name, spec.team.description, cwd=str(cwd))
+        rotate_lead_key(home, name)
 
     def configure(team: TeamFile) -> None:
         if spec.team.description:

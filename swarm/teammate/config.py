@@ -34,6 +34,9 @@ class TeammateConfig(BaseModel):
     """Skills preloaded into the system prompt (the team file's ``skills`` for this member)."""
     permission_timeout: float = 300.0
     """Seconds a permission or plan request waits for the lead before it counts as denied."""
+    lead_verify_key: str | None = None
+    """``<ms>.<base64url SPKI>`` of the lead's Ed25519 key (Claude Code's format); without it no
+    lead-only frame (shutdown, permission or plan answer) can be verified, so none is acted on."""
 
     def argv(self) -> list[str]:
         """The arguments that recreate this config (after the program)."""
@@ -41,7 +44,8 @@ class TeammateConfig(BaseModel):
                 "--agent-type", self.agent_type, "--permission-mode", self.permission_mode,
                 "--cwd", str(self.cwd), "--backend", self.backend]
         for flag, value in (("--color", self.color), ("--parent-session", self.parent_session),
-                            ("--model", self.model), ("--playbook", self.playbook), ("--home", self.home)):
+                            ("--model", self.model), ("--playbook", self.playbook), ("--home", self.home),
+                            ("--lead-verify-key", self.lead_verify_key)):
             if value is not None:
                 args += [flag, str(value)]
         if self.plan_mode_required:
@@ -76,6 +80,7 @@ def parse_args(argv: list[str]) -> TeammateConfig:
     parser.add_argument("--disallowed-tool", dest="disallowed_tools", action="append", default=[])
     parser.add_argument("--skill", dest="skills", action="append", default=[])
     parser.add_argument("--permission-timeout", type=float, default=300.0)
+    parser.add_argument("--lead-verify-key")
     ns = parser.parse_args(argv)
     validate_name(ns.team, "team name")
     validate_name(ns.name, "agent name")

@@ -42,6 +42,7 @@ from swarm.core.protocol import (
     ShutdownRequest,
     entry_frame,
 )
+from swarm.core.signing import LeadVerifier
 from swarm.core.teams import TeamStore
 from swarm.core.text import one_line
 from swarm.errors import ConflictError, SwarmError
@@ -54,8 +55,9 @@ log = logging.getLogger(__name__)
 
 class TeammateGate:
     def __init__(self, config: TeammateConfig, home: Home, mailbox: Mailbox, transcript: Transcript,
-                 settings: RuleSet, lifecycle: Lifecycle) -> None:
+                 settings: RuleSet, lifecycle: Lifecycle, lead: LeadVerifier) -> None:
         self.config = config
+        self.lead = lead
         self.lifecycle = lifecycle
         self.home = home
         self.mailbox = mailbox
@@ -144,21 +146,21 @@ class TeammateGate:
             return isinstance(frame, kind) and getattr(frame, "request_id", None) == request_id
 
         answer = wait_for_frame(self.mailbox, self.config.name, match, self.config.permission_timeout,
-                                abort=_is_shutdown)
+                                abort=_is_shutdown, lead=self.lead)
         if answer is None:
             by, why = ("shutdown", "the teammate was asked to shut down") if self._shutdown_owed() else (
                 "timeout", "no answer from the lead in time")
             try:
                 self.permlog.decide(event, "deny", by, reason=why)
             except ConflictError:  # answered just now: the response is on its way
-                answer = wait_for_frame(self.mailbox, self.config.name, match, 2.0)
+                answer = wait_for_frame(self.mailbox, self.config.name, match, 2.0, lead=self.lead)
         self.transcript.event("approval_answered", request_id=request_id, answered=answer is not None)
         return answer
 
     def _shutdown_owed(self) -> bool:
         """Does this teammate owe the lead a shutdown answer (including a request not delivered yet)?"""
         for entry in self.mailbox.pending(self.config.name):
-            frame = entry_frame(entry)
+            frame = entry_frame(entry, self.lead)
             if isinstance(frame, ShutdownRequest):
                 self.lifecycle.shutdown_requested(frame)
         return self.lifecycle.owed is not None

@@ -1,6 +1,8 @@
 """Waiting, inside a tool call, for one answer frame in the teammate's own inbox.
 
-Only frames ``entry_frame`` admits count (structured path, a sender that may send them).
+Only frames ``entry_frame`` admits count (structured path, a sender that may send them,
+and for the lead's answers its verified signature). A taken answer's msg_id is
+recorded with the ``LeadVerifier`` so a copy of it is refused as a replay.
 
 Only the matching entry is taken out of the inbox; everything else stays for
 normal delivery (which ignores and logs late or duplicate answers).
@@ -13,12 +15,13 @@ from collections.abc import Callable
 
 from swarm.core.mailbox import Mailbox, delivery_key
 from swarm.core.protocol import InboxEntry, entry_frame
+from swarm.core.signing import LeadVerifier
 
 Match = Callable[[object, InboxEntry], bool]
 
 
 def wait_for_frame(mailbox: Mailbox, agent: str, match: Match, timeout: float,
-                   abort: Match | None = None) -> object | None:
+                   abort: Match | None = None, *, lead: LeadVerifier) -> object | None:
     """The first frame in ``agent``'s inbox for which ``match`` holds, or None.
 
     None comes after ``timeout`` s, or as soon as a frame satisfies ``abort``
@@ -29,10 +32,11 @@ def wait_for_frame(mailbox: Mailbox, agent: str, match: Match, timeout: float,
         deadline = time.monotonic() + timeout
         while True:
             for entry in mailbox.pending(agent):
-                frame = entry_frame(entry)
+                frame = entry_frame(entry, lead)
                 if isinstance(frame, str):
                     continue
                 if match(frame, entry):
+                    lead.took([delivery_key(entry)])
                     mailbox.acknowledge(agent, [delivery_key(entry)])
                     return frame
                 if abort is not None and abort(frame, entry):

@@ -1,7 +1,9 @@
 """One teammate's life: join the team, deliver messages, run turns, leave.
 
 Frames count only when ``entry_frame`` admits them (structured path, right
-sender). A ``shutdown_request`` is shown to the model (so it can reject with a
+sender; a lead-only frame also verified by ``self.lead``, the lead's key from
+``--lead-verify-key`` with every msg_id taken in once). A lead entry that
+cannot be verified reaches the model marked ``verified="false"``. A ``shutdown_request`` is shown to the model (so it can reject with a
 reason) and owed an answer in the ``Lifecycle``, which approves it if the
 model's turn ends without one — a teammate never ignores a shutdown.
 Everything else becomes a turn of the agent loop, followed by an
@@ -38,6 +40,7 @@ from swarm.core.protocol import (
     TaskNotification,
     entry_frame,
 )
+from swarm.core.signing import LeadVerifier, VerifyKey
 from swarm.core.tasks import TaskStore
 from swarm.core.teams import TeamStore
 from swarm.errors import ModelError, SwarmError
@@ -76,6 +79,8 @@ class TeammateSession:
         self.transcript = Transcript(home.transcript_path(config.team, config.name))
         self.conversation = Conversation.resume(self.transcript)
         self.delivery = Delivery(self.mailbox, config.name, self.transcript)
+        self.lead = LeadVerifier(VerifyKey.parse(config.lead_verify_key) if config.lead_verify_key else None,
+                                 self.transcript.delivered_ids())
         self.tasks = TaskStore(home, config.team)
         self.pane_id = env.get("TMUX_PANE", "") if config.backend == "tmux" else "subprocess"
         self.lifecycle = Lifecycle(config, home, self.mailbox, self.transcript, self.pane_id)
@@ -86,7 +91,7 @@ class TeammateSession:
         )
         self.gate = TeammateGate(config, home, self.mailbox, self.transcript, settings_rules(
             config.cwd, self.teams.get(config.team).settings_digests or {},
-            lambda path: self.transcript.event("settings_allow_ignored", path=str(path))), self.lifecycle)
+            lambda path: self.transcript.event("settings_allow_ignored", path=str(path))), self.lifecycle, self.lead)
         self.env = env
         self.catalogs = Catalogs.load(config.cwd, env)
         agent = teammate_agent(config, self.catalogs, env, shutdown=self.lifecycle,
@@ -162,6 +167,7 @@ class TeammateSession:
             self.conversation.add(self._user_message(batch_texts(texts)), delivered=batch.keys)
         else:
             self.transcript.delivered(batch.keys)
+        self.lead.took(batch.keys)
         self.delivery.acknowledge(batch)
         if texts:
             self._turn()
@@ -178,7 +184,7 @@ class TeammateSession:
         """Texts for the model; answers the runtime handles itself are taken out."""
         texts = []
         for entry in entries:
-            frame = entry_frame(entry)
+            frame = entry_frame(entry, self.lead)
             if isinstance(frame, (PermissionResponse, PlanApprovalResponse)):
                 log.warning("ignored response with no waiting request", extra={"type": frame.type})
                 continue
@@ -187,9 +193,10 @@ class TeammateSession:
             if isinstance(frame, TaskNotification):  # one of this teammate's background subagents ended
                 texts.append(frame.text)
                 continue
-            if isinstance(frame, str) and entry.sender == LEAD_NAME and frame.lstrip().startswith("/"):
+            verified = entry.sender != LEAD_NAME or self.lead.verified(entry)
+            if isinstance(frame, str) and entry.sender == LEAD_NAME and verified and frame.lstrip().startswith("/"):
                 entry = entry.model_copy(update={"text": self._slash(frame)})  # a person's /skill command
-            texts.append(wrap(entry))
+            texts.append(wrap(entry, verified=verified))
         return texts
 
     def _slash(self, text: str) -> str:
@@ -202,8 +209,11 @@ class TeammateSession:
         """Messages that arrived during a turn, for the next model call (pruned once recorded)."""
         batch = self.delivery.collect()
         texts = self._admit(batch.entries)
-        return Arrivals(texts=[batch_texts(texts)] if texts else [], delivered=batch.keys,
-                        taken=lambda: self.delivery.acknowledge(batch))
+        def taken() -> None:
+            self.lead.took(batch.keys)
+            self.delivery.acknowledge(batch)
+
+        return Arrivals(texts=[batch_texts(texts)] if texts else [], delivered=batch.keys, taken=taken)
 
     # -- turns -----------------------------------------------------------------
 
