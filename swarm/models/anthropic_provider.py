@@ -221,20 +221,32 @@ class AnthropicProvider:
         return _Failure(retryable, what, advice, _error_detail(exc.body), _retry_after(exc.response.headers))
 
 
+CACHE = {"type": "ephemeral"}
+"""A prompt-cache breakpoint: the request up to here is cached for the next call."""
+
+
 def build_params(model: str, request: ModelRequest) -> dict[str, Any]:
-    """The keyword arguments for ``client.messages.create``."""
-    params: dict[str, Any] = {
-        "model": model,
-        "max_tokens": request.max_tokens,
-        "messages": [m.model_dump(mode="json") for m in request.messages],
-    }
+    """The keyword arguments for ``client.messages.create``, with prompt-cache breakpoints.
+
+    Three breakpoints (of the API's four): after the tools and after the
+    system prompt — the stable prefix every call of an agent shares, and
+    forks and same-definition teammates share with each other — and on the
+    last block of the conversation, so the next call reads everything up to
+    here from the cache. The markers are annotations: the bytes they mark
+    stay identical from call to call.
+    """
+    messages = [m.model_dump(mode="json") for m in request.messages]
+    if messages and messages[-1]["content"]:
+        messages[-1]["content"][-1]["cache_control"] = dict(CACHE)
+    params: dict[str, Any] = {"model": model, "max_tokens": request.max_tokens, "messages": messages}
     if request.system:
-        params["system"] = request.system
+        params["system"] = [{"type": "text", "text": request.system, "cache_control": dict(CACHE)}]
     if request.tools:
         params["tools"] = [
             {"name": t.name, "description": t.description, "input_schema": t.input_schema}
             for t in request.tools
         ]
+        params["tools"][-1]["cache_control"] = dict(CACHE)
     return params
 
 

@@ -15,7 +15,12 @@ from swarm.agent.tools.base import ToolContext
 from swarm.agent.transcript import Transcript
 from swarm.models.anthropic_provider import AnthropicProvider
 from tests.fakes import FakeAnthropicServer
-from tests.fakes.anthropic_server import text_reply, tool_use_reply, usage_json
+from tests.fakes.anthropic_server import (
+    text_reply,
+    tool_use_reply,
+    unmarked,
+    usage_json,
+)
 
 CORE = {"Read", "Write", "Edit", "Bash", "Glob", "Grep"}
 
@@ -40,12 +45,12 @@ def test_multi_step_run_edits_a_real_file(tmp_path: Path, api: FakeAnthropicServ
 
     assert result.ok and result.text == "Changed the greeting; it prints swarm."
     assert target.read_text() == "print('swarm')\n"
-    first, second, third = (r.body for r in api.requests)
+    first, second, third = (unmarked(r.body) for r in api.requests)
     assert {t["name"] for t in first["tools"]} == CORE
     edit_schema = next(t for t in first["tools"] if t["name"] == "Edit")["input_schema"]
     assert {"file_path", "old_string", "new_string"} <= set(edit_schema["properties"])
     assert first["messages"] == [{"role": "user", "content": [{"type": "text", "text": "change the greeting"}]}]
-    assert "Working directory: " + str(tmp_path) in first["system"]
+    assert "Working directory: " + str(tmp_path) in first["system"][0]["text"]
     [edit_result] = _tool_results(second)
     assert edit_result["tool_use_id"] == "toolu_1" and not edit_result.get("is_error")
     assert second["messages"][-2]["content"][-1]["id"] == "toolu_1"
@@ -120,7 +125,7 @@ def test_mid_turn_message_reaches_the_next_request(tmp_path: Path, api: FakeAnth
     conversation = Conversation()
     conversation.add_user_text("work")
     run_agent(spec, conversation, ToolContext(cwd=tmp_path), inbound=inbound)
-    second = api.requests[1].body["messages"][-1]["content"]
+    second = unmarked(api.requests[1].body["messages"][-1]["content"])
     assert second[0]["type"] == "tool_result"
     assert second[1] == {"type": "text", "text": arrived[0]}
     assert "stop using tabs" not in json.dumps(api.requests[0].body)

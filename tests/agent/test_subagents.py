@@ -25,7 +25,7 @@ from swarm.agent.transcript import Transcript
 from swarm.models.aliases import expand_alias
 from swarm.models.anthropic_provider import AnthropicProvider, RetryPolicy
 from tests.fakes import FakeAnthropicServer, error_reply, text_reply, tool_use_reply
-from tests.fakes.anthropic_server import conversation_error
+from tests.fakes.anthropic_server import conversation_error, unmarked
 
 PARENT = "Launch a subagent"
 """Text only the parent's requests carry (the Agent tool's description): routes replies when agents overlap."""
@@ -115,7 +115,7 @@ def test_forks_share_the_parents_request_up_to_their_directive_and_cannot_fork_a
                 text_reply("both parts done"))
     result = _run(api, tmp_path)
     assert result.text == "both parts done"
-    parent, fork_a, fork_a_again, fork_b, back = api.requests
+    parent, fork_a, fork_a_again, fork_b, back = (replace(r, body=unmarked(r.body)) for r in api.requests)
     for fork in (fork_a, fork_b):
         assert fork.body["system"] == parent.body["system"] and fork.body["tools"] == parent.body["tools"]
         assert fork.body["model"] == parent.body["model"]

@@ -212,6 +212,15 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(payload)
 
 
+def unmarked(value: Any) -> Any:
+    """``value`` without prompt-cache markers (``cache_control``): the content the cache compares."""
+    if isinstance(value, dict):
+        return {k: unmarked(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [unmarked(v) for v in value]
+    return value
+
+
 def conversation_error(messages: Any) -> str | None:
     """What the Messages API would refuse in ``messages`` (the tool-use pairing rules), or None."""
     if not isinstance(messages, list) or not messages:

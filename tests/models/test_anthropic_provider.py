@@ -31,6 +31,7 @@ from tests.fakes import (
     tool_use_reply,
     usage_json,
 )
+from tests.fakes.anthropic_server import unmarked
 from tests.models.helpers import SleepRecorder
 
 Make = Callable[..., AnthropicProvider]
@@ -61,10 +62,11 @@ def test_request_carries_model_system_messages_and_tools(make_anthropic: Make,
     assert credential == "test-key"  # SDK versions differ in which header carries the key
     assert seen.body["model"] == "claude-test-1"
     assert seen.body["max_tokens"] == 321
-    assert seen.body["system"] == "You are terse."
-    assert seen.body["messages"] == [m.model_dump(mode="json") for m in conversation]
+    assert seen.body["system"] == [{"type": "text", "text": "You are terse.", "cache_control": {"type": "ephemeral"}}]
+    assert unmarked(seen.body["messages"]) == [m.model_dump(mode="json") for m in conversation]
+    assert seen.body["messages"][-1]["content"][-1]["cache_control"] == {"type": "ephemeral"}  # the breakpoint
     assert seen.body["tools"] == [{"name": "Bash", "description": "Run a shell command.",
-                                   "input_schema": BASH.input_schema}]
+                                   "input_schema": BASH.input_schema, "cache_control": {"type": "ephemeral"}}]
 
 
 def test_empty_system_and_tools_are_omitted(make_anthropic: Make, anthropic_server: FakeAnthropicServer) -> None:

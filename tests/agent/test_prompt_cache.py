@@ -1,0 +1,34 @@
+"""Prompt caching on the real SDK: breakpoints on the stable prefix and the last block, the prefix unchanged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from swarm.agent.headless import run_headless
+from swarm.agent.limits import Limits
+from swarm.models.anthropic_provider import AnthropicProvider
+from tests.fakes import FakeAnthropicServer, text_reply, tool_use_reply, usage_json
+from tests.fakes.anthropic_server import unmarked
+
+EPHEMERAL = {"type": "ephemeral"}
+
+
+def test_a_ten_step_run_marks_the_prefix_and_each_request_extends_the_previous_one(
+        api: FakeAnthropicServer, claude: AnthropicProvider, tmp_path: Path) -> None:
+    steps = [tool_use_reply("Bash", {"command": f"echo step {i}"}, tool_id=f"toolu_{i}",
+                            usage=usage_json(100, 5, cache_read=80 * i, cache_creation=20)) for i in range(9)]
+    api.enqueue(*steps, text_reply("done", usage=usage_json(100, 5, cache_read=900, cache_creation=0)))
+    result = run_headless("work in ten steps", claude, cwd=tmp_path, limits=Limits())
+    assert result.ok and len(api.requests) == 10
+    bodies = [r.body for r in api.requests]
+    for body in bodies:
+        assert body["system"][0]["cache_control"] == EPHEMERAL
+        assert body["tools"][-1]["cache_control"] == EPHEMERAL
+        assert body["messages"][-1]["content"][-1]["cache_control"] == EPHEMERAL
+        assert sum("cache_control" in t for t in body["tools"]) == 1
+    for before, after in zip(bodies, bodies[1:]):
+        assert after["system"] == before["system"] and after["tools"] == before["tools"]  # byte-identical prefix
+        earlier = unmarked(before["messages"])
+        assert unmarked(after["messages"])[: len(earlier)] == earlier  # the cached conversation, unchanged
+    assert result.usage.cache_read_input_tokens == sum(80 * i for i in range(9)) + 900
+    assert result.usage.cache_creation_input_tokens == 20 * 9
