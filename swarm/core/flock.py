@@ -1,70 +1,151 @@
-"""An exclusive ``flock(2)`` on a lock file, with a bounded wait.
+"""The lock every swarm file is changed under: Claude Code's lock directory, guarded by a kernel lock.
 
-This is the lock every swarm JSON file is changed under (``<file>.lock``). It
-takes the same kind of lock as ``filelock``'s Unix locks on the same path, so
-either excludes the other, but costs a few microseconds instead of hundreds
-(measured: ~4 µs against ~380 µs per acquire/release with filelock 4.x), which
-matters on the send path. A lock held by a process that dies is released by
-the kernel.
+Claude Code (through ``proper-lockfile``) locks ``<file>`` by making the
+directory ``<file>.lock/``: it holds the lock while the directory exists,
+refreshes its mtime every few seconds, and anyone may remove a directory
+whose mtime is older than 10 s (stale) and take the lock. A regular file at
+that path blocks Claude Code for good, so swarm takes the same directory and
+nothing else there.
+
+A directory alone has two faults for swarm: waiting on it means polling, and
+a swarm process killed while holding it would stall every writer for 10 s.
+So a swarm holder takes two locks, in this order:
+
+1. an exclusive ``flock(2)`` on ``<file>.lock.swarm`` (a regular file Claude
+   Code never looks at). swarm processes and threads queue here for a few
+   microseconds; the kernel drops it when its holder dies.
+2. the directory ``<file>.lock/`` (``mkdir``), which excludes Claude Code.
+   The flock file carries a mark (one ``pwrite`` each, no fsync: the mark
+   only has to outlive the process, not the machine): ``P <time>`` just
+   before the ``mkdir`` ("I am making it now"), ``H <inode> <ctime>`` (the
+   directory's identity) right after it, blank again once the directory is
+   removed on release.
+
+Whoever holds the flock and finds the directory already there decides:
+
+- the mark says a swarm holder made it (``H`` with this directory's
+  identity, or ``P`` and a directory made no earlier than that time and
+  never touched since — ``mtime == ctime``, which Claude Code's directories
+  are not, as it sets their mtime right away): that holder died before
+  releasing, since only a dead holder leaves a non-blank mark and the flock
+  proves no swarm holder is alive. It is removed at once;
+- a directory without our mark: Claude Code holds it. Wait with backoff
+  (bounded by the caller's timeout) until it goes, or until its mtime is
+  older than ``STALE_AFTER`` seconds, then remove it and take the lock, as
+  ``proper-lockfile`` does. A stale dead-swarm leftover that Claude Code
+  took over in the meantime has a new ctime and mtime, so it is never
+  mistaken for ours;
+- a regular file: the lock of a swarm from before this scheme. Its flock is
+  taken (so an old swarm still mid-write finishes first), then it is
+  removed and replaced by the directory.
+
+swarm's critical sections last milliseconds, far below the 10 s stale bound,
+so swarm never refreshes the directory's mtime. A release checks that the
+directory is still the one it made and leaves someone else's alone.
+
+Cost per cycle on a swarm-only home: open, flock, pwrite, mkdir, stat,
+pwrite, stat, rmdir, pwrite, close — a few tens of microseconds, next to the fsync of the
+write it protects.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
+import logging
 import os
+import stat
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
-from swarm.core.home import FILE_MODE
+from swarm.core.home import DIR_MODE, FILE_MODE
+
+log = logging.getLogger(__name__)
 
 FIRST_RETRY = 0.0001
-"""Seconds before the first retry of a busy lock; doubled up to ``MAX_RETRY``."""
+"""Seconds before the first retry of a busy swarm lock; doubled up to ``MAX_RETRY``."""
 MAX_RETRY = 0.001
+FIRST_DIR_RETRY = 0.001
+"""Seconds before the first retry of a lock directory someone else holds; doubled up to ``MAX_DIR_RETRY``."""
+MAX_DIR_RETRY = 0.025
+STALE_AFTER = 10.0
+"""A lock directory whose mtime is older than this many seconds is abandoned (Claude Code's rule)."""
+SWARM_SUFFIX = ".swarm"
+"""The flock file is ``<lock path>`` + this suffix."""
+MARK_SIZE = 44
+"""Bytes of the mark in the flock file: ``<kind> <number:20> <number:20>\\n``, or blanks."""
+BLANK = b" " * (MARK_SIZE - 1) + b"\n"
+CLOCK_SLACK_NS = 1_000_000_000
+"""File timestamps come from a coarse kernel clock; a ``P`` mark's time is compared with this slack."""
 
 
 class LockTimeout(Exception):
     """The lock was still held by someone else when the wait ran out."""
 
 
-def acquire(path: Path, timeout: float) -> int:
-    """Take an exclusive lock on ``path`` (created 0600 if missing); return the descriptor holding it.
+@dataclass(frozen=True)
+class Held:
+    """A lock taken by ``acquire``: the flock descriptor and the directory made under it."""
 
-    Waits at most ``timeout`` seconds, retrying with a short backoff; raises
-    ``LockTimeout`` after that (and ``OSError`` if the lock file cannot be
-    opened). Each holder opens its own descriptor, so the lock also excludes
-    other threads of this process.
+    fd: int
+    directory: Path
+    mark: bytes
+
+
+def acquire(path: Path, timeout: float) -> Held:
+    """Take the lock ``path`` (the ``<file>.lock`` directory, see the module docstring); return what ``release`` needs.
+
+    Waits at most ``timeout`` seconds, retrying with backoff; raises
+    ``LockTimeout`` after that, and ``OSError`` if the lock cannot be made
+    (missing parent directory, something other than a file or directory at
+    ``path``). Each holder opens its own descriptor, so the lock also
+    excludes other threads of this process.
     """
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+    deadline = time.monotonic() + timeout
+    fd = os.open(swarm_lock_path(path), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
     try:
-        _acquire(fd, timeout)
+        _flock(fd, deadline)
+        mark = _take_directory(fd, path, deadline)
     except BaseException:
         os.close(fd)
         raise
-    return fd
+    return Held(fd=fd, directory=path, mark=mark)
 
 
-def release(fd: int) -> None:
-    """Give the lock back and close its descriptor."""
+def release(held: Held) -> None:
+    """Remove the lock directory (if it is still ours), blank the mark, give the flock back."""
     try:
-        fcntl.flock(fd, fcntl.LOCK_UN)
+        try:
+            if _identity(os.lstat(held.directory)) == held.mark:
+                os.rmdir(held.directory)
+            else:
+                log.warning("lock directory was taken over while held", extra={"path": str(held.directory)})
+        except FileNotFoundError:
+            log.warning("lock directory vanished while held", extra={"path": str(held.directory)})
+        os.pwrite(held.fd, BLANK, 0)
     finally:
-        os.close(fd)
+        os.close(held.fd)  # closing drops the flock
 
 
 @contextmanager
 def locked(path: Path, timeout: float) -> Iterator[None]:
-    """Hold the lock on ``path`` for the ``with`` body (see ``acquire``)."""
-    fd = acquire(path, timeout)
+    """Hold the lock ``path`` for the ``with`` body (see ``acquire``)."""
+    held = acquire(path, timeout)
     try:
         yield
     finally:
-        release(fd)
+        release(held)
 
 
-def _acquire(fd: int, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
+def swarm_lock_path(path: Path) -> Path:
+    """The file swarm processes flock before they take the lock directory ``path``."""
+    return path.with_name(path.name + SWARM_SUFFIX)
+
+
+def _flock(fd: int, deadline: float) -> None:
     delay = FIRST_RETRY
     while True:
         try:
@@ -75,3 +156,89 @@ def _acquire(fd: int, timeout: float) -> None:
                 raise LockTimeout from None
             time.sleep(delay)
             delay = min(delay * 2, MAX_RETRY)
+
+
+def _take_directory(fd: int, path: Path, deadline: float) -> bytes:
+    """Make the lock directory (the flock is held); return the mark written for it."""
+    left = os.pread(fd, MARK_SIZE, 0)  # non-blank only if the last holder died holding the lock
+    delay = FIRST_DIR_RETRY
+    while True:
+        os.pwrite(fd, _mark(b"P", time.time_ns(), 0), 0)
+        try:
+            os.mkdir(path, DIR_MODE)
+        except FileExistsError:
+            os.pwrite(fd, BLANK, 0)
+            if _clear_the_way(path, left, deadline):
+                left = BLANK
+                continue
+            if time.monotonic() >= deadline:
+                raise LockTimeout from None
+            time.sleep(delay)
+            delay = min(delay * 2, MAX_DIR_RETRY)
+            continue
+        mark = _identity(os.lstat(path))
+        os.pwrite(fd, mark, 0)
+        return mark
+
+
+def _clear_the_way(path: Path, left: bytes, deadline: float) -> bool:
+    """Remove what blocks ``path`` if it may go (dead swarm's, stale, old lock file); True to retry at once."""
+    try:
+        found = os.lstat(path)
+    except FileNotFoundError:  # released meanwhile
+        return True
+    if stat.S_ISREG(found.st_mode):
+        _retire_old_lock_file(path, deadline)
+        return True
+    if not stat.S_ISDIR(found.st_mode):
+        raise OSError(errno.ENOTDIR, "is neither a lock directory nor an old lock file; move it aside", str(path))
+    if _made_by_dead_holder(left, found):
+        log.info("removed the lock of a dead swarm process", extra={"path": str(path)})
+        return _remove_directory(path)
+    if time.time() - found.st_mtime > STALE_AFTER:
+        log.warning("took over a stale lock directory", extra={"path": str(path), "age_s": int(time.time() - found.st_mtime)})
+        return _remove_directory(path)
+    return False
+
+
+def _made_by_dead_holder(left: bytes, found: os.stat_result) -> bool:
+    """Whether the mark ``left`` by the last swarm holder (now gone) names the directory ``found``."""
+    if left == _identity(found):
+        return True
+    if not left.startswith(b"P "):
+        return False
+    made_after = int(left[2:22]) - CLOCK_SLACK_NS
+    return found.st_mtime_ns == found.st_ctime_ns and found.st_ctime_ns >= made_after
+
+
+def _remove_directory(path: Path) -> bool:
+    try:
+        os.rmdir(path)
+    except FileNotFoundError:  # someone else removed it first
+        pass
+    return True
+
+
+def _retire_old_lock_file(path: Path, deadline: float) -> None:
+    """Wait for an older swarm's flock on the regular file ``path``, then remove the file."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return
+    try:
+        _flock(fd, deadline)
+        os.unlink(path)
+        log.info("replaced an old lock file by a lock directory", extra={"path": str(path)})
+    except FileNotFoundError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _identity(found: os.stat_result) -> bytes:
+    """The ``H`` mark of a lock directory: its inode and ctime (ns)."""
+    return _mark(b"H", found.st_ino, found.st_ctime_ns)
+
+
+def _mark(kind: bytes, first: int, second: int) -> bytes:
+    return kind + b" %020d %020d\n" % (first, second)

@@ -1,22 +1,26 @@
 """One primitive for every JSON file swarm writes: locked read-modify-write.
 
-- An exclusive ``flock`` on ``<file>.lock`` (see ``swarm.core.flock``;
-  compatible with ``filelock``) is held for the whole cycle, with a bounded
-  wait that ends in ``LockTimeoutError``.
+- The lock of ``<file>`` (``swarm.core.flock``: Claude Code's lock directory
+  ``<file>.lock/``, guarded by a swarm flock) is held for the whole cycle,
+  with a bounded wait that ends in ``LockTimeoutError``.
 - Writes are atomic (``swarm.core.fileio.replace_file``): a uniquely named
   temp file created exclusively beside the target, every byte checked,
-  fsynced, then ``os.replace``-d over the target, keeping the file's mode.
-  Readers need no lock: they see the old content or the new, never a mix. A
-  write the disk refuses (full, I/O error) leaves the old file and raises
-  ``StorageError``, so nothing is reported done that is not on disk.
+  fsynced, then ``os.replace``-d over the target, keeping the file's mode and
+  its indentation (2-space pretty JSON, as Claude Code writes, stays so;
+  compact stays compact). Readers need no lock: they see the old content or
+  the new, never a mix. A write the disk refuses (full, I/O error) leaves the
+  old file and raises ``StorageError``, so nothing is reported done that is
+  not on disk.
 - Only a regular file is read: a directory or FIFO in its place, or any
   other ``OSError``, is a one-line ``StorageError``, never a hang.
-- A file that does not parse is moved aside to ``<file>.corrupt-<ms>``, logged,
-  and treated as empty. What counts as "does not parse" and how single invalid
+- Another program may rewrite a file in place (Claude Code does so with
+  ``config.json``), so a file that does not parse is re-read with short
+  backoff for up to ``REREAD_WINDOW`` seconds before it counts as corrupt.
+- A lock-free ``read`` never moves a file aside: one that stays unparsable
+  is logged and read as empty. Only a writer, holding the lock and after
+  the re-read window, moves it to ``<file>.corrupt-<ms>``, logs it, and
+  starts from empty. What counts as "does not parse" and how single invalid
   entries are dropped is the codec's business (see ``Codec``).
-
-All locking lives here, so a Claude-Code-compatible lock could be added
-without touching callers.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -41,6 +46,11 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 DEFAULT_LOCK_TIMEOUT = 10.0
+REREAD_WINDOW = 0.2
+"""Seconds an unparsable file is re-read before it counts as corrupt (a writer may be mid-rewrite)."""
+FIRST_REREAD = 0.002
+"""Seconds before the first re-read; doubled up to ``MAX_REREAD``."""
+MAX_REREAD = 0.05
 
 
 class Codec(Protocol[T]):
@@ -61,8 +71,18 @@ class _Unparsable(Exception):
     """The bytes on disk are not a document this codec accepts."""
 
 
+@dataclass(frozen=True)
+class _OnDisk:
+    """What a read found: the parsed JSON (None if no file), the file's mode and indentation."""
+
+    raw: Any = None
+    existed: bool = False
+    mode: int | None = None
+    indent: int | None = None
+
+
 class LockedJsonFile(Generic[T]):
-    """A JSON document on disk, read lock-free and changed under a file lock."""
+    """A JSON document on disk, read lock-free and changed under the file's lock."""
 
     def __init__(
         self,
@@ -79,6 +99,7 @@ class LockedJsonFile(Generic[T]):
         self.lock_timeout = lock_timeout
         self.fsync = fsync
         self.indent = indent
+        """Indentation of a file this creates (None: compact); an existing file keeps its own."""
         self.durable_when = durable_when
         """Decides per write whether the new document must be fsynced (default: always).
 
@@ -90,37 +111,62 @@ class LockedJsonFile(Generic[T]):
 
     # -- reading ---------------------------------------------------------
 
-    def _load_raw(self) -> tuple[Any, bool, int | None]:
-        """Return (raw json, existed, file mode); raise ``_Unparsable`` on bad bytes."""
+    def _load_raw(self) -> _OnDisk:
+        """What is on disk now; raise ``_Unparsable`` on bad bytes."""
         try:
             found = read_regular(self.path)
         except OSError as exc:
             raise storage_error(exc, self.path, "read") from exc
         if found is None:
-            return None, False, None
+            return _OnDisk()
         data, mode = found
         try:
-            return json.loads(data), True, mode
+            raw = json.loads(data)
         except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
             raise _Unparsable(f"{type(exc).__name__}: {str(exc)[:200]}") from exc
+        return _OnDisk(raw=raw, existed=True, mode=mode, indent=detect_indent(data, self.indent))
 
-    def _decode(self, raw: Any, existed: bool) -> T:
-        if not existed:
-            return self.codec.empty()
+    def _load(self) -> tuple[T, _OnDisk]:
+        """The decoded value and what was on disk; ``_Unparsable`` if the codec refuses it."""
+        found = self._load_raw()
+        if not found.existed:
+            return self.codec.empty(), found
         try:
-            return self.codec.decode(raw, self.path)
+            return self.codec.decode(found.raw, self.path), found
         except (ValueError, RecursionError) as exc:
             raise _Unparsable(f"{type(exc).__name__}: {str(exc)[:200]}") from exc
 
-    def read(self) -> T:
-        """The current value, without taking the lock (quarantines bad files)."""
+    def _load_patiently(self) -> tuple[T, _OnDisk]:
+        """``_load``, re-read with backoff for up to ``REREAD_WINDOW`` s while the file does not parse."""
+        deadline = time.monotonic() + REREAD_WINDOW
+        delay = FIRST_REREAD
+        while True:
+            try:
+                return self._load()
+            except _Unparsable:
+                if time.monotonic() >= deadline:
+                    raise
+            time.sleep(delay)
+            delay = min(delay * 2, MAX_REREAD)
+
+    def read(self, *, quarantine: bool = False) -> T:
+        """The current value, without taking the lock.
+
+        A file that stays unparsable through the re-read window is left in
+        place, logged, and read as empty; with ``quarantine`` (for callers
+        about to change things) it is moved aside under the lock instead.
+        """
         try:
-            raw, existed, _ = self._load_raw()
-            return self._decode(raw, existed)
-        except _Unparsable:
-            with self._locked():
-                value, _, _ = self._read_locked()
+            value, _ = self._load_patiently()
             return value
+        except _Unparsable as exc:
+            if not quarantine:
+                log.warning("read an unparsable file as empty and left it in place",
+                            extra={"path": str(self.path), "reason": str(exc)})
+                return self.codec.empty()
+        with self._locked():
+            value, _ = self._read_locked()
+        return value
 
     def exists(self) -> bool:
         return self.path.exists()
@@ -138,18 +184,18 @@ class LockedJsonFile(Generic[T]):
     def transform(self, step: Callable[[T], tuple[T, R]]) -> R:
         """Like ``update``, but ``step`` returns ``(new value, result)``."""
         with self._locked():
-            value, before, mode = self._read_locked()
+            value, found = self._read_locked()
             new_value, result = step(value)
             after = self.codec.encode(new_value)
-            if after != before:
-                self._write(after, mode)
+            if after != found.raw:
+                self._write(after, found)
             return result
 
     def remove_if(self, condition: Callable[[T], bool]) -> bool:
         """Under the lock, delete the file if it exists and ``condition`` holds for its value; True if deleted."""
         with self._locked():
-            value, before, _ = self._read_locked()
-            if before is None or not condition(value):
+            value, found = self._read_locked()
+            if not found.existed or not condition(value):
                 return False
             try:
                 self.path.unlink()
@@ -157,15 +203,13 @@ class LockedJsonFile(Generic[T]):
                 raise storage_error(exc, self.path, "remove") from exc
             return True
 
-    def _read_locked(self) -> tuple[T, Any, int | None]:
-        """Value, its encoding as found on disk, and the file's mode; quarantine if unparsable."""
+    def _read_locked(self) -> tuple[T, _OnDisk]:
+        """Value and what was on disk (the lock is held); quarantine a file that stays unparsable."""
         try:
-            raw, existed, mode = self._load_raw()
-            value = self._decode(raw, existed)
+            return self._load_patiently()
         except _Unparsable as exc:
             self._quarantine(str(exc))
-            return self.codec.empty(), None, None
-        return value, (raw if existed else None), mode
+            return self.codec.empty(), _OnDisk()
 
     def _quarantine(self, reason: str) -> Path:
         stamp = int(time.time() * 1000)
@@ -181,12 +225,13 @@ class LockedJsonFile(Generic[T]):
         log.error("quarantined corrupt file", extra={"path": str(self.path), "moved_to": str(target), "reason": reason})
         return target
 
-    def _write(self, doc: Any, mode: int | None) -> None:
-        """Replace the file with ``doc``, keeping ``mode`` (the old file's) when it is not the default."""
+    def _write(self, doc: Any, found: _OnDisk) -> None:
+        """Replace the file with ``doc``, keeping the old file's indentation and mode (when not the default)."""
         durable = self.fsync and (self.durable_when is None or self.durable_when(doc))
+        indent = found.indent if found.existed else self.indent
         try:
-            replace_file(self.path, encode_json(doc, self.indent), fsync=durable,
-                         mode=None if mode in (None, FILE_MODE) else mode)
+            replace_file(self.path, encode_json(doc, indent), fsync=durable,
+                         mode=None if found.mode in (None, FILE_MODE) else found.mode)
         except OSError as exc:
             raise storage_error(exc, self.path, "write") from exc
 
@@ -199,19 +244,30 @@ class LockedJsonFile(Generic[T]):
                 raise storage_error(exc, self.path.parent, "create the directory") from exc
             self._dir_ready = True
         try:
-            fd = acquire(self._lock_path, self.lock_timeout)
+            held = acquire(self._lock_path, self.lock_timeout)
         except LockTimeout as exc:
             raise LockTimeoutError(
                 f"could not lock {self.path} within {self.lock_timeout:g}s; "
                 f"another process holds {self._lock_path.name} — retry, or stop the stuck process"
             ) from exc
-        except OSError as exc:  # e.g. a Claude Code lock directory where our lock file belongs
-            raise LockTimeoutError(f"cannot use the lock file {self._lock_path}: {exc.strerror}; "
+        except OSError as exc:  # e.g. a socket or FIFO where the lock directory belongs
+            raise LockTimeoutError(f"cannot use the lock {self._lock_path}: {exc.strerror}; "
                                    f"if another tool left it there, stop that tool and remove it") from exc
         try:
             yield
         finally:
-            release(fd)
+            release(held)
+
+
+def detect_indent(data: bytes, default: int | None) -> int | None:
+    """The indentation ``data`` was written with: spaces per level, None if compact, ``default`` if it cannot tell."""
+    if data.strip() in (b"[]", b"{}", b""):
+        return default
+    newline = data.find(b"\n")
+    if newline == -1:
+        return None
+    line = data[newline + 1:newline + 65]
+    return (len(line) - len(line.lstrip(b" "))) or None
 
 
 def encode_json(doc: Any, indent: int | None = None) -> bytes:

@@ -15,8 +15,9 @@
   with no task: a crash between the two files of one edge, or of a delete and
   the references to it, reads as the finished change, and the next change
   writes the repair.
-- A task file that does not parse is moved aside to ``<id>.json.corrupt-<ms>``
-  (``LockedJsonFile``); ``get`` of it is a one-line ``CorruptFileError`` and
+- A task file that does not parse is left in place by readers and moved
+  aside to ``<id>.json.corrupt-<ms>`` by the next change (``LockedJsonFile``);
+  ``get`` of it is a one-line ``CorruptFileError`` either way and
   ``problems`` lists one line per such task.
 
 The store sends no mail: a caller that sets a task's owner to someone else
@@ -139,6 +140,8 @@ class _Board:
     """The highest id with a file, live or quarantined."""
     missing: Callable[[str], SwarmError]
     removed: set[str] = field(default_factory=set)
+    unreadable: set[str] = field(default_factory=set)
+    """Ids whose file is there but did not parse (left in place by a lock-free look)."""
 
     def require(self, task_id: str) -> Task:
         task = self.tasks.get(task_id)
@@ -224,7 +227,7 @@ class TaskStore:
             found = _QUARANTINED.fullmatch(path.name)
             if found and not (self.dir / f"{found[1]}.json").exists():
                 lines.append(str(self._missing(found[1])))
-        return lines
+        return lines + [str(self._missing(task_id)) for task_id in sorted(self._load().unreadable, key=int)]
 
     # -- changing (under the list lock) -----------------------------------
 
@@ -316,10 +319,11 @@ class TaskStore:
     def _file(self, task_id: str) -> LockedJsonFile[Task | None]:
         return LockedJsonFile(self.dir / f"{task_id}.json", _CODEC, indent=2)
 
-    def _load(self) -> _Board:
-        """Read every task file (quarantining bad ones) and read the edges as the union of both sides."""
+    def _load(self, *, quarantine: bool = False) -> _Board:
+        """Read every task file (a change quarantines bad ones) and read the edges as the union of both sides."""
         tasks: dict[str, Task] = {}
         on_disk: dict[str, Any] = {}
+        unreadable: set[str] = set()
         top = 0
         names = sorted(p.name for p in self.dir.iterdir()) if self.dir.is_dir() else []
         for name in names:
@@ -327,16 +331,20 @@ class TaskStore:
             if found is None:
                 continue
             top = max(top, int(found[1]))
-            if name.endswith(".json") and (task := self._file(found[1]).read()) is not None:
+            if not name.endswith(".json"):
+                continue
+            if (task := self._file(found[1]).read(quarantine=quarantine)) is not None:
                 tasks[task.id] = task
                 on_disk[task.id] = _CODEC.encode(task)
+            elif (self.dir / name).exists():
+                unreadable.add(found[1])
         _symmetrize(tasks)
-        return _Board(tasks=tasks, on_disk=on_disk, top=top, missing=self._missing)
+        return _Board(tasks=tasks, on_disk=on_disk, top=top, missing=self._missing, unreadable=unreadable)
 
     def _change(self, step: Callable[[_Board], R]) -> R:
         """Run ``step`` on the whole list under the list lock, then write what it changed."""
         def run(mark: int) -> tuple[int, R]:
-            board = self._load()
+            board = self._load(quarantine=True)
             board.top = max(board.top, mark)
             result = step(board)
             self._save(board)
@@ -356,6 +364,10 @@ class TaskStore:
         if moved:
             return CorruptFileError(f"task {task_id} of team {self.team!r} did not parse and was moved to {moved[-1]}; "
                                     f"repair it and move it back to {task_id}.json, or delete it")
+        if (self.dir / f"{task_id}.json").exists():
+            return CorruptFileError(f"task {task_id} of team {self.team!r} did not parse and was left in place "
+                                    f"(the next change to the list moves it aside); repair or delete "
+                                    f"{self.dir / f'{task_id}.json'}")
         return NotFoundError(f"no task {task_id} in team {self.team!r}; `swarm tasks --team {self.team}` lists them")
 
 

@@ -107,11 +107,15 @@ def test_a_corrupt_task_file_is_one_warning_and_the_rest_is_listed(team: Home, r
     result = run_exe("tasks", "-t", TEAM)
     assert result.returncode == 0
     assert [line.split()[0] for line in result.stdout.splitlines()[1:]] == ["2"]
-    [warning] = [line for line in result.stderr.splitlines() if not line.startswith("swarm: ERROR: ")]  # the log
-    assert warning.startswith("swarm: warning: task 1 of team 'crew' did not parse and was moved to ")
-    assert "move it back to 1.json" in warning
-    line = one_line_error(run_exe("task", "update", "1", "-t", TEAM, "--status", "completed"), 1)
-    assert "task 1 of team 'crew' did not parse" in line
+    [warning] = [line for line in result.stderr.splitlines() if line.startswith("swarm: warning: task ")]
+    assert warning.startswith("swarm: warning: task 1 of team 'crew' did not parse and was left in place ")
+    assert (team.tasks_dir(TEAM) / "1.json").read_text() == "{broken", "a read-only command never moves a file aside"
+    update = run_exe("task", "update", "1", "-t", TEAM, "--status", "completed")  # a change moves it aside
+    assert update.returncode == 1
+    logged, line = update.stderr.splitlines()
+    assert logged == "swarm: ERROR: swarm.core.jsonfile: quarantined corrupt file"
+    assert line.startswith("swarm: error: task 1 of team 'crew' did not parse and was moved to ")
+    assert "move it back to 1.json" in line
 
 
 def test_a_directory_where_a_task_file_belongs_is_one_line(team: Home, run_exe: Run) -> None:

@@ -32,7 +32,7 @@ from swarm.core.jsonfile import LockedJsonFile
 from swarm.core.mailbox import Mailbox
 from swarm.core.protocol import InboxEntry, Member
 from swarm.core.teams import TeamStore
-from swarm.errors import CorruptFileError, LockTimeoutError, UsageError
+from swarm.errors import CorruptFileError, LockTimeoutError, NotFoundError, UsageError
 
 if TYPE_CHECKING:
     from conftest import Workers  # tests/core/conftest.py; only for annotations
@@ -72,14 +72,22 @@ ACCESSES: dict[str, Callable[[Mailbox], object]] = {
 }
 
 
+READ_ONLY = {"read", "pending"}
+
+
 @pytest.mark.parametrize("access", sorted(ACCESSES))
 @pytest.mark.parametrize("content", [GARBAGE, b'{"from": "alice", "text": "an object, not an array"}', b""],
                          ids=["garbage-bytes", "top-level-object", "empty-file"])
-def test_unparsable_inbox_is_quarantined_and_replaced(
+def test_unparsable_inbox_is_quarantined_by_a_writer_and_replaced(
     mb: Mailbox, inbox: Path, caplog: pytest.LogCaptureFixture, access: str, content: bytes
 ) -> None:
     inbox.write_bytes(content)
     ACCESSES[access](mb)
+    if access in READ_ONLY:  # a reader never moves a file aside: it reads it as empty and leaves it
+        assert ACCESSES[access](mb) == [] and inbox.read_bytes() == content and not _quarantined(inbox)
+        [warned] = _records(caplog, "read an unparsable file as empty and left it in place")[:1]
+        assert warned.path == str(inbox)  # type: ignore[attr-defined]
+        mb.send("bob", "first after", sender="alice")
 
     [moved] = _quarantined(inbox)
     assert moved.read_bytes() == content, "quarantine must keep the bad bytes for inspection"
@@ -88,7 +96,7 @@ def test_unparsable_inbox_is_quarantined_and_replaced(
 
     mb.send("bob", "works again", sender="alice")
     doc = json.loads(inbox.read_bytes())
-    expected = ["first after", "works again"] if access == "send" else ["works again"]
+    expected = ["works again"] if access == "take" else ["first after", "works again"]
     assert [e["text"] for e in doc] == expected
     assert _quarantined(inbox) == [moved], "a healthy inbox must not be quarantined again"
 
@@ -117,20 +125,27 @@ def test_invalid_entries_are_dropped_one_by_one_and_extras_survive_a_rewrite(
 # -- team file ---------------------------------------------------------------------
 
 
-def test_garbage_team_file_is_quarantined_and_the_error_points_at_it(
+def test_garbage_team_file_is_left_by_readers_then_quarantined_by_a_writer(
     team: Home, caplog: pytest.LogCaptureFixture
 ) -> None:
     config = team.config_path(TEAM)
     config.write_bytes(GARBAGE)
     store = TeamStore(team)
 
-    # The unreadable file is moved aside; the team then has no usable team file,
-    # and the error says where the evidence went instead of suggesting a fresh team.
-    with pytest.raises(CorruptFileError, match=r"did not parse and was moved to .*config\.json\.corrupt-"):
+    # A read-only look never moves the file aside (another program may be rewriting it).
+    with pytest.raises(NotFoundError):
         store.get(TEAM)
+    assert config.read_bytes() == GARBAGE and not _quarantined(config)
+    assert _records(caplog, "read an unparsable file as empty and left it in place")[0].path == str(config)  # type: ignore[attr-defined]
+
+    # A writer, under the lock, moves it aside; from then on the error says where the evidence went.
+    with pytest.raises(NotFoundError):
+        store.update_member(TEAM, "team-lead", is_active=False)
     [moved] = _quarantined(config)
     assert moved.read_bytes() == GARBAGE
     assert _records(caplog, "quarantined corrupt file")[0].path == str(config)  # type: ignore[attr-defined]
+    with pytest.raises(CorruptFileError, match=r"did not parse and was moved to .*config\.json\.corrupt-"):
+        store.get(TEAM)
     assert not store.exists(TEAM)
     with pytest.raises(CorruptFileError):
         Mailbox(team, TEAM).send("bob", "hi", sender="alice")
@@ -162,12 +177,12 @@ def test_invalid_member_is_dropped_others_and_unknown_fields_kept(
 # -- locks ---------------------------------------------------------------------------
 
 LOCK_HOLDER = """
-import filelock
-lock = filelock.FileLock(sys.argv[1])
-lock.acquire()
+from pathlib import Path
+from swarm.core.flock import acquire, release
+held = acquire(Path(sys.argv[1]), 10.0)
 say("locked")
 sys.stdin.readline()
-lock.release()
+release(held)
 say("released")
 sys.stdin.readline()
 """
@@ -249,7 +264,8 @@ def test_files_are_created_0600(home: Home, umask_022: None) -> None:
     _build_home(home)
     modes = _modes(home.root, want_dirs=False)
     names = {Path(p).name for p in modes}
-    assert {"config.json", "config.json.lock", "bob.json", "bob.json.lock", "team-lead.json.lock"} <= names
+    assert {"config.json", "config.json.lock.swarm", "bob.json", "bob.json.lock.swarm", "team-lead.json.lock.swarm"} <= names
+    assert not {"config.json.lock", "bob.json.lock"} & names, "a lock directory is gone once released"
     assert {p: m for p, m in modes.items() if m != "0o600"} == {}
 
 
@@ -273,10 +289,10 @@ def test_directories_are_created_0700(home: Home, umask_022: None) -> None:
 def test_deeply_nested_garbage_is_quarantined_too(mb: Mailbox, inbox: Path) -> None:
     garbage = b"[" * 100_000
     inbox.write_bytes(garbage)
-    assert mb.read("bob") == []
+    assert mb.read("bob") == [] and not _quarantined(inbox)
+    mb.send("bob", "works again", sender="alice")
     [moved] = _quarantined(inbox)
     assert moved.read_bytes() == garbage
-    mb.send("bob", "works again", sender="alice")
     assert [e.text for e in mb.read("bob")] == ["works again"]
 
 
@@ -300,21 +316,21 @@ def test_quarantine_never_overwrites_earlier_evidence(
     mb: Mailbox, inbox: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     # Deterministic stand-in for "two quarantines in one millisecond": an earlier
-    # quarantine's file already sits at every name the next half second can produce.
+    # quarantine's file already sits at every name the next second can produce.
     earlier: set[Path] = set()
     garbage: list[bytes] = []
     for attempt in range(20):  # repeated only if a loaded machine outran the window
         now = int(time.time() * 1000)
-        for ms in range(now, now + 500):
+        for ms in range(now, now + 1000):
             path = inbox.with_name(f"{inbox.name}.corrupt-{ms}")
             if path not in earlier and not path.exists():
                 path.write_bytes(b"earlier evidence")
                 earlier.add(path)
         garbage.append(GARBAGE + b"%d" % attempt)
         inbox.write_bytes(garbage[-1])
-        mb.read("bob")
+        mb.take("bob")  # a writer: it quarantines after the re-read window (a reader would leave the file)
         moved_to = _records(caplog, "quarantined corrupt file")[-1].moved_to  # type: ignore[attr-defined]
-        if now <= int(Path(moved_to).name.split(".corrupt-")[1][:13]) < now + 500:
+        if now <= int(Path(moved_to).name.split(".corrupt-")[1][:13]) < now + 1000:
             break  # the quarantine fell inside the occupied window: the case under test
     contents = [p.read_bytes() for p in _quarantined(inbox)]
     assert contents.count(b"earlier evidence") == len(earlier), "an earlier quarantined file was overwritten"

@@ -1,36 +1,92 @@
-"""The lock every JSON file is changed under."""
+"""The lock every swarm file is changed under: Claude Code's lock directory behind a swarm flock.
+
+Real processes and threads; "Claude Code" here is what its lock looks like on
+disk (a directory ``<file>.lock/`` whose mtime its holder sets), made by the
+test. The real ``proper-lockfile`` package is in ``test_cc_lock_interop.py``.
+"""
 
 from __future__ import annotations
 
+import os
+import stat
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import filelock
 import pytest
 
-from swarm.core.flock import LockTimeout, locked
+from swarm.core.flock import (
+    BLANK,
+    STALE_AFTER,
+    LockTimeout,
+    acquire,
+    locked,
+    release,
+    swarm_lock_path,
+)
+
+if TYPE_CHECKING:
+    from conftest import Workers  # tests/core/conftest.py; only for annotations
 
 
-def test_bounded_wait_then_timeout(tmp_path: Path) -> None:
-    path = tmp_path / "x.lock"
-    with locked(path, 1.0):
+@pytest.fixture
+def lock(tmp_path: Path) -> Path:
+    return tmp_path / "x.json.lock"
+
+
+def claude_code_holds(path: Path, age: float = 0.0) -> None:
+    """Make ``path`` the way proper-lockfile does: mkdir, then set its mtime (here ``age`` s in the past)."""
+    path.mkdir()
+    stamp = time.time() - age
+    os.utime(path, (stamp, round(stamp, 3)))
+
+
+def _in_thread(path: Path, timeout: float) -> tuple[threading.Thread, dict[str, float]]:
+    """Acquire and release ``path`` in a thread; the dict gets ``took`` (seconds) or ``error``."""
+    outcome: dict[str, float] = {}
+
+    def run() -> None:
         start = time.monotonic()
-        with pytest.raises(LockTimeout):
-            with locked(path, 0.2):
-                pass
+        try:
+            with locked(path, timeout):
+                outcome["took"] = time.monotonic() - start
+        except LockTimeout:
+            outcome["error"] = time.monotonic() - start
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, outcome
+
+
+# -- basics ----------------------------------------------------------------------------
+
+
+def test_the_lock_is_a_directory_while_held_and_gone_after(lock: Path) -> None:
+    with locked(lock, 1.0):
+        assert stat.S_ISDIR(os.lstat(lock).st_mode), "Claude Code must find a directory at <file>.lock"
+        assert swarm_lock_path(lock).read_bytes()[:2] == b"H ", "the holder marks the directory as its own"
+    assert not lock.exists()
+    assert swarm_lock_path(lock).read_bytes() == BLANK, "a released lock leaves no mark"
+
+
+def test_bounded_wait_then_timeout(lock: Path) -> None:
+    with locked(lock, 1.0):
+        start = time.monotonic()
+        with pytest.raises(LockTimeout), locked(lock, 0.2):
+            pass
         assert 0.2 <= time.monotonic() - start < 2.0
-    with locked(path, 0.2):  # released: free again
+    with locked(lock, 0.2):  # released: free again
         pass
 
 
-def test_threads_of_one_process_exclude_each_other(tmp_path: Path) -> None:
-    path = tmp_path / "x.lock"
+def test_threads_of_one_process_exclude_each_other(lock: Path) -> None:
     inside, overlaps = [0], [0]
 
     def work() -> None:
         for _ in range(200):
-            with locked(path, 10.0):
+            with locked(lock, 10.0):
                 inside[0] += 1
                 if inside[0] > 1:
                     overlaps[0] += 1
@@ -45,25 +101,166 @@ def test_threads_of_one_process_exclude_each_other(tmp_path: Path) -> None:
     assert overlaps[0] == 0
 
 
-def test_excludes_and_is_excluded_by_filelock(tmp_path: Path) -> None:
-    path = tmp_path / "x.lock"
-    other = filelock.FileLock(str(path))
-    with other:
-        with pytest.raises(LockTimeout):
-            with locked(path, 0.1):
-                pass
-    with locked(path, 1.0):
-        with pytest.raises(filelock.Timeout):
-            filelock.FileLock(str(path), timeout=0.1).acquire()
+COUNTER = """
+from pathlib import Path
+from swarm.core.flock import locked
+counter, lock = Path(sys.argv[1]), Path(sys.argv[2])
+say("ready")
+sys.stdin.readline()
+for _ in range(300):
+    with locked(lock, 20.0):
+        value = int(counter.read_text() or "0")   # a lost update shows as a short count
+        counter.write_text(str(value + 1))
+say("done")
+"""
 
 
-def test_a_directory_where_the_lock_file_belongs_is_a_clear_error(tmp_path: Path) -> None:
+def test_processes_exclude_each_other(workers: Workers, tmp_path: Path) -> None:
+    counter, lock = tmp_path / "counter", tmp_path / "counter.lock"
+    counter.write_text("0")
+    started = [workers.start(f"counter{i}", COUNTER, counter, lock) for i in range(4)]
+    for worker in started:
+        worker.expect("ready")
+    for worker in started:
+        worker.tell()
+    for worker in started:
+        worker.expect("done", timeout=60)
+    assert counter.read_text() == str(4 * 300)
+    assert not lock.exists()
+
+
+# -- Claude Code's directory ------------------------------------------------------------
+
+
+def test_waits_while_claude_code_holds_the_directory_then_proceeds(lock: Path) -> None:
+    claude_code_holds(lock)
+    with pytest.raises(LockTimeout), locked(lock, 0.3):
+        pass
+    assert lock.is_dir(), "a live Claude Code lock must not be removed"
+    thread, outcome = _in_thread(lock, 10.0)
+    time.sleep(0.3)
+    assert thread.is_alive() and not outcome, "swarm went ahead while Claude Code held the lock"
+    lock.rmdir()  # Claude Code releases
+    thread.join(5)
+    assert "took" in outcome and outcome["took"] >= 0.3, outcome
+    assert not lock.exists()
+
+
+def test_a_stale_directory_is_taken_over(lock: Path) -> None:
+    claude_code_holds(lock, age=STALE_AFTER + 5)
+    start = time.monotonic()
+    with locked(lock, 1.0):
+        assert lock.is_dir()
+    assert time.monotonic() - start < 0.5
+
+
+def test_a_fresh_directory_under_a_pending_mark_is_claude_codes(lock: Path) -> None:
+    # A swarm holder blanks the "making it now" mark when its mkdir fails; were it
+    # killed before that, the directory still shows Claude Code's mtime, not ours.
+    swarm_lock_path(lock).write_bytes(b"P %020d %020d\n" % (time.time_ns() - 10**6, 0))
+    claude_code_holds(lock)
+    with pytest.raises(LockTimeout), locked(lock, 0.3):
+        pass
+    assert lock.is_dir()
+
+
+def test_release_leaves_a_directory_that_is_not_its_own(lock: Path) -> None:
+    held = acquire(lock, 1.0)
+    lock.rmdir()  # as if Claude Code took it over after swarm held it too long
+    claude_code_holds(lock)
+    release(held)
+    assert lock.is_dir(), "release removed someone else's lock"
+    assert swarm_lock_path(lock).read_bytes() == BLANK
+
+
+# -- dead swarm holders ------------------------------------------------------------------
+
+HOLDER = """
+from pathlib import Path
+from swarm.core.flock import acquire
+held = acquire(Path(sys.argv[1]), 10.0)
+say("locked")
+time.sleep(600)
+"""
+
+
+def test_a_killed_swarm_holder_is_replaced_at_once(workers: Workers, lock: Path) -> None:
+    holder = workers.start("holder", HOLDER, lock)
+    holder.expect("locked")
+    thread, outcome = _in_thread(lock, 10.0)
+    time.sleep(0.2)
+    assert thread.is_alive(), "the lock was taken while its holder lived"
+    holder.kill()
+    thread.join(5)
+    assert outcome.get("took", 99) < 1.0 + 0.2, outcome
+    assert not lock.exists()
+
+
+def test_killed_between_mkdir_and_its_mark_is_recognised(lock: Path) -> None:
+    # The state a holder leaves when killed right after mkdir: the pending mark
+    # and a directory nobody touched since (mtime == ctime).
+    swarm_lock_path(lock).write_bytes(b"P %020d %020d\n" % (time.time_ns(), 0))
+    lock.mkdir()
+    start = time.monotonic()
+    with locked(lock, 5.0):
+        pass
+    assert time.monotonic() - start < 0.5
+
+
+# -- an older swarm's lock file --------------------------------------------------------
+
+OLD_SWARM = """
+import fcntl
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
+fcntl.flock(fd, fcntl.LOCK_EX)
+say("locked")
+sys.stdin.readline()
+os.close(fd)
+say("released")
+sys.stdin.readline()
+"""
+
+
+def test_an_old_regular_lock_file_becomes_the_directory(lock: Path) -> None:
+    lock.write_bytes(b"")
+    with locked(lock, 1.0):
+        assert stat.S_ISDIR(os.lstat(lock).st_mode)
+    assert not lock.exists()
+
+
+def test_an_old_swarm_holding_its_lock_file_is_waited_for(workers: Workers, lock: Path) -> None:
+    old = workers.start("old", OLD_SWARM, lock)
+    old.expect("locked")
+    thread, outcome = _in_thread(lock, 10.0)
+    time.sleep(0.3)
+    assert thread.is_alive() and not outcome
+    old.tell()
+    old.expect("released")
+    thread.join(5)
+    assert "took" in outcome, outcome
+    assert not lock.exists()
+
+
+@pytest.fixture
+def fifo_lock(lock: Path) -> Iterator[Path]:
+    os.mkfifo(lock)
+    yield lock
+
+
+def test_something_else_at_the_lock_path_is_an_error_not_a_hang(fifo_lock: Path) -> None:
+    with pytest.raises(OSError, match="neither a lock directory"), locked(fifo_lock, 5.0):
+        pass
+
+
+def test_jsonfile_waits_for_a_claude_code_lock_instead_of_failing(tmp_path: Path) -> None:
     from swarm.core.codecs import InboxCodec
     from swarm.core.jsonfile import LockedJsonFile
     from swarm.errors import LockTimeoutError
 
     inbox = tmp_path / "bob.json"
-    (tmp_path / "bob.json.lock").mkdir()  # how Claude Code locks: a directory
-    with pytest.raises(LockTimeoutError, match="cannot use the lock file .*bob.json.lock"):
-        LockedJsonFile(inbox, InboxCodec()).update(lambda entries: None)
-    assert not inbox.exists()
+    claude_code_holds(tmp_path / "bob.json.lock")
+    with pytest.raises(LockTimeoutError, match="could not lock .*bob.json within 0.2s"):
+        LockedJsonFile(inbox, InboxCodec(), lock_timeout=0.2).update(lambda entries: None)
+    (tmp_path / "bob.json.lock").rmdir()
+    LockedJsonFile(inbox, InboxCodec(), lock_timeout=0.2).update(lambda entries: None)
+    assert inbox.read_bytes() == b"[]"

@@ -192,25 +192,32 @@ def test_update_reports_an_assignment_only_to_someone_else(store: TaskStore) -> 
 # -- corruption -------------------------------------------------------------
 
 
-def test_a_corrupt_task_file_is_quarantined_and_reported_in_one_line(store: TaskStore, home: Home) -> None:
+def test_a_corrupt_task_file_is_left_by_readers_quarantined_by_a_change(store: TaskStore, home: Home) -> None:
     store.create("a")
     store.create("b", blocked_by=["1"])
-    (home.tasks_dir(TEAM) / "1.json").write_text('{"id": "1", "subj')
+    broken = home.tasks_dir(TEAM) / "1.json"
+    broken.write_text('{"id": "1", "subj')
     assert [t.id for t in store.list()] == ["2"]
+    with pytest.raises(CorruptFileError) as caught:
+        store.get("1")
+    message = str(caught.value)
+    assert "\n" not in message and "task 1 of team 'crew' did not parse and was left in place" in message
+    assert store.problems() == [message]
+    assert broken.read_text() == '{"id": "1", "subj' and not list(home.tasks_dir(TEAM).glob("1.json.corrupt-*"))
+
+    with pytest.raises(CorruptFileError):
+        store.claim("1", "alice")  # a change: the file is moved aside under the lock
     moved = list(home.tasks_dir(TEAM).glob("1.json.corrupt-*"))
     assert len(moved) == 1 and moved[0].read_text() == '{"id": "1", "subj'
     with pytest.raises(CorruptFileError) as caught:
         store.get("1")
-    message = str(caught.value)
-    assert "\n" not in message and "task 1 of team 'crew' did not parse" in message and str(moved[0]) in message
-    assert store.problems() == [message]
-    with pytest.raises(CorruptFileError):
-        store.claim("1", "alice")
+    assert "\n" not in str(caught.value) and str(moved[0]) in str(caught.value)
+    assert store.problems() == [str(caught.value)]
     assert store.get("2").blocked_by == []  # the edge to the broken task is gone with it
     assert store.create("c").id == "3"  # the quarantined id is not handed out again
 
 
-def test_a_task_file_that_is_not_a_task_is_quarantined(store: TaskStore, home: Home) -> None:
+def test_a_task_file_that_is_not_a_task_is_reported(store: TaskStore, home: Home) -> None:
     store.create("a")
     (home.tasks_dir(TEAM) / "1.json").write_text(json.dumps({"id": "7", "subject": "wrong id"}))
     with pytest.raises(CorruptFileError, match="task 1 .* did not parse"):

@@ -170,4 +170,4 @@ def test_a_corrupt_task_file_is_one_warning_line_in_the_list(team_ctx: ToolConte
     Path(home.tasks_dir(TEAM) / "2.json").write_text("{not json")
     lines = call(TaskList()).splitlines()
     assert lines[0] == "#1 [pending] a"
-    assert len(lines) == 2 and lines[1].startswith("warning: task 2 of team 'crew' did not parse and was moved to ")
+    assert len(lines) == 2 and lines[1].startswith("warning: task 2 of team 'crew' did not parse and was left in place ")
