@@ -100,6 +100,7 @@ class ScriptedProvider:
         self._fired: set[int] = set()
         self._waiting: dict[str, _Run] = {}
         self._parked: _Run | None = None
+        self._tally = _Tally()
         self.usage = Usage()
 
     @property
@@ -124,7 +125,7 @@ class ScriptedProvider:
             reply, values = self._next_reply(run, incoming)
             content = self._render(reply, values)
             self._remember(run, content)
-            usage = Usage(input_tokens=approx_tokens(request_text(request)),
+            usage = Usage(input_tokens=self._tally.input_tokens(request),
                           output_tokens=approx_tokens(content_text(content)))
             self.usage = self.usage + usage
         has_tools = any(isinstance(b, ToolUseBlock) for b in content)
@@ -223,6 +224,43 @@ def _flatten(message: Message) -> Incoming:
 def approx_tokens(text: str) -> int:
     """``ceil(len(text) / 4)``, at least 1."""
     return max(1, -(-len(text) // 4))
+
+
+class _Tally:
+    """The input token estimate of ``request_text``, without re-reading the whole conversation every call.
+
+    Each message's text length is measured once (messages of a conversation
+    are the same objects from call to call), so a call costs what its new
+    messages cost, not what the conversation has grown to.
+    """
+
+    def __init__(self) -> None:
+        self._lengths: dict[int, tuple[Message, int]] = {}
+        """id(message) -> (the message, kept so its id is not reused; its text length)."""
+        self._tools: tuple[tuple[int, ...], int] | None = None
+        self.measured = 0
+        """Messages measured so far (what a call costs grows with this, not with the conversation)."""
+
+    def input_tokens(self, request: ModelRequest) -> int:
+        parts = 1 + len(request.tools) + len(request.messages)
+        chars = len(request.system) + self._tool_chars(request) + (parts - 1)
+        chars += sum(self._length(message) for message in request.messages)
+        return max(1, -(-chars // 4))
+
+    def _length(self, message: Message) -> int:
+        known = self._lengths.get(id(message))
+        if known is not None and known[0] is message:
+            return known[1]
+        self.measured += 1
+        length = len(content_text(message.content))
+        self._lengths[id(message)] = (message, length)
+        return length
+
+    def _tool_chars(self, request: ModelRequest) -> int:
+        key = tuple(id(tool) for tool in request.tools)  # tools build their spec once: same objects every call
+        if self._tools is None or self._tools[0] != key:
+            self._tools = (key, sum(len(json.dumps(t.model_dump(), sort_keys=True)) for t in request.tools))
+        return self._tools[1]
 
 
 def request_text(request: ModelRequest) -> str:

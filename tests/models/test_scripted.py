@@ -19,7 +19,7 @@ from swarm.models.messages import (
     Usage,
 )
 from swarm.models.playbook import parse_playbook
-from swarm.models.scripted import ScriptedProvider, approx_tokens
+from swarm.models.scripted import ScriptedProvider, approx_tokens, request_text
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "playbook.md"
 
@@ -236,3 +236,21 @@ def test_the_worked_example_in_the_docs_behaves_as_documented(tmp_path: Path) ->
     frame = json.dumps({"type": "shutdown_request", "requestId": "shutdown-1@fixer", "from": "team-lead"})
     assert calls(chat.say(frame)) == [("SendMessage", {"to": "team-lead", "message": {
         "type": "shutdown_response", "request_id": "shutdown-1@fixer", "approve": True}})]
+
+
+def test_per_call_work_does_not_grow_with_the_conversation() -> None:
+    """The input estimate measures each message once: call 2,000 costs what call 10 costs."""
+    provider = ScriptedProvider()
+    messages: list[Message] = []
+
+    def call() -> int:
+        before = provider._tally.measured
+        messages.append(Message.user_text(f"message {len(messages)}"))
+        reply = provider.complete(ModelRequest(messages=messages))
+        messages.append(reply.message())
+        return provider._tally.measured - before
+
+    costs = [call() for _ in range(1000)]
+    assert costs[5:10] == [2] * 5 and costs[-5:] == [2] * 5  # the new prompt and the last reply, nothing more
+    whole = ModelRequest(messages=messages)
+    assert ScriptedProvider().complete(whole).usage.input_tokens == approx_tokens(request_text(whole))
