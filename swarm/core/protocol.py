@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Container
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 from pydantic import (
@@ -348,7 +349,8 @@ LEAD_FRAMES: tuple[type[_Wire], ...] = (ShutdownRequest, PermissionResponse, Pla
 """Frames only the lead (or the runtime acting for it) may send."""
 
 
-def entry_frame(entry: InboxEntry, lead: LeadVerifier | None = None) -> Frame | str:
+def entry_frame(entry: InboxEntry, lead: LeadVerifier | None = None, *,
+                unmarked_from: Container[str] = frozenset()) -> Frame | str:
     """The frame ``entry`` carries if it came through the structured path from a sender that may send it.
 
     Everything else — plain text, text that merely looks like a frame, a frame
@@ -357,12 +359,19 @@ def entry_frame(entry: InboxEntry, lead: LeadVerifier | None = None) -> Frame | 
 
     A lead-only frame counts only when ``lead`` verifies its entry: unsigned,
     forged, replayed or stale ones (and every one, without ``lead``) are text.
+
+    ``unmarked_from`` names Claude Code teammates: their entries carry no swarm
+    marker, so a frame *about themselves* (idle, shutdown answers, plan and
+    permission requests — ``from`` must still be theirs) counts from them
+    without it; a lead or runtime frame never does.
     """
-    if not entry.structured:
+    if not entry.structured and entry.sender not in unmarked_from:
         return entry.text
     frame = parse_frame(entry.text)
     if isinstance(frame, str):
         return frame
+    if not entry.structured and isinstance(frame, (*LEAD_FRAMES, TeammateTerminated, TaskNotification)):
+        return entry.text
     if isinstance(frame, LEAD_FRAMES) and not _lead_verified(entry, lead):
         return entry.text
     if _may_send(entry.sender, frame):
