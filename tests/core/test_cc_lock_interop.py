@@ -1,0 +1,235 @@
+"""swarm and Claude Code's lock scheme on one inbox: the real ``proper-lockfile`` from npm.
+
+Claude Code locks a file with ``proper-lockfile`` (a directory
+``<file>.lock/``, stale after 10 s, 10 retries at 5-100 ms for an inbox). The
+Node writer here uses that package with those options and writes the way
+Claude Code does (whole array, 2-space JSON, temp file + rename). swarm's
+writers are separate processes calling the real ``Mailbox.send``.
+
+The package is installed with npm into a temp dir once per module; without
+node, npm or the registry the tests are skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from swarm.core.home import Home
+from swarm.core.mailbox import Mailbox
+
+if TYPE_CHECKING:
+    from conftest import Worker, Workers  # tests/core/conftest.py; only for annotations
+
+TEAM = "crew"
+PER_WRITER = 500
+SWARM_WRITERS = 3
+CC_RETRIES = {"retries": 10, "minTimeout": 5, "maxTimeout": 100}
+"""Claude Code's retry policy for inbox writes (about 0.7 s in all)."""
+STORM_RETRIES = {"retries": 100, "minTimeout": 5, "maxTimeout": 100}
+"""What a Node writer needs against three swarm writers sending back to back (about 10 s in all).
+
+``proper-lockfile`` polls ``mkdir`` at random intervals and never queues, so
+against writers that keep the lock busy all the time (three processes, each
+rewriting an inbox growing to 2,000 entries with an fsync, the next one
+taking the lock within a millisecond of the last) its attempts rarely land
+in a free moment: with Claude Code's 10 retries about 17 of 500 writes gave
+up, with 30 one did; the longest wait seen with 100 was 6.1 s. The same
+holds between Claude Code processes. Writers at a realistic pace (the
+``paced`` case) leave Claude Code's own policy enough room.
+"""
+PATIENT_RETRIES = {"retries": 100, "minTimeout": 100, "maxTimeout": 200}
+"""Enough to outwait a stale lock (about 20 s)."""
+
+NODE_WRITER = r"""
+const fs = require('fs');
+const crypto = require('crypto');
+const lockfile = require('proper-lockfile');
+const [inbox, count, label, retries, out] =
+  [process.argv[2], +process.argv[3], process.argv[4], JSON.parse(process.argv[5]), process.argv[6]];
+const stats = {sent: 0, lockErrors: [], parseErrors: 0, compromised: [], lockMs: []};
+const options = {lockfilePath: inbox + '.lock', realpath: false, stale: 10000, retries,
+                 onCompromised: (err) => stats.compromised.push(String(err))};
+
+function load() {
+  let data;
+  try { data = fs.readFileSync(inbox, 'utf8'); } catch (e) { if (e.code === 'ENOENT') return []; throw e; }
+  try { return JSON.parse(data); } catch (e) { stats.parseErrors++; return null; }
+}
+
+function store(doc) {  // like Claude Code: a temp file beside it, then rename
+  const tmp = `${inbox}.tmp.${crypto.randomBytes(6).toString('hex')}`;
+  fs.writeFileSync(tmp, JSON.stringify(doc, null, 2), {mode: 0o644});
+  fs.renameSync(tmp, inbox);
+}
+
+async function send(i) {
+  while (stats.lockErrors.length < 50) {
+    const start = Date.now();
+    let release;
+    try { release = await lockfile.lock(inbox, options); }
+    catch (e) { stats.lockErrors.push(`${e.code}: ${e.message}`); continue; }
+    stats.lockMs.push(Date.now() - start);
+    try {
+      const doc = load();
+      if (doc === null) continue;
+      doc.push({from: label, text: `${label}-${i}`, timestamp: new Date().toISOString(), read: false,
+                type: 'message', msgV: 1, msg_id: crypto.randomUUID()});
+      store(doc);
+      stats.sent++;
+      return;
+    } finally { await release(); }
+  }
+}
+
+console.log('ready');
+process.stdin.once('data', async () => {
+  for (let i = 0; i < count; i++) await send(i);
+  stats.maxLockMs = Math.max(0, ...stats.lockMs);
+  stats.lockMs = stats.lockMs.slice(0, 3);
+  fs.writeFileSync(out, JSON.stringify(stats));
+  console.log('finished');
+  process.exit(0);
+});
+"""
+
+SWARM_WRITER = """
+import logging
+logging.basicConfig(level=logging.WARNING)  # an unparsable read or a quarantine would show on stderr
+label, count, pause = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+say("ready")
+sys.stdin.readline()
+for i in range(count):
+    mb.send("bob", f"{label}-{i}", sender=label)
+    time.sleep(pause)
+say("done")
+"""
+
+EXEC = """
+import os, sys
+os.execvp(sys.argv[1], sys.argv[1:])
+"""
+"""A worker that becomes another program (so ``Workers`` starts, watches and stops it)."""
+
+HOLDER = """
+from pathlib import Path
+from swarm.core.flock import acquire
+held = acquire(Path(str(INBOX) + ".lock"), 10.0)
+say("locked")
+time.sleep(600)
+"""
+
+
+@pytest.fixture(scope="module")
+def node_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A temp dir with ``proper-lockfile@4`` installed and the Node writer beside it."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        pytest.skip("node and npm are needed to run the real proper-lockfile (Claude Code's lock)")
+    where = tmp_path_factory.mktemp("proper-lockfile")
+    try:
+        done = subprocess.run([npm, "install", "--no-audit", "--no-fund", "--silent", "proper-lockfile@4"],
+                              cwd=where, capture_output=True, text=True, timeout=180, check=False)
+    except subprocess.TimeoutExpired:
+        pytest.skip("npm install proper-lockfile@4 took over 180 s (registry unreachable?)")
+    if done.returncode != 0:
+        pytest.skip(f"npm install proper-lockfile@4 failed (registry unreachable?): {done.stderr.strip()[-300:]}")
+    (where / "writer.js").write_text(NODE_WRITER)
+    return where
+
+
+def start_node(workers: Workers, node_dir: Path, inbox: Path, count: int, label: str,
+               retries: dict[str, int]) -> tuple[Worker, Path]:
+    """A Node writer (see ``NODE_WRITER``), stopped with the other workers when the test ends, and its result file."""
+    out = node_dir / f"{label}-{len(workers.started)}.json"
+    worker = workers.start(label, EXEC, "node", node_dir / "writer.js", inbox, count, label, json.dumps(retries),
+                           out, prologue=False)
+    return worker, out
+
+
+def node_result(node: tuple[Worker, Path], timeout: float) -> dict[str, Any]:
+    """The writer's summary, once it has finished."""
+    worker, out = node
+    worker.expect("finished", timeout)
+    assert worker.join(5) == 0, worker.stderr()
+    result: dict[str, Any] = json.loads(out.read_text())
+    return result
+
+
+def texts(inbox: Path) -> Counter[str]:
+    return Counter(entry["text"] for entry in json.loads(inbox.read_bytes()))
+
+
+@pytest.mark.parametrize(("pause", "retries"), [(0.0, STORM_RETRIES), (0.02, CC_RETRIES)], ids=["storm", "paced"])
+def test_swarm_and_proper_lockfile_writers_lose_nothing(
+    workers: Workers, node_dir: Path, inbox: Path, team: Home, pause: float, retries: dict[str, int]
+) -> None:
+    swarm = [workers.start(f"s{k}", SWARM_WRITER, f"s{k}", PER_WRITER, pause) for k in range(SWARM_WRITERS)]
+    node = start_node(workers, node_dir, inbox, PER_WRITER, "node", retries)
+    for worker in [*swarm, node[0]]:
+        worker.expect("ready")
+    for worker in [*swarm, node[0]]:
+        worker.tell()
+    for worker in swarm:
+        worker.expect("done", timeout=240)
+    result = node_result(node, timeout=240)
+
+    assert result["lockErrors"] == [] and result["compromised"] == [], result
+    assert result["parseErrors"] == 0 and result["sent"] == PER_WRITER, result
+    for worker in swarm:
+        assert worker.stderr() == "", "a swarm writer met an unparsable inbox or another warning"
+    found = texts(inbox)
+    expected = {f"{label}-{i}" for label in ["node", *(f"s{k}" for k in range(SWARM_WRITERS))]
+                for i in range(PER_WRITER)}
+    assert set(found) == expected, f"lost: {sorted(expected - set(found))[:10]}"
+    assert max(found.values()) == 1, f"duplicated: {[t for t, n in found.items() if n > 1][:10]}"
+    assert not list(inbox.parent.glob("bob.json.corrupt-*"))
+    assert inbox.read_bytes().startswith(b'[\n  {\n    "'), "the inbox keeps Claude Code's 2-space indentation"
+    assert not Path(f"{inbox}.lock").exists()
+
+
+def _kill_a_holder(workers: Workers, inbox: Path) -> None:
+    holder = workers.start("holder", HOLDER)
+    holder.expect("locked")
+    assert Path(f"{inbox}.lock").is_dir()
+    holder.kill()
+
+
+def test_a_killed_swarm_holder_stalls_swarm_not_at_all(workers: Workers, node_dir: Path, inbox: Path,
+                                                       team: Home) -> None:
+    _kill_a_holder(workers, inbox)
+    start = time.monotonic()
+    Mailbox(team, TEAM).send("bob", "after the kill", sender="alice")
+    assert time.monotonic() - start < 1.0, "swarm waited for a lock whose swarm holder is dead"
+
+    node = start_node(workers, node_dir, inbox, 1, "node", CC_RETRIES)
+    node[0].expect("ready")
+    node[0].tell()
+    result = node_result(node, timeout=30)
+    assert result["sent"] == 1 and result["lockErrors"] == [], result
+    assert set(texts(inbox)) == {"after the kill", "node-0"}
+
+
+def test_a_killed_swarm_holder_stalls_claude_code_at_most_the_stale_bound(
+    workers: Workers, node_dir: Path, inbox: Path, team: Home
+) -> None:
+    _kill_a_holder(workers, inbox)
+    node = start_node(workers, node_dir, inbox, 1, "node", PATIENT_RETRIES)
+    node[0].expect("ready")
+    node[0].tell()
+    result = node_result(node, timeout=60)
+    assert result["sent"] == 1 and result["lockErrors"] == [], result
+    assert result["maxLockMs"] <= 10_000 + 1_500, f"Node waited {result['maxLockMs']} ms for a dead swarm's lock"
+    start = time.monotonic()
+    Mailbox(team, TEAM).send("bob", "after node", sender="alice")
+    assert time.monotonic() - start < 1.0
+    assert set(texts(inbox)) == {"node-0", "after node"}
+    assert os.stat(inbox).st_mode & 0o777 == 0o644, "swarm keeps the mode Claude Code's writer gave the file"
