@@ -48,9 +48,9 @@ R = TypeVar("R")
 DEFAULT_LOCK_TIMEOUT = 10.0
 REREAD_WINDOW = 0.2
 """Seconds an unparsable file is re-read before it counts as corrupt (a writer may be mid-rewrite)."""
-FIRST_REREAD = 0.002
+FIRST_REREAD = 0.001
 """Seconds before the first re-read; doubled up to ``MAX_REREAD``."""
-MAX_REREAD = 0.05
+MAX_REREAD = 0.02
 
 
 class Codec(Protocol[T]):
