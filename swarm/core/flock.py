@@ -44,8 +44,10 @@ so swarm never refreshes the directory's mtime. A release checks that the
 directory is still the one it made and leaves someone else's alone.
 
 Cost per cycle on a swarm-only home: open, flock, pwrite, mkdir, stat,
-pwrite, stat, rmdir, pwrite, close — a few tens of microseconds, next to the fsync of the
-write it protects.
+pwrite, stat, rmdir, pwrite, close. The ``mkdir``/``rmdir`` pair dominates
+(measured ~125 µs of ~160 µs per cycle on ext4, against ~5 µs for the flock
+alone); it is the price of Claude Code's scheme and is paid once per write,
+next to the write's own fsync.
 """
 
 from __future__ import annotations
