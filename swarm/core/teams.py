@@ -74,6 +74,9 @@ class TeamStore:
         if found is None:
             config = self.home.config_path(team)
             broken = sorted(config.parent.glob(f"{config.name}.corrupt-*")) if config.parent.is_dir() else []
+            if config.is_file():  # it stayed unparsable through the re-read window; readers leave it in place
+                raise CorruptFileError(f"team {team!r}: {config} does not parse; repair it (or wait for the program "
+                                       f"rewriting it), or `swarm team delete {team}`")
             if broken:
                 raise CorruptFileError(f"team {team!r} has no usable config.json: it did not parse and was moved "
                                        f"to {broken[-1]}; repair and move it back, or `swarm team delete {team}`")

@@ -132,8 +132,8 @@ def test_garbage_team_file_is_left_by_readers_then_quarantined_by_a_writer(
     config.write_bytes(GARBAGE)
     store = TeamStore(team)
 
-    # A read-only look never moves the file aside (another program may be rewriting it).
-    with pytest.raises(NotFoundError):
+    # A read-only look never moves the file aside (another program may be rewriting it), and says it does not parse.
+    with pytest.raises(CorruptFileError, match="does not parse"):
         store.get(TEAM)
     assert config.read_bytes() == GARBAGE and not _quarantined(config)
     assert _records(caplog, "read an unparsable file as empty and left it in place")[0].path == str(config)  # type: ignore[attr-defined]

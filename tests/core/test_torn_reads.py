@@ -117,3 +117,14 @@ def test_a_rewrite_keeps_indentation_and_mode(home: Home, indent: int | None, mo
     assert [e["text"] for e in doc] == ["hi", "hello"]
     assert written == json.dumps(doc, indent=indent, ensure_ascii=False).encode()
     assert os.stat(inbox).st_mode & 0o777 == mode
+
+
+def test_a_config_that_stays_unparsable_is_named_not_reported_missing(home: Home) -> None:
+    from swarm.core.teams import TeamStore
+    from swarm.errors import CorruptFileError
+
+    TeamStore(home).create("t")
+    home.config_path("t").write_text('{"name": "t", "members": [')
+    with pytest.raises(CorruptFileError, match="does not parse"):
+        TeamStore(home).get("t")
+    assert home.config_path("t").exists()  # a reader never moves it aside
