@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from swarm.core.protocol import InboxEntry, Member, TeamFile
+from swarm.core.protocol import Activity, InboxEntry, Member, TeamFile
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +45,23 @@ class InboxCodec:
 
     def encode(self, value: list[InboxEntry]) -> Any:
         return [entry.wire() for entry in value]
+
+
+class ActivityCodec:
+    """A teammate's ``Activity`` file; ``None`` when there is none (or it is unusable: it is only a hint)."""
+
+    def empty(self) -> Activity | None:
+        return None
+
+    def decode(self, raw: Any, source: Path) -> Activity | None:
+        try:
+            return Activity.model_validate(raw)
+        except ValidationError:
+            log.warning("ignored an unusable activity file", extra={"path": str(source)})
+            return None
+
+    def encode(self, value: Activity | None) -> Any:
+        return None if value is None else value.wire()
 
 
 class TeamCodec:

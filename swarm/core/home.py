@@ -81,6 +81,10 @@ class Home:
     def transcripts_dir(self, team: str) -> Path:
         return self.team_dir(team) / "transcripts"
 
+    def activity_path(self, team: str, agent: str) -> Path:
+        """swarm: a teammate's busy/idle state, last activity and tokens (rewritten every turn, not fsynced)."""
+        return self.team_dir(team) / "activity" / f"{validate_name(agent, 'agent name')}.json"
+
     def transcript_path(self, team: str, agent: str) -> Path:
         return self.transcripts_dir(team) / f"{validate_name(agent, 'agent name')}.jsonl"
 

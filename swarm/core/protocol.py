@@ -118,6 +118,8 @@ class Member(_CamelWire):
     """Epoch ms of the teammate's last turn start or end."""
     tokens: int | None = None
     """Tokens the teammate's model has used so far."""
+    cache_read_tokens: int | None = None
+    """Of those, input tokens read from the prompt cache."""
     playbook: str | None = None
     """Scripted-model playbook path, when the teammate runs offline."""
     tmux_socket: str | None = None
@@ -131,6 +133,22 @@ class Member(_CamelWire):
     allowed_tools: list[str] | None = None
     """Allow rules for this teammate (from --allowed-tools and `swarm approve --always`)."""
     disallowed_tools: list[str] | None = None
+
+
+class Activity(_CamelWire):
+    """swarm: what a teammate is doing, kept beside the team file (``Home.activity_path``).
+
+    It changes on every turn; keeping it out of ``config.json`` means the team
+    file is rewritten only when membership changes (fewer fsyncs, and fewer
+    writes racing Claude Code's own rewrites of that file). ``TeamStore.get``
+    lays it over the member entry.
+    """
+
+    status: Literal["idle", "busy"]
+    last_activity: int
+    tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_creation_tokens: int = 0
 
 
 class RuleLists(_CamelWire):

@@ -9,11 +9,11 @@ from collections.abc import Callable
 from typing import Any
 
 from swarm.core.clock import now_ms
-from swarm.core.codecs import TeamCodec
+from swarm.core.codecs import ActivityCodec, TeamCodec
 from swarm.core.home import Home, ensure_dir
 from swarm.core.jsonfile import LockedJsonFile
 from swarm.core.names import LEAD_NAME, agent_id, valid_name, validate_name
-from swarm.core.protocol import COLORS, Member, TeamFile
+from swarm.core.protocol import COLORS, Activity, Member, TeamFile
 from swarm.errors import ConflictError, CorruptFileError, NotFoundError
 
 log = logging.getLogger(__name__)
@@ -82,10 +82,31 @@ class TeamStore:
                                        f"to {broken[-1]}; repair and move it back, or `swarm team delete {team}`")
             raise NotFoundError(f"team {team!r} not found; `swarm team list` shows the teams, "
                                 f"`swarm team create {team}` makes it")
-        return found
+        return self._with_activity(team, found)
 
     def exists(self, team: str) -> bool:
         return self._file(team).exists()
+
+    # -- activity (beside the team file) -------------------------------------
+
+    def set_activity(self, team: str, name: str, activity: Activity) -> None:
+        """Record what teammate ``name`` is doing; not fsynced (a crash only loses a stale busy/idle)."""
+        LockedJsonFile(self.home.activity_path(team, name), ActivityCodec(), fsync=False).transform(
+            lambda _: (activity, None))
+
+    def _with_activity(self, team: str, found: TeamFile) -> TeamFile:
+        """The team file with each running member's activity laid over its entry."""
+        for member in found.members:
+            if member.status not in ("idle", "busy") or not member.is_active:
+                continue  # starting, or gone: the team file knows best
+            path = self.home.activity_path(team, member.name)
+            if not path.exists():
+                continue
+            activity = LockedJsonFile(path, ActivityCodec()).read()
+            if activity is not None and activity.last_activity >= (member.last_activity or 0):
+                member.status, member.last_activity = activity.status, activity.last_activity
+                member.tokens, member.cache_read_tokens = activity.tokens, activity.cache_read_tokens
+        return found
 
     def delete(self, team: str, *, force: bool = False) -> TeamFile:
         """Remove the team directory (inboxes, logs, transcripts) and its tasks.

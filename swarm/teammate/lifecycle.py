@@ -34,6 +34,7 @@ from swarm.core.mailbox import Mailbox
 from swarm.core.members import mark_gone
 from swarm.core.names import LEAD_NAME
 from swarm.core.protocol import (
+    Activity,
     IdleNotification,
     ShutdownApproved,
     ShutdownRejected,
@@ -42,6 +43,7 @@ from swarm.core.protocol import (
 from swarm.core.teams import TeamStore
 from swarm.core.text import one_line
 from swarm.errors import SwarmError
+from swarm.models.messages import Usage
 from swarm.teammate.config import TeammateConfig
 
 log = logging.getLogger(__name__)
@@ -72,36 +74,43 @@ class Lifecycle:
     def stopping(self) -> bool:
         return self.state in ("stopping", "gone")
 
-    def joined(self, pid: int, proc_start: float | None, tokens: int) -> None:
+    def joined(self, pid: int, proc_start: float | None, usage: Usage) -> None:
+        """Membership (durable, in the team file), then a fresh activity record replacing an earlier process's."""
+        stamp = now_ms()
         self.teams.update_member(
             self.config.team, self.config.name, is_active=True, pid=pid, proc_start=proc_start,
             tmux_pane_id=self.pane_id, backend_type=self.config.backend, status="idle",
-            last_activity=now_ms(), cwd=str(self.config.cwd), tokens=tokens)
+            last_activity=stamp, cwd=str(self.config.cwd), tokens=usage.total)
         self.state = "idle"
-        self._published = ("idle", tokens)
+        self._publish("idle", usage, stamp)
         self.transcript.event("joined", pid=pid, backend=self.config.backend, pane=self.pane_id)
 
-    def busy(self, tokens: int) -> None:
-        self._enter("busy", tokens)
+    def busy(self, usage: Usage) -> None:
+        self._enter("busy", usage)
 
-    def idle(self, tokens: int) -> None:
-        self._enter("idle", tokens)
+    def idle(self, usage: Usage) -> None:
+        self._enter("idle", usage)
 
-    def _enter(self, state: Literal["idle", "busy"], tokens: int) -> None:
+    def _enter(self, state: Literal["idle", "busy"], usage: Usage) -> None:
         if self.stopping or (state == "idle" and self.owed is not None):
             return  # stopping, or about to: "idle" would tell the lead this teammate waits for work
         self.state = state
-        if (state, tokens) == self._published:
-            return
-        self.teams.update_member(self.config.team, self.config.name, status=state, last_activity=now_ms(),
-                                 tokens=tokens)
-        self._published = (state, tokens)
+        if (state, usage.total) != self._published:
+            self._publish(state, usage, now_ms())
 
-    def gone(self, tokens: int, killed_by: str | None) -> None:
+    def _publish(self, state: Literal["idle", "busy"], usage: Usage, stamp: int) -> None:
+        """Busy/idle and tokens go to the activity file beside the team file: no config.json rewrite, no fsync."""
+        self.teams.set_activity(self.config.team, self.config.name, Activity(
+            status=state, last_activity=stamp, tokens=usage.total, cache_read_tokens=usage.cache_read_input_tokens,
+            cache_creation_tokens=usage.cache_creation_input_tokens))
+        self._published = (state, usage.total)
+
+    def gone(self, usage: Usage, killed_by: str | None) -> None:
         """Mark the member inactive; after a signal (not a shutdown) the lead is told, once."""
         self.state = "gone"
         try:
-            self.teams.update_member(self.config.team, self.config.name, tokens=tokens)
+            self.teams.update_member(self.config.team, self.config.name, tokens=usage.total,
+                                     cache_read_tokens=usage.cache_read_input_tokens)
             if killed_by is None:
                 mark_gone(self.home, self.config.team, self.config.name, "stopped")
             else:

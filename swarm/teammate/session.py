@@ -125,16 +125,16 @@ class TeammateSession:
         killed_by: str | None = None
         try:
             pid = os.getpid()
-            self.lifecycle.joined(pid, process_create_time(pid), self.usage.total)
+            self.lifecycle.joined(pid, process_create_time(pid), self.usage)
             log.info("joined team", extra={"team": self.config.team, "agent_id": self.config.agent_id})
             self._resume()
             while not self.lifecycle.stopping:
                 if not self.mailbox.pending(self.config.name):
                     self.mailbox.wait(self.config.name, IDLE_WAIT, watcher=watcher)
                     continue
-                self.lifecycle.busy(self.usage.total)  # before the inbox is pruned: "idle + empty inbox" means done
+                self.lifecycle.busy(self.usage)  # before the inbox is pruned: "idle + empty inbox" means done
                 self._deliver()
-                self.lifecycle.idle(self.usage.total)
+                self.lifecycle.idle(self.usage)
             return 0
         except Terminated as signal_name:
             killed_by = str(signal_name)
@@ -145,7 +145,7 @@ class TeammateSession:
                 self.ctx.agents.background.stop_all()
             self.spec.provider.close()
             _stop_children()
-            self.lifecycle.gone(self.usage.total, killed_by)
+            self.lifecycle.gone(self.usage, killed_by)
             self.transcript.event("left", usage=self.usage.model_dump(), killed_by=killed_by)
 
     def _resume(self) -> None:
@@ -153,7 +153,7 @@ class TeammateSession:
         self.lifecycle.restore()
         if self.transcript.turn_open():
             self.transcript.event("resumed")
-            self.lifecycle.busy(self.usage.total)
+            self.lifecycle.busy(self.usage)
             self._turn()
         self.lifecycle.approve_owed()
 
@@ -225,7 +225,7 @@ class TeammateSession:
             run = run_agent(self.spec, self.conversation, self.ctx, inbound=self._inbound)
         except ModelError as exc:
             self.transcript.turn_end("model_error")
-            self.lifecycle.idle(self.usage.total)
+            self.lifecycle.idle(self.usage)
             self.lifecycle.notify_idle("failed", summary="model error", failure=str(exc))
             return
         finally:  # an active skill's grants and model last until the turn ends
@@ -234,7 +234,7 @@ class TeammateSession:
                 self.ctx.models.reset()
         self.transcript.turn_end(run.stop_reason)
         self.usage = self.usage + run.usage
-        self.lifecycle.idle(self.usage.total)
+        self.lifecycle.idle(self.usage)
         self.lifecycle.notify_idle("available" if run.ok else "interrupted", result=run.text,
                                    completed=self._completed_since(before))
 

@@ -1,0 +1,42 @@
+"""A teammate's busy/idle and tokens live beside the team file: turns do not rewrite config.json."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from swarm.core.home import Home
+from swarm.core.mailbox import Mailbox
+from swarm.core.protocol import IdleNotification, entry_frame
+from swarm.runtime.spawn import SpawnRequest, spawn
+from tests.backends.helpers import retry_until
+from tests.cli.conftest import SWARM_EXE
+from tests.fakes import FakeAnthropicServer, text_reply, usage_json
+
+
+def _idles(home: Home, team: str) -> int:
+    return sum(isinstance(entry_frame(e), IdleNotification) for e in Mailbox(home, team).read("team-lead"))
+
+
+def test_turns_leave_the_team_file_alone_and_status_shows_tokens_and_cache_reads(
+        home: Home, team: str, workdir: Path, api: FakeAnthropicServer) -> None:
+    env = {**os.environ, "ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": api.base_url}
+    api.enqueue(text_reply("first", usage=usage_json(100, 10, cache_read=0, cache_creation=90)),
+                *(text_reply(f"turn {i}", usage=usage_json(100, 10, cache_read=90, cache_creation=0))
+                  for i in range(3)))
+    spawn(home, SpawnRequest(team=team, name="w", prompt="start", cwd=workdir, backend="subprocess"), env)
+    retry_until(lambda: _idles(home, team) == 1, 20, what="the first turn")
+    config = home.config_path(team)
+    before = (config.stat().st_ino, config.stat().st_mtime_ns, config.read_bytes())
+    for i in range(3):
+        Mailbox(home, team).send("w", f"go {i}", sender="team-lead")
+        retry_until(lambda i=i: _idles(home, team) == i + 2, 20, what=f"turn {i}")
+    assert (config.stat().st_ino, config.stat().st_mtime_ns, config.read_bytes()) == before
+
+    status = subprocess.run([str(SWARM_EXE), "status", "--team", team, "--json"], capture_output=True, text=True,
+                            env=dict(os.environ), timeout=30)
+    [row] = [r for r in json.loads(status.stdout) if r["name"] == "w"]
+    assert row["state"] == "idle"
+    assert row["tokens"] == 4 * 110 + 90 + 3 * 90 and row["cache_read_tokens"] == 3 * 90
