@@ -38,3 +38,14 @@ def run_exe(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
                               cwd=cwd, env=dict(os.environ), timeout=timeout)
 
     return run
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """An empty git repository (on ``main``) in the test's tmp dir."""
+    from tests.worktrees.conftest import git
+
+    path = tmp_path / "repo"
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    return path

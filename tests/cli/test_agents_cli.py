@@ -10,8 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.worktrees.conftest import git
-
 Run = Callable[..., subprocess.CompletedProcess[str]]
 
 
@@ -19,14 +17,6 @@ def write_agent(directory: Path, stem: str, frontmatter: str) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{stem}.md"
     path.write_text(f"---\n{frontmatter}\n---\nbody\n")
-    return path
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    path = tmp_path / "repo"
-    path.mkdir()
-    git(path, "init", "-q", "-b", "main")
     return path
 
 

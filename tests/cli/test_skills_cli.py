@@ -10,8 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.worktrees.conftest import git
-
 Run = Callable[..., subprocess.CompletedProcess[str]]
 KEYS = ["name", "description", "source", "path", "directory", "context", "agent", "model", "allowed_tools",
         "disable_model_invocation", "user_invocable", "argument_hint"]
@@ -20,14 +18,6 @@ KEYS = ["name", "description", "source", "path", "directory", "context", "agent"
 def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
-    return path
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    path = tmp_path / "repo"
-    path.mkdir()
-    git(path, "init", "-q", "-b", "main")
     return path
 
 
