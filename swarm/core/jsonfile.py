@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import random
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -46,7 +47,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 DEFAULT_LOCK_TIMEOUT = 10.0
-REREAD_WINDOW = 0.2
+REREAD_WINDOW = 0.5
 """Seconds an unparsable file is re-read before it counts as corrupt (a writer may be mid-rewrite)."""
 FIRST_REREAD = 0.001
 """Seconds before the first re-read; doubled up to ``MAX_REREAD``."""
@@ -146,7 +147,7 @@ class LockedJsonFile(Generic[T]):
             except _Unparsable:
                 if time.monotonic() >= deadline:
                     raise
-            time.sleep(delay)
+            time.sleep(delay * random.uniform(0.5, 1.5))  # jittered: never in step with a rewriter's rhythm
             delay = min(delay * 2, MAX_REREAD)
 
     def read(self, *, quarantine: bool = False) -> T:

@@ -125,6 +125,7 @@ class AnthropicProvider:
         timeout: float = DEFAULT_TIMEOUT,
         sleep: Callable[[float], None] = time.sleep,
         rand: Callable[[], float] = random.random,
+        on_text: Callable[[str], None] = lambda _: None,
     ) -> None:
         source = os.environ if env is None else env
         key = api_key or source.get("ANTHROPIC_API_KEY", "")
@@ -137,6 +138,8 @@ class AnthropicProvider:
         self._timeout = timeout
         self._sleep = sleep
         self._rand = rand
+        self.on_text = on_text
+        """Called with each piece of text as the model produces it (a live view; the default ignores it)."""
         self._client: anthropic.Anthropic | None = None
         self._lock = threading.Lock()
         self.usage = Usage()
@@ -154,7 +157,11 @@ class AnthropicProvider:
         return self._base_url
 
     def complete(self, request: ModelRequest) -> ModelResponse:
-        """Send ``request``; retry transient failures; raise ``ModelError`` when done trying."""
+        """Send ``request`` as a streaming call; retry transient failures; raise ``ModelError`` when done trying.
+
+        Streaming (server-sent events) keeps long answers from hitting the
+        non-streaming time limit, and ``on_text`` hears the text as it arrives.
+        """
         raw = self._call_with_retries(build_params(self._model, request))
         response = to_model_response(raw)
         with self._lock:
@@ -186,7 +193,10 @@ class AnthropicProvider:
         attempts = self._retry.max_retries + 1
         for attempt in range(1, attempts + 1):
             try:
-                return client.messages.create(**params)
+                with client.messages.stream(**params) as stream:
+                    for piece in stream.text_stream:
+                        self.on_text(piece)
+                    return stream.get_final_message()
             except sdk.AnthropicError as exc:
                 failure = self._classify(exc, sdk)
                 if not failure.retryable or attempt == attempts:

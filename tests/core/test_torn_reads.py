@@ -2,7 +2,7 @@
 
 Claude Code rewrites ``config.json`` in place at times (truncate, then
 write), so a reader may see an empty or cut-off file for a few
-milliseconds. swarm re-reads such a file for up to ~200 ms before it counts
+milliseconds. swarm re-reads such a file for up to ~0.5 s before it counts
 as corrupt, and a read-only look never moves it aside.
 """
 

@@ -8,7 +8,9 @@ shape, so a test that forgot a reply fails loudly instead of hanging.
 Like the real API, a request whose conversation breaks the tool-use contract
 (a ``tool_use`` without a ``tool_result`` right after it, a result for no
 call) is refused with a 400 ``invalid_request_error`` (``conversation_error``),
-so every test that talks to this server checks what swarm sends.
+so every test that talks to this server checks what swarm sends. A request
+with ``"stream": true`` is answered with server-sent events (``sse_events``),
+as the real API does.
 
     with FakeAnthropicServer() as server:
         server.enqueue(text_reply("hi"))
@@ -193,6 +195,17 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
         """Silence per-request logging."""
 
+    def _stream(self, message: dict[str, Any]) -> None:
+        """Answer a ``"stream": true`` request with server-sent events (``sse_events``), then close."""
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("connection", "close")
+        self.end_headers()
+        for name, data in sse_events(message):
+            self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+            self.wfile.flush()
+        self.close_connection = True
+
     def _answer(self) -> None:
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length) if length else b""
@@ -202,6 +215,9 @@ class _Handler(BaseHTTPRequestHandler):
         reply = self.server.fake._serve(recorded)
         if reply.delay:
             self.server.fake._wait(reply.delay)
+        if reply.status == 200 and isinstance(recorded.body, dict) and recorded.body.get("stream"):
+            self._stream(reply.body)
+            return
         payload = reply.body.encode() if isinstance(reply.body, str) else json.dumps(reply.body).encode()
         self.send_response(reply.status)
         self.send_header("content-type", "application/json")
@@ -243,6 +259,33 @@ def conversation_error(messages: Any) -> str | None:
             return f"messages.{index}: tool_use ids without tool_result right after: {sorted(open_calls - results)}"
         open_calls = set()
     return None
+
+
+def sse_events(message: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """A Messages API response as the server-sent events a streaming request gets (text cut in pieces)."""
+    usage = dict(message.get("usage") or {})
+    start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 0}}
+    events: list[tuple[str, dict[str, Any]]] = [("message_start", {"type": "message_start", "message": start})]
+    for index, block in enumerate(message.get("content", [])):
+        if block["type"] == "text":
+            events.append(("content_block_start", {"type": "content_block_start", "index": index,
+                                                   "content_block": {"type": "text", "text": ""}}))
+            text = block["text"]
+            for piece in [text[i:i + 7] for i in range(0, len(text), 7)] or [""]:
+                events.append(("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                       "delta": {"type": "text_delta", "text": piece}}))
+        else:
+            events.append(("content_block_start", {"type": "content_block_start", "index": index,
+                                                   "content_block": {**block, "input": {}}}))
+            events.append(("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                   "delta": {"type": "input_json_delta",
+                                                             "partial_json": json.dumps(block.get("input", {}))}}))
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+    events.append(("message_delta", {"type": "message_delta",
+                                     "delta": {"stop_reason": message.get("stop_reason"), "stop_sequence": None},
+                                     "usage": {"output_tokens": usage.get("output_tokens", 0)}}))
+    events.append(("message_stop", {"type": "message_stop"}))
+    return events
 
 
 def _parse(raw: bytes) -> Any:

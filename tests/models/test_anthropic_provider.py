@@ -249,3 +249,22 @@ def test_importing_the_module_does_not_import_the_sdk() -> None:
             "sys.exit(1 if 'anthropic' in sys.modules else 0)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr or "anthropic was imported at module import time"
+
+
+def test_requests_stream_and_the_text_arrives_in_pieces(make_anthropic: Make,
+                                                        anthropic_server: FakeAnthropicServer) -> None:
+    both = tool_use_reply("Bash", {"command": "ls -la", "description": "list"}, tool_id="toolu_9",
+                          text="Let me look at the files first, then decide.",
+                          usage=usage_json(120, 30, cache_read=100, cache_creation=7))
+    anthropic_server.enqueue(both)
+    pieces: list[str] = []
+    response = make_anthropic(on_text=pieces.append).complete(hello())
+    [seen] = anthropic_server.requests
+    assert seen.body["stream"] is True
+    assert len(pieces) > 1 and "".join(pieces) == "Let me look at the files first, then decide."
+    assert [b.type for b in response.content] == ["text", "tool_use"]
+    assert response.content[1].input == {"command": "ls -la", "description": "list"}
+    assert response.stop_reason == "tool_use"
+    usage = response.usage
+    assert (usage.input_tokens, usage.output_tokens) == (120, 30)
+    assert (usage.cache_read_input_tokens, usage.cache_creation_input_tokens) == (100, 7)
