@@ -28,6 +28,8 @@ from swarm.errors import BackendError, LockTimeoutError
 
 SWARM_DIR = Path(".swarm")
 EXCLUDE_LINE = ".swarm/"
+ADD_ATTEMPTS = 3
+"""Tries of one worktree name after a failed add of ours (parallel adds race in git's admin files)."""
 MAX_SUFFIX = 99
 """``name``, ``name-2`` ... ``name-99`` are tried before giving up on a taken name."""
 DIFFSTAT_LINES = 20
@@ -104,15 +106,43 @@ def add(repo: Path, parent: Path, branch_prefix: str, name: str, sha: str) -> tu
         path, branch = parent / leaf, f"{branch_prefix}/{leaf}"
         if path.exists() or git.branch_exists(repo, branch):
             continue
-        try:
-            git.git(repo, "worktree", "add", "--quiet", "-b", branch, str(path), sha)
-        except BackendError:
-            if path.exists() or git.branch_exists(repo, branch):  # lost a race for this name; try the next
-                continue
-            raise
-        return path, branch
+        failure: BackendError | None = None
+        for _ in range(ADD_ATTEMPTS):
+            try:
+                git.git(repo, "worktree", "add", "--quiet", "-b", branch, str(path), sha)
+                return path, branch
+            except BackendError as exc:
+                failure = exc
+                if _is_ours(repo, path, branch):  # it took effect, then a retry met it (git lock contention)
+                    return path, branch
+                if not _half_made(repo, path, branch):
+                    break
+                git.git(repo, "branch", "-D", branch)  # undo our failed attempt, then try this name again
+        if path.exists() or git.branch_exists(repo, branch):  # lost a race for this name; try the next
+            continue
+        assert failure is not None  # the loop ran and failed: it returns on success
+        raise failure
     raise BackendError(f"branches {branch_prefix}/{name} to -{MAX_SUFFIX} are all taken; remove old worktrees "
                        "(`swarm worktrees prune`) or delete branches with `git branch -D`")
+
+
+def _half_made(repo: Path, path: Path, branch: str) -> bool:
+    """A failed ``worktree add`` of ours that made the branch but no worktree.
+
+    Parallel ``git worktree add`` calls race on each other's admin files
+    ("failed to read .git/worktrees/x/commondir"); the loser has created its
+    branch (checked free just before) and nothing else.
+    """
+    return not path.exists() and git.branch_exists(repo, branch) and \
+        branch not in {b for _, b in registered(repo)}
+
+
+def _is_ours(repo: Path, path: Path, branch: str) -> bool:
+    """Is ``path`` a worktree git knows, with ``branch`` checked out?"""
+    try:
+        return (path.resolve(), branch) in {(p.resolve(), b) for p, b in registered(repo)}
+    except BackendError:
+        return False
 
 
 def exclude_swarm_dir(repo: Path) -> None:
@@ -181,3 +211,19 @@ def branch_is_spare(repo: Path, branch: str, base: str) -> bool:
 def plural(n: int, word: str) -> str:
     """``1 commit``, ``2 commits``."""
     return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def registered(repo: Path) -> list[tuple[Path, str]]:
+    """(path, branch) of each linked worktree git knows in ``repo`` whose directory exists."""
+    if not repo.is_dir():
+        return []
+    out, path = [], None
+    for line in git.git(repo, "worktree", "list", "--porcelain").splitlines():
+        if line.startswith("worktree "):
+            path = Path(line.removeprefix("worktree "))
+        elif path is not None and (line.startswith("branch ") or line == "detached"):
+            branch = line.removeprefix("branch refs/heads/") if line != "detached" else ""
+            if path.is_dir():
+                out.append((path, branch))
+            path = None
+    return out

@@ -257,7 +257,7 @@ def list_worktrees(home: Home, team: str | None = None, cwd: Path | None = None)
             pass
     found = []
     for repo in sorted(repos):
-        for path, branch in _registered(repo):
+        for path, branch in git_worktree.registered(repo):
             tree_team, leaf = _team_and_leaf(repo, path)
             if tree_team is None or (team is not None and tree_team != team):
                 continue
@@ -321,22 +321,6 @@ def _members_by_path(home: Home, team: str | None) -> dict[str, tuple[str, Membe
 
 def _key(path: Path | str) -> str:
     return str(Path(path).resolve())
-
-
-def _registered(repo: Path) -> list[tuple[Path, str]]:
-    """(path, branch) of each linked worktree git knows in ``repo`` whose directory exists."""
-    if not repo.is_dir():
-        return []
-    out, path = [], None
-    for line in git.git(repo, "worktree", "list", "--porcelain").splitlines():
-        if line.startswith("worktree "):
-            path = Path(line.removeprefix("worktree "))
-        elif path is not None and (line.startswith("branch ") or line == "detached"):
-            branch = line.removeprefix("branch refs/heads/") if line != "detached" else ""
-            if path.is_dir():
-                out.append((path, branch))
-            path = None
-    return out
 
 
 def _team_and_leaf(repo: Path, path: Path) -> tuple[str | None, str]:
