@@ -44,6 +44,7 @@ import click
 from swarm import __version__
 from swarm.core.fileio import storage_error
 from swarm.core.home import Home
+from swarm.core.text import flat
 from swarm.errors import SwarmError
 
 COMMANDS: dict[str, str] = {
@@ -114,7 +115,7 @@ class SwarmGroup(click.Group):
 
 
 def _fail(message: str, code: int) -> None:
-    click.echo(f"swarm: error: {' '.join(message.split())}", err=True)
+    click.echo(f"swarm: error: {flat(message, None)}", err=True)
     sys.exit(code)
 
 

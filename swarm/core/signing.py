@@ -74,7 +74,7 @@ def js_stringify(values: list[str | None]) -> str:
 
     Compact separators; non-ASCII, ``\\u2028`` and ``/`` written as they are; control
     characters escaped as JavaScript does (``\\n``, ``\\u001f``); a lone surrogate
-    escaped as ``\\udXXX`` (lowercase, ES2019 well-formed stringify). Strings are taken
+    escaped as its code in lowercase hex, e.g. ``\\udc80`` (ES2019 well-formed stringify). Strings are taken
     as JavaScript sees them (UTF-16), so two code points forming a surrogate pair are one
     character.
     """

@@ -12,3 +12,12 @@ def one_line(text: str, limit: int = 80) -> str:
     if len(first) > limit:
         return first[: limit - 1] + "…"
     return first + " …" if len(lines) > 1 and len(first) + 2 <= limit else first
+
+
+def flat(text: str, limit: int | None = 200) -> str:
+    """All of ``text`` on one line (runs of whitespace and newlines become one space); ``…`` marks a cut.
+
+    ``limit=None`` never cuts.
+    """
+    joined = " ".join(text.split())
+    return joined if limit is None or len(joined) <= limit else joined[: limit - 1] + "…"

@@ -33,6 +33,7 @@ from http import HTTPStatus
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, get_args
 
+from swarm.core.text import flat
 from swarm.errors import ModelError, UsageError
 from swarm.models.base import ModelRequest, ModelResponse, StopReason
 from swarm.models.messages import TextBlock, ToolUseBlock, Usage
@@ -216,9 +217,9 @@ class AnthropicProvider:
                             "retry later, or raise the timeout")
         if isinstance(exc, sdk.APIConnectionError):
             return _Failure(True, f"could not be reached at {self._base_url}",
-                            "check the network and ANTHROPIC_BASE_URL", _one_line(str(exc.__cause__ or exc)))
+                            "check the network and ANTHROPIC_BASE_URL", flat(str(exc.__cause__ or exc)))
         return _Failure(False, "call failed in the SDK", "check the anthropic package version and the request",
-                        f"{type(exc).__name__}: {_one_line(str(exc))}")
+                        f"{type(exc).__name__}: {flat(str(exc))}")
 
     def _classify_status(self, exc: Any) -> _Failure:
         status: int = exc.status_code
@@ -304,8 +305,8 @@ def _error_detail(body: object) -> str:
     error = body.get("error") if isinstance(body, dict) else None
     if isinstance(error, dict):
         kind, message = error.get("type") or "error", error.get("message") or ""
-        return _one_line(f"{kind}: {message}" if message else str(kind))
-    return _one_line(str(body)) if body else ""
+        return flat(f"{kind}: {message}" if message else str(kind))
+    return flat(str(body)) if body else ""
 
 
 def _retry_after(headers: Mapping[str, str]) -> float | None:
@@ -337,11 +338,6 @@ def _reason(status: int) -> str:
         return HTTPStatus(status).phrase
     except ValueError:
         return "Error"
-
-
-def _one_line(text: str, limit: int = 200) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _sdk() -> ModuleType:

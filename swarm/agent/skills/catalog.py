@@ -43,6 +43,7 @@ from swarm.agent.definitions import (
     split_names,
 )
 from swarm.core.names import validate_name
+from swarm.core.text import flat
 from swarm.errors import InvalidNameError
 
 log = logging.getLogger(__name__)
@@ -171,7 +172,7 @@ def _first_paragraph(body: str) -> str:
         if not line.strip():
             break
         lines.append(line.strip().lstrip("#").strip())
-    return " ".join(" ".join(lines).split())
+    return flat(" ".join(lines), None)
 
 
 def parse_skill_file(path: Path, *, default_name: str, source: SkillSource) -> Skill:
@@ -279,7 +280,7 @@ def catalog_text(catalog: SkillCatalog) -> str:
     """What the model sees of the skills it may invoke: ``- <name>: <description>`` lines, sorted; "" for none."""
     lines = []
     for skill in catalog.model_invocable():
-        description = " ".join(skill.description.split())
-        hint = f" (arguments: {' '.join(skill.argument_hint.split())})" if skill.argument_hint else ""
+        description = flat(skill.description, None)
+        hint = f" (arguments: {flat(skill.argument_hint, None)})" if skill.argument_hint else ""
         lines.append(f"- {skill.name}: {description}{hint}" if description else f"- {skill.name}{hint}")
     return "\n".join(lines)
