@@ -11,7 +11,7 @@
   its own ``LockedJsonFile`` (atomic replace, ``<id>.json.lock`` as Claude
   Code locks a single task). A change is computed in memory first and
   written only when every check passed: a refused change writes nothing.
-- ``blocks`` / ``blockedBy`` are read as the union of both sides, dropping ids
+- ``blocks`` / ``blockedBy`` (kept by ``core.task_graph``) are read as the union of both sides, dropping ids
   with no task: a crash between the two files of one edge, or of a delete and
   the references to it, reads as the finished change, and the next change
   writes the repair.
@@ -29,7 +29,7 @@ from __future__ import annotations
 import builtins
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Any, Final, Literal, TypeVar, cast, get_args
@@ -42,6 +42,7 @@ from swarm.core.jsonfile import LockedJsonFile
 from swarm.core.mailbox import Mailbox
 from swarm.core.names import validate_name
 from swarm.core.protocol import Task, TaskAssignment
+from swarm.core.task_graph import Board, symmetrize
 from swarm.core.teams import TeamStore
 from swarm.errors import (
     ConflictError,
@@ -129,69 +130,6 @@ class _WatermarkCodec:
 _CODEC = _TaskCodec()
 
 
-@dataclass
-class _Board:
-    """Every task of the list, read for one change (or one lock-free look)."""
-
-    tasks: dict[str, Task]
-    on_disk: dict[str, Any]
-    """Each task's document as read, to write only what the change touched."""
-    top: int
-    """The highest id with a file, live or quarantined."""
-    missing: Callable[[str], SwarmError]
-    removed: set[str] = field(default_factory=set)
-    unreadable: set[str] = field(default_factory=set)
-    """Ids whose file is there but did not parse (left in place by a lock-free look)."""
-
-    def require(self, task_id: str) -> Task:
-        task = self.tasks.get(task_id)
-        if task is None:
-            raise self.missing(task_id)
-        return task
-
-    def ordered(self) -> list[Task]:
-        return [self.tasks[i] for i in sorted(self.tasks, key=int)]
-
-    def open_blockers(self, task: Task) -> list[str]:
-        return [b for b in task.blocked_by if self.tasks[b].status != "completed"]
-
-    def link(self, blocker: str, blocked: str) -> None:
-        """Record that ``blocker`` blocks ``blocked`` on both tasks; ConflictError if that closes a cycle."""
-        first, second = self.require(blocker), self.require(blocked)
-        path = self._path(blocked, blocker)
-        if path is not None:
-            cycle = " -> ".join([blocker, *path])
-            raise ConflictError(f"task {blocked} cannot be blocked by {blocker}: that makes the cycle {cycle} "
-                                f"(each blocks the next); drop one of those dependencies")
-        _add(first, "blocks", blocked)
-        _add(second, "blocked_by", blocker)
-
-    def delete(self, task_id: str) -> None:
-        """Remove the task and every reference to it."""
-        self.tasks.pop(task_id)
-        self.removed.add(task_id)
-        for other in self.tasks.values():
-            _discard(other, "blocks", task_id)
-            _discard(other, "blocked_by", task_id)
-
-    def _path(self, start: str, goal: str) -> list[str] | None:
-        """Ids from ``start`` to ``goal`` following ``blocks`` edges (depth first), or None."""
-        trail: dict[str, str | None] = {start: None}
-        stack = [start]
-        while stack:
-            here = stack.pop()
-            if here == goal:
-                path = [here]
-                while (back := trail[path[-1]]) is not None:
-                    path.append(back)
-                return path[::-1]
-            for nxt in self.tasks[here].blocks:
-                if nxt not in trail:
-                    trail[nxt] = here
-                    stack.append(nxt)
-        return None
-
-
 class TaskStore:
     """The task list of one team."""
 
@@ -239,7 +177,7 @@ class TaskStore:
         owner = _owner(owner)
         blockers = _ids(blocked_by)
 
-        def add(board: _Board) -> Task:
+        def add(board: Board) -> Task:
             for blocker in blockers:
                 board.require(blocker)
             board.top += 1
@@ -286,7 +224,7 @@ class TaskStore:
         wanted = parse_task_id(task_id)
         agent = validate_name(agent, "agent name")
 
-        def take(board: _Board) -> Task:
+        def take(board: Board) -> Task:
             task = board.require(wanted)
             if task.status == "completed":
                 raise ConflictError(f"task {wanted} is already completed")
@@ -305,7 +243,7 @@ class TaskStore:
         if not self.dir.is_dir():
             return []
 
-        def release(board: _Board) -> builtins.list[Task]:
+        def release(board: Board) -> builtins.list[Task]:
             held = [t for t in board.ordered() if t.owner == agent and t.status != "completed"]
             for task in held:
                 task.owner = None
@@ -319,7 +257,7 @@ class TaskStore:
     def _file(self, task_id: str) -> LockedJsonFile[Task | None]:
         return LockedJsonFile(self.dir / f"{task_id}.json", _CODEC, indent=2)
 
-    def _load(self, *, quarantine: bool = False) -> _Board:
+    def _load(self, *, quarantine: bool = False) -> Board:
         """Read every task file (a change quarantines bad ones) and read the edges as the union of both sides."""
         tasks: dict[str, Task] = {}
         on_disk: dict[str, Any] = {}
@@ -338,10 +276,10 @@ class TaskStore:
                 on_disk[task.id] = _CODEC.encode(task)
             elif (self.dir / name).exists():
                 unreadable.add(found[1])
-        _symmetrize(tasks)
-        return _Board(tasks=tasks, on_disk=on_disk, top=top, missing=self._missing, unreadable=unreadable)
+        symmetrize(tasks)
+        return Board(tasks=tasks, on_disk=on_disk, top=top, missing=self._missing, unreadable=unreadable)
 
-    def _change(self, step: Callable[[_Board], R]) -> R:
+    def _change(self, step: Callable[[Board], R]) -> R:
         """Run ``step`` on the whole list under the list lock, then write what it changed."""
         def run(mark: int) -> tuple[int, R]:
             board = self._load(quarantine=True)
@@ -352,7 +290,7 @@ class TaskStore:
 
         return self._watermark.transform(run)
 
-    def _save(self, board: _Board) -> None:
+    def _save(self, board: Board) -> None:
         for task_id in sorted(board.removed, key=int):
             self._file(task_id).remove_if(lambda _: True)
         for task_id, task in board.tasks.items():
@@ -384,7 +322,7 @@ class _Fields:
     add_blocks: list[str]
     add_blocked_by: list[str]
 
-    def apply(self, board: _Board, task_id: str, by: str) -> TaskChange:
+    def apply(self, board: Board, task_id: str, by: str) -> TaskChange:
         task = board.require(task_id)
         if self.status == "deleted":
             board.delete(task_id)
@@ -471,33 +409,6 @@ def _status(raw: str | Unset) -> UpdateStatus | Unset:
     raise UsageError(f"status {raw!r} is not one of {', '.join(STATUSES)}")
 
 
-def _symmetrize(tasks: dict[str, Task]) -> None:
-    """Drop edges to missing tasks (and to self); then make every edge appear on both of its tasks."""
-    for task in tasks.values():
-        for side in ("blocks", "blocked_by"):
-            kept = [i for i in getattr(task, side) if i in tasks and i != task.id]
-            if kept != getattr(task, side):
-                setattr(task, side, kept)
-    for task in tasks.values():
-        for other in list(task.blocks):
-            _add(tasks[other], "blocked_by", task.id)
-        for other in list(task.blocked_by):
-            _add(tasks[other], "blocks", task.id)
-
-
 def _replacing(task: Task) -> Callable[[Task | None], tuple[Task | None, None]]:
     """A ``LockedJsonFile.transform`` step that puts ``task`` in place of whatever is there."""
     return lambda _current: (task, None)
-
-
-def _add(task: Task, side: str, task_id: str) -> None:
-    """Put ``task_id`` on one side of ``task`` (assigned, so it is written even if the file lacked the field)."""
-    ids: list[str] = getattr(task, side)
-    if task_id not in ids:
-        setattr(task, side, sorted([*ids, task_id], key=int))
-
-
-def _discard(task: Task, side: str, task_id: str) -> None:
-    ids: list[str] = getattr(task, side)
-    if task_id in ids:
-        setattr(task, side, [i for i in ids if i != task_id])
