@@ -12,7 +12,8 @@ import pytest
 from libtmux.server import Server
 
 from swarm.backends.procs import is_pid_alive
-from swarm.backends.tmux_backend import TmuxBackend, escape_arg
+from swarm.backends.tmux_backend import TmuxBackend
+from swarm.backends.tmux_client import escape_arg
 from tests.backends.helpers import (
     GRACE,
     TEAM,
