@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -30,13 +31,15 @@ READ_FOR = 3.0
 """Seconds the readers keep reading while the file is being torn."""
 
 TEARER = """
-import os, sys, time
+import os, signal, sys, time
+stopping = []
+signal.signal(signal.SIGTERM, lambda *_: stopping.append(1))  # finish the round, leave the file whole
 path = sys.argv[1]
 data = open(path, "rb").read()
 cut = len(data) // 2
 print("tearing", flush=True)
 rounds = 0
-while True:
+while not stopping:
     fd = os.open(path, os.O_WRONLY | os.O_TRUNC)   # in place, like Claude Code at times
     time.sleep(0.001)                               # empty
     os.write(fd, data[:cut])
@@ -47,6 +50,7 @@ while True:
     if rounds % 50 == 0:
         print(f"rounds {rounds}", flush=True)
     time.sleep(0.01)                                # whole, until the next rewrite
+print("stopped", flush=True)
 """
 
 
@@ -83,7 +87,9 @@ def test_readers_of_a_file_rewritten_in_place_see_it_whole_and_never_move_it(
         if show.poll() is None:
             show.kill()
         show.communicate()
-    tearer.kill()
+    os.kill(tearer.pid, signal.SIGTERM)  # a SIGKILL could cut a round and leave the file torn
+    tearer.expect("stopped")
+    tearer.join(10)
 
     assert reads > 50 and shows >= 3, (reads, shows)
     assert not _corrupt(config), "a read-only look moved a live file aside"
