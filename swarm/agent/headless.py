@@ -19,6 +19,7 @@ from typing import Any
 from swarm.agent.background import BackgroundAgents, QueueSink
 from swarm.agent.conversation import Conversation
 from swarm.agent.definitions import AgentCatalog, AgentDefinition
+from swarm.agent.executor import ToolGate
 from swarm.agent.instructions import context_block
 from swarm.agent.limits import Limits
 from swarm.agent.loop import AgentRun, AgentSpec, Arrivals, run_agent
@@ -83,27 +84,32 @@ class MainSession:
 
     ``extra_tools`` are added after the standard set (a lead's TeamCreate /
     TeamDelete); ``team_control`` lets the agent lead a team. ``close``
-    stops its background agents and commands.
+    stops its background agents and commands. ``resume`` continues the
+    conversation recorded in ``transcript``; ``gate`` decides the agent's
+    (and its subagents') tool calls — none: every call runs.
     """
 
     def __init__(self, provider: ModelProvider, *, cwd: Path, limits: Limits, main: MainAgent,
                  transcript: Path | None = None, confine_writes: bool = True,
                  cancel: threading.Event | None = None, extra_tools: Sequence[Tool[Any]] = (),
-                 team_control: TeamControl | None = None) -> None:
+                 team_control: TeamControl | None = None, resume: bool = False,
+                 gate: ToolGate | None = None) -> None:
         self.main = main
         self.cwd = cwd
         self.ctx = ToolContext(cwd=cwd, write_roots=[cwd] if confine_writes else None,
                                cancel=cancel or threading.Event(), team_control=team_control)
-        self.conversation = Conversation(transcript=Transcript(transcript) if transcript else None)
+        self.conversation = (Conversation.resume(Transcript(transcript)) if resume and transcript is not None
+                             else Conversation(transcript=Transcript(transcript) if transcript else None))
         self.sink = QueueSink()
         self.host = AgentHost(catalog=main.catalog, env=main.env, model=provider.model,
                               make_provider=main.make_provider,
                               make_tools=lambda: agent_tools(main.catalog, main.skills),
                               transcript_dir=main.agents_dir, background=BackgroundAgents(self.sink),
-                              fork_enabled=forks_enabled(main.env), skills=main.skills)
+                              fork_enabled=forks_enabled(main.env), skills=main.skills, gate=gate)
         self.ctx.agents = self.host
         self.ctx.models = TurnModel(provider, main.make_provider, main.env)
         self.spec = _main_spec(main, self.ctx.models, cwd, limits, extra_tools)
+        self.spec.gate = gate
         self.usage = Usage()
 
     def start(self, prompt: str) -> AgentRun:
@@ -113,6 +119,12 @@ class MainSession:
         self.conversation.add(_first_message(context_block(self.cwd, env=self.main.env, omit_instructions=omit),
                                              text))
         return self._serve()
+
+    def prompt(self, text: str) -> AgentRun:
+        """What the person typed: the first turn (``start``) or, with ``/skill`` commands expanded, the next."""
+        if not self.conversation.messages:
+            return self.start(text)
+        return self.turn(expand_slash(text, self.main.skills, self.ctx, self.main.note))
 
     def turn(self, text: str) -> AgentRun:
         """Another turn, on ``text`` as the next user message (e.g. what teammates sent)."""

@@ -36,6 +36,19 @@ class TurnModel:
             self._others[chosen] = self._make(chosen)
         self._current = self._others[chosen]
 
+    def switch(self, provider: ModelProvider) -> None:
+        """From now on answer with ``provider`` (the person's ``/model``); the old one is closed."""
+        if provider is self._base:
+            return
+        self._others = {k: v for k, v in self._others.items() if v is not provider}
+        old, self._base = self._base, provider
+        self._current = provider
+        old.close()
+
+    @property
+    def scripted(self) -> bool:
+        return is_scripted(self._base.model)
+
     def reset(self) -> None:
         """Back to the agent's own model (a new turn starts)."""
         self._current = self._base

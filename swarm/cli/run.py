@@ -1,4 +1,4 @@
-"""``swarm run -p PROMPT``: one headless agent; only the final answer goes to stdout."""
+"""``swarm run -p PROMPT``: one headless agent, only the final answer on stdout; without ``-p``, the interactive session."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import click
 from swarm.agent.definitions import AgentCatalog, AgentDefinition, load_agents
 from swarm.agent.headless import MainAgent, MainSession
 from swarm.agent.limits import Limits
+from swarm.agent.permissions.policy import PERMISSION_MODES
 from swarm.agent.skills import load_skills
 from swarm.agent.tools.team_tools import team_tools
 from swarm.cli.options import home_of, json_option, say_model
@@ -44,7 +45,12 @@ def _playbooks(ctx: click.Context, param: click.Parameter, values: tuple[str, ..
 
 
 @click.command("run")
-@click.option("-p", "--prompt", required=True, help="The task; '-' reads it from stdin.")
+@click.option("-p", "--prompt", default=None,
+              help="Run headless on this task ('-' reads it from stdin); without it, an interactive session.")
+@click.option("--resume", "resume", is_flag=False, flag_value="", default=None, metavar="[SESSION]",
+              help="Continue an earlier interactive session (default: the newest).")
+@click.option("--permission-mode", type=click.Choice(PERMISSION_MODES), default="default", show_default=True,
+              help="Interactive session: how the lead's own tool calls are decided (the rest are asked).")
 @click.option("--model", "-m", default=None, help="Model id, or 'scripted[:PLAYBOOK]' for the offline model.")
 @click.option("--playbook", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
               help="Run the offline scripted model with this playbook (TOML or JSON).")
@@ -71,7 +77,8 @@ def _playbooks(ctx: click.Context, param: click.Parameter, values: tuple[str, ..
               callback=_playbooks, help="Run teammate NAME on the offline scripted model with PLAYBOOK (repeatable).")
 @json_option
 @click.pass_context
-def run(ctx: click.Context, prompt: str, model: str | None, playbook: Path | None, cwd: Path | None,
+def run(ctx: click.Context, prompt: str | None, resume: str | None, permission_mode: str, model: str | None,
+        playbook: Path | None, cwd: Path | None,
         max_turns: int, token_budget: int, timeout: float, transcript: Path | None,
         allow_writes_outside_cwd: bool, agent_name: str | None, agents_json: str | None, allow: tuple[str, ...],
         deny: tuple[str, ...], backend: str, remove: bool, teammate_playbooks: dict[str, Path],
@@ -86,7 +93,24 @@ def run(ctx: click.Context, prompt: str, model: str | None, playbook: Path | Non
 
     Diagnostics go to stderr. Ctrl-C stops the agent (and its subagents) after
     the current step; a second Ctrl-C aborts at once.
+
+    Without -p: an interactive session in the terminal (/help inside lists its
+    commands). Teammates' requests that --allow / --deny do not answer, and
+    the lead's own tool calls that its permission mode, settings and --allow
+    leave open, are asked in the chat. Sessions are kept under the home;
+    --resume continues one.
     """
+    if prompt is None:
+        from swarm.cli.chat import (
+            run_chat,  # prompt_toolkit is loaded only for the interactive session
+        )
+
+        run_chat(home_of(ctx), resume=resume, permission_mode=permission_mode, model=model, playbook=playbook,
+                 cwd=cwd, agent_name=agent_name, agents_json=agents_json, allow=allow, deny=deny, backend=backend,
+                 teammate_playbooks=teammate_playbooks, allow_writes_outside_cwd=allow_writes_outside_cwd)
+        return
+    if resume is not None:
+        raise UsageError("--resume continues an interactive session; leave out -p")
     if prompt == "-":
         prompt = sys.stdin.read()
     env = dict(os.environ)

@@ -60,6 +60,11 @@ class Home:
     def tasks_root(self) -> Path:
         return self.root / "tasks"
 
+    @property
+    def sessions_dir(self) -> Path:
+        """swarm: the interactive sessions' transcripts (``<id>.jsonl``) and the prompt history."""
+        return self.root / "sessions"
+
     def team_dir(self, team: str) -> Path:
         return self.teams_dir / validate_name(team, "team name")
 

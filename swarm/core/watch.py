@@ -28,22 +28,22 @@ class ChangeWatcher(Protocol):
 
 
 class InotifyWatcher:
-    """Event-driven watcher for one file name in one directory (Linux)."""
+    """Event-driven watcher for one file name in one directory, or (``whole_dir``) any file in ``path`` (Linux)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, whole_dir: bool = False) -> None:
         from inotify_simple import INotify, flags
 
-        self._name = path.name
+        self._name = None if whole_dir else path.name
         self._inotify = INotify()
         mask = flags.MOVED_TO | flags.CLOSE_WRITE | flags.CREATE | flags.DELETE
-        self._inotify.add_watch(str(path.parent), mask)
+        self._inotify.add_watch(str(path if whole_dir else path.parent), mask)
 
     def wait(self, timeout: float) -> bool:
         deadline = time.monotonic() + max(timeout, 0.0)
         while True:
             remaining_ms = max(0, int((deadline - time.monotonic()) * 1000))
             events = self._inotify.read(timeout=remaining_ms)
-            if any(event.name == self._name for event in events):
+            if any(self._name is None or event.name == self._name for event in events):
                 return True
             if time.monotonic() >= deadline:
                 return False
@@ -81,6 +81,15 @@ class PollingWatcher:
 
     def close(self) -> None:
         return None
+
+
+def watch_dir(directory: Path) -> ChangeWatcher:
+    """A watcher that wakes when any file in ``directory`` (which must exist) is written, renamed in or removed."""
+    try:
+        return InotifyWatcher(directory, whole_dir=True)
+    except (ImportError, OSError) as exc:
+        log.info("file events unavailable, polling instead", extra={"path": str(directory), "reason": str(exc)})
+    return PollingWatcher(directory)  # a rename into the directory changes its mtime
 
 
 def watch_file(path: Path, *, events: bool = True) -> ChangeWatcher:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,6 +52,7 @@ def make_provider(
     playbook: Path | None,
     env: Mapping[str, str],
     variables: dict[str, str] | None = None,
+    on_text: Callable[[str], None] | None = None,
 ) -> ModelProvider:
     """The provider for ``model``; the first rule that applies wins.
 
@@ -65,12 +66,16 @@ def make_provider(
        default; a warning is logged if ``model`` named another model).
 
     ``variables`` (e.g. ``agent_name``, ``team``) fill the playbook's
-    slots; the Anthropic provider ignores them. ``choose_model`` tells the
+    slots; the Anthropic provider ignores them. ``on_text`` hears the Anthropic
+    model's text as it streams (the scripted model answers whole). ``choose_model`` tells the
     same decision without building anything.
     """
     choice = choose_model(model, playbook=playbook, env=env)
     if not choice.scripted:
-        return AnthropicProvider(model=model, env=env)
+        provider = AnthropicProvider(model=model, env=env)
+        if on_text is not None:
+            provider.on_text = on_text
+        return provider
     if model and choice.playbook is None and choice.why == "no ANTHROPIC_API_KEY":
         log.warning("used scripted model offline", extra={"model": model, "reason": "ANTHROPIC_API_KEY not set"})
     return ScriptedProvider(choice.playbook, variables=variables)

@@ -71,6 +71,9 @@ class Coordinator:
     """None: nobody to ask (headless) — requests the policy does not answer are denied."""
     plans_by_model: bool = False
     """Plan approvals are the lead model's to answer (SendMessage): leave them pending here."""
+    on_request: Callable[[PermissionEvent], None] | None = None
+    """A person answers elsewhere (the interactive session): requests the policy leaves open stay
+    pending and are handed here (every pump, until answered); ``asker`` is not used."""
     on_message: Callable[[LeadMessage], None] = lambda m: None
     on_decision: Callable[[PermissionEvent], None] = lambda d: None
     messages: list[LeadMessage] = field(default_factory=list)
@@ -127,6 +130,9 @@ class Coordinator:
         decision = answer_by_policy(self.home, self.team, request)
         if decision is not None:
             self.on_decision(decision)
+            return
+        if self.on_request is not None:
+            self.on_request(request)
             return
         if self.asker is None:
             decision = (deny(self.home, self.team, request.request_id, by="headless",

@@ -62,7 +62,7 @@ def _row(team: str, member: Member, undelivered: int, backends: Backends) -> Mem
     last = member.last_activity
     row = MemberStatus(
         name=member.name, agent_type=member.agent_type, backend=member.backend_type or "",
-        pid=member.pid, pane=member.tmux_pane_id, state=_state(member, backends), undelivered=undelivered,
+        pid=member.pid, pane=member.tmux_pane_id, state=member_state(member, backends), undelivered=undelivered,
         last_activity_ms=last, idle_for_s=(now_ms() - last) / 1000 if last else None,
         tokens=member.tokens or 0, cache_read_tokens=member.cache_read_tokens or 0, color=member.color, cwd=member.cwd, worktree=member.worktree_path,
     )
@@ -84,7 +84,7 @@ def _add_worktree(team: str, member: Member, row: MemberStatus) -> None:
             row.worktree_ahead, row.worktree_changes = tree.ahead, tree.summary
 
 
-def _state(member: Member, backends: Backends) -> str:
+def member_state(member: Member, backends: Backends) -> str:
     if member.name == LEAD_NAME:
         return "lead"
     if claude_code_member(member):  # Claude Code's isActive means busy, not alive

@@ -21,6 +21,8 @@ Results, following Claude Code:
 - non-zero exit → an *error* result (``ToolError``) with the output and
   ``exit code N`` (or ``killed by signal SIGNAME``) on the last line;
 - timeout → an error result saying so, with the output so far;
+- the agent asked to stop (``ctx.cancel``: Ctrl-C, a shutdown) → the
+  command is stopped at once and the error result says it was interrupted;
 - ``run_in_background`` → returns at once with the pid and a log file; the
   ``Popen`` goes into ``ctx.background`` for the agent's owner to stop.
 """
@@ -34,6 +36,7 @@ import signal
 import subprocess
 import tempfile
 import threading
+import time
 from collections import deque
 from contextlib import suppress
 from pathlib import Path
@@ -46,6 +49,8 @@ from swarm.agent.tools.files import NoneOmitted, PosInt, ToolInput
 from swarm.backends.procs import kill_tree, process_create_time
 
 DEFAULT_TIMEOUT_MS = 120_000
+CANCEL_CHECK = 0.1
+"""Seconds between checks, while a command runs, that the agent was asked to stop (Ctrl-C, shutdown)."""
 MAX_TIMEOUT_MS = 600_000
 MAX_OUTPUT_CHARS = 30_000
 KILL_GRACE_SECONDS = 2.0
@@ -101,12 +106,14 @@ class BashTool(Tool[BashInput]):
         capture = OutputCapture(cast(IO[bytes], proc.stdout), MAX_OUTPUT_CHARS)
         timed_out = lingering = False
         try:
-            timed_out = not _wait(proc, timeout_ms / 1000)
+            timed_out = not _wait(proc, timeout_ms / 1000, ctx.cancel)
             lingering = not timed_out and not capture.join(DRAIN_SECONDS)
         finally:
             if timed_out or lingering or proc.returncode is None:
                 stop_command(proc, self._kill_grace, created)
                 capture.join(DRAIN_SECONDS)
+        if timed_out and ctx.cancel.is_set():
+            raise ToolError(f"Command interrupted (the agent was asked to stop) and was killed.\n{_body(capture.text())}")
         if timed_out:
             raise ToolError(f"Command timed out after {timeout_ms} ms and was killed.\n{_body(capture.text())}")
         return _result(capture.text(), proc.returncode, lingering)
@@ -148,13 +155,16 @@ def _default_shell() -> str:
     return shutil.which("bash") or shutil.which("sh") or "/bin/sh"
 
 
-def _wait(proc: Popen, seconds: float) -> bool:
-    """True if ``proc`` exited within ``seconds``."""
-    try:
-        proc.wait(timeout=seconds)
-    except subprocess.TimeoutExpired:
-        return False
-    return True
+def _wait(proc: Popen, seconds: float, cancel: threading.Event) -> bool:
+    """True if ``proc`` exited within ``seconds``; False at the deadline or as soon as ``cancel`` is set."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            proc.wait(timeout=max(0.0, min(CANCEL_CHECK, deadline - time.monotonic())))
+            return True
+        except subprocess.TimeoutExpired:
+            if cancel.is_set() or time.monotonic() >= deadline:
+                return False
 
 
 # --- results -----------------------------------------------------------------

@@ -1,0 +1,125 @@
+"""``swarm run`` without ``-p``: build the interactive session from the command's options and run it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+
+from swarm.agent.definitions import load_agents
+from swarm.agent.headless import MainAgent, MainSession
+from swarm.agent.limits import Limits
+from swarm.agent.permissions.policy import RuleSet
+from swarm.agent.permissions.rules import parse_rules
+from swarm.agent.permissions.settings import settings_digests, settings_rules
+from swarm.agent.skills import load_skills
+from swarm.agent.tools.team_tools import team_tools
+from swarm.cli.options import say_model
+from swarm.cli.run import _child_providers, _definition, _note
+from swarm.core.home import Home
+from swarm.core.protocol import LeadPolicy
+from swarm.interactive.chat import Chat
+from swarm.interactive.commands import Commands
+from swarm.interactive.desk import Desk, PersonGate
+from swarm.interactive.sessions import find_session, history_path, new_session
+from swarm.interactive.terminal import PlainLines, Terminal
+from swarm.interactive.view import View
+from swarm.models.aliases import expand_alias
+from swarm.models.factory import choose_model, make_provider
+from swarm.runtime.lead import LeadTeam
+
+
+def run_chat(home: Home, *, resume: str | None, permission_mode: str, model: str | None, playbook: Path | None,
+             cwd: Path | None, agent_name: str | None, agents_json: str | None, allow: tuple[str, ...],
+             deny: tuple[str, ...], backend: str, teammate_playbooks: dict[str, Path],
+             allow_writes_outside_cwd: bool) -> None:
+    env = dict(os.environ)
+    workdir = (cwd or Path.cwd()).resolve()
+    stored = find_session(home, resume) if resume is not None else new_session(home)
+    catalog = load_agents(workdir, env=env, cli_json=agents_json)
+    skills = load_skills(workdir, env=env)
+    for warning in [*catalog.warnings, *skills.warnings]:
+        _note(warning)
+    definition = _definition(catalog, agent_name)
+    model = model or (definition.model if definition and definition.model not in (None, "inherit") else None)
+    relay = _Relay()
+    provider = make_provider(expand_alias(model, env) if model else None, playbook=playbook, env=env,
+                             variables={"agent_name": "agent", "team": ""}, on_text=relay)
+    say_model(choose_model(model, playbook=playbook, env=env))
+    terminal = sys.stdin.isatty() and sys.stdout.isatty()
+    desk = Desk()
+    view = View(workdir, plain=not terminal)
+    main = MainAgent(catalog=catalog, env=env, make_provider=_child_providers(provider, model, playbook, env),
+                     agents_dir=stored.transcript.with_suffix(".subagents"), definition=definition, skills=skills,
+                     note=view.warn)
+    policy = LeadPolicy(allow=list(allow), deny=list(deny)) if allow or deny else None
+    lead = LeadTeam(home, env, workdir, backend=backend, policy=policy, playbooks=teammate_playbooks)
+    own_rules = settings_rules(workdir, settings_digests(workdir)).merged(
+        RuleSet(allow=tuple(parse_rules(list(allow))), deny=tuple(parse_rules(list(deny)))))
+    session = MainSession(provider, cwd=workdir, main=main, transcript=stored.transcript, resume=resume is not None,
+                          limits=Limits(), confine_writes=not allow_writes_outside_cwd, extra_tools=team_tools(lead),
+                          team_control=lead, gate=PersonGate(desk, own_rules, permission_mode))
+    chat = Chat(session, lead, view, desk, stored.id)
+    relay.target = chat.stream
+    commands = Commands(chat, lambda chosen: make_provider(expand_alias(chosen, env), playbook=None, env=env,
+                                                           on_text=relay))
+    _welcome(view, chat, provider.model, workdir, resumed=resume is not None)
+    session.conversation.observer = view.message
+    front: Terminal | PlainLines
+    if terminal:
+        front = Terminal(chat, commands, history_path(home))
+        view.on_change = desk.on_change = chat.on_change = front.wake
+        previous = signal.getsignal(signal.SIGINT)
+    else:
+        front = PlainLines(chat, commands)
+        previous = signal.signal(signal.SIGINT, _plain_interrupt(chat))
+    chat.start()
+    try:
+        front.run()
+    except KeyboardInterrupt:
+        view.note("interrupted")
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the shutdown below is not cut short by a third Ctrl-C
+        try:
+            for line in chat.close():
+                view.note(f"kept: {line}")
+        finally:
+            signal.signal(signal.SIGINT, previous)
+            provider.close()
+    view.note(f"session {chat.session_id} saved; `swarm run --resume {chat.session_id}` continues it")
+
+
+class _Relay:
+    """The provider's ``on_text``, pointed at the chat once it exists (and after ``/model``)."""
+
+    def __init__(self) -> None:
+        self.target: Callable[[str], None] = lambda _: None
+
+    def __call__(self, piece: str) -> None:
+        self.target(piece)
+
+
+def _welcome(view: View, chat: Chat, model: str, cwd: Path, *, resumed: bool) -> None:
+    if resumed:
+        view.note(f"resuming session {chat.session_id}")
+        view.replay(chat.session.conversation.messages)
+    view.note(f"swarm session {chat.session_id} · model {model} · {cwd}")
+    view.note("talk to the lead; it can create a team and start teammates. /help lists the commands")
+
+
+def _plain_interrupt(chat: Chat) -> Callable[[int, FrameType | None], None]:
+    """SIGINT without a terminal prompt: the first stops the lead's turn, one with no turn running ends the session."""
+    lock = threading.Lock()
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        with lock:
+            if chat.interrupt():
+                chat.view.note("interrupting the lead's turn")
+                return
+        raise KeyboardInterrupt
+
+    return handler

@@ -1,0 +1,308 @@
+"""The interactive session's engine: the lead's turns on a worker thread, its team followed as events arrive.
+
+- ``submit`` queues what the person typed (a turn already running: it waits
+  its turn); slash commands run at once (``commands``).
+- The worker runs one input at a time through the lead's ``MainSession``.
+  A turn cut short by ``interrupt`` (Ctrl-C) ends at once — a running
+  command is stopped, streaming text stops — and the model is told at the
+  next input that the person interrupted it.
+- While the lead leads a team, a watcher waits on the lead's inbox (the
+  headless lead's ``Coordinator``): messages are shown as they arrive and
+  become the lead's next turn (``render``, as headless); requests the lead
+  policy leaves open go to the person's ``Desk`` and are withdrawn when
+  answered elsewhere. A second watcher follows the teammates' activity
+  files; the status line is rebuilt only when one of them saw a change.
+- ``close`` ends the session: the turn is interrupted, the team shut down
+  (handshake, then force), and what was kept is said.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from swarm.agent.headless import MainSession
+from swarm.agent.limits import Interrupted
+from swarm.core.clock import now_ms
+from swarm.core.home import ensure_dir
+from swarm.core.names import LEAD_NAME
+from swarm.core.permlog import PermissionEvent
+from swarm.core.protocol import IdleNotification, PlanApprovalRequest
+from swarm.core.tasks import TaskStore
+from swarm.core.teams import TeamStore
+from swarm.core.text import flat
+from swarm.core.watch import watch_dir
+from swarm.errors import ConflictError, SwarmError
+from swarm.interactive.desk import Desk, Question, Reply
+from swarm.interactive.view import View
+from swarm.runtime import desk as team_desk
+from swarm.runtime.coordinator import Coordinator, LeadMessage
+from swarm.runtime.handles import Backends
+from swarm.runtime.lead import SHUTDOWN_TIMEOUT, LeadTeam, render
+from swarm.runtime.status import member_state
+from swarm.runtime.up import stop_team
+
+log = logging.getLogger(__name__)
+
+INTERRUPTED_NOTE = "[Request interrupted by user]"
+WATCH_WAIT = 0.5
+"""Seconds a watcher blocks per wait (events wake it sooner); also how soon it notices the session ending."""
+CLOSE_WAIT = 10.0
+"""Seconds ``close`` waits for an interrupted turn to come to a stop."""
+
+
+@dataclass(frozen=True)
+class Input:
+    text: str
+    from_team: bool = False
+
+
+class Chat:
+    def __init__(self, session: MainSession, lead: LeadTeam, view: View, desk: Desk, session_id: str,
+                 on_change: Callable[[], None] = lambda: None, shutdown_timeout: float = SHUTDOWN_TIMEOUT) -> None:
+        self.session = session
+        self.session_id = session_id
+        self.home = lead.home
+        self.lead = lead
+        self.view = view
+        self.desk = desk
+        self.on_change = on_change
+        self.shutdown_timeout = shutdown_timeout
+        self.inputs: queue.Queue[Input | None] = queue.Queue()
+        self.busy = threading.Event()
+        self.ended = threading.Event()
+        self.status = ""
+        """The team's status lines (rebuilt when something changed)."""
+        self._interrupted = False
+        self._team_event = threading.Event()
+        self._threads = [threading.Thread(target=self._work, name="lead-turns", daemon=True),
+                         threading.Thread(target=self._follow_inbox, name="lead-inbox", daemon=True),
+                         threading.Thread(target=self._follow_activity, name="team-activity", daemon=True)]
+
+    def start(self) -> None:
+        for thread in self._threads:
+            thread.start()
+
+    # -- the person's side ----------------------------------------------------------------
+
+    def submit(self, text: str) -> None:
+        """Queue a prompt for the lead (after the running turn, if any)."""
+        if self.busy.is_set() or not self.inputs.empty():
+            self.view.note("queued: the lead reads it when its current turn ends")
+        self.inputs.put(Input(text))
+
+    def interrupt(self) -> bool:
+        """Stop the running turn (True), or say there was none (False)."""
+        if not self.busy.is_set():
+            return False
+        self.session.ctx.cancel.set()
+        return True
+
+    def answer(self, question: Question, reply: Reply) -> None:
+        """The person's answer: the lead's own call goes on; a teammate's request is answered and recorded."""
+        if question.request_id is None:
+            self.desk.answer(question, reply)
+            return
+        team = self.lead.team
+        try:
+            if team is None:
+                raise ConflictError("the team is gone")
+            if question.kind == "plan":
+                team_desk.answer_plan(self.lead.home, team, question.request_id, approved=reply.choice != "deny",
+                                      feedback=reply.reason, by="person")
+            elif reply.choice == "deny":
+                team_desk.deny(self.lead.home, team, question.request_id, reason=reply.reason, by="person")
+            else:
+                team_desk.approve(self.lead.home, team, question.request_id, always=reply.choice == "always",
+                                  by="person")
+        except SwarmError as exc:
+            self.view.note(f"not recorded: {exc}")
+        self.desk.answer(question, reply)
+
+    def close(self) -> list[str]:
+        """End the session: stop the turn, shut the team down; returns what was kept, one line each."""
+        self.session.ctx.cancel.set()
+        self.inputs.put(None)
+        deadline = time.monotonic() + CLOSE_WAIT
+        while self.busy.is_set() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.ended.set()
+        kept: list[str] = []
+        team = self.lead.team
+        if team is not None and TeamStore(self.lead.home).exists(team):
+            self.view.note(f"shutting down team {team!r} (each teammate is asked, then stopped)")
+            for outcome in stop_team(self.lead.home, team, self.lead.env, timeout=self.shutdown_timeout,
+                                     reason="the lead's session ended"):
+                tree = outcome.worktree
+                if tree is not None and tree.state == "changed":
+                    kept.append(f"{outcome.name}'s worktree {tree.path} (branch {tree.branch}) has changes")
+            kept.append(f"team {team!r} and its task list stay on disk: `swarm status --team {team}`")
+        self.session.close()
+        return kept
+
+    # -- the lead's turns -------------------------------------------------------------------
+
+    def _work(self) -> None:
+        while True:
+            item = self.inputs.get()
+            if item is None or self.ended.is_set():
+                return
+            self._turn(item)
+
+    def _turn(self, item: Input) -> None:
+        self.busy.set()
+        self.session.ctx.cancel.clear()
+        text = item.text
+        if self._interrupted:
+            text, self._interrupted = f"{INTERRUPTED_NOTE}\n\n{text}", False
+        began = time.monotonic()
+        try:
+            run = self.session.turn(text) if item.from_team else self.session.prompt(text)
+        except SwarmError as exc:  # the model failed (after its retries): say so, keep the session
+            self.view.warn(str(exc))
+        except Exception:
+            log.exception("lead turn failed")
+            self.view.warn("the turn failed unexpectedly; the log has the details")
+        else:
+            self.view.turn_end(run, time.monotonic() - began)
+            self._interrupted = run.stop_reason == "interrupted"
+        finally:
+            self.busy.clear()
+            self._team_event.set()  # the turn may have created (or deleted) a team
+            self.refresh()
+
+    def stream(self, piece: str) -> None:
+        """The provider's ``on_text``: shown live; stops the stream once the turn is interrupted."""
+        if self.session.ctx.cancel.is_set():
+            raise Interrupted("interrupted while the model was writing")
+        self.view.stream(piece)
+
+    # -- the team ---------------------------------------------------------------------------
+
+    def _follow_inbox(self) -> None:
+        coordinator: Coordinator | None = None
+        seen = 0
+        try:
+            while not self.ended.is_set():
+                team = self.lead.team
+                if coordinator is not None and coordinator.team != team:
+                    coordinator.close()
+                    coordinator = None
+                if team is None:
+                    self._team_event.wait(WATCH_WAIT)
+                    self._team_event.clear()
+                    continue
+                if coordinator is None:
+                    coordinator, seen = Coordinator(self.lead.home, team, on_request=self._offer), 0
+                    self.refresh()
+                try:
+                    coordinator.pump(WATCH_WAIT)
+                except SwarmError as exc:  # e.g. the team was deleted under us
+                    log.warning("lead inbox", extra={"reason": str(exc)})
+                    self._team_event.wait(WATCH_WAIT)
+                    continue
+                fresh, seen = coordinator.messages[seen:], len(coordinator.messages)
+                self._show(fresh)
+                gone = self.desk.withdraw(self.desk.offered_ids() - {r.request_id for r in coordinator.permlog.pending()})
+                for question in gone:
+                    self.view.note(f"{question.asker}'s request was answered elsewhere: {question.what}")
+                if fresh or gone:
+                    self.refresh()
+        finally:
+            if coordinator is not None:
+                coordinator.close()
+
+    def _show(self, fresh: list[LeadMessage]) -> None:
+        for message in fresh:
+            line = _line(message)
+            if line:
+                self.view.teammate(message, line)
+        texts = [t for t in (render(m) for m in fresh) if t]
+        if texts:
+            self.inputs.put(Input("\n\n".join(texts), from_team=True))
+
+    def _offer(self, request: PermissionEvent) -> None:
+        question = Question.of_request(request)
+        if question.request_id not in self.desk.offered_ids():
+            self.desk.offer(question)
+
+    def _follow_activity(self) -> None:
+        watching: str | None = None
+        watcher = None
+        try:
+            while not self.ended.is_set():
+                team = self.lead.team
+                if team != watching:
+                    if watcher is not None:
+                        watcher.close()
+                    watcher, watching = None, team
+                    if team is not None and TeamStore(self.lead.home).exists(team):
+                        watcher = watch_dir(ensure_dir(self.lead.home.team_dir(team) / "activity"))
+                if watcher is None:
+                    self._team_event.wait(WATCH_WAIT)
+                    continue
+                if watcher.wait(WATCH_WAIT):
+                    self.refresh()
+        finally:
+            if watcher is not None:
+                watcher.close()
+
+    def refresh(self) -> None:
+        """Rebuild the status lines from the team's files and tell the screen."""
+        self.status = self._status()
+        self.on_change()
+
+    def _status(self) -> str:
+        team = self.lead.team
+        if team is None:
+            return ""
+        try:
+            members = [m for m in TeamStore(self.lead.home).get(team).members if m.name != LEAD_NAME]
+            tasks = TaskStore(self.lead.home, team).list()
+        except SwarmError:
+            return ""
+        self.view.colors = {m.name: m.color for m in members if m.color}
+        asking = {q.asker for q in self.desk.open()}
+        backends = Backends(self.lead.env)
+        rows = []
+        for member in members:
+            state = "asking" if member.name in asking else member_state(member, backends)
+            task = next((t for t in tasks if t.owner == member.name and t.status == "in_progress"), None)
+            parts = [f"{member.name}: {state}"]
+            if task is not None:
+                parts.append(f"#{task.id} {flat(task.subject, 40)}")
+            if member.last_activity:
+                parts.append(f"{_ago(now_ms() - member.last_activity)} ago")
+            if member.tokens:
+                parts.append(f"{member.tokens:,} tok")
+            rows.append(" · ".join(parts))
+        return f"team {team}: " + (" | ".join(rows) if rows else "no teammates yet")
+
+
+def _line(message: LeadMessage) -> str:
+    """What the person reads for one message to the lead ('' for what needs no line)."""
+    frame = message.frame
+    if isinstance(frame, IdleNotification):
+        done = f" (completed task #{frame.completed_task_id})" if frame.completed_task_id else ""
+        what = frame.failure_reason if frame.idle_reason == "failed" else (frame.summary or frame.result or "")
+        return f"idle{done}" + (f": {flat(what, 160)}" if what else "")
+    if message.kind == "permission_request":
+        return ""  # the question itself follows
+    if isinstance(frame, PlanApprovalRequest):
+        return "submitted a plan for approval"
+    if message.kind == "shutdown_approved":
+        return "shut down"
+    if message.kind == "shutdown_rejected":
+        return f"refused to shut down: {flat(message.text, 160)}"
+    if message.kind == "terminated":
+        return f"terminated: {flat(message.text, 160)}"
+    return flat(message.text, 240) if message.kind == "message" else ""
+
+
+def _ago(ms: int) -> str:
+    seconds = max(0, ms // 1000)
+    return f"{seconds}s" if seconds < 60 else f"{seconds // 60}m"

@@ -1,0 +1,213 @@
+"""What the person sees: one line per event, printed above the prompt.
+
+- the model's text streams into a live preview under the prompt (``preview``)
+  while it is produced; when the message is complete it is printed — an
+  intermediate message with ``●``, the turn's final answer under ``◆ answer``;
+- a tool call is one line ``[n] Tool target → outcome``; ``details(n)``
+  (Ctrl-O for the last) prints its full input and result;
+- a teammate's message is one line in its colour; questions, notes and
+  warnings have their own marks.
+
+Styled output goes through prompt_toolkit (thread-safe above a running
+prompt); with ``plain`` (stdout not a terminal, or ``NO_COLOR``) every event
+is a plain line on stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from prompt_toolkit import print_formatted_text
+from prompt_toolkit.formatted_text import FormattedText
+from prompt_toolkit.styles import Style
+from prompt_toolkit.styles.named_colors import NAMED_COLORS
+
+from swarm.agent.loop import AgentRun
+from swarm.agent.permissions.describe import describe
+from swarm.core.text import flat
+from swarm.models.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from swarm.runtime.coordinator import LeadMessage
+
+STYLE = Style.from_dict({
+    "dim": "#888888", "answer": "bold ansigreen", "tool": "ansicyan", "error": "ansired", "ok": "ansigreen",
+    "question": "bold ansiyellow", "note": "#888888 italic", "warning": "ansiyellow", "you": "bold",
+})
+PREVIEW_LINES = 3
+"""Lines of the text being produced shown under the prompt."""
+TARGET_WIDTH = 80
+
+
+@dataclass
+class ToolRecord:
+    number: int
+    tool: str
+    target: str
+    input: dict[str, object]
+    result: str = ""
+    is_error: bool = False
+    done: bool = False
+
+
+class View:
+    """Renders the session's events; safe to call from any thread."""
+
+    def __init__(self, cwd: Path, *, plain: bool, write: Callable[[str], None] | None = None,
+                 on_change: Callable[[], None] = lambda: None) -> None:
+        self.cwd = cwd
+        self.plain = plain
+        self._write = write or _stdout
+        self.on_change = on_change
+        """Called when what the prompt's bottom area shows changed (the preview)."""
+        self._lock = threading.Lock()
+        self._partial = ""
+        self._tools: list[ToolRecord] = []
+        self._pending: dict[str, ToolRecord] = {}
+        self.colors: dict[str, str] = {}
+        """Teammate name -> colour (from the team file)."""
+
+    # -- the model's text --------------------------------------------------------------
+
+    def stream(self, piece: str) -> None:
+        """A piece of the text being produced (the Anthropic provider's ``on_text``)."""
+        with self._lock:
+            self._partial += piece
+        self.on_change()
+
+    def preview(self) -> str:
+        """The last lines of the text being produced, for the bottom area ('' when none)."""
+        with self._lock:
+            text = self._partial
+        if not text.strip():
+            return ""
+        return "\n".join(line[:TARGET_WIDTH * 2] for line in text.rstrip().splitlines()[-PREVIEW_LINES:])
+
+    def message(self, message: Message) -> None:
+        """A message added to the conversation (the conversation's observer)."""
+        if message.role == "assistant":
+            with self._lock:
+                self._partial = ""
+            self.on_change()
+            text = message.text().strip()
+            calls = message.tool_uses()
+            if text and calls:
+                self._print([("class:dim", "● " + _indent(text))])
+            elif text:
+                self._print([("class:answer", "◆ answer")])
+                self._print([("", text)])
+            for call in calls:
+                self._tool_started(call)
+            return
+        for block in message.content:
+            if isinstance(block, ToolResultBlock):
+                self._tool_finished(block)
+
+    def turn_end(self, run: AgentRun, seconds: float) -> None:
+        tokens = run.usage.input_tokens + run.usage.output_tokens
+        tail = f"{run.turns} model call{'s' if run.turns != 1 else ''} · {tokens:,} tokens · {seconds:.1f}s"
+        if run.stop_reason == "interrupted":
+            self._print([("class:warning", f"✗ interrupted ({tail}); the model is told at your next prompt")])
+        elif not run.ok:
+            self._print([("class:error", f"✗ stopped: {run.stop_reason}: {run.detail}")])
+        else:
+            self._print([("class:dim", f"└ {tail}")])
+
+    # -- tools ---------------------------------------------------------------------------
+
+    def _tool_started(self, call: ToolUseBlock) -> None:
+        with self._lock:
+            record = ToolRecord(len(self._tools) + 1, call.name, _target(call, self.cwd), dict(call.input))
+            self._tools.append(record)
+            self._pending[call.id] = record
+
+    def _tool_finished(self, block: ToolResultBlock) -> None:
+        with self._lock:
+            record = self._pending.pop(block.tool_use_id, None)
+        if record is None:
+            return
+        record.result, record.is_error, record.done = block.content, block.is_error, True
+        first = flat(record.result)[:TARGET_WIDTH]
+        outcome = ("class:error", f"error: {first}") if record.is_error else ("class:ok", _summary(record.result))
+        self._print([("class:dim", f"[{record.number}] "), ("class:tool", record.tool), ("", f" {record.target} → "),
+                     outcome])
+
+    def details(self, number: int | None = None) -> None:
+        """Print tool call ``number`` (default: the last) whole: its input and its result."""
+        with self._lock:
+            records = list(self._tools)
+        if not records:
+            self.note("no tool calls yet")
+            return
+        found = records[-1] if number is None else next((r for r in records if r.number == number), None)
+        if found is None:
+            self.note(f"no tool call [{number}]; they are numbered 1 to {len(records)}")
+            return
+        self._print([("class:tool", f"[{found.number}] {found.tool}"),
+                     ("", "\n" + json.dumps(found.input, indent=2, ensure_ascii=False))])
+        self._print([("class:error" if found.is_error else "", found.result or "(no result yet)")])
+
+    # -- the team and the person ---------------------------------------------------------
+
+    def teammate(self, message: LeadMessage, line: str) -> None:
+        color = self.colors.get(message.sender)
+        style = f"fg:{color}" if color and (color in NAMED_COLORS or color.startswith("ansi")) else "class:tool"
+        self._print([(style, f"⇐ {message.sender}"), ("", f" {line}")])
+
+    def you(self, text: str) -> None:
+        """Echo what the person sent (plain mode; a terminal keeps the typed prompt on screen)."""
+        if self.plain:
+            self._print([("class:you", f"> {text}")])
+
+    def question(self, header: str, body: str = "") -> None:
+        self._print([("class:question", f"? {header}")] + ([("", "\n" + body)] if body else []))
+
+    def note(self, text: str) -> None:
+        self._print([("class:note", f"· {text}")])
+
+    def warn(self, text: str) -> None:
+        self._print([("class:warning", f"! {text}")])
+
+    def block(self, text: str) -> None:
+        self._print([("", text)])
+
+    def replay(self, messages: list[Message]) -> None:
+        """Show an earlier conversation (``--resume``): the person's prompts and the model's texts and calls."""
+        for message in messages:
+            if message.role == "user":
+                texts = [b.text for b in message.content if isinstance(b, TextBlock)]
+                shown = [t for t in texts if not t.startswith("<system-reminder>")]
+                for text in shown:
+                    self._print([("class:you", f"> {_indent(text)}")])
+                for block in message.content:
+                    if isinstance(block, ToolResultBlock):
+                        self._tool_finished(block)
+            else:
+                self.message(message)
+
+    def _print(self, fragments: list[tuple[str, str]]) -> None:
+        if self.plain:
+            self._write("".join(text for _, text in fragments))
+            return
+        print_formatted_text(FormattedText(fragments), style=STYLE)
+
+
+def _stdout(line: str) -> None:
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+def _indent(text: str) -> str:
+    return text.replace("\n", "\n  ")
+
+
+def _target(call: ToolUseBlock, cwd: Path) -> str:
+    return flat(describe(call.name, dict(call.input), cwd), TARGET_WIDTH)
+
+
+def _summary(result: str) -> str:
+    lines = result.count("\n") + 1 if result.strip() else 0
+    return "ok" if lines <= 1 and len(result) <= 60 else f"ok ({lines} lines)"
