@@ -31,7 +31,7 @@ HELP = """\
 /details [N]       tool call N (default: the last) in full; Ctrl-O shows the last
 /clear             start a new conversation (a new session; the team stays)
 /exit              shut the team down and leave (also: Ctrl-C twice at an empty prompt, Ctrl-D)
-Enter sends; Alt-Enter or Ctrl-J adds a line. Ctrl-C stops the lead's current turn."""
+Enter sends; \\ then Enter, or Alt-Enter, adds a line. Ctrl-C stops the lead's current turn."""
 EXIT = "/exit"
 
 

@@ -16,7 +16,8 @@ import time
 from pathlib import Path
 
 from prompt_toolkit import PromptSession
-from prompt_toolkit.application import Application
+from prompt_toolkit.application import Application, get_app
+from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.history import FileHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
@@ -144,7 +145,7 @@ class Terminal:
 
     def _changed(self) -> None:
         app = self._active()
-        if app is None:
+        if app is None or app.is_done:  # gone, or already leaving with a result
             return
         if self._asking is None and self.chat.desk.current() is not None:
             self._saved = app.current_buffer.text
@@ -196,9 +197,15 @@ class Terminal:
             self.chat.view.details()
 
         @keys.add("escape", "enter")
-        @keys.add("c-j")
         def _(event: KeyPressEvent) -> None:
             event.app.current_buffer.insert_text("\n")
+
+        @keys.add("enter", filter=Condition(lambda: get_app().current_buffer.text.endswith("\\")))
+        def _(event: KeyPressEvent) -> None:
+            buffer = event.app.current_buffer
+            if buffer.document.text_before_cursor.endswith("\\"):
+                buffer.delete_before_cursor(1)
+            buffer.insert_text("\n")
 
         return keys
 

@@ -205,9 +205,10 @@ def _indent(text: str) -> str:
 
 
 def _target(call: ToolUseBlock, cwd: Path) -> str:
-    return flat(describe(call.name, dict(call.input), cwd), TARGET_WIDTH)
+    what = describe(call.name, dict(call.input), cwd)
+    return flat(what.removeprefix(f"{call.name} "), TARGET_WIDTH)
 
 
 def _summary(result: str) -> str:
-    lines = result.count("\n") + 1 if result.strip() else 0
-    return "ok" if lines <= 1 and len(result) <= 60 else f"ok ({lines} lines)"
+    lines = result.strip().count("\n") + 1 if result.strip() else 0
+    return "ok" if not lines else f"ok: {flat(result, 60)}" if lines == 1 else f"ok ({lines} lines)"

@@ -45,6 +45,8 @@ class ScriptedReply:
     """Serve this reply only to a request whose JSON body contains this text (agents talking at once)."""
     repeat: bool = False
     """Stay in the queue after being served (the answer to every further matching request)."""
+    pace: float = 0.0
+    """Seconds between the server-sent events of a streamed answer (text that arrives over time)."""
 
 
 @dataclass(frozen=True)
@@ -195,13 +197,15 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
         """Silence per-request logging."""
 
-    def _stream(self, message: dict[str, Any]) -> None:
+    def _stream(self, message: dict[str, Any], pace: float = 0.0) -> None:
         """Answer a ``"stream": true`` request with server-sent events (``sse_events``), then close."""
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("connection", "close")
         self.end_headers()
         for name, data in sse_events(message):
+            if pace:
+                self.server.fake._wait(pace)
             self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
             self.wfile.flush()
         self.close_connection = True
@@ -216,7 +220,7 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.delay:
             self.server.fake._wait(reply.delay)
         if reply.status == 200 and isinstance(recorded.body, dict) and recorded.body.get("stream"):
-            self._stream(reply.body)
+            self._stream(reply.body, reply.pace)
             return
         payload = reply.body.encode() if isinstance(reply.body, str) else json.dumps(reply.body).encode()
         self.send_response(reply.status)

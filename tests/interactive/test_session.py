@@ -1,0 +1,229 @@
+"""`swarm run` as an interactive session, typed into a real terminal (a tmux pane), the lead on the real SDK."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from dataclasses import replace
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from swarm.core.permlog import PermissionLog
+from swarm.core.teams import TeamStore
+from tests.cli.conftest import SWARM_EXE
+from tests.fakes.anthropic_server import FakeAnthropicServer, RecordedRequest, text_reply, tool_use_reply
+from tests.interactive.conftest import EXITED, Screen
+from tests.teammates.conftest import teammate_pids
+
+ALICE = """
+[[rules]]
+name = "work"
+on = "prompt"
+match = 'make the file'
+[[rules.steps]]
+tool_calls = [{ name = "Bash", input = { command = "touch made-by-alice" } }]
+[[rules.steps]]
+tool_calls = [{ name = "SendMessage", input = { to = "team-lead", message = "alice made the file", summary = "file made" } }]
+[[rules.steps]]
+text = "done"
+"""
+
+
+def _last_user_text(request: RecordedRequest) -> str:
+    message = request.body["messages"][-1]
+    assert message["role"] == "user"
+    content = message["content"]
+    return content if isinstance(content, str) else "\n".join(
+        block.get("text", "") if block.get("type") == "text" else str(block.get("content", "")) for block in content)
+
+
+def _wait(condition: Callable[[], Any], what: str, timeout: float = 30.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = condition()
+        if found:
+            return found
+        time.sleep(0.05)
+    raise AssertionError(f"{what} did not happen within {timeout:g}s")
+
+
+def test_a_typed_prompt_streams_its_text_then_marks_the_final_answer(
+        start_chat: Callable[..., Screen], fake_api: FakeAnthropicServer) -> None:
+    answer = "The first part of the answer arrives early; the rest of it keeps coming, piece by piece, until DONE."
+    fake_api.enqueue(replace(text_reply(answer), pace=0.08))  # about 1.3 s of streaming
+    screen = start_chat()
+    screen.ready()
+    screen.type("tell me something")
+    partial = _wait(lambda: (s := screen.text()) and "The first" in s and "◆ answer" not in s and s,
+                    "the text being written shown before the answer is complete")
+    assert "lead working" in partial and "DONE" not in partial
+    final = screen.wait_for("└ 1 model call")
+    assert final.index("◆ answer") < final.index("until DONE.")
+    assert "tell me something" in _last_user_text(fake_api.requests[-1])
+
+
+def test_the_leads_own_command_is_asked_inline_and_shown_as_one_line_with_details_a_key_away(
+        start_chat: Callable[..., Screen], fake_api: FakeAnthropicServer, tmp_path: Path) -> None:
+    fake_api.enqueue(tool_use_reply("Bash", {"command": "echo from-the-tool > out.txt && echo printed-twice"}),
+                     text_reply("The command ran."))
+    screen = start_chat()
+    screen.ready()
+    screen.type("run it")
+    asked = screen.wait_for("[y] allow")
+    assert "The lead (you) wants to use Bash: run: echo from-the-tool > out.txt && echo printed-twice" in asked
+    assert not (tmp_path / "out.txt").exists()  # nothing runs before the person answers
+    screen.type("y")
+    shown = screen.wait_for("The command ran.")
+    assert "[1] Bash run: echo from-the-tool > out.txt && echo printed-twice → ok" in shown
+    assert (tmp_path / "out.txt").read_text() == "from-the-tool\n"
+    assert '"command"' not in shown
+    screen.key("C-o")
+    screen.wait_for('"command": "echo from-the-tool > out.txt && echo printed-twice"')
+    _wait(lambda: screen.text().rstrip().splitlines()[-2:] == ["printed-twice", "›"], "the result shown whole")
+
+
+def test_a_denied_command_does_not_run_and_the_model_hears_the_reason(
+        start_chat: Callable[..., Screen], fake_api: FakeAnthropicServer, tmp_path: Path) -> None:
+    fake_api.enqueue(tool_use_reply("Bash", {"command": "touch should-not-exist"}), text_reply("Understood."))
+    screen = start_chat()
+    screen.ready()
+    screen.type("try it")
+    screen.wait_for("[y] allow")
+    screen.type("n not in this repo")
+    screen.wait_for("Understood.")
+    assert not (tmp_path / "should-not-exist").exists()
+    result = fake_api.requests[-1].body["messages"][-1]["content"][0]
+    assert result["is_error"] and "permission denied by the person: not in this repo" in str(result["content"])
+
+
+def test_ctrl_c_stops_a_long_turn_and_the_model_is_told_at_the_next_prompt(
+        start_chat: Callable[..., Screen], fake_api: FakeAnthropicServer) -> None:
+    fake_api.enqueue(tool_use_reply("Bash", {"command": "sleep 41.5"}), text_reply("Fine, stopped."))
+    screen = start_chat("--allow", "Bash(sleep:*)")
+    screen.ready()
+    screen.type("wait a long time")
+    _wait(lambda: _sleepers("41.5"), "the long command started")
+    screen.key("C-c")
+    screen.wait_for("✗ interrupted")
+    assert not _sleepers("41.5"), "the interrupted command is still running"
+    assert len(fake_api.requests) == 1  # the interrupted turn made no further model call
+    screen.type("what happened?")
+    screen.wait_for("Fine, stopped.")
+    last = fake_api.requests[-1]
+    assert "[Request interrupted by user]" in _last_user_text(last) and "what happened?" in _last_user_text(last)
+    results = [b for m in last.body["messages"] for b in (m["content"] if isinstance(m["content"], list) else [])
+               if b.get("type") == "tool_result"]
+    assert results and "interrupted" in str(results[-1]["content"])
+
+
+def _sleepers(arg: str) -> list[int]:
+    return [p.pid for p in psutil.process_iter(["cmdline"]) if (p.info["cmdline"] or [])[-1:] == [arg]]
+
+
+def test_a_teammates_request_is_answered_inline_and_its_message_becomes_the_leads_next_turn(
+        start_chat: Callable[..., Screen], fake_api: FakeAnthropicServer, tmp_path: Path) -> None:
+    playbook = tmp_path / "alice.toml"
+    playbook.write_text(ALICE)
+    fake_api.enqueue(tool_use_reply("TeamCreate", {"team_name": "crew"}, tool_id="toolu_1"),
+                     tool_use_reply("Agent", {"description": "make a file", "team_name": "crew", "name": "alice",
+                                              "prompt": "Please make the file."}, tool_id="toolu_2"),
+                     text_reply("Alice is on it."))
+    fake_api.enqueue(text_reply("Noted: alice reported back."), when='teammate_id=\\"alice\\"')
+    screen = start_chat("--teammate-playbook", f"alice={playbook}")
+    screen.ready()
+    screen.type("start a team")
+    screen.wait_for("Alice is on it.")
+    asked = screen.wait_for("alice wants to use Bash: run: touch made-by-alice")
+    assert "[a] always (Bash(touch:*))" in asked
+    assert not (tmp_path / "made-by-alice").exists()
+    assert len(screen.panes()) == 2  # alice opened as a pane beside the session
+    screen.type("y")
+    screen.wait_for("⇐ alice alice made the file")
+    screen.wait_for("Noted: alice reported back.")  # the message became a lead turn while the person was idle
+    assert (tmp_path / "made-by-alice").exists()
+    home = screen.home
+    decisions = [e for e in PermissionLog(home, "crew").events() if e.event == "decision"]
+    assert [(d.decision, d.by) for d in decisions] == [("allow", "person")]
+    screen.type("/team")
+    screen.wait_for("alice: idle")
+    screen.type("/exit")
+    screen.wait_for(EXITED)
+    assert teammate_pids(home) == []
+    assert len(screen.panes()) == 1
+    assert not any(m.is_active for m in TeamStore(home).get("crew").members if m.name != "team-lead")
+
+
+def test_a_request_answered_in_another_terminal_leaves_the_prompt(
+        start_chat: Callable[..., Screen], fake_api: FakeAnthropicServer, tmp_path: Path) -> None:
+    playbook = tmp_path / "alice.toml"
+    playbook.write_text(ALICE)
+    fake_api.enqueue(tool_use_reply("TeamCreate", {"team_name": "crew"}, tool_id="toolu_1"),
+                     tool_use_reply("Agent", {"description": "make a file", "team_name": "crew", "name": "alice",
+                                              "prompt": "Please make the file."}, tool_id="toolu_2"),
+                     text_reply("Alice is on it."))
+    fake_api.enqueue(text_reply("Noted."), when='teammate_id=\\"alice\\"')
+    screen = start_chat("--teammate-playbook", f"alice={playbook}")
+    screen.ready()
+    screen.type("start a team")
+    screen.wait_for("alice wants to use Bash")
+    pending = PermissionLog(screen.home, "crew").pending()
+    assert len(pending) == 1
+    env = {"SWARM_HOME": str(screen.home.root), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([str(SWARM_EXE), "approve", pending[0].request_id, "--team", "crew"], env=env,
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    screen.wait_for("alice's request was answered elsewhere")
+    screen.wait_for("⇐ alice alice made the file")
+    screen.type("/exit")
+    screen.wait_for(EXITED)
+    decisions = [e for e in PermissionLog(screen.home, "crew").events() if e.event == "decision"]
+    assert [(d.decision, d.by) for d in decisions] == [("allow", "lead")]  # the other terminal's, and only it
+    assert teammate_pids(screen.home) == []
+
+
+def test_resume_shows_the_earlier_conversation_and_continues_it(
+        start_chat: Callable[..., Screen], fake_api: FakeAnthropicServer) -> None:
+    fake_api.enqueue(text_reply("I will remember pineapple."), text_reply("The word was pineapple."))
+    first = start_chat()
+    first.ready()
+    first.type("remember the word pineapple")
+    first.wait_for("I will remember pineapple.")
+    first.type("/exit")
+    screen = first.wait_for(EXITED)
+    assert "swarm run --resume" in screen
+    again = start_chat("--resume")
+    shown = again.wait_for("resuming session")
+    again.ready()
+    shown = again.text()
+    assert "> remember the word pineapple" in shown and "I will remember pineapple." in shown
+    again.type("which word?")
+    again.wait_for("The word was pineapple.")
+    sent = [m for m in fake_api.requests[-1].body["messages"]]
+    assert json.dumps(sent).count("remember the word pineapple") == 1 and len(sent) == 3
+
+
+def test_without_a_terminal_each_line_is_a_prompt_and_the_output_is_plain(
+        tmp_path: Path, fake_api: FakeAnthropicServer) -> None:
+    fake_api.enqueue(text_reply("first answer"), text_reply("second answer"))
+    env = {"SWARM_HOME": str(tmp_path / "home"), "HOME": str(tmp_path), "PATH": "/usr/bin:/bin",
+           "ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": fake_api.base_url}
+    done = subprocess.run([str(SWARM_EXE), "run"], input="one\n/tasks\ntwo\n", env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "\x1b[" not in done.stdout
+    lines = done.stdout.splitlines()
+    assert lines.index("> one") < lines.index("> two") < lines.index("first answer") < lines.index("second answer")
+    assert "· no team, so no task list yet" in lines  # a command answers at once, even while the lead works
+    assert "· queued: the lead reads it when its current turn ends" in lines
+    assert [_last_user_text(r).splitlines()[-1] for r in fake_api.requests] == ["one", "two"]
+
+
+def test_resume_of_an_unknown_session_is_a_one_line_error(tmp_path: Path) -> None:
+    env = {"SWARM_HOME": str(tmp_path / "home"), "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([str(SWARM_EXE), "run", "--resume", "nope"], env=env, cwd=tmp_path, input="",
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "no earlier session" in done.stderr
