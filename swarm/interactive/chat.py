@@ -24,6 +24,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from swarm.agent.headless import MainSession
 from swarm.agent.limits import Interrupted
@@ -100,6 +101,7 @@ class Chat:
         if not self.busy.is_set():
             return False
         self.session.ctx.cancel.set()
+        self.session.ctx.interrupt.set()
         return True
 
     def answer(self, question: Question, reply: Reply) -> None:
@@ -126,6 +128,7 @@ class Chat:
     def close(self) -> list[str]:
         """End the session: stop the turn, shut the team down; returns what was kept, one line each."""
         self.session.ctx.cancel.set()
+        self.session.ctx.interrupt.set()
         self.inputs.put(None)
         deadline = time.monotonic() + CLOSE_WAIT
         while self.busy.is_set() and time.monotonic() < deadline:
@@ -156,6 +159,7 @@ class Chat:
     def _turn(self, item: Input) -> None:
         self.busy.set()
         self.session.ctx.cancel.clear()
+        self.session.ctx.interrupt.clear()
         text = item.text
         if self._interrupted:
             text, self._interrupted = f"{INTERRUPTED_NOTE}\n\n{text}", False
@@ -226,9 +230,11 @@ class Chat:
             self.inputs.put(Input("\n\n".join(texts), from_team=True))
 
     def _offer(self, request: PermissionEvent) -> None:
-        question = Question.of_request(request)
-        if question.request_id not in self.desk.offered_ids():
-            self.desk.offer(question)
+        if request.request_id in self.desk.offered_ids():
+            return
+        team = self.lead.team
+        member = TeamStore(self.lead.home).get(team).member(request.agent) if team else None
+        self.desk.offer(Question.of_request(request, Path(member.cwd) if member and member.cwd else self.lead.cwd))
 
     def _follow_activity(self) -> None:
         watching: str | None = None

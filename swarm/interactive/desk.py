@@ -13,6 +13,7 @@ import copy
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel
@@ -52,12 +53,16 @@ class Question:
     _done: threading.Event = field(default_factory=threading.Event, repr=False)
 
     @classmethod
-    def of_request(cls, request: PermissionEvent) -> Question:
+    def of_request(cls, request: PermissionEvent, cwd: Path) -> Question:
+        """A teammate's request; what it asks is described from its input (in the teammate's ``cwd``), not
+        from the description the requester wrote, so the person sees the call that would really run."""
         if request.kind == "plan":
             return cls("plan", request.agent, "ExitPlanMode", request.description or "(empty plan)",
                        request.request_id, plan=request.plan or "")
-        return cls("permission", request.agent, request.tool or "?", request.description or request.tool or "?",
-                   request.request_id, rule=request.suggestions[0] if request.suggestions else None)
+        tool = request.tool or "?"
+        what = describe(tool, request.input, cwd) if request.input is not None else request.description or tool
+        return cls("permission", request.agent, tool, what, request.request_id,
+                   rule=request.suggestions[0] if request.suggestions else None)
 
 
 class Desk:
@@ -66,12 +71,14 @@ class Desk:
     def __init__(self, on_change: Callable[[], None] = lambda: None) -> None:
         self._lock = threading.Lock()
         self._open: list[Question] = []
+        self._answered: set[str] = set()
+        """Request ids answered here: a request still pending on disk a moment longer is not offered again."""
         self.on_change = on_change
 
     def offer(self, question: Question) -> None:
-        """Queue a teammate's request (once per request id)."""
+        """Queue a teammate's request (once per request id, never again once answered here)."""
         with self._lock:
-            if any(q.request_id == question.request_id for q in self._open):
+            if question.request_id in self._answered or any(q.request_id == question.request_id for q in self._open):
                 return
             self._open.append(question)
         self.on_change()
@@ -96,6 +103,9 @@ class Desk:
             return list(self._open)
 
     def answer(self, question: Question, reply: Reply) -> None:
+        if question.request_id is not None:
+            with self._lock:
+                self._answered.add(question.request_id)
         question._reply = reply
         question._done.set()
         self._remove(question)

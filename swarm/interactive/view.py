@@ -28,7 +28,7 @@ from prompt_toolkit.styles import Style
 from prompt_toolkit.styles.named_colors import NAMED_COLORS
 
 from swarm.agent.loop import AgentRun
-from swarm.agent.permissions.describe import describe
+from swarm.agent.permissions.describe import MODEL_NOTE, describe
 from swarm.core.text import flat
 from swarm.models.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from swarm.runtime.coordinator import LeadMessage
@@ -39,7 +39,8 @@ STYLE = Style.from_dict({
 })
 PREVIEW_LINES = 3
 """Lines of the text being produced shown under the prompt."""
-TARGET_WIDTH = 80
+TARGET_WIDTH = 70
+OUTCOME_WIDTH = 50
 
 
 @dataclass
@@ -130,7 +131,7 @@ class View:
         if record is None:
             return
         record.result, record.is_error, record.done = block.content, block.is_error, True
-        first = flat(record.result)[:TARGET_WIDTH]
+        first = flat(record.result, OUTCOME_WIDTH)
         outcome = ("class:error", f"error: {first}") if record.is_error else ("class:ok", _summary(record.result))
         self._print([("class:dim", f"[{record.number}] "), ("class:tool", record.tool), ("", f" {record.target} → "),
                      outcome])
@@ -205,10 +206,14 @@ def _indent(text: str) -> str:
 
 
 def _target(call: ToolUseBlock, cwd: Path) -> str:
-    what = describe(call.name, dict(call.input), cwd)
-    return flat(what.removeprefix(f"{call.name} "), TARGET_WIDTH)
+    """What a call works on, short: the real command or path (without the model's note), else its arguments."""
+    what = describe(call.name, dict(call.input), cwd).split(MODEL_NOTE, 1)[0]
+    if what.startswith(f"{call.name} "):  # no special wording for this tool: its arguments, compactly
+        what = " ".join(f"{key}={flat(json.dumps(value, ensure_ascii=False).strip(chr(34)), 30)}"
+                        for key, value in call.input.items() if key != "description")
+    return flat(what, TARGET_WIDTH)
 
 
 def _summary(result: str) -> str:
     lines = result.strip().count("\n") + 1 if result.strip() else 0
-    return "ok" if not lines else f"ok: {flat(result, 60)}" if lines == 1 else f"ok ({lines} lines)"
+    return "ok" if not lines else f"ok: {flat(result, OUTCOME_WIDTH)}" if lines == 1 else f"ok ({lines} lines)"

@@ -17,6 +17,8 @@ from typing import Any
 from swarm.agent.permissions.paths import absolute
 from swarm.core.text import one_line
 
+MODEL_NOTE = " — the model says: "
+"""What separates the real call from the model's own description of it."""
 NOTE_LIMIT = 120
 """Characters of the model's description kept after the real call."""
 
@@ -25,7 +27,7 @@ def describe(tool: str, args: dict[str, Any], cwd: Path) -> str:
     """One line saying what the call would really do, then the model's description if it gave one."""
     real = _real(tool, args, cwd)
     note = one_line(str(args.get("description") or ""), NOTE_LIMIT)
-    return f"{real} — the model says: {visible(note)}" if note else real
+    return f"{real}{MODEL_NOTE}{visible(note)}" if note else real
 
 
 def visible(text: str) -> str:

@@ -48,6 +48,8 @@ class ToolContext:
     """The team's mailbox when the agent is a teammate (SendMessage needs it)."""
     cancel: threading.Event = field(default_factory=threading.Event)
     """Set to stop the loop before its next model call (shutdown, SIGINT)."""
+    interrupt: threading.Event = field(default_factory=threading.Event)
+    """Set (with ``cancel``) to stop what runs now, not after it: a running command is killed (the person's Ctrl-C)."""
     pane_id: str = ""
     backend_type: str = ""
     color: str | None = None

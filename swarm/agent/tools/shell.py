@@ -21,8 +21,9 @@ Results, following Claude Code:
 - non-zero exit → an *error* result (``ToolError``) with the output and
   ``exit code N`` (or ``killed by signal SIGNAME``) on the last line;
 - timeout → an error result saying so, with the output so far;
-- the agent asked to stop (``ctx.cancel``: Ctrl-C, a shutdown) → the
-  command is stopped at once and the error result says it was interrupted;
+- interrupted (``ctx.interrupt``: the person's Ctrl-C in a session) → the
+  command is stopped at once and the error result says so; a plain
+  ``cancel`` (shutdown, ``swarm run -p``'s first Ctrl-C) lets it finish;
 - ``run_in_background`` → returns at once with the pid and a log file; the
   ``Popen`` goes into ``ctx.background`` for the agent's owner to stop.
 """
@@ -49,8 +50,8 @@ from swarm.agent.tools.files import NoneOmitted, PosInt, ToolInput
 from swarm.backends.procs import kill_tree, process_create_time
 
 DEFAULT_TIMEOUT_MS = 120_000
-CANCEL_CHECK = 0.1
-"""Seconds between checks, while a command runs, that the agent was asked to stop (Ctrl-C, shutdown)."""
+INTERRUPT_CHECK = 0.1
+"""Seconds between checks, while a command runs, that the person interrupted the agent."""
 MAX_TIMEOUT_MS = 600_000
 MAX_OUTPUT_CHARS = 30_000
 KILL_GRACE_SECONDS = 2.0
@@ -106,14 +107,14 @@ class BashTool(Tool[BashInput]):
         capture = OutputCapture(cast(IO[bytes], proc.stdout), MAX_OUTPUT_CHARS)
         timed_out = lingering = False
         try:
-            timed_out = not _wait(proc, timeout_ms / 1000, ctx.cancel)
+            timed_out = not _wait(proc, timeout_ms / 1000, ctx.interrupt)
             lingering = not timed_out and not capture.join(DRAIN_SECONDS)
         finally:
             if timed_out or lingering or proc.returncode is None:
                 stop_command(proc, self._kill_grace, created)
                 capture.join(DRAIN_SECONDS)
-        if timed_out and ctx.cancel.is_set():
-            raise ToolError(f"Command interrupted (the agent was asked to stop) and was killed.\n{_body(capture.text())}")
+        if timed_out and ctx.interrupt.is_set():
+            raise ToolError(f"Command interrupted by the user and was killed.\n{_body(capture.text())}")
         if timed_out:
             raise ToolError(f"Command timed out after {timeout_ms} ms and was killed.\n{_body(capture.text())}")
         return _result(capture.text(), proc.returncode, lingering)
@@ -155,15 +156,15 @@ def _default_shell() -> str:
     return shutil.which("bash") or shutil.which("sh") or "/bin/sh"
 
 
-def _wait(proc: Popen, seconds: float, cancel: threading.Event) -> bool:
-    """True if ``proc`` exited within ``seconds``; False at the deadline or as soon as ``cancel`` is set."""
+def _wait(proc: Popen, seconds: float, interrupt: threading.Event) -> bool:
+    """True if ``proc`` exited within ``seconds``; False at the deadline or as soon as ``interrupt`` is set."""
     deadline = time.monotonic() + seconds
     while True:
         try:
-            proc.wait(timeout=max(0.0, min(CANCEL_CHECK, deadline - time.monotonic())))
+            proc.wait(timeout=max(0.0, min(INTERRUPT_CHECK, deadline - time.monotonic())))
             return True
         except subprocess.TimeoutExpired:
-            if cancel.is_set() or time.monotonic() >= deadline:
+            if interrupt.is_set() or time.monotonic() >= deadline:
                 return False
 
 
