@@ -30,13 +30,14 @@ class ChangeWatcher(Protocol):
 class InotifyWatcher:
     """Event-driven watcher for one file name in one directory, or (``whole_dir``) any file in ``path`` (Linux)."""
 
-    def __init__(self, path: Path, *, whole_dir: bool = False) -> None:
+    def __init__(self, path: Path, *, whole_dir: bool = False, also: tuple[Path, ...] = ()) -> None:
         from inotify_simple import INotify, flags
 
         self._name = None if whole_dir else path.name
         self._inotify = INotify()
         mask = flags.MOVED_TO | flags.CLOSE_WRITE | flags.CREATE | flags.DELETE
-        self._inotify.add_watch(str(path if whole_dir else path.parent), mask)
+        for directory in (path if whole_dir else path.parent, *also):
+            self._inotify.add_watch(str(directory), mask)
 
     def wait(self, timeout: float) -> bool:
         deadline = time.monotonic() + max(timeout, 0.0)
@@ -83,13 +84,16 @@ class PollingWatcher:
         return None
 
 
-def watch_dir(directory: Path) -> ChangeWatcher:
-    """A watcher that wakes when any file in ``directory`` (which must exist) is written, renamed in or removed."""
+def watch_dirs(first: Path, *more: Path) -> ChangeWatcher:
+    """A watcher that wakes when any file in these directories (which must exist) is written, renamed in or removed.
+
+    Without inotify it polls the first directory only (a rename into it changes its mtime).
+    """
     try:
-        return InotifyWatcher(directory, whole_dir=True)
+        return InotifyWatcher(first, whole_dir=True, also=more)
     except (ImportError, OSError) as exc:
-        log.info("file events unavailable, polling instead", extra={"path": str(directory), "reason": str(exc)})
-    return PollingWatcher(directory)  # a rename into the directory changes its mtime
+        log.info("file events unavailable, polling instead", extra={"path": str(first), "reason": str(exc)})
+    return PollingWatcher(first)
 
 
 def watch_file(path: Path, *, events: bool = True) -> ChangeWatcher:

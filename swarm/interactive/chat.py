@@ -36,7 +36,7 @@ from swarm.core.protocol import IdleNotification, PlanApprovalRequest
 from swarm.core.tasks import TaskStore
 from swarm.core.teams import TeamStore
 from swarm.core.text import flat
-from swarm.core.watch import watch_dir
+from swarm.core.watch import watch_dirs
 from swarm.errors import ConflictError, SwarmError
 from swarm.interactive.desk import Desk, Question, Reply
 from swarm.interactive.view import View
@@ -46,6 +46,7 @@ from swarm.runtime.handles import Backends
 from swarm.runtime.lead import SHUTDOWN_TIMEOUT, LeadTeam, render
 from swarm.runtime.status import member_state
 from swarm.runtime.up import stop_team
+from swarm.runtime.worktrees import of_member
 
 log = logging.getLogger(__name__)
 
@@ -138,11 +139,13 @@ class Chat:
         team = self.lead.team
         if team is not None and TeamStore(self.lead.home).exists(team):
             self.view.note(f"shutting down team {team!r} (each teammate is asked, then stopped)")
-            for outcome in stop_team(self.lead.home, team, self.lead.env, timeout=self.shutdown_timeout,
-                                     reason="the lead's session ended"):
-                tree = outcome.worktree
-                if tree is not None and tree.state == "changed":
-                    kept.append(f"{outcome.name}'s worktree {tree.path} (branch {tree.branch}) has changes")
+            stop_team(self.lead.home, team, self.lead.env, timeout=self.shutdown_timeout,
+                      reason="the lead's session ended")
+            for member in TeamStore(self.lead.home).get(team).members:  # also those that stopped earlier
+                tree = of_member(team, member)
+                if tree is not None and tree.state != "removed":
+                    kept.append(f"{member.name}'s worktree {tree.path} (branch {tree.branch}): {tree.state}"
+                                + (f", {tree.summary}" if tree.summary else ""))
             kept.append(f"team {team!r} and its task list stay on disk: `swarm status --team {team}`")
         self.session.close()
         return kept
@@ -247,7 +250,8 @@ class Chat:
                         watcher.close()
                     watcher, watching = None, team
                     if team is not None and TeamStore(self.lead.home).exists(team):
-                        watcher = watch_dir(ensure_dir(self.lead.home.team_dir(team) / "activity"))
+                        directory = self.lead.home.team_dir(team)  # config.json: who is active; activity/: busy, idle
+                        watcher = watch_dirs(ensure_dir(directory / "activity"), directory)
                 if watcher is None:
                     self._team_event.wait(WATCH_WAIT)
                     continue
@@ -281,7 +285,7 @@ class Chat:
             parts = [f"{member.name}: {state}"]
             if task is not None:
                 parts.append(f"#{task.id} {flat(task.subject, 40)}")
-            if member.last_activity:
+            if member.last_activity and state in ("busy", "idle", "asking"):
                 parts.append(f"{_ago(now_ms() - member.last_activity)} ago")
             if member.tokens:
                 parts.append(f"{member.tokens:,} tok")

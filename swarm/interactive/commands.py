@@ -90,8 +90,10 @@ class Commands:
             self.chat.view.note(f"team {team!r} has no tasks yet")
             return
         rows = []
+        done = {task.id for task in tasks if task.status == "completed"}
         for task in tasks:
-            blocked = f" (blocked by {', '.join('#' + b for b in task.blocked_by)})" if task.blocked_by else ""
+            waiting = [b for b in task.blocked_by if b not in done]
+            blocked = f" (blocked by {', '.join('#' + b for b in waiting)})" if waiting else ""
             rows.append(f"#{task.id} [{task.status}] {flat(task.subject, 60)}"
                         f"{' — ' + task.owner if task.owner else ''}{blocked}")
         self.chat.view.block("\n".join(rows))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import select
+import signal
 import sys
 import time
 from pathlib import Path
@@ -67,6 +68,7 @@ class Terminal:
         self._asking: Question | None = None
         self._saved = ""
         self._last_ctrl_c = 0.0
+        self._leaving = False
 
     def run(self) -> None:
         asyncio.run(self._main())
@@ -79,15 +81,18 @@ class Terminal:
 
     async def _main(self) -> None:
         self._loop = asyncio.get_running_loop()
+        # Ctrl-C is a key while a prompt reads the terminal; between two prompts it is a signal: same meaning
+        self._loop.add_signal_handler(signal.SIGINT, self._ctrl_c, None)
         try:
             with patch_stdout(raw=True):
-                while True:
+                while not self._leaving:
                     question = self.chat.desk.current()
                     if question is not None:
                         if await self._ask(question) == _EXIT:
                             return
                         continue
                     try:
+                        self.prompt.app.erase_when_done = False
                         text = await self.prompt.prompt_async("› ", default=self._saved)
                     except EOFError:
                         return
@@ -99,6 +104,7 @@ class Terminal:
                     if self._handle(text):
                         return
         finally:
+            self._loop.remove_signal_handler(signal.SIGINT)
             self._loop = None
 
     def _handle(self, text: str) -> bool:
@@ -118,6 +124,7 @@ class Terminal:
         try:
             while True:
                 try:
+                    self.answers.app.erase_when_done = False
                     text = await self.answers.prompt_async(f"{choices} › ")
                 except EOFError:
                     return _EXIT
@@ -137,6 +144,21 @@ class Terminal:
         finally:
             self._asking = None
 
+    def _ctrl_c(self, app: Application[str] | None) -> None:
+        """Stop the lead's turn; with none running, a second Ctrl-C within ``DOUBLE_CTRL_C`` s leaves."""
+        if self.chat.interrupt():
+            self.chat.view.note("interrupting the lead's turn")
+            return
+        now = time.monotonic()
+        if now - self._last_ctrl_c > DOUBLE_CTRL_C:
+            self._last_ctrl_c = now
+            self.chat.view.note("Ctrl-C again to shut the team down and leave (or /exit)")
+            return
+        self._leaving = True
+        app = app or self._active()
+        if app is not None and not app.is_done:
+            app.exit(result=_EXIT)
+
     def _active(self) -> Application[str] | None:
         for session in (self.prompt, self.answers):
             if session.app.is_running:
@@ -149,8 +171,10 @@ class Terminal:
             return
         if self._asking is None and self.chat.desk.current() is not None:
             self._saved = app.current_buffer.text
+            app.erase_when_done = True  # the prompt comes back after the question, with what was typed
             app.exit(result=_QUESTION)
         elif self._asking is not None and self._asking not in self.chat.desk.open():
+            app.erase_when_done = True
             app.exit(result=_WITHDRAWN)
         else:
             app.invalidate()
@@ -177,15 +201,7 @@ class Terminal:
             if buffer.text:
                 buffer.reset()
                 return
-            if self.chat.interrupt():
-                self.chat.view.note("interrupting the lead's turn")
-                return
-            now = time.monotonic()
-            if now - self._last_ctrl_c <= DOUBLE_CTRL_C:
-                event.app.exit(result=_EXIT)
-                return
-            self._last_ctrl_c = now
-            self.chat.view.note("Ctrl-C again to shut the team down and leave (or /exit)")
+            self._ctrl_c(event.app)
 
         @keys.add("c-d")
         def _(event: KeyPressEvent) -> None:

@@ -46,8 +46,10 @@ class Screen:
         """Press keys by tmux name (``C-c``, ``C-o``)."""
         self.server.cmd("send-keys", "-t", self.pane.pane_id, *keys)
 
-    def text(self) -> str:
-        result = self.server.cmd("capture-pane", "-p", "-J", "-S", "-3000", "-t", self.pane.pane_id)
+    def text(self, escapes: bool = False) -> str:
+        """The screen and its scrollback (``escapes``: with the colour and style sequences)."""
+        flags = ["-e"] if escapes else []
+        result = self.server.cmd("capture-pane", "-p", "-J", *flags, "-S", "-3000", "-t", self.pane.pane_id)
         return "\n".join(result.stdout)
 
     def wait_for(self, needle: str, timeout: float = 30.0, after: int = 0) -> str:
@@ -75,6 +77,11 @@ class Screen:
     def panes(self) -> list[str]:
         return list(self.server.cmd("list-panes", "-a", "-F", "#{pane_id}").stdout)
 
+    def focused(self) -> str:
+        """The active pane of the session's window."""
+        rows = self.server.cmd("list-panes", "-t", self.pane.pane_id, "-F", "#{pane_active} #{pane_id}").stdout
+        return next(row.split()[1] for row in rows if row.startswith("1 "))
+
 
 @pytest.fixture
 def fake_api() -> Iterator[FakeAnthropicServer]:
@@ -90,9 +97,9 @@ def start_chat(server: Server, tmp_path: Path, fake_api: FakeAnthropicServer) ->
     user_home = tmp_path / "user"
     user_home.mkdir()
 
-    def start(*args: str, cwd: Path | None = None) -> Screen:
+    def start(*args: str, cwd: Path | None = None, extra_env: dict[str, str] | None = None) -> Screen:
         where = cwd or tmp_path
-        env = {"SWARM_HOME": str(home.root), "HOME": str(user_home), "ANTHROPIC_API_KEY": "test-key",
+        env = {**(extra_env or {}), "SWARM_HOME": str(home.root), "HOME": str(user_home), "ANTHROPIC_API_KEY": "test-key",
                "ANTHROPIC_BASE_URL": fake_api.base_url, "PATH": os.environ["PATH"], "TERM": "xterm-256color",
                "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
         command = (f"cd {shlex.quote(str(where))} && {shlex.quote(str(SWARM_EXE))} run "

@@ -11,13 +11,19 @@ from swarm.agent.loop import AgentRun
 from swarm.agent.permissions.policy import RuleSet
 from swarm.agent.permissions.rules import parse_rules
 from swarm.agent.tools.base import ToolContext, ToolError
-from swarm.agent.tools.shell import BashTool as Bash
 from swarm.agent.tools.shell import BashInput
+from swarm.agent.tools.shell import BashTool as Bash
 from swarm.core.permlog import PermissionEvent
 from swarm.interactive.desk import LEAD_ASKER, Desk, PersonGate, Question, Reply
 from swarm.interactive.terminal import parse_reply
 from swarm.interactive.view import View
-from swarm.models.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, Usage
+from swarm.models.messages import (
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+)
 
 
 @pytest.mark.parametrize(("typed", "kind", "expected"), [
@@ -110,7 +116,13 @@ def test_a_denial_tells_the_model_the_persons_reason(tmp_path: Path) -> None:
     desk = Desk(on_change=lambda: None)
     gate = PersonGate(desk, RuleSet())
     ctx = ToolContext(cwd=tmp_path)
-    threading.Timer(0.05, lambda: desk.answer(desk.current(), Reply("deny", "use make"))).start()  # type: ignore[arg-type]
+
+    def person() -> None:
+        while (question := desk.current()) is None:
+            threading.Event().wait(0.01)
+        desk.answer(question, Reply("deny", "use make"))
+
+    threading.Thread(target=person, daemon=True).start()
     with pytest.raises(ToolError, match="permission denied by the person: use make"):
         gate.authorize(Bash(), BashInput(command="gcc x.c"), "t1", ctx)
 

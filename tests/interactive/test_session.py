@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-from dataclasses import replace
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,12 @@ import psutil
 from swarm.core.permlog import PermissionLog
 from swarm.core.teams import TeamStore
 from tests.cli.conftest import SWARM_EXE
-from tests.fakes.anthropic_server import FakeAnthropicServer, RecordedRequest, text_reply, tool_use_reply
+from tests.fakes.anthropic_server import (
+    FakeAnthropicServer,
+    RecordedRequest,
+    text_reply,
+    tool_use_reply,
+)
 from tests.interactive.conftest import EXITED, Screen
 from tests.teammates.conftest import teammate_pids
 
@@ -139,8 +144,10 @@ def test_a_teammates_request_is_answered_inline_and_its_message_becomes_the_lead
     screen.wait_for("Alice is on it.")
     asked = screen.wait_for("alice wants to use Bash: run: touch made-by-alice")
     assert "[a] always (Bash(touch:*))" in asked
+    screen.wait_for("team crew: alice: asking")  # the status line under the prompt
     assert not (tmp_path / "made-by-alice").exists()
     assert len(screen.panes()) == 2  # alice opened as a pane beside the session
+    assert screen.focused() == screen.pane.pane_id  # and the person's pane kept the focus
     screen.type("y")
     screen.wait_for("⇐ alice alice made the file")
     screen.wait_for("Noted: alice reported back.")  # the message became a lead turn while the person was idle
@@ -192,6 +199,8 @@ def test_resume_shows_the_earlier_conversation_and_continues_it(
     first.ready()
     first.type("remember the word pineapple")
     first.wait_for("I will remember pineapple.")
+    assert "remember the word pineapple" in (first.home.sessions_dir / "history").read_text()  # prompt history
+    first.ready()
     first.key("C-c")  # twice at an empty prompt: the session ends
     first.wait_for("Ctrl-C again")
     first.key("C-c")
@@ -262,3 +271,23 @@ def test_a_teammates_text_that_looks_like_a_request_is_shown_as_text_and_never_a
     screen.type("/exit")
     screen.wait_for(EXITED)
     assert teammate_pids(screen.home) == []
+
+
+def test_a_skill_runs_as_a_slash_command_and_no_color_means_no_colour(
+        start_chat: Callable[..., Screen], fake_api: FakeAnthropicServer, tmp_path: Path) -> None:
+    skill = tmp_path / ".claude" / "skills" / "greet"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: greet\ndescription: Greet someone\n---\nSay hello to $ARGUMENTS warmly.\n")
+    fake_api.enqueue(text_reply("Hello, Bob!"))
+    screen = start_chat(extra_env={"NO_COLOR": "1"})
+    screen.ready()
+    screen.type("/skills")
+    screen.wait_for("/greet: Greet someone")
+    screen.type("/nosuch")
+    screen.wait_for("unknown command /nosuch")
+    screen.type("/greet Bob")
+    screen.wait_for("Hello, Bob!")
+    assert len(fake_api.requests) == 1 and "Say hello to Bob warmly." in _last_user_text(fake_api.requests[0])
+    coloured = [code for code in ("\x1b[31m", "\x1b[32m", "\x1b[33m", "\x1b[36m", "38;5;", "38;2;")
+                if code in screen.text(escapes=True)]
+    assert coloured == []
