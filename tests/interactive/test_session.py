@@ -14,6 +14,7 @@ import psutil
 
 from swarm.core.permlog import PermissionLog
 from swarm.core.teams import TeamStore
+from swarm.models.aliases import expand_alias
 from tests.cli.conftest import SWARM_EXE
 from tests.fakes.anthropic_server import (
     FakeAnthropicServer,
@@ -291,3 +292,60 @@ def test_a_skill_runs_as_a_slash_command_and_no_color_means_no_colour(
     coloured = [code for code in ("\x1b[31m", "\x1b[32m", "\x1b[33m", "\x1b[36m", "38;5;", "38;2;")
                 if code in screen.text(escapes=True)]
     assert coloured == []
+
+
+PLANNER = """
+[[rules]]
+name = "plan"
+on = "prompt"
+match = 'notes'
+[[rules.steps]]
+tool_calls = [{ name = "ExitPlanMode", input = { plan = "1. Write NOTES.md with one line.\\n2. Tell team-lead." } }]
+[[rules.steps]]
+tool_calls = [{ name = "Write", input = { file_path = "NOTES.md", content = "planned first\\n" } }]
+[[rules.steps]]
+text = "notes written"
+"""
+
+
+def test_a_plan_is_approved_inline_and_the_teammate_goes_on(
+        start_chat: Callable[..., Screen], fake_api: FakeAnthropicServer, tmp_path: Path) -> None:
+    playbook = tmp_path / "planner.toml"
+    playbook.write_text(PLANNER)
+    fake_api.enqueue(tool_use_reply("TeamCreate", {"team_name": "crew"}, tool_id="toolu_1"),
+                     tool_use_reply("Agent", {"description": "notes", "team_name": "crew", "name": "planner",
+                                              "prompt": "Write the notes.", "plan_mode_required": True},
+                                    tool_id="toolu_2"),
+                     text_reply("Planner started."))
+    fake_api.enqueue(text_reply("Good."), when='teammate_id=\\"planner\\"', repeat=True)
+    screen = start_chat("--teammate-playbook", f"planner={playbook}")
+    screen.ready()
+    screen.type("start")
+    asked = screen.wait_for("[y] approve  [n FEEDBACK] reject")
+    assert "planner asks you to approve a plan" in asked and "1. Write NOTES.md with one line." in asked
+    assert not (tmp_path / "NOTES.md").exists()
+    screen.type("y")
+    screen.wait_for("⇐ planner idle: notes written")
+    assert (tmp_path / "NOTES.md").read_text() == "planned first\n"
+    decisions = [e for e in PermissionLog(screen.home, "crew").events() if e.event == "decision"]
+    assert [(d.kind, d.decision, d.by) for d in decisions] == [("plan", "allow", "person")]
+    screen.type("/exit")
+    screen.wait_for(EXITED)
+    assert teammate_pids(screen.home) == []
+
+
+def test_model_switches_the_leads_model_from_the_next_turn(
+        start_chat: Callable[..., Screen], fake_api: FakeAnthropicServer) -> None:
+    fake_api.enqueue(text_reply("first"), text_reply("second"))
+    screen = start_chat()
+    screen.ready()
+    screen.type("one")
+    screen.wait_for("first")
+    screen.type("/model")
+    screen.wait_for("· model: claude-sonnet-4-6")
+    screen.type("/model opus")
+    screen.wait_for(f"· model: {expand_alias('opus', {})} from the next turn")
+    screen.type("two")
+    screen.wait_for("second")
+    assert [r.body["model"] for r in fake_api.requests] == ["claude-sonnet-4-6", expand_alias("opus", {})]
+    assert "one" in json.dumps(fake_api.requests[1].body["messages"])  # the same conversation goes on
