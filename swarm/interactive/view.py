@@ -25,7 +25,7 @@ from pathlib import Path
 from prompt_toolkit import print_formatted_text
 from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.styles import Style
-from prompt_toolkit.styles.named_colors import NAMED_COLORS
+from prompt_toolkit.styles.style import parse_color
 
 from swarm.agent.loop import AgentRun
 from swarm.agent.permissions.describe import MODEL_NOTE, describe
@@ -154,9 +154,7 @@ class View:
     # -- the team and the person ---------------------------------------------------------
 
     def teammate(self, message: LeadMessage, line: str) -> None:
-        color = self.colors.get(message.sender)
-        style = f"fg:{color}" if color and (color in NAMED_COLORS or color.startswith("ansi")) else "class:tool"
-        self._print([(style, f"⇐ {message.sender}"), ("", f" {line}")])
+        self._print([(_colour(self.colors.get(message.sender)), f"⇐ {message.sender}"), ("", f" {line}")])
 
     def you(self, text: str) -> None:
         """Echo what the person sent (plain mode; a terminal keeps the typed prompt on screen)."""
@@ -194,6 +192,17 @@ class View:
             self._write("".join(text for _, text in fragments))
             return
         print_formatted_text(FormattedText(fragments), style=STYLE)
+
+
+def _colour(name: str | None) -> str:
+    """The style for a teammate's colour from the team file (``blue``, ``orange``, ``#aabbcc``), else the default."""
+    if name:
+        try:
+            parse_color(name)
+            return f"fg:{name}"
+        except ValueError:
+            pass
+    return "class:tool"
 
 
 def _stdout(line: str) -> None:

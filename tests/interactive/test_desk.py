@@ -144,3 +144,10 @@ def test_plain_view_prints_one_line_per_tool_call_and_marks_the_final_answer(tmp
     assert lines[-1] == "a\nb\nc" and '"command": "ls -la"' in lines[-2]
     view.details(7)
     assert lines[-1] == "· no tool call [7]; they are numbered 1 to 1"
+
+
+def test_a_teammates_line_takes_its_colour_from_the_team_file_and_a_bad_one_falls_back() -> None:
+    from swarm.interactive.view import _colour
+
+    assert [_colour(c) for c in ("orange", "#12ab34", "ansired", "no-such-colour", None)] == [
+        "fg:orange", "fg:#12ab34", "fg:ansired", "class:tool", "class:tool"]
