@@ -83,9 +83,16 @@ def run(ctx: click.Context, prompt: str | None, resume: str | None, permission_m
         allow_writes_outside_cwd: bool, agent_name: str | None, agents_json: str | None, allow: tuple[str, ...],
         deny: tuple[str, ...], backend: str, remove: bool, teammate_playbooks: dict[str, Path],
         as_json: bool) -> None:
-    """Run one agent on PROMPT and print its final answer; the agent may lead a team.
+    """Talk to an agent that may lead a team: a session in the terminal, or with -p one headless run.
 
-    With TeamCreate the agent becomes a team lead: it writes a task list,
+    Without -p: an interactive session in the terminal (/help inside lists its
+    commands). Teammates' requests that --allow / --deny do not answer, and
+    the lead's own tool calls that its permission mode, settings and --allow
+    leave open, are asked in the chat. Sessions are kept under the home;
+    --resume continues one.
+
+    With -p PROMPT the agent runs headless and only its final answer goes to
+    stdout. With TeamCreate the agent becomes a team lead: it writes a task list,
     starts teammates (Agent with team_name), and reads what they send as its
     next turns until no teammate is active; teammates' permission requests
     are answered by --allow / --deny (otherwise denied). Teammates are always
@@ -93,12 +100,6 @@ def run(ctx: click.Context, prompt: str | None, resume: str | None, permission_m
 
     Diagnostics go to stderr. Ctrl-C stops the agent (and its subagents) after
     the current step; a second Ctrl-C aborts at once.
-
-    Without -p: an interactive session in the terminal (/help inside lists its
-    commands). Teammates' requests that --allow / --deny do not answer, and
-    the lead's own tool calls that its permission mode, settings and --allow
-    leave open, are asked in the chat. Sessions are kept under the home;
-    --resume continues one.
     """
     if prompt is None:
         from swarm.cli.chat import (
