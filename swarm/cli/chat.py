@@ -10,16 +10,13 @@ from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
-from swarm.agent.definitions import load_agents
-from swarm.agent.headless import MainAgent, MainSession
+from swarm.agent.headless import MainSession
 from swarm.agent.limits import Limits
 from swarm.agent.permissions.policy import RuleSet
 from swarm.agent.permissions.rules import parse_rules
 from swarm.agent.permissions.settings import settings_digests, settings_rules
-from swarm.agent.skills import load_skills
 from swarm.agent.tools.team_tools import team_tools
-from swarm.cli.options import say_model
-from swarm.cli.run import _child_providers, _definition, _note
+from swarm.cli.run import MainSetup
 from swarm.core.home import Home
 from swarm.core.protocol import LeadPolicy
 from swarm.interactive.chat import Chat
@@ -29,7 +26,7 @@ from swarm.interactive.sessions import find_session, history_path, new_session
 from swarm.interactive.terminal import PlainLines, Terminal
 from swarm.interactive.view import View
 from swarm.models.aliases import expand_alias
-from swarm.models.factory import choose_model, make_provider
+from swarm.models.factory import make_provider
 from swarm.runtime.lead import LeadTeam
 
 
@@ -40,22 +37,14 @@ def run_chat(home: Home, *, resume: str | None, permission_mode: str, model: str
     env = dict(os.environ)
     workdir = (cwd or Path.cwd()).resolve()
     stored = find_session(home, resume) if resume is not None else new_session(home)
-    catalog = load_agents(workdir, env=env, cli_json=agents_json)
-    skills = load_skills(workdir, env=env)
-    for warning in [*catalog.warnings, *skills.warnings]:
-        _note(warning)
-    definition = _definition(catalog, agent_name)
-    model = model or (definition.model if definition and definition.model not in (None, "inherit") else None)
     relay = _Relay()
-    provider = make_provider(expand_alias(model, env) if model else None, playbook=playbook, env=env,
-                             variables={"agent_name": "agent", "team": ""}, on_text=relay)
-    say_model(choose_model(model, playbook=playbook, env=env))
+    setup = MainSetup.load(env, workdir, agents_json=agents_json, agent_name=agent_name, model=model,
+                           playbook=playbook, on_text=relay)
+    provider = setup.provider
     terminal = sys.stdin.isatty() and sys.stdout.isatty()
     desk = Desk()
     view = View(workdir, plain=not terminal)
-    main = MainAgent(catalog=catalog, env=env, make_provider=_child_providers(provider, model, playbook, env),
-                     agents_dir=stored.transcript.with_suffix(".subagents"), definition=definition, skills=skills,
-                     note=view.warn)
+    main = setup.main_agent(stored.transcript.with_suffix(".subagents"), note=view.warn)
     policy = LeadPolicy(allow=list(allow), deny=list(deny)) if allow or deny else None
     lead = LeadTeam(home, env, workdir, backend=backend, policy=policy, playbooks=teammate_playbooks)
     own_rules = settings_rules(workdir, settings_digests(workdir)).merged(

@@ -7,6 +7,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
@@ -16,7 +17,7 @@ from swarm.agent.definitions import AgentCatalog, AgentDefinition, load_agents
 from swarm.agent.headless import MainAgent, MainSession
 from swarm.agent.limits import Limits
 from swarm.agent.permissions.policy import PERMISSION_MODES
-from swarm.agent.skills import load_skills
+from swarm.agent.skills import SkillCatalog, load_skills
 from swarm.agent.tools.team_tools import team_tools
 from swarm.cli.options import home_of, json_option, say_model
 from swarm.cli.render import emit_json
@@ -116,18 +117,10 @@ def run(ctx: click.Context, prompt: str | None, resume: str | None, permission_m
         prompt = sys.stdin.read()
     env = dict(os.environ)
     workdir = (cwd or Path.cwd()).resolve()
-    catalog = load_agents(workdir, env=env, cli_json=agents_json)
-    skills = load_skills(workdir, env=env)
-    for warning in [*catalog.warnings, *skills.warnings]:
-        _note(warning)
-    definition = _definition(catalog, agent_name)
-    model = model or (definition.model if definition and definition.model not in (None, "inherit") else None)
-    provider = make_provider(expand_alias(model, env) if model else None, playbook=playbook, env=env,
-                             variables={"agent_name": "agent", "team": ""})
-    say_model(choose_model(model, playbook=playbook, env=env))
-    main = MainAgent(catalog=catalog, env=env, make_provider=_child_providers(provider, model, playbook, env),
-                     agents_dir=_agents_dir(home_of(ctx), transcript), definition=definition, skills=skills,
-                     note=_note)
+    setup = MainSetup.load(env, workdir, agents_json=agents_json, agent_name=agent_name, model=model,
+                           playbook=playbook)
+    provider = setup.provider
+    main = setup.main_agent(_agents_dir(home_of(ctx), transcript), note=_note)
     policy = LeadPolicy(allow=list(allow), deny=list(deny)) if allow or deny else None
     lead = LeadTeam(home_of(ctx), env, workdir, backend=backend, policy=policy, playbooks=teammate_playbooks)
     cancel = threading.Event()
@@ -143,6 +136,39 @@ def run(ctx: click.Context, prompt: str | None, resume: str | None, permission_m
         signal.signal(signal.SIGINT, previous)
         provider.close()
     _finish(home_of(ctx), outcome, remove=remove, as_json=as_json)
+
+
+@dataclass
+class MainSetup:
+    """What every ``swarm run`` builds its main agent from: definitions, skills, the chosen model's provider."""
+
+    env: dict[str, str]
+    catalog: AgentCatalog
+    skills: SkillCatalog
+    definition: AgentDefinition | None
+    model: str | None
+    playbook: Path | None
+    provider: ModelProvider
+
+    @classmethod
+    def load(cls, env: dict[str, str], workdir: Path, *, agents_json: str | None, agent_name: str | None,
+             model: str | None, playbook: Path | None, on_text: Callable[[str], None] | None = None) -> MainSetup:
+        """Load definitions and skills (warnings to stderr), pick the model and say which it is."""
+        catalog = load_agents(workdir, env=env, cli_json=agents_json)
+        skills = load_skills(workdir, env=env)
+        for warning in [*catalog.warnings, *skills.warnings]:
+            _note(warning)
+        definition = _definition(catalog, agent_name)
+        model = model or (definition.model if definition and definition.model not in (None, "inherit") else None)
+        provider = make_provider(expand_alias(model, env) if model else None, playbook=playbook, env=env,
+                                 variables={"agent_name": "agent", "team": ""}, on_text=on_text)
+        say_model(choose_model(model, playbook=playbook, env=env))
+        return cls(env, catalog, skills, definition, model, playbook, provider)
+
+    def main_agent(self, agents_dir: Path, note: Callable[[str], None]) -> MainAgent:
+        return MainAgent(catalog=self.catalog, env=self.env, agents_dir=agents_dir, definition=self.definition,
+                         make_provider=_child_providers(self.provider, self.model, self.playbook, self.env),
+                         skills=self.skills, note=note)
 
 
 def _finish(home: Home, outcome: LeadOutcome, *, remove: bool, as_json: bool) -> None:

@@ -47,6 +47,20 @@ def _last_user_text(request: RecordedRequest) -> str:
         block.get("text", "") if block.get("type") == "text" else str(block.get("content", "")) for block in content)
 
 
+def _lead_starts(fake_api: FakeAnthropicServer, tmp_path: Path, name: str, playbook: str, *, prompt: str,
+                 started: str, answer: str, **agent: object) -> str:
+    """Script the lead: create team ``crew``, start teammate ``name`` on ``playbook``, say ``started``; it
+    answers the teammate's first message with ``answer``. Returns the ``--teammate-playbook`` value."""
+    path = tmp_path / f"{name}.toml"
+    path.write_text(playbook)
+    fake_api.enqueue(tool_use_reply("TeamCreate", {"team_name": "crew"}, tool_id="toolu_1"),
+                     tool_use_reply("Agent", {"description": "a teammate", "team_name": "crew", "name": name,
+                                              "prompt": prompt, **agent}, tool_id="toolu_2"),
+                     text_reply(started))
+    fake_api.enqueue(text_reply(answer), when=f'teammate_id=\\"{name}\\"', repeat=True)
+    return f"{name}={path}"
+
+
 def _wait(condition: Callable[[], Any], what: str, timeout: float = 30.0) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -132,14 +146,9 @@ def _sleepers(arg: str) -> list[int]:
 
 def test_a_teammates_request_is_answered_inline_and_its_message_becomes_the_leads_next_turn(
         start_chat: Callable[..., Screen], fake_api: FakeAnthropicServer, tmp_path: Path) -> None:
-    playbook = tmp_path / "alice.toml"
-    playbook.write_text(ALICE)
-    fake_api.enqueue(tool_use_reply("TeamCreate", {"team_name": "crew"}, tool_id="toolu_1"),
-                     tool_use_reply("Agent", {"description": "make a file", "team_name": "crew", "name": "alice",
-                                              "prompt": "Please make the file."}, tool_id="toolu_2"),
-                     text_reply("Alice is on it."))
-    fake_api.enqueue(text_reply("Noted: alice reported back."), when='teammate_id=\\"alice\\"')
-    screen = start_chat("--teammate-playbook", f"alice={playbook}")
+    alice = _lead_starts(fake_api, tmp_path, "alice", ALICE, prompt="Please make the file.", started="Alice is on it.",
+                         answer="Noted: alice reported back.")
+    screen = start_chat("--teammate-playbook", alice)
     screen.ready()
     screen.type("start a team")
     screen.wait_for("Alice is on it.")
@@ -167,14 +176,9 @@ def test_a_teammates_request_is_answered_inline_and_its_message_becomes_the_lead
 
 def test_a_request_answered_in_another_terminal_leaves_the_prompt(
         start_chat: Callable[..., Screen], fake_api: FakeAnthropicServer, tmp_path: Path) -> None:
-    playbook = tmp_path / "alice.toml"
-    playbook.write_text(ALICE)
-    fake_api.enqueue(tool_use_reply("TeamCreate", {"team_name": "crew"}, tool_id="toolu_1"),
-                     tool_use_reply("Agent", {"description": "make a file", "team_name": "crew", "name": "alice",
-                                              "prompt": "Please make the file."}, tool_id="toolu_2"),
-                     text_reply("Alice is on it."))
-    fake_api.enqueue(text_reply("Noted."), when='teammate_id=\\"alice\\"')
-    screen = start_chat("--teammate-playbook", f"alice={playbook}")
+    alice = _lead_starts(fake_api, tmp_path, "alice", ALICE, prompt="Please make the file.", started="Alice is on it.",
+                         answer="Noted.")
+    screen = start_chat("--teammate-playbook", alice)
     screen.ready()
     screen.type("start a team")
     screen.wait_for("alice wants to use Bash")
@@ -255,14 +259,9 @@ text = "done"
 
 def test_a_teammates_text_that_looks_like_a_request_is_shown_as_text_and_never_asked(
         start_chat: Callable[..., Screen], fake_api: FakeAnthropicServer, tmp_path: Path) -> None:
-    playbook = tmp_path / "alice.toml"
-    playbook.write_text(FORGER)
-    fake_api.enqueue(tool_use_reply("TeamCreate", {"team_name": "crew"}, tool_id="toolu_1"),
-                     tool_use_reply("Agent", {"description": "report", "team_name": "crew", "name": "alice",
-                                              "prompt": "Please report."}, tool_id="toolu_2"),
-                     text_reply("Started."))
-    fake_api.enqueue(text_reply("That was only text."), when='teammate_id=\\"alice\\"')
-    screen = start_chat("--teammate-playbook", f"alice={playbook}")
+    alice = _lead_starts(fake_api, tmp_path, "alice", FORGER, prompt="Please report.", started="Started.",
+                         answer="That was only text.")
+    screen = start_chat("--teammate-playbook", alice)
     screen.ready()
     screen.type("start a team")
     shown = screen.wait_for("That was only text.")
@@ -310,15 +309,9 @@ text = "notes written"
 
 def test_a_plan_is_approved_inline_and_the_teammate_goes_on(
         start_chat: Callable[..., Screen], fake_api: FakeAnthropicServer, tmp_path: Path) -> None:
-    playbook = tmp_path / "planner.toml"
-    playbook.write_text(PLANNER)
-    fake_api.enqueue(tool_use_reply("TeamCreate", {"team_name": "crew"}, tool_id="toolu_1"),
-                     tool_use_reply("Agent", {"description": "notes", "team_name": "crew", "name": "planner",
-                                              "prompt": "Write the notes.", "plan_mode_required": True},
-                                    tool_id="toolu_2"),
-                     text_reply("Planner started."))
-    fake_api.enqueue(text_reply("Good."), when='teammate_id=\\"planner\\"', repeat=True)
-    screen = start_chat("--teammate-playbook", f"planner={playbook}")
+    planner = _lead_starts(fake_api, tmp_path, "planner", PLANNER, prompt="Write the notes.",
+                           started="Planner started.", answer="Good.", plan_mode_required=True)
+    screen = start_chat("--teammate-playbook", planner)
     screen.ready()
     screen.type("start")
     asked = screen.wait_for("[y] approve  [n FEEDBACK] reject")
