@@ -48,7 +48,7 @@ def list_(ctx: click.Context, as_json: bool) -> None:
         click.echo("no teams; create one with `swarm team create NAME`")
         return
     table(["team", "members", "active", "age", "description"], [
-        [t.name, len(t.members), sum(1 for m in t.members if m.is_active), _age(t.created_at), t.description or ""]
+        [t.name, len(t.members), sum(1 for m in t.members if m.present()), _age(t.created_at), t.description or ""]
         for t in teams
     ])
 
@@ -66,7 +66,7 @@ def show(ctx: click.Context, name: str, as_json: bool) -> None:
     click.echo(f"team {found.name}" + (f": {found.description}" if found.description else ""))
     table(["name", "type", "backend", "pane/pid", "active", "color", "cwd"], [
         [m.name, m.agent_type or "", m.backend_type or "", m.tmux_pane_id or (m.pid or ""),
-         "yes" if m.is_active else "no", m.color or "", m.cwd]
+         "yes" if m.present() else "no", m.color or "", m.cwd]
         for m in found.members
     ])
 

@@ -62,13 +62,18 @@ tmux_socket_option = click.option(
 @click.option("--worktree", is_flag=True,
               help="Work in a new git worktree on branch swarm/TEAM/NAME (under .swarm/worktrees in the repo).")
 @click.option("--base", metavar="REF", default=None, help="Commit the worktree starts from [default: HEAD].")
+@click.option("--runtime", type=click.Choice(["swarm", "claude"]), default="swarm", show_default=True,
+              help="swarm's own teammate, or a Claude Code CLI session in a tmux pane.")
+@click.option("--claude-bin", metavar="PATH", default=None,
+              help="The claude binary for --runtime claude [default: $SWARM_CLAUDE_BIN, else claude on PATH].")
 @tmux_socket_option
 @json_option
 @click.pass_context
 def spawn(ctx: click.Context, name: str, team: str, prompt: str, backend: str, agent_type: str, model: str | None,
           playbook: Path | None, permission_mode: str, plan_mode_required: bool, cwd: Path | None,
           color: str | None, allowed: tuple[str, ...], disallowed: tuple[str, ...], permission_timeout: float,
-          skills: tuple[str, ...], worktree: bool, base: str | None, tmux_socket: str | None, as_json: bool) -> None:
+          skills: tuple[str, ...], worktree: bool, base: str | None, runtime: str, claude_bin: str | None,
+          tmux_socket: str | None, as_json: bool) -> None:
     """Start teammate NAME in the team and give it its first task."""
     if prompt == "-":
         prompt = sys.stdin.read()
@@ -76,13 +81,15 @@ def spawn(ctx: click.Context, name: str, team: str, prompt: str, backend: str, a
                            model=model, permission_mode=permission_mode, plan_mode_required=plan_mode_required,
                            cwd=(cwd or Path.cwd()).resolve(), color=color, playbook=playbook, tmux_socket=tmux_socket,
                            allowed_tools=list(allowed), disallowed_tools=list(disallowed), skills=list(skills),
-                           permission_timeout=permission_timeout, worktree=worktree, base=base)
+                           permission_timeout=permission_timeout, worktree=worktree, base=base,
+                           runtime=runtime, claude_bin=claude_bin)
     home = home_of(ctx)
     spawned = spawn_reporting(home, request, dict(os.environ))
     for warning in spawned.warnings:
         click.echo(f"swarm: warning: {warning}", err=True)
     wait_joined(home, team, [name])
-    say_model(choose_model(model, playbook=playbook, env=os.environ), f"{name}'s ")
+    if runtime == "swarm":  # a claude teammate runs on Claude Code's own model choice
+        say_model(choose_model(model, playbook=playbook, env=os.environ), f"{name}'s ")
     member = spawned.member
     if as_json:
         emit_json(member.wire())

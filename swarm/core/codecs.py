@@ -90,3 +90,18 @@ class TeamCodec:
         doc = value.wire()
         doc["members"] = [m.wire() for m in value.members]
         return doc
+
+
+class ObjectCodec:
+    """Any JSON object kept as a plain dict (another program's file, e.g. Claude Code's ``.claude.json``)."""
+
+    def empty(self) -> dict[str, Any]:
+        return {}
+
+    def decode(self, raw: Any, source: Path) -> dict[str, Any]:
+        if not isinstance(raw, dict):
+            raise ValueError(f"expected a JSON object, found {type(raw).__name__}")
+        return raw
+
+    def encode(self, value: dict[str, Any]) -> Any:
+        return value

@@ -93,5 +93,10 @@ class Home:
     def transcript_path(self, team: str, agent: str) -> Path:
         return self.transcripts_dir(team) / f"{validate_name(agent, 'agent name')}.jsonl"
 
+    @property
+    def claude_config_dir(self) -> Path:
+        """swarm: the Claude Code config dir of claude teammates (its ``teams``/``tasks`` link to the home's)."""
+        return self.root / "claude"
+
     def tasks_dir(self, team: str) -> Path:
         return self.tasks_root / validate_name(team, "team name")

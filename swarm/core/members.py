@@ -35,6 +35,7 @@ from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.names import LEAD_NAME, RUNTIME_NAME
 from swarm.core.protocol import (
+    GONE_STATUSES,
     Member,
     ShutdownRequest,
     Task,
@@ -48,7 +49,6 @@ from swarm.errors import NotFoundError, SwarmError
 log = logging.getLogger(__name__)
 
 GoneStatus = Literal["stopped", "dead", "killed"]
-GONE_STATUSES: tuple[GoneStatus, ...] = ("stopped", "dead", "killed")
 NOTICE_SENDER = RUNTIME_NAME
 """The ``from`` of notices the runtime itself sends the lead."""
 
@@ -76,7 +76,7 @@ def begin_stop(home: Home, team: str, name: str, notice: str) -> None:
     """Announce that the runtime is forcing active member ``name`` down, and what to tell the lead."""
     def announce(current: TeamFile) -> None:
         member = _member(current, team, name)
-        if member.is_active:
+        if member.present():
             member.stop_notice = notice
 
     TeamStore(home).modify(team, announce)
@@ -102,7 +102,7 @@ def mark_gone_where(home: Home, team: str, status: GoneStatus, gone: Callable[[M
     """
     def flip(current: TeamFile) -> list[Member]:
         return [m for m in current.members
-                if m.name != LEAD_NAME and m.is_active and gone(m) and _flip(m, status)]
+                if m.name != LEAD_NAME and m.present() and gone(m) and _flip(m, status)]
 
     def note(current: TeamFile) -> list[tuple[Member, str | None]]:
         return [(m, m.stop_notice or notice(m)) for m in flip(current)]
@@ -160,7 +160,7 @@ def _member(current: TeamFile, team: str, name: str) -> Member:
 
 
 def _flip(member: Member, status: GoneStatus) -> bool:
-    was_active = bool(member.is_active)
+    was_active = member.present()
     if was_active or member.status not in GONE_STATUSES:
         member.is_active = False
         member.status = "killed" if member.stop_notice else status

@@ -48,6 +48,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+CLAUDE_RUNTIME = "claude"
+"""``Member.runtime`` of a teammate that is a Claude Code CLI session."""
+CLAUDE_JOINED = "running"
+"""``Member.status`` of a claude teammate from when it took its initial prompt until it leaves."""
+GONE_STATUSES = ("stopped", "dead", "killed")
+"""``Member.status`` values of a member that left the team."""
 COLORS = ("blue", "green", "yellow", "purple", "orange", "pink", "cyan", "red")
 
 
@@ -133,6 +139,25 @@ class Member(_CamelWire):
     allowed_tools: list[str] | None = None
     """Allow rules for this teammate (from --allowed-tools and `swarm approve --always`)."""
     disallowed_tools: list[str] | None = None
+    runtime: str | None = None
+    """``claude``: a Claude Code CLI swarm started in a pane (``runtime.claude_teammate``). Claude Code
+    owns ``isActive`` there (busy, not alive); swarm's ``status`` says whether it is still in the team."""
+
+    def present(self) -> bool:
+        """Running in the team: started, and not stopped, dead or killed since.
+
+        For swarm's own teammates that is ``isActive``; for a Claude Code teammate swarm started,
+        whose ``isActive`` Claude Code flips between busy and idle, it is swarm's ``status``.
+        """
+        if self.runtime == CLAUDE_RUNTIME:
+            return self.status == CLAUDE_JOINED
+        return bool(self.is_active)
+
+    def idle(self) -> bool:
+        """Between turns: swarm's own teammates say so in ``status``, Claude Code in ``isActive``."""
+        if self.runtime == CLAUDE_RUNTIME:
+            return self.present() and not self.is_active
+        return self.status == "idle"
 
 
 class Activity(_CamelWire):

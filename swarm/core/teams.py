@@ -115,7 +115,7 @@ class TeamStore:
         The directory is first renamed aside (atomic) so no reader sees half a team.
         """
         def check(current: TeamFile) -> TeamFile:
-            active = [m.name for m in current.members if m.is_active and m.name != LEAD_NAME]
+            active = [m.name for m in current.members if m.present() and m.name != LEAD_NAME]
             if active and not force:
                 raise ConflictError(
                     f"team {team!r} has active members ({', '.join(active)}); "
@@ -143,7 +143,7 @@ class TeamStore:
         def add(current: TeamFile) -> Member:
             existing = current.member(member.name)
             if existing is not None:
-                if existing.is_active or not replace_inactive or member.name == LEAD_NAME:
+                if existing.present() or not replace_inactive or member.name == LEAD_NAME:
                     raise ConflictError(
                         f"team {team!r} already has a member named {member.name!r}; pick another name"
                     )

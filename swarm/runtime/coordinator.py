@@ -154,9 +154,9 @@ class Coordinator:
         if self.permlog.pending() or self.mailbox.pending(LEAD_NAME):
             return False
         for member in TeamStore(self.home).get(self.team).members:
-            if member.name == LEAD_NAME or not member.is_active:
+            if member.name == LEAD_NAME or not member.present():
                 continue
-            if member.name not in self.idle_seen or member.status != "idle" or self.mailbox.pending(member.name):
+            if member.name not in self.idle_seen or not member.idle() or self.mailbox.pending(member.name):
                 return False
         return True
 

@@ -23,7 +23,7 @@ from swarm.backends.base import Backend, Handle
 from swarm.backends.procs import is_pid_alive, kill_tree
 from swarm.backends.select import make_backend
 from swarm.core.names import LEAD_NAME
-from swarm.core.protocol import Member, TeamFile
+from swarm.core.protocol import CLAUDE_RUNTIME, Member, TeamFile
 from swarm.errors import BackendError
 
 log = logging.getLogger(__name__)
@@ -61,7 +61,10 @@ def process_alive(member: Member) -> bool:
 
 
 def claude_code_member(member: Member) -> bool:
-    """A teammate Claude Code started (no pid recorded: its own lead keeps that), in a pane or in-process."""
+    """A Claude Code teammate: one swarm started (``runtime: claude``), or one Claude Code's own lead
+    started (no pid recorded: that lead keeps it), in a pane or in-process."""
+    if member.runtime == CLAUDE_RUNTIME:
+        return True
     return member.pid is None and member.backend_type in ("tmux", "in-process") and member.name != LEAD_NAME
 
 

@@ -94,7 +94,7 @@ class LeadTeam:
 
     def delete(self, ctx: ToolContext) -> str:
         team = self._team()
-        active = [m.name for m in TeamStore(self.home).get(team).members if m.is_active and m.name != LEAD_NAME]
+        active = [m.name for m in TeamStore(self.home).get(team).members if m.present() and m.name != LEAD_NAME]
         if active:
             raise ToolError(f"team {team!r} still has active teammates ({', '.join(active)}); ask them to shut "
                             "down with SendMessage {type: 'shutdown_request'} and wait for their answers")
@@ -209,7 +209,7 @@ def _lead_loop(session: MainSession, lead: LeadTeam, coordinator: Coordinator, r
 def _active(lead: LeadTeam) -> list[str]:
     if lead.team is None or not TeamStore(lead.home).exists(lead.team):
         return []
-    return [m.name for m in TeamStore(lead.home).get(lead.team).members if m.is_active and m.name != LEAD_NAME]
+    return [m.name for m in TeamStore(lead.home).get(lead.team).members if m.present() and m.name != LEAD_NAME]
 
 
 def _all_idle(lead: LeadTeam, coordinator: Coordinator) -> bool:

@@ -38,7 +38,7 @@ def reap_dead(home: Home, team: str) -> list[str]:
 
 
 def _looks_dead(member: Member) -> bool:
-    return member.name != LEAD_NAME and bool(member.is_active) and member.pid is not None and not process_alive(member)
+    return member.name != LEAD_NAME and member.present() and member.pid is not None and not process_alive(member)
 
 
 def _death_notice(member: Member, team: str) -> str:

@@ -27,7 +27,6 @@ from typing import TypeVar
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.members import (
-    GONE_STATUSES,
     begin_stop,
     cancel_stop,
     mark_gone,
@@ -35,6 +34,7 @@ from swarm.core.members import (
 )
 from swarm.core.names import LEAD_NAME
 from swarm.core.protocol import (
+    GONE_STATUSES,
     Member,
     ShutdownApproved,
     ShutdownRejected,

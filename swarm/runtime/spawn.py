@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel
 
@@ -27,12 +28,12 @@ from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox, delivery_key
 from swarm.core.members import mark_gone
 from swarm.core.names import LEAD_NAME, RESERVED_NAMES, agent_id, validate_name
-from swarm.core.protocol import InboxEntry, Member, TeamFile, parse_frame
+from swarm.core.protocol import CLAUDE_RUNTIME, InboxEntry, Member, TeamFile, parse_frame
 from swarm.core.signing import verify_key_arg
 from swarm.core.teams import TeamStore
 from swarm.errors import BackendError, SwarmError, UsageError
 from swarm.models.playbook import load_playbook
-from swarm.runtime import worktrees
+from swarm.runtime import claude_teammate, worktrees
 from swarm.runtime.env import teammate_env
 from swarm.runtime.handles import process_alive, sweep
 from swarm.runtime.liveness import reap_dead
@@ -69,6 +70,10 @@ class SpawnRequest(BaseModel):
     """Work in a new git worktree on branch ``swarm/<team>/<name>`` (its cwd), created from ``base``."""
     base: str | None = None
     """Commit the worktree starts from; default: HEAD of the checkout ``cwd`` is in."""
+    runtime: Literal["swarm", "claude"] = "swarm"
+    """``claude``: run the Claude Code CLI in a tmux pane instead of swarm's teammate (``claude_teammate``)."""
+    claude_bin: str | None = None
+    """The ``claude`` binary for ``runtime="claude"``; default ``$SWARM_CLAUDE_BIN``, else ``claude`` on PATH."""
 
 
 class Spawned(BaseModel):
@@ -85,13 +90,14 @@ def spawn(home: Home, request: SpawnRequest, env: Mapping[str, str]) -> Member:
 def spawn_reporting(home: Home, request: SpawnRequest, env: Mapping[str, str]) -> Spawned:
     """``spawn``, also returning the warnings met on the way."""
     _check(request)
+    binary = _check_claude(request, env) if request.runtime == CLAUDE_RUNTIME else None
     TeamStore(home).get(request.team)
     reap_dead(home, request.team)  # a dead member of the same name may be replaced
-    backend = make_backend(request.backend, env=env, tmux_socket=request.tmux_socket)
+    backend = make_backend("tmux" if binary else request.backend, env=env, tmux_socket=request.tmux_socket)
     tree = worktrees.create(request.cwd, request.team, request.name, request.base) if request.worktree else None
     try:
         member = _start(home, request if tree is None else request.model_copy(update={"cwd": tree.path}),
-                        backend, tree, env)
+                        backend, tree, env, binary)
     except (SwarmError, OSError):
         if tree is not None:
             worktrees.discard(tree)
@@ -100,7 +106,7 @@ def spawn_reporting(home: Home, request: SpawnRequest, env: Mapping[str, str]) -
 
 
 def _start(home: Home, request: SpawnRequest, backend: Backend, tree: worktrees.NewWorktree | None,
-           env: Mapping[str, str]) -> Member:
+           env: Mapping[str, str], claude_bin: Path | None) -> Member:
     teams = TeamStore(home)
     teams.modify(request.team, lambda team: record_settings(team, request.cwd))  # as the lead sees them now
     replaced = teams.get(request.team).member(request.name)  # an inactive entry add_member replaces
@@ -110,16 +116,22 @@ def _start(home: Home, request: SpawnRequest, backend: Backend, tree: worktrees.
     try:
         prompt = Mailbox(home, request.team).send(request.name, request.prompt, sender=LEAD_NAME,
                                                   summary="initial task")
-        handle = backend.start(_launch(home, request, member, backend.name, env))
+        launch = (_launch(home, request, member, backend.name, env) if claude_bin is None else
+                  claude_teammate.launch_spec(home, member, request.team, binary=claude_bin, env=env,
+                                              lead_session=teams.get(request.team).lead_session_id,
+                                              log_path=home.log_path(request.team, request.name)))
+        handle = backend.start(launch)
     except (SwarmError, OSError):
         _undo(home, request.team, _Made(member, replaced, prompt, inbox_existed))
         raise
-    return teams.update_member(request.team, request.name, pid=handle.pid, proc_start=handle.create_time, is_active=True,
-                               tmux_pane_id=handle.pane_id or "subprocess", backend_type=backend.name)
+    started = {"is_active": True} if claude_bin is None else {}  # Claude Code owns a claude teammate's isActive
+    return teams.update_member(request.team, request.name, pid=handle.pid, proc_start=handle.create_time,
+                               tmux_pane_id=handle.pane_id or "subprocess", backend_type=backend.name, **started)
 
 
 def wait_joined(home: Home, team: str, names: list[str], timeout: float = JOIN_TIMEOUT) -> None:
-    """Block until every named teammate has joined (its process runs and it reported a status).
+    """Block until every named teammate has joined (its process runs and it reported a status;
+    a claude teammate: it took its initial prompt from its inbox).
 
     A teammate that exits during start-up is a BackendError carrying the last
     line of its log, so the user sees why at once instead of a dead member later.
@@ -132,7 +144,7 @@ def wait_joined(home: Home, team: str, names: list[str], timeout: float = JOIN_T
         for member in TeamStore(home).get(team).members:
             if member.name not in waiting:
                 continue
-            if member.status in ("idle", "busy"):
+            if member.status in ("idle", "busy") or claude_teammate.joined(home, team, member):
                 waiting.discard(member.name)
             elif member.pid is not None and not process_alive(member):
                 sweep(member, JOIN_KILL_GRACE)
@@ -160,6 +172,16 @@ def _last_log_line(home: Home, team: str, name: str) -> str:
         return "(no log)"
     errors = [line.split(": ", 1)[-1] for line in lines if " ERROR " in line]  # drop time, name, level, logger
     return (errors or lines or ["(empty log)"])[-1].strip()
+
+
+def _check_claude(request: SpawnRequest, env: Mapping[str, str]) -> Path:
+    """What a claude teammate needs, checked before anything is made: its binary and tmux."""
+    for given, flag in ((request.playbook, "--playbook"), (request.skills, "--skill")):
+        if given:
+            raise UsageError(f"{flag} is for swarm teammates; a claude teammate runs Claude Code's own model and skills")
+    binary = claude_teammate.find_claude(request.claude_bin, env)
+    claude_teammate.check_backend(request.backend, env)
+    return binary
 
 
 def _check(request: SpawnRequest) -> None:
@@ -191,6 +213,9 @@ def _member(request: SpawnRequest, backend: str, tree: worktrees.NewWorktree | N
         cwd=str(request.cwd.resolve()), backend_type=backend, is_active=False, status="starting",
         mode=request.permission_mode, subscriptions=[], proc_token=uuid.uuid4().hex,
     )
+    if request.runtime == CLAUDE_RUNTIME:  # its rules go on its command line, read from here
+        member.runtime = CLAUDE_RUNTIME
+        member.allowed_tools, member.disallowed_tools = request.allowed_tools or None, request.disallowed_tools or None
     for field, value in (("model", request.model), ("color", request.color), ("tmux_socket", request.tmux_socket),
                          ("playbook", str(request.playbook.resolve()) if request.playbook else None)):
         if value is not None:

@@ -11,7 +11,7 @@ from swarm.core.clock import now_ms
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.names import LEAD_NAME
-from swarm.core.protocol import Member
+from swarm.core.protocol import GONE_STATUSES, Member
 from swarm.core.teams import TeamStore
 from swarm.errors import SwarmError
 from swarm.runtime.handles import (
@@ -88,6 +88,8 @@ def member_state(member: Member, backends: Backends) -> str:
     if member.name == LEAD_NAME:
         return "lead"
     if claude_code_member(member):  # Claude Code's isActive means busy, not alive
+        if member.status in (*GONE_STATUSES, "starting"):
+            return member.status
         return ("busy" if member.is_active else "idle") if is_running(member, backends) else "stopped"
     if member.is_active and process_alive(member):
         return member.status if member.status in ("idle", "busy", "starting") else "idle"

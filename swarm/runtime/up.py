@@ -98,7 +98,7 @@ def _prepare_team(home: Home, spec: UpFile, cwd: Path) -> None:
     name = spec.team.name
     if teams.exists(name):
         live = [m.name for m in teams.get(name).members
-                if m.name != LEAD_NAME and m.is_active and process_alive(m)]
+                if m.name != LEAD_NAME and m.present() and process_alive(m)]
         if live:
             raise ConflictError(f"team {name!r} is already up ({', '.join(live)} running); `swarm down {name}` first")
     else:

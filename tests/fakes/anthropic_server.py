@@ -12,6 +12,13 @@ so every test that talks to this server checks what swarm sends. A request
 with ``"stream": true`` is answered with server-sent events (``sse_events``),
 as the real API does.
 
+For a client that sends many requests of its own (Claude Code: title generation,
+``count_tokens``, a ``HEAD`` probe), ``after`` matches a reply to the messages that
+follow the model's last turn only (the step a conversation is at, not its history), ``body`` may be a
+function of the request body (to echo an id the client made up), ``otherwise`` sets
+the answer to any request nothing queued matches, ``POST /v1/messages/count_tokens``
+is answered with an estimate and ``HEAD`` with an empty 200.
+
     with FakeAnthropicServer() as server:
         server.enqueue(text_reply("hi"))
         provider = AnthropicProvider(env={"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": server.base_url})
@@ -23,12 +30,13 @@ import itertools
 import json
 import threading
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 MESSAGES_PATH = "/v1/messages"
+COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
 _ids = itertools.count(1)
 
 
@@ -38,6 +46,7 @@ class ScriptedReply:
 
     status: int
     body: Any
+    """The JSON body, or a function of the request's JSON body that returns it."""
     headers: Mapping[str, str] = field(default_factory=dict)
     delay: float = 0.0
     """Seconds to wait before answering (to provoke client timeouts)."""
@@ -47,6 +56,20 @@ class ScriptedReply:
     """Stay in the queue after being served (the answer to every further matching request)."""
     pace: float = 0.0
     """Seconds between the server-sent events of a streamed answer (text that arrives over time)."""
+    after: str | None = None
+    """Serve this reply only to a request whose messages since the model's last turn contain this text
+    (the step a conversation is at, not its history)."""
+
+    def matches(self, body: Any) -> bool:
+        if self.when is not None and self.when not in json.dumps(body):
+            return False
+        if self.after is not None:
+            return self.after in json.dumps(since_model(body))
+        return True
+
+    def answer(self, body: Any) -> ScriptedReply:
+        """This reply with its body computed for ``body`` (the request's) when it is a function."""
+        return replace(self, body=self.body(body)) if callable(self.body) else self
 
 
 @dataclass(frozen=True)
@@ -98,6 +121,7 @@ class FakeAnthropicServer:
 
     def __init__(self) -> None:
         self._replies: deque[ScriptedReply] = deque()
+        self._otherwise: ScriptedReply | None = None
         self._requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -136,12 +160,20 @@ class FakeAnthropicServer:
         port = self._httpd.server_address[1]
         return f"http://127.0.0.1:{port}"
 
-    def enqueue(self, *replies: ScriptedReply, when: str | None = None, repeat: bool = False) -> None:
+    def enqueue(self, *replies: ScriptedReply, when: str | None = None, repeat: bool = False,
+                after: str | None = None) -> None:
         """Queue replies, in order; with ``when``, only for requests whose body contains that text;
-        with ``repeat``, each stays to answer every later request it matches."""
+        with ``after``, only for requests whose last message does; with ``repeat``, each stays to
+        answer every later request it matches."""
         with self._lock:
-            self._replies.extend(replace(r, when=when if when is not None else r.when, repeat=repeat or r.repeat)
+            self._replies.extend(replace(r, when=when if when is not None else r.when, repeat=repeat or r.repeat,
+                                         after=after if after is not None else r.after)
                                  for r in replies)
+
+    def otherwise(self, reply: ScriptedReply | None) -> None:
+        """Answer every request no queued reply matches with ``reply`` (None: the clear 500 again)."""
+        with self._lock:
+            self._otherwise = reply
 
     @property
     def requests(self) -> list[RecordedRequest]:
@@ -157,17 +189,22 @@ class FakeAnthropicServer:
     def _serve(self, request: RecordedRequest) -> ScriptedReply:
         with self._lock:
             self._requests.append(request)
+            if request.method == "HEAD":
+                return ScriptedReply(200, "")
+            if request.method == "POST" and request.path == COUNT_TOKENS_PATH:
+                return ScriptedReply(200, {"input_tokens": max(1, len(json.dumps(request.body)) // 4)})
             if request.method != "POST" or request.path != MESSAGES_PATH:
                 return error_reply(404, "not_found_error", f"fake server serves POST {MESSAGES_PATH} only")
             problem = conversation_error(request.body.get("messages") if isinstance(request.body, dict) else None)
             if problem is not None:
                 return error_reply(400, "invalid_request_error", problem)
-            body = json.dumps(request.body)
             for reply in self._replies:
-                if reply.when is None or reply.when in body:
+                if reply.matches(request.body):
                     if not reply.repeat:
                         self._replies.remove(reply)
-                    return reply
+                    return reply.answer(request.body)
+            if self._otherwise is not None:
+                return self._otherwise.answer(request.body)
             return error_reply(500, "api_error", f"fake anthropic server: no scripted reply left "
                                                  f"for request #{len(self._requests)}")
 
@@ -192,6 +229,9 @@ class _Handler(BaseHTTPRequestHandler):
         self._answer()
 
     def do_GET(self) -> None:  # noqa: N802
+        self._answer()
+
+    def do_HEAD(self) -> None:  # noqa: N802
         self._answer()
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
@@ -290,6 +330,15 @@ def sse_events(message: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
                                      "usage": {"output_tokens": usage.get("output_tokens", 0)}}))
     events.append(("message_stop", {"type": "message_stop"}))
     return events
+
+
+def since_model(body: Any) -> list[Any]:
+    """The request's messages after the last assistant message: what the model is asked to answer now."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    if not isinstance(messages, list):
+        return []
+    last = max((i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "assistant"), default=-1)
+    return messages[last + 1:]
 
 
 def _parse(raw: bytes) -> Any:

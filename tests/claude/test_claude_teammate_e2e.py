@@ -1,0 +1,208 @@
+"""A mixed team with the real Claude Code CLI: one swarm lead, one claude teammate, one swarm teammate.
+
+Claude Code (the pinned version, ``conftest.claude_code``) runs in a pane of a private tmux
+server against the fake Messages API on loopback, which plays its model step by step (each
+reply keyed by the tool-use id in the request's last message). The lead is this test, through
+swarm's Python API: it spawns both teammates, answers a permission request, and shuts the team
+down. Every process and pane the test starts is gone at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from swarm.backends.procs import PROC_TOKEN_VAR, kill_tree
+from swarm.core.home import Home
+from swarm.core.mailbox import Mailbox
+from swarm.core.names import LEAD_NAME
+from swarm.core.protocol import (
+    IdleNotification,
+    InboxEntry,
+    PermissionRequest,
+    ShutdownApproved,
+    entry_frame,
+)
+from swarm.core.tasks import TaskStore
+from swarm.core.teams import TeamStore
+from swarm.runtime import desk
+from swarm.runtime.handles import claude_code_senders
+from swarm.runtime.shutdown import shutdown
+from swarm.runtime.spawn import SpawnRequest, spawn, wait_joined
+from swarm.runtime.status import team_status
+from tests.backends.helpers import retry_until
+from tests.fakes import FakeAnthropicServer, text_reply, tool_use_reply
+from tests.fakes.anthropic_server import ScriptedReply, message_json, since_model
+
+pytestmark = pytest.mark.timeout(240)
+
+TEAM = "mix"
+API_KEY = "sk-ant-api03-swarm-e2e-test-key-0123456789"
+ALICE_PLAYBOOK = r"""
+[[rules]]
+name = "report"
+on = "prompt"
+match = 'ALICE-TASK'
+[[rules.steps]]
+tool_calls = [{ name = "SendMessage", input = { to = "team-lead", message = "ALICE-DONE from the swarm teammate", summary = "alice done" } }]
+[[rules.steps]]
+text = "reported"
+"""
+
+
+def _bob_script(server: FakeAnthropicServer, proof: str) -> None:
+    """Claude Code's model for bob, one reply per step; anything else (titles, side requests) gets "OK"."""
+    steps: list[tuple[str, ScriptedReply]] = [
+        ("BOB-TASK", tool_use_reply("ToolSearch", {"query": "select:SendMessage,TaskUpdate,TaskList"},
+                                    tool_id="toolu_bob_search")),
+        ("toolu_bob_search", tool_use_reply("TaskUpdate", {"taskId": "1", "owner": "bob", "status": "in_progress"},
+                                            tool_id="toolu_bob_claim")),
+        ("toolu_bob_claim", tool_use_reply("Bash", {"command": f"touch {proof}", "description": "leave a proof"},
+                                           tool_id="toolu_bob_bash")),
+        ("toolu_bob_bash", tool_use_reply("TaskUpdate", {"taskId": "1", "status": "completed"},
+                                          tool_id="toolu_bob_done")),
+        ("toolu_bob_done", tool_use_reply("SendMessage", {"to": "team-lead", "message": "BOB-DONE: task 1 is complete",
+                                                          "summary": "bob done"}, tool_id="toolu_bob_report")),
+        ("toolu_bob_report", text_reply("Task 1 done and reported.")),
+        ("shutdown_request", ScriptedReply(200, _approve_shutdown)),
+        ("toolu_bob_bye", text_reply("Shutting down.")),
+    ]
+    for after, reply in steps:
+        server.enqueue(reply, after=after)
+    server.otherwise(text_reply("OK"))
+
+
+def _approve_shutdown(body: Any) -> dict[str, Any]:
+    """Bob's answer to the shutdown request: its id is the one in the request's last message."""
+    request_id = re.search(r"shutdown-\d+@bob", json.dumps(since_model(body)))
+    assert request_id is not None, "the shutdown request did not reach bob's model"
+    answer = {"type": "shutdown_response", "request_id": request_id.group(), "approve": True}
+    return message_json([{"type": "tool_use", "id": "toolu_bob_bye", "name": "SendMessage",
+                          "input": {"to": "team-lead", "message": answer}}], stop_reason="tool_use")
+
+
+@pytest.fixture
+def tmux_socket(tmp_path: Path) -> Iterator[str]:
+    """A private tmux server (socket path in the test's tmp dir), killed at teardown."""
+    socket = str(tmp_path / "tmux.sock")
+    yield socket
+    subprocess.run(["tmux", "-S", socket, "kill-server"], capture_output=True, check=False)
+
+
+@pytest.fixture
+def env(tmp_path: Path, api: FakeAnthropicServer) -> dict[str, str]:
+    user_home = tmp_path / "user-home"
+    user_home.mkdir()
+    return {**os.environ, "HOME": str(user_home), "ANTHROPIC_API_KEY": API_KEY, "ANTHROPIC_BASE_URL": api.base_url,
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"}
+
+
+def _token_processes(tokens: set[str]) -> list[int]:
+    found = []
+    for proc in psutil.process_iter(["status"]):
+        try:
+            if proc.info["status"] != psutil.STATUS_ZOMBIE and proc.environ().get(PROC_TOKEN_VAR) in tokens:
+                found.append(proc.pid)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return found
+
+
+def _lead_frames(home: Home) -> list[tuple[InboxEntry, Any]]:
+    senders = claude_code_senders(TeamStore(home).get(TEAM))
+    return [(e, entry_frame(e, unmarked_from=senders)) for e in Mailbox(home, TEAM).read(LEAD_NAME)]
+
+
+def _diagnose(api: FakeAnthropicServer, socket: str, home: Home) -> None:
+    if os.environ.get("SWARM_E2E_DUMP"):
+        Path(os.environ["SWARM_E2E_DUMP"]).write_text(json.dumps([r.body for r in api.requests]))
+    for index, request in enumerate(api.requests):
+        body = request.body if isinstance(request.body, dict) else {}
+        last = json.dumps(since_model(body))[-400:]
+        print(f"request {index}: {request.method} {request.path} last message: {last}")
+    panes = subprocess.run(["tmux", "-S", socket, "list-panes", "-a", "-F", "#{pane_id}"], capture_output=True,
+                           text=True).stdout.split()
+    for pane in panes:
+        shown = subprocess.run(["tmux", "-S", socket, "capture-pane", "-p", "-t", pane], capture_output=True, text=True)
+        print(f"pane {pane}:\n{shown.stdout.strip()}")
+    print("lead inbox:", [(e.sender, e.text[:200]) for e in Mailbox(home, TEAM).read(LEAD_NAME)])
+
+
+def test_a_claude_code_teammate_works_beside_a_swarm_teammate(
+        home: Home, tmp_path: Path, api: FakeAnthropicServer, env: dict[str, str], tmux_socket: str,
+        claude_code: Path) -> None:
+    started = time.monotonic()
+    work = tmp_path / "work"
+    work.mkdir()
+    alice_book = tmp_path / "alice.toml"
+    alice_book.write_text(ALICE_PLAYBOOK)
+    _bob_script(api, "bob-proof.txt")
+    TeamStore(home).create(TEAM, cwd=str(work))
+    tasks = TaskStore(home, TEAM)
+    tasks.create("bob: leave a proof file", "touch bob-proof.txt")
+    tokens: set[str] = set()
+    try:
+        common: dict[str, Any] = {"team": TEAM, "cwd": work, "backend": "tmux", "tmux_socket": tmux_socket}
+        alice = spawn(home, SpawnRequest(name="alice", prompt="ALICE-TASK: report to the lead",
+                                         playbook=alice_book, **common), env)
+        bob = spawn(home, SpawnRequest(name="bob", prompt="BOB-TASK: claim task 1, leave a proof, complete it",
+                                       runtime="claude", claude_bin=str(claude_code), **common), env)
+        tokens = {m.proc_token for m in (alice, bob) if m.proc_token}
+        wait_joined(home, TEAM, ["alice", "bob"], timeout=60)
+        assert TeamStore(home).get(TEAM).member("bob").status == "running"  # type: ignore[union-attr]
+
+        # bob asks to run Bash; the lead approves through the permission desk (a signed response)
+        def asked() -> bool:
+            return any(e.agent == "bob" and e.tool == "Bash" for e in desk.pending(home, TEAM))
+
+        retry_until(asked, 60, interval=0.1, what="bob's permission request")
+        request = next(e for e in desk.pending(home, TEAM) if e.agent == "bob")
+        assert request.input["command"] == "touch bob-proof.txt"
+        desk.approve(home, TEAM, request.request_id)
+
+        retry_until(lambda: TaskStore(home, TEAM).get("1").status == "completed", 60, interval=0.1,
+                    what="bob to complete task 1")
+        assert (work / "bob-proof.txt").exists()  # the approved command ran
+        assert TaskStore(home, TEAM).get("1").owner == "bob"
+
+        def reported() -> bool:
+            texts = [(e.sender, e.text) for e, _ in _lead_frames(home)]
+            return ("bob", "BOB-DONE: task 1 is complete") in texts and any(
+                s == "alice" and "ALICE-DONE" in t for s, t in texts)
+
+        retry_until(reported, 60, interval=0.1, what="both teammates' reports")
+        retry_until(lambda: any(isinstance(f, IdleNotification) and f.sender == "bob" for _, f in _lead_frames(home)),
+                    30, interval=0.1, what="bob's idle notification")
+        rows = {row.name: row for row in team_status(home, TEAM, env)}
+        assert rows["bob"].backend == "tmux" and rows["bob"].state in ("idle", "busy")
+        assert rows["bob"].pane == bob.tmux_pane_id and rows["alice"].state in ("idle", "busy")
+        # the request frame came from Claude Code itself: swarm took it as a real permission request
+        assert any(isinstance(f, PermissionRequest) and f.tool_use_id == "toolu_bob_bash" for _, f in _lead_frames(home))
+
+        outcomes = {o.name: o for o in shutdown(home, TEAM, None, env, reason="done", timeout=60)}
+        assert outcomes["bob"].result == "approved", outcomes["bob"]
+        assert outcomes["alice"].result == "approved", outcomes["alice"]
+        assert any(isinstance(f, ShutdownApproved) and f.sender == "bob" for _, f in _lead_frames(home))
+        after = TeamStore(home).get(TEAM)
+        assert after.member("bob").status == "stopped"  # type: ignore[union-attr]
+        panes = subprocess.run(["tmux", "-S", tmux_socket, "list-panes", "-a"], capture_output=True, text=True)
+        assert panes.stdout.strip() == ""
+        assert _token_processes(tokens) == []
+        # nothing went to the user's ~/.claude: Claude Code ran on swarm's own config dir
+        assert not (Path(env["HOME"]) / ".claude").exists()
+        assert (home.claude_config_dir / "teams").resolve() == home.teams_dir.resolve()
+    finally:
+        _diagnose(api, tmux_socket, home)  # shown when the test failed
+        for pid in _token_processes(tokens):
+            kill_tree(pid, 1.0)
+    print(f"mixed-team e2e took {time.monotonic() - started:.1f}s ({uuid.uuid4().hex[:4]})")
