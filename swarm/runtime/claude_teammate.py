@@ -40,8 +40,8 @@ from swarm.core.jsonfile import LockedJsonFile
 from swarm.core.mailbox import Mailbox
 from swarm.core.names import LEAD_NAME
 from swarm.core.protocol import CLAUDE_JOINED, CLAUDE_RUNTIME, Member
-from swarm.core.teams import TeamStore
 from swarm.core.signing import verify_key_arg
+from swarm.core.teams import TeamStore
 from swarm.errors import BackendError, StorageError, UsageError
 from swarm.runtime.env import teammate_env
 from swarm.runtime.handles import process_alive

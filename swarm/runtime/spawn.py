@@ -28,7 +28,13 @@ from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox, delivery_key
 from swarm.core.members import mark_gone
 from swarm.core.names import LEAD_NAME, RESERVED_NAMES, agent_id, validate_name
-from swarm.core.protocol import CLAUDE_RUNTIME, InboxEntry, Member, TeamFile, parse_frame
+from swarm.core.protocol import (
+    CLAUDE_RUNTIME,
+    InboxEntry,
+    Member,
+    TeamFile,
+    parse_frame,
+)
 from swarm.core.signing import verify_key_arg
 from swarm.core.teams import TeamStore
 from swarm.errors import BackendError, SwarmError, UsageError
