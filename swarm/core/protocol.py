@@ -26,6 +26,7 @@ without a verifier (the runtime reading the lead's inbox) never acts on one.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from collections.abc import Container
@@ -269,6 +270,13 @@ class PlanApprovalResponse(_CamelWire):
     feedback: str | None = None
     timestamp: StrictStr
     permission_mode: str | None = None
+    plan_digest: str | None = None
+    """sha256 (hex) of the plan approved: Claude Code acts on an approval only for the plan it submitted."""
+
+
+def plan_digest(plan: str) -> str:
+    """``planDigest`` of a plan as Claude Code computes it (sha256 of its UTF-8 text, hex)."""
+    return hashlib.sha256(plan.encode("utf-8")).hexdigest()
 
 
 class PermissionRequest(_Wire):

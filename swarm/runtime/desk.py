@@ -26,11 +26,14 @@ from swarm.core.protocol import (
     PermissionRequest,
     PermissionResponse,
     PermissionResponseBody,
+    PlanApprovalRequest,
     PlanApprovalResponse,
     TeamFile,
     entry_frame,
+    plan_digest,
 )
 from swarm.core.teams import TeamStore
+from swarm.core.text import one_line
 from swarm.errors import ConflictError, UsageError
 from swarm.runtime.handles import claude_code_senders
 
@@ -44,7 +47,7 @@ def pending(home: Home, team: str) -> list[PermissionEvent]:
 
 
 def ingest_requests(home: Home, team: str, entries: Iterable[InboxEntry] | None = None) -> list[PermissionEvent]:
-    """Record the permission requests Claude Code teammates wrote to the lead's inbox.
+    """Record the permission and plan-approval requests Claude Code teammates wrote to the lead's inbox.
 
     swarm's teammates record their requests in ``permissions.jsonl`` themselves;
     Claude Code's only write the frame, so the lead side records them here
@@ -59,13 +62,20 @@ def ingest_requests(home: Home, team: str, entries: Iterable[InboxEntry] | None 
     added = []
     for entry in Mailbox(home, team).read(LEAD_NAME) if entries is None else entries:
         frame = entry_frame(entry, unmarked_from=senders)
-        if isinstance(frame, PermissionRequest) and frame.request_id not in known:
+        if not isinstance(frame, (PermissionRequest, PlanApprovalRequest)) or frame.request_id in known \
+                or entry.sender not in senders:
+            continue
+        if isinstance(frame, PermissionRequest):
             event = PermissionEvent(event="request", request_id=frame.request_id, ts=now_ms(), agent=entry.sender,
                                     tool=frame.tool_name, input=frame.input, description=frame.description,
                                     permission_suggestions=frame.permission_suggestions)
-            permlog.record_request(event)
-            known.add(frame.request_id)
-            added.append(event)
+        else:
+            event = PermissionEvent(event="request", request_id=frame.request_id, ts=now_ms(), kind="plan",
+                                    agent=entry.sender, tool="ExitPlanMode", plan=frame.plan_content,
+                                    description=one_line(frame.plan_content) or "(empty plan)")
+        permlog.record_request(event)
+        known.add(frame.request_id)
+        added.append(event)
     return added
 
 
@@ -105,6 +115,7 @@ def answer_plan(home: Home, team: str, request_id: str, *, approved: bool, feedb
     if mode is not None and mode not in PERMISSION_MODES:
         raise UsageError(f"unknown permission mode {mode!r}; use one of {', '.join(PERMISSION_MODES)}")
     permlog = PermissionLog(home, team)
+    ingest_requests(home, team)
     request = permlog.request(request_id)
     if request.kind != "plan":
         raise UsageError(f"{request_id} is a permission request; answer it with `swarm approve` or `swarm deny`")
@@ -112,7 +123,7 @@ def answer_plan(home: Home, team: str, request_id: str, *, approved: bool, feedb
     def deliver() -> None:
         _send(home, team, request.agent, PlanApprovalResponse(
             request_id=request_id, approved=approved, feedback=feedback, timestamp=now_iso(),
-            permission_mode=mode))
+            permission_mode=mode, plan_digest=plan_digest(request.plan) if request.plan is not None else None))
 
     return permlog.decide(request, "allow" if approved else "deny", by, reason=feedback, deliver=deliver)
 

@@ -82,6 +82,27 @@ def _bob_script(server: FakeAnthropicServer, proof: str) -> None:
     server.otherwise(text_reply("OK"))
 
 
+def _carol_script(server: FakeAnthropicServer) -> None:
+    """carol works in plan mode: her first ExitPlanMode names the plan file; she writes it and submits again."""
+    server.enqueue(tool_use_reply("ToolSearch", {"query": "select:ExitPlanMode"}, tool_id="toolu_carol_search"),
+                   after="CAROL-TASK")
+    server.enqueue(tool_use_reply("ExitPlanMode", {}, tool_id="toolu_carol_try"), after="toolu_carol_search")
+    server.enqueue(ScriptedReply(200, _write_plan), after="toolu_carol_try")
+    server.enqueue(tool_use_reply("ExitPlanMode", {}, tool_id="toolu_carol_plan"), after="toolu_carol_write")
+    server.enqueue(text_reply("Waiting for the lead to approve my plan."), after="toolu_carol_plan")
+    server.enqueue(text_reply("CAROL-PLAN-APPROVED, nothing to change."), after="[Plan Approved]")
+
+
+def _write_plan(body: Any) -> dict[str, Any]:
+    """Write the plan where Claude Code's refusal of the first ExitPlanMode says it looks for it."""
+    plan_file = re.search(r"No plan file found at (/\S+?\.md)", json.dumps(since_model(body)))
+    if plan_file is None:  # the test then fails waiting for the plan, with this in the transcript
+        return message_json([{"type": "text", "text": "Claude Code named no plan file"}])
+    return message_json([{"type": "tool_use", "id": "toolu_carol_write", "name": "Write",
+                          "input": {"file_path": plan_file.group(1), "content": "CAROL-PLAN: change nothing"}}],
+                        stop_reason="tool_use")
+
+
 def _approve_shutdown(body: Any) -> dict[str, Any]:
     """Bob's answer to the shutdown request: its id is the one in the request's last message."""
     request_id = re.search(r"shutdown-\d+@bob", json.dumps(since_model(body)))
@@ -123,6 +144,12 @@ def _lead_frames(home: Home) -> list[tuple[InboxEntry, Any]]:
     return [(e, entry_frame(e, unmarked_from=senders)) for e in Mailbox(home, TEAM).read(LEAD_NAME)]
 
 
+def _git_repo(path: Path) -> None:
+    for args in (["init", "-q", "-b", "main"], ["commit", "-q", "--allow-empty", "-m", "start"]):
+        subprocess.run(["git", "-C", str(path), "-c", "user.name=t", "-c", "user.email=t@example.com",
+                        "-c", "commit.gpgsign=false", *args], check=True, capture_output=True)
+
+
 def _diagnose(api: FakeAnthropicServer, socket: str, home: Home) -> None:
     if os.environ.get("SWARM_E2E_DUMP"):
         Path(os.environ["SWARM_E2E_DUMP"]).write_text(json.dumps([r.body for r in api.requests]))
@@ -144,9 +171,11 @@ def test_a_claude_code_teammate_works_beside_a_swarm_teammate(
     started = time.monotonic()
     work = tmp_path / "work"
     work.mkdir()
+    _git_repo(work)
     alice_book = tmp_path / "alice.toml"
     alice_book.write_text(ALICE_PLAYBOOK)
     _bob_script(api, "bob-proof.txt")
+    _carol_script(api)
     TeamStore(home).create(TEAM, cwd=str(work))
     tasks = TaskStore(home, TEAM)
     tasks.create("bob: leave a proof file", "touch bob-proof.txt")
@@ -157,8 +186,11 @@ def test_a_claude_code_teammate_works_beside_a_swarm_teammate(
                                          playbook=alice_book, **common), env)
         bob = spawn(home, SpawnRequest(name="bob", prompt="BOB-TASK: claim task 1, leave a proof, complete it",
                                        runtime="claude", claude_bin=str(claude_code), **common), env)
-        tokens = {m.proc_token for m in (alice, bob) if m.proc_token}
-        wait_joined(home, TEAM, ["alice", "bob"], timeout=60)
+        carol = spawn(home, SpawnRequest(name="carol", prompt="CAROL-TASK: plan first", runtime="claude",
+                                         claude_bin=str(claude_code), plan_mode_required=True, worktree=True,
+                                         **common), env)
+        tokens = {m.proc_token for m in (alice, bob, carol) if m.proc_token}
+        wait_joined(home, TEAM, ["alice", "bob", "carol"], timeout=60)
         assert TeamStore(home).get(TEAM).member("bob").status == "running"  # type: ignore[union-attr]
 
         # bob asks to run Bash; the lead approves through the permission desk (a signed response)
@@ -189,12 +221,29 @@ def test_a_claude_code_teammate_works_beside_a_swarm_teammate(
         # the request frame came from Claude Code itself: swarm took it as a real permission request
         assert any(isinstance(f, PermissionRequest) and f.tool_use_id == "toolu_bob_bash" for _, f in _lead_frames(home))
 
-        outcomes = {o.name: o for o in shutdown(home, TEAM, None, env, reason="done", timeout=60)}
+        # carol's plan reaches the lead's desk like a swarm teammate's, and the lead's signed answer reaches her
+        retry_until(lambda: any(e.kind == "plan" and e.agent == "carol" for e in desk.pending(home, TEAM)), 60,
+                    interval=0.1, what="carol's plan")
+        plan = next(e for e in desk.pending(home, TEAM) if e.kind == "plan")
+        assert plan.plan == "CAROL-PLAN: change nothing"
+        desk.answer_plan(home, TEAM, plan.request_id, approved=True)
+        def heard(verdict: str) -> bool:
+            return any(verdict in json.dumps(since_model(r.body)) for r in api.requests)
+
+        retry_until(lambda: heard("[Plan Approved]"), 60, interval=0.1, what="carol to take the approval")
+        assert not heard("[Plan Rejected]")  # Claude Code took it as the answer to the plan it submitted
+
+        outcomes = {o.name: o for o in shutdown(home, TEAM, ["bob", "alice"], env, reason="done", timeout=60)}
         assert outcomes["bob"].result == "approved", outcomes["bob"]
         assert outcomes["alice"].result == "approved", outcomes["alice"]
         assert any(isinstance(f, ShutdownApproved) and f.sender == "bob" for _, f in _lead_frames(home))
         after = TeamStore(home).get(TEAM)
         assert after.member("bob").status == "stopped"  # type: ignore[union-attr]
+        # carol's model never answers the request: she is forced down, her pane killed, her clean worktree removed
+        (forced,) = shutdown(home, TEAM, ["carol"], env, reason="done", timeout=3)
+        assert forced.result == "killed" and forced.worktree is not None and forced.worktree.state == "removed"
+        assert not Path(carol.worktree_path or "").exists()
+        assert TeamStore(home).get(TEAM).member("carol").status == "killed"  # type: ignore[union-attr]
         panes = subprocess.run(["tmux", "-S", tmux_socket, "list-panes", "-a"], capture_output=True, text=True)
         assert panes.stdout.strip() == ""
         assert _token_processes(tokens) == []
