@@ -6,6 +6,7 @@ overall shape is wrong raises ``ValueError`` (and is quarantined by the file).
 
 from __future__ import annotations
 
+import copy
 import logging
 from pathlib import Path
 from typing import Any, TypeVar
@@ -101,7 +102,7 @@ class ObjectCodec:
     def decode(self, raw: Any, source: Path) -> dict[str, Any]:
         if not isinstance(raw, dict):
             raise ValueError(f"expected a JSON object, found {type(raw).__name__}")
-        return raw
+        return copy.deepcopy(raw)  # a change made in place must differ from what was read, or it is not written
 
     def encode(self, value: dict[str, Any]) -> Any:
         return value

@@ -204,7 +204,7 @@ def _check(request: SpawnRequest) -> None:
         raise UsageError(f"unknown permission mode {request.permission_mode!r}; use one of {', '.join(PERMISSION_MODES)}")
     if not request.cwd.is_dir():
         raise UsageError(f"--cwd {request.cwd} is not a directory")
-    if request.playbook is not None:
+    if request.playbook is not None and request.runtime != CLAUDE_RUNTIME:  # a claude teammate refuses it
         if not request.playbook.is_file():
             raise UsageError(f"playbook {request.playbook} not found")
         load_playbook(request.playbook).check_slots(PLAYBOOK_VARIABLES)  # a bad playbook fails here, not in the teammate
