@@ -22,7 +22,7 @@ from swarm.core.names import LEAD_NAME
 from swarm.core.protocol import Member
 from swarm.core.signing import VerifyKey, lead_key
 from swarm.core.teams import TeamStore
-from swarm.errors import BackendError, UsageError
+from swarm.errors import UsageError
 from swarm.runtime import claude_teammate
 from swarm.runtime.shutdown import shutdown
 from swarm.runtime.spawn import SpawnRequest, spawn
