@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import sys
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
@@ -63,6 +64,9 @@ TEAM_ENV = {"CLAUDECODE": "1", "CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS": "1", "CLA
 which Claude Code leaves out for some models unless asked: a swarm team shares its task list."""
 FORWARDED_PREFIXES = ("CLAUDE_CODE_",)
 """Claude Code's own settings (provider choice, timeouts) pass through to the teammate."""
+CREDENTIAL_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CODE_USE_BEDROCK",
+                   "CLAUDE_CODE_USE_VERTEX", "CLAUDE_CODE_USE_FOUNDRY")
+"""Any of these set means Claude Code has a way to reach a model without a login."""
 NO_TMUX = ("a claude teammate runs in a tmux pane (Claude Code is a terminal program), and tmux 3.2+ "
            "is not usable here; install tmux, or spawn a swarm teammate (--runtime swarm)")
 
@@ -83,6 +87,29 @@ def find_claude(explicit: str | None, env: Mapping[str, str]) -> Path:
     if not path.is_file() or not os.access(path, os.X_OK):
         raise UsageError(f"{source} {chosen!r} is not an executable file; point it at the `claude` binary")
     return path.absolute()
+
+
+def preflight(claude_bin: str | None, backend: str, env: Mapping[str, str]) -> Path:
+    """Everything a claude teammate needs before anything is made for it: its binary, tmux, credentials."""
+    binary = find_claude(claude_bin, env)
+    check_backend(backend, env)
+    check_credentials(env)
+    return binary
+
+
+def check_credentials(env: Mapping[str, str]) -> None:
+    """A one-line ``UsageError`` when Claude Code would find no way to reach a model here.
+
+    An API key or token in the environment, a provider switch (Bedrock, Vertex ...), or the
+    user's Claude login (``.credentials.json`` in their config dir; on macOS the keychain,
+    which cannot be checked from here) will do.
+    """
+    if any(env.get(name) for name in CREDENTIAL_VARS) or sys.platform == "darwin":
+        return
+    if (user_config_dir(env) / CREDENTIALS).is_file():
+        return
+    raise UsageError("Claude Code has no credentials here: set ANTHROPIC_API_KEY, or log in once by running "
+                     f"`claude` (its /login), which leaves {user_config_dir(env) / CREDENTIALS}")
 
 
 def check_backend(backend: str, env: Mapping[str, str]) -> None:

@@ -103,14 +103,17 @@ class LeadTeam:
         return f"Team {team!r} deleted."
 
     def spawn(self, ctx: ToolContext, *, name: str, prompt: str, agent_type: str | None, model: str | None,
-              isolation: str | None, plan_mode_required: bool, mode: str | None, cwd: str | None) -> str:
+              runtime: str | None, isolation: str | None, plan_mode_required: bool, mode: str | None,
+              cwd: str | None) -> str:
         team = self._team()
         where = ctx.resolve(cwd) if cwd else self.cwd
-        request = SpawnRequest(team=team, name=name, prompt=prompt, backend=self.backend,
+        claude = runtime == "claude"  # a Claude Code session: its own model, always in a tmux pane
+        request = SpawnRequest(team=team, name=name, prompt=prompt,
                                agent_type=agent_type or "general-purpose", model=model,
                                permission_mode=mode or "default", plan_mode_required=plan_mode_required,
                                cwd=where, tmux_socket=self.tmux_socket, worktree=isolation == "worktree",
-                               playbook=self.playbooks.get(name))
+                               playbook=None if claude else self.playbooks.get(name),
+                               runtime="claude" if claude else "swarm", backend="auto" if claude else self.backend)
         try:
             spawned = spawn_reporting(self.home, request, self.env)
             wait_joined(self.home, team, [name])

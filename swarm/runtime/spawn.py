@@ -181,13 +181,11 @@ def _last_log_line(home: Home, team: str, name: str) -> str:
 
 
 def _check_claude(request: SpawnRequest, env: Mapping[str, str]) -> Path:
-    """What a claude teammate needs, checked before anything is made: its binary and tmux."""
+    """What a claude teammate needs, checked before anything is made: its binary, tmux, credentials."""
     for given, flag in ((request.playbook, "--playbook"), (request.skills, "--skill")):
         if given:
             raise UsageError(f"{flag} is for swarm teammates; a claude teammate runs Claude Code's own model and skills")
-    binary = claude_teammate.find_claude(request.claude_bin, env)
-    claude_teammate.check_backend(request.backend, env)
-    return binary
+    return claude_teammate.preflight(request.claude_bin, request.backend, env)
 
 
 def _check(request: SpawnRequest) -> None:

@@ -21,11 +21,12 @@ from swarm.core.clock import now_ms
 from swarm.core.home import Home
 from swarm.core.names import LEAD_NAME
 from swarm.core.permlog import PermissionEvent, PermissionLog
-from swarm.core.protocol import LeadPolicy, RuleLists, TeamFile
+from swarm.core.protocol import CLAUDE_RUNTIME, LeadPolicy, RuleLists, TeamFile
 from swarm.core.signing import rotate_lead_key
 from swarm.core.tasks import TaskStore
 from swarm.core.teams import TeamStore
 from swarm.errors import ConflictError, SwarmError
+from swarm.runtime import claude_teammate
 from swarm.runtime.coordinator import Coordinator, LeadMessage
 from swarm.runtime.handles import process_alive
 from swarm.runtime.shutdown import Outcome, shutdown
@@ -54,6 +55,7 @@ def start_team(home: Home, spec: UpFile, *, cwd: Path, env: Mapping[str, str],
     """
     name = spec.team.name
     spec.check_paths(cwd)
+    _check_claude_members(spec, env)
     created = not TeamStore(home).exists(name)
     _prepare_team(home, spec, cwd)
     started: list[str] = []
@@ -74,6 +76,17 @@ def start_team(home: Home, spec: UpFile, *, cwd: Path, env: Mapping[str, str],
         _undo_start(home, spec, env, created=created, at_once=isinstance(exc, KeyboardInterrupt))
         raise
     return Started(team=name, members=started, warnings=warnings)
+
+
+def _check_claude_members(spec: UpFile, env: Mapping[str, str]) -> None:
+    """Before anything is made: what each ``runtime = "claude"`` member lacks, as one line naming it."""
+    for index, member in enumerate(spec.members):
+        if member.runtime != CLAUDE_RUNTIME:
+            continue
+        try:
+            claude_teammate.preflight(member.claude_bin, member.backend, env)
+        except SwarmError as exc:
+            raise type(exc)(f"{spec.source}: members[{index}] ({member.name}) runs Claude Code, but {exc}") from exc
 
 
 def _undo_start(home: Home, spec: UpFile, env: Mapping[str, str], *, created: bool, at_once: bool) -> None:
@@ -124,6 +137,7 @@ def _request(spec: UpFile, member: MemberTable, cwd: Path, tmux_socket: str | No
         plan_mode_required=member.plan_mode_required, cwd=where, color=member.color, playbook=member.playbook,
         tmux_socket=tmux_socket, allowed_tools=member.allowed_tools, disallowed_tools=member.disallowed_tools,
         skills=member.skills, permission_timeout=member.permission_timeout, worktree=member.worktree, base=member.base,
+        runtime=member.runtime, claude_bin=member.claude_bin,
     )
 
 

@@ -32,6 +32,12 @@
     disallowed_tools = []
     skills = ["release-notes"]          # skills whose instructions are preloaded into its system prompt
 
+    [[members]]
+    name = "bob"
+    prompt = "..."
+    runtime = "claude"                  # a Claude Code CLI session in a tmux pane (no playbook, no skills)
+    claude_bin = "~/bin/claude"         # default: $SWARM_CLAUDE_BIN, else claude on PATH
+
 Validation errors name the file, the field and what is expected.
 """
 
@@ -50,6 +56,7 @@ from pydantic import (
     ValidationError,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 
 from swarm.agent.permissions.policy import PERMISSION_MODES
@@ -120,6 +127,8 @@ class MemberTable(_Strict):
     disallowed_tools: list[str] = []
     skills: list[str] = []
     permission_timeout: float = Field(default=300.0, gt=0)
+    runtime: Literal["swarm", "claude"] = "swarm"
+    claude_bin: str | None = None
 
     @field_validator("name")
     @classmethod
@@ -151,6 +160,19 @@ class MemberTable(_Strict):
 
     _check = field_validator("allowed_tools", "disallowed_tools")(_rules)
 
+    @model_validator(mode="after")
+    def _claude(self) -> MemberTable:
+        if self.runtime == "claude":
+            for field, given in (("playbook", self.playbook), ("skills", self.skills)):
+                if given:
+                    raise ValueError(f"{field} is for swarm teammates; a runtime = \"claude\" member runs Claude "
+                                     "Code's own model and skills")
+            if self.backend == "subprocess":
+                raise ValueError('a runtime = "claude" member runs in a tmux pane; use backend = "auto" or "tmux"')
+        elif self.claude_bin is not None:
+            raise ValueError('claude_bin only applies with runtime = "claude"')
+        return self
+
 
 class UpFile(_Strict):
     team: TeamTable
@@ -158,6 +180,11 @@ class UpFile(_Strict):
     permissions: RuleTable = RuleTable()
     members: list[MemberTable] = Field(min_length=1)
     _source: Path = PrivateAttr(default=Path("team file"))
+
+    @property
+    def source(self) -> Path:
+        """The file this was read from (for messages)."""
+        return self._source
 
     def check_paths(self, cwd: Path) -> None:
         """UsageError naming the file and field of a member ``cwd`` that is not a directory under ``cwd``."""

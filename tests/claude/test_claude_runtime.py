@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -27,6 +28,7 @@ from swarm.runtime import claude_teammate
 from swarm.runtime.shutdown import shutdown
 from swarm.runtime.spawn import SpawnRequest, spawn
 from swarm.runtime.status import team_status
+from swarm.runtime.upfile import load_upfile
 from tests.backends.helpers import retry_until
 from tests.cli.conftest import SWARM_EXE
 
@@ -212,3 +214,23 @@ def test_spawn_runs_claude_in_a_pane_with_the_team_flags_and_a_signed_prompt(
     assert outcome.result in ("killed", "not_running")
     panes = subprocess.run(["tmux", "-S", tmux_socket, "list-panes", "-a"], capture_output=True, text=True)
     assert panes.stdout.strip() == ""
+
+
+@pytest.mark.parametrize(("extra", "error"), [
+    ('playbook = "p.toml"', "members[0]: playbook is for swarm teammates"),
+    ('skills = ["x"]', "members[0]: skills is for swarm teammates"),
+    ('backend = "subprocess"', "members[0]: a runtime = \"claude\" member runs in a tmux pane"),
+])
+def test_a_team_file_refuses_what_a_claude_member_cannot_use(tmp_path: Path, extra: str, error: str) -> None:
+    (tmp_path / "p.toml").write_text("")
+    path = tmp_path / "team.toml"
+    path.write_text(f'[team]\nname = "t"\n[[members]]\nname = "bob"\nprompt = "x"\nruntime = "claude"\n{extra}\n')
+    with pytest.raises(UsageError, match=re.escape(error)):
+        load_upfile(path)
+    path.write_text('[team]\nname = "t"\n[[members]]\nname = "bob"\nprompt = "x"\nclaude_bin = "/x"\n')
+    with pytest.raises(UsageError, match='claude_bin only applies with runtime = "claude"'):
+        load_upfile(path)
+    path.write_text('[team]\nname = "t"\n[[members]]\nname = "bob"\nprompt = "x"\nruntime = "claude"\n'
+                    'claude_bin = "/opt/claude"\n')
+    (member,) = load_upfile(path).members
+    assert member.runtime == "claude" and member.claude_bin == "/opt/claude"

@@ -41,7 +41,8 @@ def test_every_example_has_a_test() -> None:
     """A new example team must get its expectations here too."""
     assert EXAMPLES.resolve() == examples_dir()
     teams = sorted(p.name for p in EXAMPLES.iterdir() if (p / "team.toml").is_file())
-    assert teams == ["feature", "lead", "plan-first", "review"]  # lead: swarm demo's team (tests/cli/test_demo.py)
+    # lead: swarm demo's team (tests/cli/test_demo.py); mixed runs Claude Code (tests/claude/)
+    assert teams == ["feature", "lead", "mixed", "plan-first", "review"]
 
 
 def test_review_finds_the_eval_and_the_policy_approves_git_log(up: Up) -> None:
@@ -100,3 +101,20 @@ def test_plan_first_plan_is_approved_by_the_policy(up: Up) -> None:
     summaries = [m["summary"] for m in report["messages"] if m["sender"] == "architect" and m["kind"] == "message"]
     assert summaries == ["changelog written"]
     assert _member(report, "architect")["result"]
+
+
+def test_the_mixed_example_says_what_it_lacks_and_starts_nothing(up: Up) -> None:
+    """Without claude on PATH, then without credentials: one line each, exit 2, no team made."""
+    team_file = str(EXAMPLES / "mixed" / "team.toml")
+    up.env["PATH"] = f"{up.tmp}:/usr/bin:/bin"
+    up.env.pop("SWARM_CLAUDE_BIN", None)
+    missing = up.run("up", team_file, "--headless")
+    assert missing.returncode == 2 and missing.stderr.count("\n") == 1, missing.stderr
+    assert "members[1] (reviewer) runs Claude Code, but Claude Code is not installed" in missing.stderr
+    fake = up.tmp / "claude"
+    fake.write_text("#!/bin/sh\nexit 0\n")
+    fake.chmod(0o755)
+    no_login = up.run("up", team_file, "--headless")
+    assert no_login.returncode == 2 and no_login.stderr.count("\n") == 1, no_login.stderr
+    assert "Claude Code has no credentials here: set ANTHROPIC_API_KEY" in no_login.stderr
+    assert not (up.home / "teams" / "mixed").exists()

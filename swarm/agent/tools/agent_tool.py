@@ -64,6 +64,9 @@ class AgentInput(ToolInput):
     cwd: str | NoneOmitted = Field(default=None, description="Working directory for the agent.")
     plan_mode_required: bool = Field(default=False, description="A teammate must get its plan approved first.")
     mode: str | NoneOmitted = Field(default=None, description="A teammate's permission mode.")
+    runtime: Literal["swarm", "claude"] | NoneOmitted = Field(
+        default=None, description='A teammate\'s runtime: "swarm" (default) or "claude", a Claude Code CLI session '
+        "in its own tmux pane (needs claude and tmux installed).")
 
 
 class AgentTool(Tool[AgentInput]):
@@ -126,7 +129,7 @@ class AgentTool(Tool[AgentInput]):
         if not args.name:
             raise ToolError("a teammate needs a name: pass name with team_name")
         return control.spawn(ctx, name=args.name, prompt=args.prompt, agent_type=args.subagent_type,
-                             model=args.model, isolation=args.isolation, plan_mode_required=args.plan_mode_required,
+                             model=args.model, runtime=args.runtime, isolation=args.isolation, plan_mode_required=args.plan_mode_required,
                              mode=args.mode, cwd=args.cwd)
 
     def _plan(self, host: AgentHost, args: AgentInput, ctx: ToolContext) -> tuple[ChildPlan, bool]:
