@@ -15,7 +15,7 @@ import re
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +37,14 @@ from swarm.core.tasks import TaskStore
 from swarm.core.teams import TeamStore
 from swarm.runtime import desk
 from swarm.runtime.handles import claude_code_senders
+from swarm.runtime.sample import make_sample_repo
 from swarm.runtime.shutdown import shutdown
 from swarm.runtime.spawn import SpawnRequest, spawn, wait_joined
 from swarm.runtime.status import team_status
 from tests.backends.helpers import retry_until
 from tests.fakes import FakeAnthropicServer, text_reply, tool_use_reply
 from tests.fakes.anthropic_server import ScriptedReply, message_json, since_model
+from tests.up.helpers import EXAMPLES, SWARM_EXE
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -74,7 +76,7 @@ def _bob_script(server: FakeAnthropicServer, proof: str) -> None:
         ("toolu_bob_done", tool_use_reply("SendMessage", {"to": "team-lead", "message": "BOB-DONE: task 1 is complete",
                                                           "summary": "bob done"}, tool_id="toolu_bob_report")),
         ("toolu_bob_report", text_reply("Task 1 done and reported.")),
-        ("shutdown_request", ScriptedReply(200, _approve_shutdown)),
+        ("shutdown_request", ScriptedReply(200, _approve_shutdown("bob", "toolu_bob_bye"))),
         ("toolu_bob_bye", text_reply("Shutting down.")),
     ]
     for after, reply in steps:
@@ -103,13 +105,17 @@ def _write_plan(body: Any) -> dict[str, Any]:
                         stop_reason="tool_use")
 
 
-def _approve_shutdown(body: Any) -> dict[str, Any]:
-    """Bob's answer to the shutdown request: its id is the one in the request's last message."""
-    request_id = re.search(r"shutdown-\d+@bob", json.dumps(since_model(body)))
-    assert request_id is not None, "the shutdown request did not reach bob's model"
-    answer = {"type": "shutdown_response", "request_id": request_id.group(), "approve": True}
-    return message_json([{"type": "tool_use", "id": "toolu_bob_bye", "name": "SendMessage",
-                          "input": {"to": "team-lead", "message": answer}}], stop_reason="tool_use")
+def _approve_shutdown(name: str, tool_id: str) -> Callable[[Any], dict[str, Any]]:
+    """``name``'s model approving the shutdown request it was just shown (its id is made up by the lead)."""
+    def answer(body: Any) -> dict[str, Any]:
+        request_id = re.search(rf"shutdown-\d+@{name}", json.dumps(since_model(body)))
+        if request_id is None:  # the test then fails waiting for the shutdown, with this in the transcript
+            return message_json([{"type": "text", "text": f"no shutdown request for {name} here"}])
+        frame = {"type": "shutdown_response", "request_id": request_id.group(), "approve": True}
+        return message_json([{"type": "tool_use", "id": tool_id, "name": "SendMessage",
+                              "input": {"to": "team-lead", "message": frame}}], stop_reason="tool_use")
+
+    return answer
 
 
 @pytest.fixture
@@ -255,3 +261,32 @@ def test_a_claude_code_teammate_works_beside_a_swarm_teammate(
         for pid in _token_processes(tokens):
             kill_tree(pid, 1.0)
     print(f"mixed-team e2e took {time.monotonic() - started:.1f}s ({uuid.uuid4().hex[:4]})")
+
+
+def test_the_mixed_example_team_runs_headless(tmp_path: Path, api: FakeAnthropicServer, env: dict[str, str],
+                                               tmux_socket: str, claude_code: Path) -> None:
+    """``swarm up teams.example/mixed/team.toml --headless --offline``: swarm's member on its playbook,
+    the Claude Code member on the fake API; the run settles, both report, both shut down."""
+    repo = make_sample_repo(tmp_path / "repo")
+    api.enqueue(tool_use_reply("ToolSearch", {"query": "select:SendMessage"}, tool_id="toolu_rv_search"),
+                after="three most important things")
+    api.enqueue(tool_use_reply("SendMessage", {"to": "team-lead", "message": "REVIEW: 1. tests 2. names 3. docs",
+                                               "summary": "review"}, tool_id="toolu_rv_send"), after="toolu_rv_search")
+    api.enqueue(text_reply("Review sent."), after="toolu_rv_send")
+    api.enqueue(ScriptedReply(200, _approve_shutdown("reviewer", "toolu_rv_bye")), after="shutdown_request")
+    api.otherwise(text_reply("OK"))
+    run_env = {**env, "SWARM_HOME": str(tmp_path / "home"), "SWARM_CLAUDE_BIN": str(claude_code),
+               "SWARM_TMUX_SOCKET": tmux_socket}
+    done = subprocess.run([str(SWARM_EXE), "up", str(EXAMPLES / "mixed" / "team.toml"), "--headless", "--json",
+                           "--offline", "--timeout", "90"], capture_output=True, text=True, cwd=repo, env=run_env,
+                          timeout=150, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    report = json.loads(done.stdout)
+    assert report["ok"] is True and report["reason"] == "settled", report
+    texts = [(m["sender"], m["text"]) for m in report["messages"] if m["kind"] == "message"]
+    assert ("reviewer", "REVIEW: 1. tests 2. names 3. docs") in texts
+    assert any(sender == "history" and "Recent history" in text for sender, text in texts), texts
+    stopped = {m["name"]: m["stopped"] for m in report["members"]}
+    assert stopped == {"history": "approved", "reviewer": "approved"}, report["members"]
+    panes = subprocess.run(["tmux", "-S", tmux_socket, "list-panes", "-a"], capture_output=True, text=True)
+    assert panes.stdout.strip() == ""
