@@ -1,10 +1,14 @@
-"""A mixed team with the real Claude Code CLI: one swarm lead, one claude teammate, one swarm teammate.
+"""A mixed team with the real Claude Code CLI: a swarm lead, claude teammates and a swarm teammate.
 
-Claude Code (the pinned version, ``conftest.claude_code``) runs in a pane of a private tmux
+Claude Code (the pinned version, ``conftest.claude_code``) runs in panes of a private tmux
 server against the fake Messages API on loopback, which plays its model step by step (each
-reply keyed by the tool-use id in the request's last message). The lead is this test, through
-swarm's Python API: it spawns both teammates, answers a permission request, and shuts the team
-down. Every process and pane the test starts is gone at the end.
+reply keyed by what came since the model's last turn: a marker, or the id of the tool call
+being answered). The lead is this test, through swarm's Python API: bob (claude) gets a signed
+task, claims and completes task 1, asks to run a command that the lead approves, messages the
+lead and alice (swarm's own teammate), hears from alice, and approves the signed shutdown;
+carol (claude, plan mode, own worktree) has her plan approved through the desk, ignores the
+shutdown and is forced down, her clean worktree removed. Every process and pane is gone at the end.
+HOME, SWARM_HOME, CLAUDE_CONFIG_DIR (the top conftest) and the tmux socket are the test's own.
 """
 
 from __future__ import annotations
@@ -58,7 +62,18 @@ match = 'ALICE-TASK'
 [[rules.steps]]
 tool_calls = [{ name = "SendMessage", input = { to = "team-lead", message = "ALICE-DONE from the swarm teammate", summary = "alice done" } }]
 [[rules.steps]]
+tool_calls = [{ name = "SendMessage", input = { to = "bob", message = "ALICE-HI from swarm", summary = "hi bob" } }]
+[[rules.steps]]
 text = "reported"
+
+[[rules]]
+name = "answer bob"
+on = "prompt"
+match = 'BOB-HI'
+[[rules.steps]]
+tool_calls = [{ name = "SendMessage", input = { to = "team-lead", message = "ALICE-GOT-BOB", summary = "alice heard bob" } }]
+[[rules.steps]]
+text = "told the lead"
 """
 
 
@@ -75,7 +90,9 @@ def _bob_script(server: FakeAnthropicServer, proof: str) -> None:
                                           tool_id="toolu_bob_done")),
         ("toolu_bob_done", tool_use_reply("SendMessage", {"to": "team-lead", "message": "BOB-DONE: task 1 is complete",
                                                           "summary": "bob done"}, tool_id="toolu_bob_report")),
-        ("toolu_bob_report", text_reply("Task 1 done and reported.")),
+        ("toolu_bob_report", tool_use_reply("SendMessage", {"to": "alice", "message": "BOB-HI from Claude Code",
+                                                            "summary": "hi alice"}, tool_id="toolu_bob_hi")),
+        ("toolu_bob_hi", text_reply("Task 1 done and reported.")),
         ("shutdown_request", ScriptedReply(200, _approve_shutdown("bob", "toolu_bob_bye"))),
         ("toolu_bob_bye", text_reply("Shutting down.")),
     ]
@@ -216,9 +233,14 @@ def test_a_claude_code_teammate_works_beside_a_swarm_teammate(
         def reported() -> bool:
             texts = [(e.sender, e.text) for e, _ in _lead_frames(home)]
             return ("bob", "BOB-DONE: task 1 is complete") in texts and any(
-                s == "alice" and "ALICE-DONE" in t for s, t in texts)
+                s == "alice" and "ALICE-DONE" in t for s, t in texts) and ("alice", "ALICE-GOT-BOB") in texts
 
+        # ALICE-GOT-BOB: bob (Claude Code) messaged alice (swarm), whose playbook answers it to the lead
         retry_until(reported, 60, interval=0.1, what="both teammates' reports")
+        # and alice's message reached bob's model as Claude Code shows a teammate's message
+        retry_until(lambda: any('teammate_id=\\"alice\\"' in json.dumps(since_model(r.body)) and "ALICE-HI from swarm"
+                                in json.dumps(since_model(r.body)) for r in api.requests), 30, interval=0.1,
+                    what="alice's message in bob's conversation")
         retry_until(lambda: any(isinstance(f, IdleNotification) and f.sender == "bob" for _, f in _lead_frames(home)),
                     30, interval=0.1, what="bob's idle notification")
         rows = {row.name: row for row in team_status(home, TEAM, env)}
