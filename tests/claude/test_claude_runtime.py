@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,7 +27,7 @@ from swarm.core.teams import TeamStore
 from swarm.errors import UsageError
 from swarm.runtime import claude_teammate
 from swarm.runtime.shutdown import shutdown
-from swarm.runtime.spawn import SpawnRequest, spawn
+from swarm.runtime.spawn import SpawnRequest, spawn, wait_joined
 from swarm.runtime.status import team_status
 from swarm.runtime.upfile import load_upfile
 from tests.backends.helpers import retry_until
@@ -234,3 +235,29 @@ def test_a_team_file_refuses_what_a_claude_member_cannot_use(tmp_path: Path, ext
                     'claude_bin = "/opt/claude"\n')
     (member,) = load_upfile(path).members
     assert member.runtime == "claude" and member.claude_bin == "/opt/claude"
+
+
+@needs_tmux
+def test_status_follows_claude_codes_busy_flag_and_a_dead_pane_is_reported_once(
+        home: Home, tmp_path: Path, fake_claude: Path, tmux_socket: str) -> None:
+    TeamStore(home).create(TEAM)
+    env = {**os.environ, "ANTHROPIC_API_KEY": "sk-test"}
+    member = spawn(home, SpawnRequest(team=TEAM, name="bob", prompt="work", cwd=tmp_path, runtime="claude",
+                                      claude_bin=str(fake_claude), tmux_socket=tmux_socket), env)
+    try:
+        Mailbox(home, TEAM).take("bob")  # what Claude Code does with its initial prompt
+        wait_joined(home, TEAM, ["bob"], timeout=10)
+        states = {}
+        for busy in (True, False):  # Claude Code flips isActive between turns
+            TeamStore(home).update_member(TEAM, "bob", is_active=busy)
+            states[busy] = {r.name: r.state for r in team_status(home, TEAM, env)}["bob"]
+        assert states == {True: "busy", False: "idle"}
+        assert TeamStore(home).get(TEAM).member("bob").present()  # type: ignore[union-attr]
+        os.kill(member.pid or 0, signal.SIGKILL)  # the pane's process dies while idle
+        retry_until(lambda: {r.name: r.state for r in team_status(home, TEAM, env)}["bob"] == "dead", 10,
+                    what="bob to be found dead")
+        team_status(home, TEAM, env)
+        notices = [e.text for e in Mailbox(home, TEAM).read(LEAD_NAME) if "bob died" in e.text]
+        assert len(notices) == 1
+    finally:
+        shutdown(home, TEAM, ["bob"], env, timeout=0.5)
