@@ -35,8 +35,8 @@ from tests.cli.conftest import SWARM_EXE
 
 TEAM = "mix"
 FAKE = """#!/bin/sh
-printf '%s\\n' "$@" > "$0.argv"
-env > "$0.env"
+env > "$0.env.tmp" && mv "$0.env.tmp" "$0.env"
+printf '%s\\n' "$@" > "$0.argv.tmp" && mv "$0.argv.tmp" "$0.argv"
 exec sleep 60
 """
 needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
