@@ -34,6 +34,7 @@ from swarm.core.protocol import (
     IdleNotification,
     InboxEntry,
     PermissionRequest,
+    PlanApprovalRequest,
     ShutdownApproved,
     entry_frame,
 )
@@ -254,6 +255,13 @@ def test_a_claude_code_teammate_works_beside_a_swarm_teammate(
                     interval=0.1, what="carol's plan")
         plan = next(e for e in desk.pending(home, TEAM) if e.kind == "plan")
         assert plan.plan == "CAROL-PLAN: change nothing"
+
+        def idle_since_plan() -> bool:  # answer once her turn is over, as a lead reading her inbox would
+            frames = [f for _, f in _lead_frames(home) if getattr(f, "sender", None) == "carol"]
+            asked = next((i for i, f in enumerate(frames) if isinstance(f, PlanApprovalRequest)), None)
+            return asked is not None and any(isinstance(f, IdleNotification) for f in frames[asked:])
+
+        retry_until(idle_since_plan, 60, interval=0.1, what="carol to finish the turn that submitted her plan")
         desk.answer_plan(home, TEAM, plan.request_id, approved=True)
         def heard(verdict: str) -> bool:
             return any(verdict in json.dumps(since_model(r.body)) for r in api.requests)
