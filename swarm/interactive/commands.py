@@ -72,7 +72,7 @@ class Commands:
         for member in members:
             if member.worktree_path:
                 lines.append(f"  {member.name}: worktree {member.worktree_path} (branch {member.worktree_branch})")
-        panes = [m for m in members if m.backend_type == "tmux" and m.is_active]
+        panes = [m for m in members if m.backend_type == "tmux" and m.present()]
         if panes and lead.env.get("TMUX"):
             lines.append("teammates are panes of this tmux window")
         elif panes:
