@@ -37,7 +37,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from swarm.agent import prompts
@@ -242,6 +241,8 @@ def split_frontmatter(text: str, *, required: bool = True) -> tuple[dict[str, An
     end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)
     if end is None:
         raise DefinitionFileError("frontmatter: not closed; end the YAML fields with a --- line")
+    import yaml  # here: only a definition or skill file with frontmatter needs the YAML parser
+
     try:
         data = yaml.safe_load("".join(lines[1:end]))
     except yaml.YAMLError as exc:

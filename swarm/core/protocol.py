@@ -61,7 +61,7 @@ COLORS = ("blue", "green", "yellow", "purple", "orange", "pink", "cyan", "red")
 class _Wire(BaseModel):
     """Base for models read from or written to disk."""
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    model_config = ConfigDict(extra="allow", populate_by_name=True, defer_build=True)
 
     def wire(self) -> dict[str, Any]:
         """The JSON object as it goes on disk."""
@@ -69,7 +69,7 @@ class _Wire(BaseModel):
 
 
 class _CamelWire(_Wire):
-    model_config = ConfigDict(extra="allow", populate_by_name=True, alias_generator=to_camel)
+    model_config = ConfigDict(extra="allow", populate_by_name=True, alias_generator=to_camel, defer_build=True)
 
 
 # -- inbox ---------------------------------------------------------------
@@ -364,7 +364,7 @@ Frame = Annotated[
     ],
     Field(discriminator="type"),
 ]
-_FRAME = TypeAdapter(Frame)
+_FRAME: TypeAdapter[Frame] = TypeAdapter(Frame, config=ConfigDict(defer_build=True))
 FRAME_TYPES = frozenset(
     m.model_fields["type"].default
     for m in (

@@ -32,7 +32,6 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-import bashlex  # type: ignore[import-untyped]
 
 _NOT_LITERAL = re.compile(r"[$`*?\[{\\]")
 _HARMLESS_TARGETS = frozenset({"/dev/null"})
@@ -100,6 +99,8 @@ def parse_command(text: str) -> ShellCommand:
 def _read(text: str, reader: _Reader) -> bool:
     if not text.strip():
         return True
+    import bashlex  # type: ignore[import-untyped]  # here, not at the top: building its parser costs ~85 ms, paid only by a Bash check
+
     try:
         nodes = bashlex.parse(text)
     except Exception:  # noqa: BLE001 - bashlex raises many types (ParsingError, NotImplementedError, IndexError ...)
