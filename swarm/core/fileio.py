@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets
 import stat
 from pathlib import Path
 
@@ -132,7 +131,7 @@ def _create_temp(target: Path, create_mode: int) -> tuple[Path, int]:
     """A new, empty file beside ``target`` that nobody else could have prepared, and its descriptor."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     for _ in range(16):
-        tmp = target.with_name(f"{target.name}.tmp.{os.getpid()}.{secrets.token_hex(6)}")
+        tmp = target.with_name(f"{target.name}.tmp.{os.getpid()}.{os.urandom(6).hex()}")
         try:
             return tmp, os.open(tmp, flags, create_mode)
         except FileExistsError:  # a leftover, or something planted: never reuse it
