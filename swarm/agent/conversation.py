@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from swarm.agent.transcript import Transcript
-from swarm.models.messages import Message, TextBlock, ToolResultBlock
+from swarm.models.messages import Message, TextBlock, ToolResultBlock, Usage
 
 RESUMED_NOTE = "interrupted: the agent stopped before this tool ran; check its effects before running it again"
 
@@ -33,13 +33,17 @@ class Conversation:
             conversation.add(repair, durable=True)
         return conversation
 
-    def add(self, message: Message, *, delivered: Sequence[str] = (), durable: bool = False) -> None:
-        """Append ``message``; ``delivered`` inbox entries are recorded with it in one durable write."""
+    def add(self, message: Message, *, delivered: Sequence[str] = (), durable: bool = False,
+            usage: Usage | None = None) -> None:
+        """Append ``message``; ``delivered`` inbox entries are recorded with it in one durable write.
+
+        ``usage`` (a model reply's tokens, cache reads and writes included) goes into its transcript line.
+        """
         self.messages.append(message)
         if self.observer is not None:
             self.observer(message)
         if self.transcript is not None:
-            self.transcript.message(message, delivered=delivered, durable=durable)
+            self.transcript.message(message, delivered=delivered, durable=durable, usage=usage)
 
     def add_user_text(self, text: str, *, delivered: Sequence[str] = ()) -> None:
         self.add(Message.user_text(text), delivered=delivered)

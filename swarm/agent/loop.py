@@ -110,7 +110,7 @@ def run_agent(spec: AgentSpec, conversation: Conversation, ctx: ToolContext,
             assistant = response.message()
             if not assistant.content:
                 assistant = Message(role="assistant", content=[TextBlock(text="(no content)")])
-            conversation.add(assistant)
+            conversation.add(assistant, usage=response.usage)
             calls = assistant.tool_uses()
             if not calls:
                 return AgentRun(assistant.text(), "end_turn", turns, usage)

@@ -1,7 +1,8 @@
 """Append-only JSONL record of an agent's conversation.
 
 Each line is one record: ``{"kind": "message", "message": {...}}`` for every
-message in the conversation — with ``"delivered": [keys]`` when the message
+message in the conversation — with ``"usage": {...}`` (input, output, cache
+read and cache write tokens) on a model's reply, ``"delivered": [keys]`` when the message
 carries inbox entries, written and fsynced in that one line, so an entry is
 recorded as delivered exactly when its text is in the conversation —,
 ``{"kind": "delivered", "msg_ids": [...]}`` for entries consumed without
@@ -22,7 +23,7 @@ from pydantic import ValidationError
 
 from swarm.core.clock import now_iso
 from swarm.core.jsonl import append_record, read_records
-from swarm.models.messages import Message
+from swarm.models.messages import Message, Usage
 
 log = logging.getLogger(__name__)
 
@@ -36,9 +37,15 @@ class Transcript:
     def _append(self, record: dict[str, Any], *, durable: bool = False) -> None:
         append_record(self.path, {"ts": now_iso(), **record}, durable=durable)
 
-    def message(self, message: Message, *, delivered: Sequence[str] = (), durable: bool = False) -> None:
-        """Record a conversation message; with ``delivered`` keys the line is fsynced before returning."""
+    def message(self, message: Message, *, delivered: Sequence[str] = (), durable: bool = False,
+                usage: Usage | None = None) -> None:
+        """Record a conversation message; with ``delivered`` keys the line is fsynced before returning.
+
+        ``usage`` is a model reply's tokens (cache reads and writes included), kept on its line.
+        """
         record: dict[str, Any] = {"kind": "message", "message": message.model_dump(mode="json")}
+        if usage is not None:
+            record["usage"] = usage.model_dump(mode="json")
         if delivered:
             record["delivered"] = list(delivered)
         self._append(record, durable=durable or bool(delivered))

@@ -127,6 +127,8 @@ class Member(_CamelWire):
     """Tokens the teammate's model has used so far."""
     cache_read_tokens: int | None = None
     """Of those, input tokens read from the prompt cache."""
+    cache_creation_tokens: int | None = None
+    """Of those, input tokens written to the prompt cache."""
     playbook: str | None = None
     """Scripted-model playbook path, when the teammate runs offline."""
     tmux_socket: str | None = None

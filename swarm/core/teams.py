@@ -106,6 +106,7 @@ class TeamStore:
             if activity is not None and activity.last_activity >= (member.last_activity or 0):
                 member.status, member.last_activity = activity.status, activity.last_activity
                 member.tokens, member.cache_read_tokens = activity.tokens, activity.cache_read_tokens
+                member.cache_creation_tokens = activity.cache_creation_tokens
         return found
 
     def delete(self, team: str, *, force: bool = False) -> TeamFile:

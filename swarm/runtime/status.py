@@ -38,6 +38,8 @@ class MemberStatus(BaseModel):
     tokens: int
     cache_read_tokens: int = 0
     """Of ``tokens``, input read from the prompt cache."""
+    cache_creation_tokens: int = 0
+    """Of ``tokens``, input written to the prompt cache."""
     color: str | None
     cwd: str
     worktree: str | None
@@ -64,7 +66,9 @@ def _row(team: str, member: Member, undelivered: int, backends: Backends) -> Mem
         name=member.name, agent_type=member.agent_type, backend=member.backend_type or "",
         pid=member.pid, pane=member.tmux_pane_id, state=member_state(member, backends), undelivered=undelivered,
         last_activity_ms=last, idle_for_s=(now_ms() - last) / 1000 if last else None,
-        tokens=member.tokens or 0, cache_read_tokens=member.cache_read_tokens or 0, color=member.color, cwd=member.cwd, worktree=member.worktree_path,
+        tokens=member.tokens or 0, cache_read_tokens=member.cache_read_tokens or 0,
+        cache_creation_tokens=member.cache_creation_tokens or 0, color=member.color, cwd=member.cwd,
+        worktree=member.worktree_path,
     )
     if member.worktree_path:
         _add_worktree(team, member, row)

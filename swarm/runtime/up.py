@@ -164,6 +164,7 @@ class Report(BaseModel):
     decisions: list[dict[str, Any]]
     worktrees: list[dict[str, Any]]
     usage: dict[str, int]
+    """Teammates' tokens in all (``tokens``) and, of those, input read from / written to the prompt cache."""
     warnings: list[str] = []
     tasks: list[dict[str, Any]] = []
     """The team's task list at the end (id, subject, status, owner)."""
@@ -223,7 +224,8 @@ def team_report(home: Home, team: str, coordinator: Coordinator, outcomes: list[
             "stopped": (member.status or outcome.result) if outcome and outcome.result == "not_running"
             else outcome.result if outcome else None,
             "result": coordinator.results.get(member.name), "failure": coordinator.failures.get(member.name),
-            "tokens": member.tokens or 0, "worktree": member.worktree_path,
+            "tokens": member.tokens or 0, "cache_read_tokens": member.cache_read_tokens or 0,
+            "cache_creation_tokens": member.cache_creation_tokens or 0, "worktree": member.worktree_path,
         })
     decisions = [e.model_dump(mode="json", exclude_none=True)
                  for e in PermissionLog(home, team).events() if e.event == "decision" and e.ts >= since_ms]
@@ -231,6 +233,7 @@ def team_report(home: Home, team: str, coordinator: Coordinator, outcomes: list[
         team=team, ok=reason == "settled", reason=reason, elapsed_s=round(elapsed, 3), members=members,
         messages=[dataclasses.asdict(m) for m in coordinator.messages], decisions=decisions,
         worktrees=[dataclasses.asdict(o.worktree) for o in outcomes if o.worktree is not None],
-        usage={"tokens": sum(m.tokens or 0 for m in team_file.members if m.name != LEAD_NAME)}, warnings=warnings,
+        usage={key: sum(m[key] for m in members) for key in ("tokens", "cache_read_tokens", "cache_creation_tokens")},
+        warnings=warnings,
         tasks=[t.wire() for t in TaskStore(home, team).list()],
     )

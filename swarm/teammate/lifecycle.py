@@ -110,7 +110,8 @@ class Lifecycle:
         self.state = "gone"
         try:
             self.teams.update_member(self.config.team, self.config.name, tokens=usage.total,
-                                     cache_read_tokens=usage.cache_read_input_tokens)
+                                     cache_read_tokens=usage.cache_read_input_tokens,
+                                     cache_creation_tokens=usage.cache_creation_input_tokens)
             if killed_by is None:
                 mark_gone(self.home, self.config.team, self.config.name, "stopped")
             else:

@@ -7,6 +7,7 @@ import os
 import subprocess
 from pathlib import Path
 
+from swarm.agent.transcript import Transcript
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.protocol import IdleNotification, entry_frame
@@ -20,7 +21,7 @@ def _idles(home: Home, team: str) -> int:
     return sum(isinstance(entry_frame(e), IdleNotification) for e in Mailbox(home, team).read("team-lead"))
 
 
-def test_turns_leave_the_team_file_alone_and_status_shows_tokens_and_cache_reads(
+def test_turns_leave_the_team_file_alone_and_status_and_transcript_show_tokens_and_cache_use(
         home: Home, team: str, workdir: Path, api: FakeAnthropicServer) -> None:
     env = {**os.environ, "ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": api.base_url}
     api.enqueue(text_reply("first", usage=usage_json(100, 10, cache_read=0, cache_creation=90)),
@@ -40,3 +41,10 @@ def test_turns_leave_the_team_file_alone_and_status_shows_tokens_and_cache_reads
     [row] = [r for r in json.loads(status.stdout) if r["name"] == "w"]
     assert row["state"] == "idle"
     assert row["tokens"] == 4 * 110 + 90 + 3 * 90 and row["cache_read_tokens"] == 3 * 90
+    assert row["cache_creation_tokens"] == 90
+
+    replies = [r for r in Transcript(home.transcript_path(team, "w")).records()
+               if r.get("kind") == "message" and r["message"]["role"] == "assistant"]
+    assert [r["usage"]["cache_read_input_tokens"] for r in replies] == [0, 90, 90, 90]
+    assert [r["usage"]["cache_creation_input_tokens"] for r in replies] == [90, 0, 0, 0]
+    assert all(r["usage"]["input_tokens"] == 100 and r["usage"]["output_tokens"] == 10 for r in replies)

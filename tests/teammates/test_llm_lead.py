@@ -15,13 +15,14 @@ from swarm.agent.definitions import load_agents
 from swarm.agent.headless import MainAgent, MainSession
 from swarm.agent.limits import Limits
 from swarm.agent.skills import load_skills
+from swarm.agent.transcript import Transcript
 from swarm.agent.tools.team_tools import team_tools
 from swarm.core.home import Home
 from swarm.core.protocol import LeadPolicy
 from swarm.core.teams import TeamStore
 from swarm.models.anthropic_provider import AnthropicProvider, RetryPolicy
 from swarm.runtime.lead import LeadOutcome, LeadTeam, run_lead
-from tests.fakes import FakeAnthropicServer, message_json, text_reply, tool_use_reply
+from tests.fakes import FakeAnthropicServer, message_json, text_reply, tool_use_reply, usage_json
 from tests.fakes.anthropic_server import ScriptedReply
 from tests.teammates.conftest import teammate_pids
 
@@ -78,19 +79,30 @@ def test_a_lead_model_creates_a_team_spawns_teammates_reads_their_reports_and_sh
                 text_reply("asked both to stop"), when="bob finished</teammate-message>")
     api.enqueue(text_reply("waiting for the other report"), when=LEAD, repeat=True)
     work_of = {"alice": ["1", "3"], "bob": ["2"]}
+    cached = usage_json(100, 5, cache_read=70, cache_creation=30)  # every teammate reply reads and writes the cache
     for name, ids in work_of.items():
         steps = [reply for task in ids for reply in (
-            tool_use_reply("TaskUpdate", {"taskId": task, "owner": name, "status": "in_progress"}),
-            tool_use_reply("TaskUpdate", {"taskId": task, "status": "completed"}))]
-        api.enqueue(*steps, tool_use_reply("SendMessage", {"to": "team-lead", "message": f"{name} finished"}),
-                    text_reply(f"{name} done"), when=f"{name.upper()} JOB")
-        api.enqueue(text_reply("ok"), when=f"{name.upper()} JOB", repeat=True)
+            tool_use_reply("TaskUpdate", {"taskId": task, "owner": name, "status": "in_progress"}, usage=cached),
+            tool_use_reply("TaskUpdate", {"taskId": task, "status": "completed"}, usage=cached))]
+        api.enqueue(*steps, tool_use_reply("SendMessage", {"to": "team-lead", "message": f"{name} finished"},
+                                           usage=cached),
+                    text_reply(f"{name} done", usage=cached), when=f"{name.upper()} JOB")
+        api.enqueue(text_reply("ok", usage=cached), when=f"{name.upper()} JOB", repeat=True)
 
     outcome = _run_lead(home, api, work, "build it with two helpers")
 
     assert outcome.reason == "done" and outcome.team == "squad" and outcome.report is not None
     members = {m["name"]: m for m in outcome.report.members}
     assert set(members) == {"alice", "bob"} and all(m["stopped"] for m in members.values())
+    for name, member in members.items():  # cache use: each reply's in the transcript, the sums in the report
+        replies = [r["usage"] for r in Transcript(home.transcript_path("squad", name)).records()
+                   if r.get("kind") == "message" and r["message"]["role"] == "assistant"]
+        assert len(replies) >= 2 * len(work_of[name]) + 2
+        assert all((u["cache_read_input_tokens"], u["cache_creation_input_tokens"]) == (70, 30) for u in replies)
+        assert (member["cache_read_tokens"], member["cache_creation_tokens"]) == (70 * len(replies), 30 * len(replies))
+        assert member["tokens"] == 205 * len(replies)
+    assert outcome.report.usage == {key: sum(m[key] for m in members.values())
+                                    for key in ("tokens", "cache_read_tokens", "cache_creation_tokens")}
     assert not any(m.is_active for m in TeamStore(home).get("squad").members if m.name != "team-lead")
     assert teammate_pids(home) == []
     leads = [r for r in api.requests if LEAD in json.dumps(r.body)]
