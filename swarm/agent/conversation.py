@@ -17,6 +17,10 @@ class Conversation:
     transcript: Transcript | None = None
     observer: Callable[[Message], None] | None = None
     """Called with every message added (progress of a background subagent)."""
+    context_tokens: int = 0
+    """Tokens the last model call carried (input, cached or not, and reply): what compaction watches."""
+    compaction_retry_at: int = 0
+    """After a failed compaction, ``context_tokens`` must reach this before the next try."""
 
     @classmethod
     def resume(cls, transcript: Transcript) -> Conversation:
@@ -27,7 +31,8 @@ class Conversation:
         an error result for each such call — is recorded in the transcript like
         any other message, so the next resume finds a whole conversation.
         """
-        conversation = cls(messages=transcript.messages(), transcript=transcript)
+        conversation = cls(messages=transcript.messages(), transcript=transcript,
+                           context_tokens=transcript.context_tokens())
         repair = _missing_results(conversation.messages)
         if repair is not None:
             conversation.add(repair, durable=True)
@@ -42,8 +47,21 @@ class Conversation:
         self.messages.append(message)
         if self.observer is not None:
             self.observer(message)
+        if usage is not None:
+            self.context_tokens = usage.total
         if self.transcript is not None:
             self.transcript.message(message, delivered=delivered, durable=durable, usage=usage)
+
+    def replace(self, messages: list[Message], *, summarised: int, usage: Usage) -> None:
+        """Continue from ``messages`` (a compaction, see ``agent.compaction``); the transcript keeps the old ones.
+
+        ``summarised`` is how many messages ``messages`` stand for; ``usage`` the summary call's.
+        """
+        self.messages = list(messages)
+        self.context_tokens = usage.output_tokens
+        self.compaction_retry_at = 0
+        if self.transcript is not None:
+            self.transcript.compaction(self.messages, summarised=summarised, usage=usage)
 
     def add_user_text(self, text: str, *, delivered: Sequence[str] = ()) -> None:
         self.add(Message.user_text(text), delivered=delivered)

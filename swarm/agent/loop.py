@@ -2,7 +2,8 @@
 
 One function, ``run_agent``, runs every kind of agent (a teammate's turn, a
 headless ``swarm run``, later subagents); what differs is the data passed in.
-Limits are checked before every model call; cancellation is checked between
+Limits are checked before every model call, and a conversation near the
+model's window is compacted first (``agent.compaction``); cancellation is checked between
 steps, so the conversation always ends in a consistent state (every tool_use
 has its tool_result). A tool may end the run (``EndRun``): the step's results
 are recorded first. Messages that arrive while the agent works are asked for
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
+from swarm.agent.compaction import CompactionPolicy, compact_if_due
 from swarm.agent.conversation import Conversation
 from swarm.agent.executor import MalformedCall, ToolGate, execute
 from swarm.agent.limits import AgentStop, EndRun, Interrupted, Limits, TooManyToolErrors
@@ -84,6 +86,8 @@ class AgentSpec:
     limits: Limits = field(default_factory=Limits)
     gate: ToolGate | None = None
     max_tokens: int = 8192
+    compaction: CompactionPolicy | None = field(default_factory=CompactionPolicy)
+    """When the conversation is summarised to fit the model's window (``agent.compaction``); None: never."""
 
 
 def run_agent(spec: AgentSpec, conversation: Conversation, ctx: ToolContext,
@@ -103,6 +107,8 @@ def run_agent(spec: AgentSpec, conversation: Conversation, ctx: ToolContext,
             if ctx.cancel.is_set():
                 raise Interrupted("cancelled before the next model call")
             spec.limits.check(turns=turns, usage=usage, started=started)
+            usage = usage + compact_if_due(spec.compaction, spec.provider, conversation, system=spec.system,
+                                           tools=specs)
             response = spec.provider.complete(ModelRequest(
                 system=spec.system, messages=conversation.messages, tools=specs, max_tokens=spec.max_tokens))
             turns += 1

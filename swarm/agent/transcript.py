@@ -5,6 +5,9 @@ message in the conversation — with ``"usage": {...}`` (input, output, cache
 read and cache write tokens) on a model's reply, ``"delivered": [keys]`` when the message
 carries inbox entries, written and fsynced in that one line, so an entry is
 recorded as delivered exactly when its text is in the conversation —,
+``{"kind": "compaction", "messages": [...], "summarised": n, "usage": {...}}``
+when the conversation was compacted (``agent.compaction``): the messages it
+goes on from, the earlier lines staying as they are;
 ``{"kind": "delivered", "msg_ids": [...]}`` for entries consumed without
 becoming text (answers the runtime handled), and ``{"kind": "event", ...}``
 for anything else worth keeping (joins, stops, shutdown requests and answers).
@@ -65,14 +68,42 @@ class Transcript:
     def records(self) -> list[dict[str, Any]]:
         return read_records(self.path)
 
+    def compaction(self, messages: Sequence[Message], *, summarised: int, usage: Usage) -> None:
+        """Record that the conversation goes on from ``messages`` (standing for ``summarised`` earlier ones); fsynced."""
+        self._append({"kind": "compaction", "messages": [m.model_dump(mode="json") for m in messages],
+                      "summarised": summarised, "usage": usage.model_dump(mode="json")}, durable=True)
+
     def messages(self) -> list[Message]:
-        out = []
+        """The conversation to send: from the last compaction on (every message, if none)."""
+        out: list[Message] = []
         for record in self.records():
-            if record.get("kind") == "message":
+            kind = record.get("kind")
+            if kind == "compaction":
+                out = self._valid([*record.get("messages", [])]) if isinstance(record.get("messages"), list) else out
+            elif kind == "message":
+                out.extend(self._valid([record.get("message")]))
+        return out
+
+    def context_tokens(self) -> int:
+        """What the last model call recorded since the last compaction carried (0 if none): see ``Conversation``."""
+        tokens = 0
+        for record in self.records():
+            if record.get("kind") == "compaction":
+                tokens = 0
+            elif record.get("kind") == "message" and isinstance(record.get("usage"), dict):
                 try:
-                    out.append(Message.model_validate(record.get("message")))
+                    tokens = Usage.model_validate(record["usage"]).total
                 except ValidationError:
-                    log.warning("skipped invalid transcript message", extra={"path": str(self.path)})
+                    continue
+        return tokens
+
+    def _valid(self, raw: list[Any]) -> list[Message]:
+        out = []
+        for item in raw:
+            try:
+                out.append(Message.model_validate(item))
+            except ValidationError:
+                log.warning("skipped invalid transcript message", extra={"path": str(self.path)})
         return out
 
     def delivered_ids(self) -> set[str]:

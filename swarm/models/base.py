@@ -22,6 +22,8 @@ class ModelRequest(BaseModel):
     messages: list[Message]
     tools: list[ToolSpec] = Field(default_factory=list)
     max_tokens: int = 8192
+    summary: bool = False
+    """The model is asked to summarise the conversation (compaction); sent like any other request."""
 
 
 StopReason = Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "refusal", "pause_turn"]

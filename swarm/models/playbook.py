@@ -6,7 +6,7 @@ A playbook is TOML or JSON (see ``docs/playbook.md``)::
     [default]             # optional: text = "..." when no rule matches
     [[rules]]             # in order, first match wins
     match = 'regex'       # searched in the incoming text ("" matches anything)
-    on = "any"            # "prompt" | "tool_result" | "any"
+    on = "any"            # "prompt" | "tool_result" | "any" | "summary"
     once = false
     text = "..."          # and/or
     tool_calls = [{ name = "Bash", input = { command = "ls" } }]
@@ -42,7 +42,7 @@ from pydantic import (
 
 from swarm.errors import NotFoundError, UsageError
 
-On = Literal["prompt", "tool_result", "any"]
+On = Literal["prompt", "tool_result", "any", "summary"]
 BUILTIN_NAMES = frozenset({"incoming", "first_line"})
 """Slots every template may use: the incoming text and its first line."""
 DEFAULT_TEXT = 'Received: "{first_line}"'
@@ -119,7 +119,7 @@ class Rule(_Strict):
         """The steps, or the single reply as a one-step list."""
         return self.steps or [Reply(text=self.text, tool_calls=self.tool_calls)]
 
-    def accepts(self, kind: Literal["prompt", "tool_result"], system: str = "") -> bool:
+    def accepts(self, kind: Literal["prompt", "tool_result", "summary"], system: str = "") -> bool:
         """Does the rule apply to this kind of message, for an agent with this system prompt?"""
         return self.on in ("any", kind) and self._system.search(system) is not None
 

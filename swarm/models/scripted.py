@@ -119,6 +119,8 @@ class ScriptedProvider:
         """Nothing to release: the scripted model holds no connections."""
 
     def complete(self, request: ModelRequest) -> ModelResponse:
+        if request.summary:
+            return self._summary(request)
         incoming = incoming_of(request.messages)
         with self._lock:
             run = self._continuation(incoming) or self._start(incoming, request.system)
@@ -131,6 +133,22 @@ class ScriptedProvider:
         has_tools = any(isinstance(b, ToolUseBlock) for b in content)
         return ModelResponse(content=content, stop_reason="tool_use" if has_tools else "end_turn",
                              usage=usage, model=SCRIPTED)
+
+    def _summary(self, request: ModelRequest) -> ModelResponse:
+        """A compaction's summary: an ``on = "summary"`` rule's text, else a built-in one; rules in play are left alone."""
+        incoming = incoming_of(request.messages)
+        latest = next((_flatten(m).first_line for m in reversed(request.messages)
+                       if m.role == "user" and _flatten(m).kind == "prompt" and _flatten(m).first_line), "")
+        text = f"Summary of {len(request.messages)} earlier messages. The latest request: {latest}"
+        with self._lock:
+            for rule in self._playbook.rules:
+                found = rule.pattern.search(incoming.text) if rule.on == "summary" else None
+                if found is not None and rule.accepts("summary", request.system):
+                    text = render(rule.replies()[0].text or "", self._match_values(incoming, found))
+                    break
+            usage = Usage(input_tokens=self._tally.input_tokens(request), output_tokens=approx_tokens(text))
+            self.usage = self.usage + usage
+        return ModelResponse(content=[TextBlock(text=text)], stop_reason="end_turn", usage=usage, model=SCRIPTED)
 
     def _next_reply(self, run: _Run | None, incoming: Incoming) -> tuple[Reply, dict[str, str]]:
         if run is None:
@@ -236,7 +254,9 @@ class _Tally:
 
     def __init__(self) -> None:
         self._lengths: dict[int, tuple[Message, int]] = {}
-        """id(message) -> (the message, kept so its id is not reused; its text length)."""
+        """id(message) -> (the message, kept so its id is not reused; its text length).
+
+        Pruned to the current request's messages once it holds twice as many (after a compaction)."""
         self._tools: tuple[tuple[int, ...], int] | None = None
         self.measured = 0
         """Messages measured so far (what a call costs grows with this, not with the conversation)."""
@@ -245,6 +265,9 @@ class _Tally:
         parts = 1 + len(request.tools) + len(request.messages)
         chars = len(request.system) + self._tool_chars(request) + (parts - 1)
         chars += sum(self._length(message) for message in request.messages)
+        if len(self._lengths) > 2 * len(request.messages) + 64:  # messages compacted away: let them go
+            keep = {id(m) for m in request.messages}
+            self._lengths = {key: value for key, value in self._lengths.items() if key in keep}
         return max(1, -(-chars // 4))
 
     def _length(self, message: Message) -> int:

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 
 import psutil
 
+from swarm.agent.compaction import CompactionPolicy
 from swarm.agent.conversation import Conversation
 from swarm.agent.inbound import wrap
 from swarm.agent.instructions import context_block
@@ -107,7 +108,8 @@ class TeammateSession:
         self.ctx.agents = teammate_host(config, home, self.catalogs, env, mailbox=self.mailbox, provider=provider,
                                         make_provider=lambda chosen: make(chosen), gate=self.gate)
         self.omit_instructions = bool(agent.definition and agent.definition.omit_claude_md)
-        self.spec = AgentSpec(provider=provider, tools=agent.tools, gate=self.gate, system=agent.system)
+        self.spec = AgentSpec(provider=provider, tools=agent.tools, gate=self.gate, system=agent.system,
+                              compaction=CompactionPolicy.from_env(env))
         self.usage = Usage()
 
     def _playbook_variables(self) -> dict[str, str]:

@@ -32,7 +32,6 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-
 _NOT_LITERAL = re.compile(r"[$`*?\[{\\]")
 _HARMLESS_TARGETS = frozenset({"/dev/null"})
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "fish"})
