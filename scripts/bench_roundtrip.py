@@ -11,23 +11,29 @@ only waits, takes and answers through the same ``Mailbox`` (no agent loop, no
 transcript, no status): the floor the teammate's own work sits on.
 
 Also measured: the same round trip after the teammate's conversation has
-grown by ``--grow`` turns (cost should stay flat), and the teammate's RSS.
-Prints a table; exits 0 whatever the figures (benchmarks report, tests check).
+grown by ``--grow`` turns (cost should stay flat; the conversation is
+compacted on the way when it nears the model's window), and the teammate's
+RSS early and late. Prints the figure / goal / swarm / baseline / ratio table
+(``scripts/benchtable.py``); p50s are medians of batch medians; exits 0
+whatever the figures (benchmarks report, tests check).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
+from benchtable import Figure, batch_medians, median_of, print_table
 
+from swarm.agent.transcript import Transcript
+from swarm.core.clock import iso_to_epoch
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.names import LEAD_NAME
@@ -44,6 +50,8 @@ tool_calls = [{ name = "SendMessage", input = { to = "team-lead", message = "pon
 [[rules.steps]]
 text = "answered {n}"
 """
+
+BATCHES = 5
 
 BARE = r"""
 import sys
@@ -63,27 +71,38 @@ while True:
 """
 
 
-def _round_trips(mailbox: Mailbox, name: str, count: int, start: int = 0) -> list[float]:
-    """Milliseconds from the lead's send to the answer landing in the lead's inbox, ``count`` times."""
+@dataclass
+class Trips:
+    """Round trips, each: ms from the lead's send to the answer in the lead's inbox, and to the answer's stamp."""
+
+    total: list[float] = field(default_factory=list)
+    acted: list[float] = field(default_factory=list)
+
+    def p50(self, which: str = "total") -> float:
+        return median_of(batch_medians(getattr(self, which), BATCHES))
+
+    def p99(self) -> float:
+        ordered = sorted(self.total)
+        return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+
+
+def _round_trips(mailbox: Mailbox, name: str, count: int, start: int = 0) -> Trips:
+    """``count`` round trips to ``name`` (its answer: ``pong <n>``)."""
     watcher = mailbox.watcher(LEAD_NAME)
-    times = []
+    trips = Trips()
     try:
         for n in range(start, start + count):
+            sent_at = time.time()
             began = time.perf_counter()
             mailbox.send(name, f"ping {n}", sender=LEAD_NAME)
-            while not any(e.text == f"pong {n}" for e in mailbox.read(LEAD_NAME)):
+            while not (answer := [e for e in mailbox.read(LEAD_NAME) if e.text == f"pong {n}"]):
                 watcher.wait(5.0)
-            times.append((time.perf_counter() - began) * 1000)
+            trips.total.append((time.perf_counter() - began) * 1000)
+            trips.acted.append(max(0.0, (iso_to_epoch(answer[0].timestamp) - sent_at) * 1000))
             mailbox.take(LEAD_NAME)
     finally:
         watcher.close()
-    return times
-
-
-def _row(label: str, times: list[float]) -> str:
-    ordered = sorted(times)
-    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
-    return f"{label:<44} | {statistics.median(times):8.2f} | {p99:8.2f} | {len(times):5d}"
+    return trips
 
 
 def main() -> int:
@@ -103,34 +122,51 @@ def main() -> int:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
     env["SWARM_HOME"] = str(home.root)
     mailbox = Mailbox(home, "rt")
-    rows = []
     member = spawn(home, SpawnRequest(team="rt", name="mate", prompt="hello", cwd=work, backend="subprocess",
                                       playbook=book), env)
     try:
         wait_joined(home, "rt", ["mate"])
         _round_trips(mailbox, "mate", 5, start=100_000)  # warm: imports done, first turn behind it
-        rows.append(_row("teammate round trip, early (ms)", _round_trips(mailbox, "mate", count)))
+        proc = psutil.Process(member.pid or 0)
+        early = _round_trips(mailbox, "mate", count)
+        rss_early = proc.memory_info().rss / 2**20
         for n in range(0, grow, 50):
             _round_trips(mailbox, "mate", 50, start=200_000 + n)
-        rows.append(_row(f"teammate round trip after {grow} more turns (ms)",
-                         _round_trips(mailbox, "mate", count, start=300_000)))
-        rss = psutil.Process(member.pid or 0).memory_info().rss / 2**20
+        late = _round_trips(mailbox, "mate", count, start=300_000)
+        rss_late = proc.memory_info().rss / 2**20
     finally:
         shutdown(home, "rt", None, env, timeout=10)
+    records = Transcript(home.transcript_path("rt", "mate")).records()
+    compactions = sum(r.get("kind") == "compaction" for r in records)
     TeamStore(home).add_member("rt", Member(agent_id="bare@rt", name="bare", is_active=True))
     bare = subprocess.Popen([sys.executable, "-c", BARE, str(home.root), "rt"], env=env)
     try:
         _round_trips(mailbox, "bare", 5, start=100_000)
-        rows.append(_row("baseline: bare mailbox echo process (ms)", _round_trips(mailbox, "bare", count)))
+        echo = _round_trips(mailbox, "bare", count)
     finally:
         mailbox.send("bare", "stop", sender=LEAD_NAME)
         bare.wait(10)
-    print(f"\n{'figure':<44} | {'p50':>8} | {'p99':>8} | {'n':>5}")
-    print("-" * 74)
-    for row in rows:
-        print(row)
-    print(f"teammate RSS after {grow + 2 * count} turns: {rss:.1f} MiB")
-    print(f"load average: {os.getloadavg()[0]:.2f} (2 cores)")
+    turns = grow + 2 * count + 5
+    print_table(f"bench_roundtrip ({'--quick' if args.quick else 'full'}): lead -> real teammate -> lead", [
+        Figure("lead -> teammate acts (its SendMessage reply stamped), p50", "<= 2 ms", early.p50("acted"),
+               echo.p50("acted"), " ms", met=lambda v: v <= 2,
+               note="from the stamp of the reply entry (ms resolution)"),
+        Figure("full round trip into the lead inbox, p50", "<= 4 ms", early.p50(), echo.p50(), " ms",
+               met=lambda v: v <= 4),
+        Figure("full round trip, p99", "<= 20 ms", early.p99(), echo.p99(), " ms", met=lambda v: v <= 20),
+        Figure(f"round trip p50 after {grow:,} more turns", "", late.p50(), None, " ms"),
+        Figure(f"round trip p99 after {grow:,} more turns", "<= 20 ms", late.p99(), None, " ms",
+               met=lambda v: v <= 20),
+        Figure(f"cost growth: p50 after {grow:,} more turns / early", "<= 1.5x", late.p50() / early.p50(), None,
+               "x", met=lambda v: v <= 1.5,
+               note=f"the teammate's conversation was compacted {compactions} time(s) on the way "
+                    "(default window: the model's)"),
+        Figure("teammate RSS, early", "", rss_early, None, " MiB", digits=1),
+        Figure(f"teammate RSS after {turns:,} turns", "<= 1.5x early", rss_late, rss_early, " MiB", digits=1,
+               met=lambda v: v <= 1.5 * rss_early),
+    ], notes=[f"{count} round trips per figure; p50 = median of {BATCHES} batch medians",
+              "baseline: a bare Python process that waits, takes and answers through the same Mailbox "
+              "(no agent loop, transcript or status): the floor under the teammate"])
     return 0
 
 
