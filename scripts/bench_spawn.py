@@ -68,6 +68,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
+from benchtable import Figure, median_of
+from benchtable import print_table as print_figure_table
 
 from swarm.backends.procs import kill_tree
 from swarm.backends.tmux_backend import TmuxBackend
@@ -77,7 +79,6 @@ from swarm.core.mailbox import Mailbox
 from swarm.core.names import LEAD_NAME
 from swarm.core.protocol import IdleNotification, entry_frame
 from swarm.core.teams import TeamStore
-from swarm.runtime.shutdown import shutdown
 from swarm.runtime.spawn import SpawnRequest, spawn
 
 # -- targets ---------------------------------------------------------------------------
@@ -113,6 +114,8 @@ log = logging.getLogger("bench_spawn")
 class Row:
     kind: str
     n: int
+    start: str = ""
+    """``cold`` (no warm-up, no tmux server running before) or ``warm``."""
     spawn_s: float | None = None
     ready_s: float | None = None
     ready_count: int = 0
@@ -148,6 +151,12 @@ class Context:
 
 
 # -- helpers ---------------------------------------------------------------------------
+
+
+def swarm_exe() -> str:
+    """The ``swarm`` executable beside this interpreter (the venv's), else the one on PATH."""
+    beside = Path(sys.executable).with_name("swarm")
+    return str(beside) if beside.exists() else (shutil.which("swarm") or "swarm")
 
 
 def spawn_env(home_root: Path) -> dict[str, str]:
@@ -274,9 +283,9 @@ def joined_at(home: Home, team: str, name: str) -> float | None:
     return None
 
 
-def run_swarm(ctx: Context, backend: str, n: int) -> Row:
-    row = Row(backend, n)
-    team = f"{backend}-{n}"
+def run_swarm(ctx: Context, backend: str, n: int, start: str = "warm", run: int = 0) -> Row:
+    row = Row(backend, n, start)
+    team = f"{backend}-{n}-{start}-{run}"
     TeamStore(ctx.home).create(team, cwd=str(ctx.workdir))
     mailbox = Mailbox(ctx.home, team)
     watcher = mailbox.watcher(LEAD_NAME)
@@ -328,17 +337,23 @@ def run_swarm(ctx: Context, backend: str, n: int) -> Row:
         if procs and backend == "subprocess" and n == min(ctx.sizes):
             row.details.append("extension modules mapped in an idle teammate: " + ", ".join(mapped_extensions(procs[0])))
 
-        t1 = time.perf_counter()
-        outcomes = shutdown(ctx.home, team, None, ctx.env, reason="benchmark over", timeout=SHUTDOWN_TIMEOUT)
+        t1 = time.perf_counter()  # through the CLI, as a person or a script would: `swarm shutdown --all`
+        done = subprocess.run([swarm_exe(), "shutdown", "--all", "--team", team, "--json",
+                               "--timeout", str(SHUTDOWN_TIMEOUT), "--reason", "benchmark over"],
+                              env=ctx.env, cwd=ctx.workdir, capture_output=True, text=True, check=False,
+                              timeout=SHUTDOWN_TIMEOUT + 30)
         row.shutdown_s = time.perf_counter() - t1
+        outcomes = json.loads(done.stdout) if done.returncode == 0 and done.stdout.strip() else []
+        if done.returncode != 0:
+            row.details.append(f"swarm shutdown failed (exit {done.returncode}): {done.stderr.strip()}")
         for outcome in outcomes:
-            if outcome.result == "approved":
+            if outcome["result"] == "approved":
                 row.approved += 1
-            elif outcome.result == "killed":
+            elif outcome["result"] == "killed":
                 row.killed += 1
             else:
                 row.other += 1
-                row.details.append(f"{outcome.name}: {outcome.result} {outcome.detail}".rstrip())
+                row.details.append(f"{outcome['name']}: {outcome['result']} {outcome.get('detail') or ''}".rstrip())
         reap([p.pid for p in procs])
 
         left = teammate_procs(ctx.home)
@@ -485,7 +500,7 @@ def cells(row: Row) -> list[str]:
     if judge:
         left += verdict(row.left_procs is not None and left_total == TARGET_LEFTOVERS)
     spawn_s = "-" if row.spawn_s is None else f"{row.spawn_s:.2f}"
-    return [row.kind, str(row.n), spawn_s, ready, rss, uss, cpu, down, outcome, left]
+    return [f"{row.kind} {row.start}".strip(), str(row.n), spawn_s, ready, rss, uss, cpu, down, outcome, left]
 
 
 HEADERS = ["backend", "N", "spawn s", "ready s", "RSS MB mean / max", "USS MB mean / max",
@@ -517,18 +532,6 @@ def print_details(rows: list[Row]) -> None:
             print(f"  {row.kind} N={row.n}:")
             for line in row.details:
                 print(f"    - {line}")
-
-
-def print_summary(rows: list[Row]) -> None:
-    judged = [r for r in rows if not r.baseline]
-    failures = []
-    for row in judged:
-        for label, cell in zip(HEADERS[3:], cells(row)[3:], strict=True):
-            if cell.endswith("FAIL"):
-                failures.append(f"{row.kind} N={row.n}: {label} = {cell[:-5]}")
-    print("\nTargets missed:" if failures else "\nAll targets met.")
-    for line in failures:
-        print(f"  - {line}")
 
 
 # -- profile ---------------------------------------------------------------------------
@@ -697,6 +700,56 @@ def profile(ctx: Context) -> None:
         print(f"    {target:<22} {probe(py, env, ctx.workdir, 'swarm.teammate.__main__', target)}")
 
 
+def run_cold(ctx: Context, backend: str, n: int) -> Row:
+    """A cold start: nothing warmed up before it and, for tmux, a private server that does not run yet."""
+    if backend != "tmux":
+        return run_swarm(ctx, backend, n, "cold")
+    warm_socket = ctx.tmux_socket
+    ctx.tmux_socket = ctx.root / "tmux-cold.sock"
+    try:
+        return run_swarm(ctx, backend, n, "cold")
+    finally:
+        with contextlib.suppress(Exception):
+            tmux(ctx, "kill-server")
+        ctx.tmux_socket = warm_socket
+
+
+def print_figures(rows: list[Row], n: int, runs: int) -> None:
+    """The summary table (``benchtable``): cold and warm start-up, shutdown through the CLI, leftovers."""
+    base = next((r for r in rows if r.baseline and r.n == n), None)
+    figures: list[Figure] = []
+    for backend in ("tmux", "subprocess"):
+        cold = [r for r in rows if r.kind == backend and r.n == n and r.start == "cold"]
+        warm = [r for r in rows if r.kind == backend and r.n == n and r.start == "warm"]
+        if not cold and not warm:
+            continue
+        for label, group in (("cold", cold), (f"warm, median of {len(warm)}", warm)):
+            ready = [r.ready_s for r in group if r.ready_s is not None]
+            figures.append(Figure(f"{n} {backend} teammates joined and idle, {label}", "<= 3 s",
+                                  median_of(ready) if ready and len(ready) == len(group) else None,
+                                  base.ready_s if base else None, " s", met=lambda v: v <= 3))
+        every = cold + warm
+        downs = [r.shutdown_s for r in every if r.shutdown_s is not None]
+        figures.append(Figure(f"`swarm shutdown --all` of {n} ({backend}), median of {len(downs)}", "<= 2 s",
+                              median_of(downs) if downs else None, base.shutdown_s if base else None, " s",
+                              met=lambda v: v <= 2,
+                              note=f"each run: {', '.join(f'{d:.2f}' for d in downs)} s; "
+                                   f"approved/killed {sum(r.approved for r in every)}/{sum(r.killed for r in every)}"))
+        left = sum((r.left_procs or 0) + (r.left_panes or 0) for r in every)
+        figures.append(Figure(f"processes and panes left after every {backend} run", "0", float(left), None,
+                              digits=0, met=lambda v: v == 0))
+        rss = [max(r.rss) for r in every if r.rss]
+        figures.append(Figure(f"idle teammate RSS, max ({backend})", "<= 40 MiB", max(rss) if rss else None,
+                              max(base.rss) if base and base.rss else None, " MiB", digits=1,
+                              met=lambda v: v <= 40))
+    print_figure_table(f"bench_spawn: N={n}", figures, notes=[
+        "cold: the first run of the process, no warm-up run before it and no tmux server running (the first "
+        "spawn starts it); the subprocess cold run comes after the tmux one, so its files are in the page cache",
+        f"warm: a private tmux server already running, {runs} runs per backend",
+        "baseline: bare interpreters that write one byte (ready) and are SIGTERMed (shutdown)",
+        "shutdown is timed around the `swarm shutdown --all --team T` command, start to exit"])
+
+
 # -- setup and cleanup -------------------------------------------------------------------
 
 
@@ -748,6 +801,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--sizes", default="1,4,16", help="comma list of team sizes")
     parser.add_argument("--window", type=float, help="CPU window in seconds (default 10, --quick 3)")
     parser.add_argument("--no-profile", action="store_true", help="skip the import/RSS profile")
+    parser.add_argument("--runs", type=int, default=0, help="warm runs per backend and size (default 3, --quick 2)")
     ns = parser.parse_args(argv)
     ns.backends = [b.strip() for b in ns.backends.split(",") if b.strip()]
     bad = [b for b in ns.backends if b not in ("tmux", "subprocess")]
@@ -760,6 +814,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if not ns.sizes or min(ns.sizes) < 1:
         parser.error("--sizes must be positive integers")
     ns.window = ns.window if ns.window else (3.0 if ns.quick else 10.0)
+    ns.runs = ns.runs if ns.runs > 0 else (2 if ns.quick else 3)
     return ns
 
 
@@ -782,12 +837,10 @@ def main(argv: list[str] | None = None) -> int:
             ctx = Context(root=root, home=home, workdir=workdir, playbook=playbook, env=spawn_env(home.root),
                           window=args.window, run_id=uuid.uuid4().hex[:10], sizes=args.sizes)
             backends = list(args.backends)
-            if "tmux" in backends:
-                try:
-                    start_tmux(ctx)
-                except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
-                    print(f"tmux skipped: {exc}")
-                    backends.remove("tmux")
+            ctx.tmux_bin = shutil.which("tmux")
+            if "tmux" in backends and ctx.tmux_bin is None:
+                print("tmux skipped: tmux not found")
+                backends.remove("tmux")
             tmux_version = subprocess.run([ctx.tmux_bin, "-V"], capture_output=True, text=True,
                                           check=False).stdout.strip() if ctx.tmux_bin else "no tmux"
             print(f"bench_spawn: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
@@ -796,20 +849,29 @@ def main(argv: list[str] | None = None) -> int:
                   % os.getloadavg())
             if (os.cpu_count() or 0) != 2:
                 print(f"note: the ready target assumes 2 cores; this machine has {os.cpu_count()}")
-            # warm-up: byte-compile and page in what a teammate imports, so N=1 is not a cold start
-            subprocess.run([sys.executable, "-m", "swarm.teammate", "--help"], env=ctx.env, cwd=workdir,
-                           capture_output=True, check=False, timeout=120)
+            # cold first: no warm-up run before it, and (tmux) no server running: the first spawn starts it
+            biggest = max(args.sizes)
+            for backend in backends:
+                print(f"... {backend} N={biggest} cold", flush=True)
+                rows.append(run_cold(ctx, backend, biggest))
+            if "tmux" in backends:
+                try:
+                    start_tmux(ctx)  # the warm runs find a private server running
+                except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+                    print(f"tmux warm runs skipped: {exc}")
+                    backends.remove("tmux")
             for backend in backends:
                 for n in args.sizes:
-                    print(f"... {backend} N={n}", flush=True)
-                    rows.append(run_swarm(ctx, backend, n))
+                    for run in range(args.runs):
+                        print(f"... {backend} N={n} warm {run + 1}/{args.runs}", flush=True)
+                        rows.append(run_swarm(ctx, backend, n, "warm", run))
             for n in args.sizes:
                 print(f"... baseline N={n}", flush=True)
                 rows.append(run_baseline(ctx, n))
             print()
             print_table(rows)
             print_details(rows)
-            print_summary(rows)
+            print_figures(rows, biggest, args.runs)
             if not args.no_profile:
                 profile(ctx)
         return 0
