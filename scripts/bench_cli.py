@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""Benchmark ``swarm send`` from a shell: the whole process, start to exit.
+
+    .venv/bin/python scripts/bench_cli.py [--quick]
+
+Runs the installed ``swarm`` executable (the one beside this interpreter) the
+way a shell does: a fresh process per call, ``swarm send NAME TEXT`` as the
+team lead (so the entry is signed, as every lead send is) into a scratch home.
+
+- cold: the very first call of this script, nothing run before it;
+- warm: the median of ``BATCHES`` batch medians of the calls after it.
+
+Baseline: ``python -c pass`` with the same interpreter, the floor of any
+Python command. Also ``swarm --version``, which loads the CLI without a
+command. Prints the figure / goal / swarm / baseline / ratio table
+(``scripts/benchtable.py``) and exits 0 whatever the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchtable import Figure, batch_medians, median_of, print_table
+
+BATCHES = 5
+
+
+def _swarm() -> str:
+    beside = Path(sys.executable).with_name("swarm")
+    return str(beside) if beside.exists() else (shutil.which("swarm") or "swarm")
+
+
+def _timed(argv: list[str], env: dict[str, str]) -> float:
+    began = time.perf_counter()
+    subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    return (time.perf_counter() - began) * 1000
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="fewer calls")
+    args = parser.parse_args()
+    calls = 20 if args.quick else 50
+    root = Path(tempfile.mkdtemp(prefix="swarm-bench-cli-"))
+    try:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "SWARM_"))}
+        env["SWARM_HOME"] = str(root / "home")
+        swarm = _swarm()
+        send = [swarm, "send", "team-lead", "hello from the shell", "--team", "bench"]
+        subprocess.run([swarm, "team", "create", "bench"], env=env, capture_output=True, check=True)
+        cold = _timed(send, env)
+        warm = [_timed(send, env) for _ in range(calls)]
+        version = [_timed([swarm, "--version"], env) for _ in range(calls)]
+        bare = [_timed([sys.executable, "-c", "pass"], env) for _ in range(calls)]
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    floor = median_of(batch_medians(bare, BATCHES))
+    print_table(f"bench_cli ({'--quick' if args.quick else 'full'}): a shell runs swarm", [
+        Figure("`swarm send` from a shell, cold (first call)", "<= 100 ms", cold, floor, " ms", digits=0,
+               met=lambda v: v <= 100),
+        Figure(f"`swarm send` from a shell, warm (median of {BATCHES} batch medians)", "<= 100 ms",
+               median_of(batch_medians(warm, BATCHES)), floor, " ms", digits=0, met=lambda v: v <= 100),
+        Figure("`swarm --version` (the CLI without a command)", "", median_of(batch_medians(version, BATCHES)),
+               floor, " ms", digits=0),
+    ], notes=[f"{calls} calls each; baseline: `python -c pass` with the same interpreter",
+              "the first `swarm team create` in the scratch home is not timed"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
