@@ -398,6 +398,16 @@ def parse_frame(text: str) -> Frame | str:
         return text
 
 
+def build_models() -> None:
+    """Build the inbox and team-file models now rather than on first use (their ``defer_build``).
+
+    A one-shot command builds only what it uses; a long-lived process that
+    wants its first send at full speed calls this at start.
+    """
+    for model in (InboxEntry, Member, TeamFile, Activity):
+        model.model_rebuild(force=True)
+
+
 LEAD_FRAMES: tuple[type[_Wire], ...] = (ShutdownRequest, PermissionResponse, PlanApprovalResponse)
 """Frames only the lead (or the runtime acting for it) may send."""
 

@@ -34,6 +34,8 @@ PROLOGUE = f"""
 import json, os, sys, time
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
+from swarm.core.protocol import build_models
+build_models()  # before 'ready': the timed part is the traffic, not building the models on first use
 home = Home.from_env()
 mb = Mailbox(home, {TEAM!r})
 INBOX = home.inbox_path({TEAM!r}, {RECIPIENT!r})
