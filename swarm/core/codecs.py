@@ -48,6 +48,27 @@ class InboxCodec:
         return [entry.wire() for entry in value]
 
 
+class InboxAppendCodec:
+    """An inbox opened to append one entry: the entries already there stay exactly as they are.
+
+    Only the new entry is built (and validated) by the sender; what others
+    wrote is neither re-validated nor re-encoded — a reader's ``InboxCodec``
+    judges it — so a send costs the same whatever the inbox holds, and
+    Claude Code's own entries keep their bytes.
+    """
+
+    def empty(self) -> list[Any]:
+        return []
+
+    def decode(self, raw: Any, source: Path) -> list[Any]:
+        if not isinstance(raw, list):
+            raise ValueError(f"expected a JSON array, found {type(raw).__name__}")
+        return list(raw)  # a new list: the append must differ from what was read
+
+    def encode(self, value: list[Any]) -> Any:
+        return value
+
+
 class ActivityCodec:
     """A teammate's ``Activity`` file; ``None`` when there is none (or it is unusable: it is only a hint)."""
 

@@ -21,9 +21,10 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 from swarm.core.clock import now_iso
-from swarm.core.codecs import InboxCodec
+from swarm.core.codecs import InboxAppendCodec, InboxCodec
 from swarm.core.home import Home, ensure_dir
 from swarm.core.jsonfile import LockedJsonFile
 from swarm.core.names import BROADCAST, LEAD_NAME, validate_name
@@ -47,6 +48,7 @@ class Mailbox:
     """Use file-change events for ``wait``; False forces the polling fallback."""
     _teams: TeamStore = field(init=False, repr=False)
     _files: dict[str, LockedJsonFile[list[InboxEntry]]] = field(init=False, repr=False, default_factory=dict)
+    _appends: dict[str, LockedJsonFile[list[Any]]] = field(init=False, repr=False, default_factory=dict)
     _roster: tuple[tuple[int, int, int], TeamFile] | None = field(init=False, repr=False, default=None)
 
     def __post_init__(self) -> None:
@@ -88,7 +90,7 @@ class Mailbox:
                 entry.structured = True
             if sender == LEAD_NAME and self._lead_key is not None:
                 entry.lead_sig = sign_entry(entry, self._lead_key)
-            self._file(name).update(_appender(entry))
+            self._appending(name).update(_appender(entry))
             written.append(entry)
         return written
 
@@ -185,6 +187,12 @@ class Mailbox:
             if own:
                 active.close()
 
+    def _appending(self, agent: str) -> LockedJsonFile[list[Any]]:
+        """``agent``'s inbox opened to append (the entries there are not re-read as models: ``InboxAppendCodec``)."""
+        if agent not in self._appends:
+            self._appends[agent] = LockedJsonFile(self.home.inbox_path(self.team, agent), InboxAppendCodec())
+        return self._appends[agent]
+
     def _file(self, agent: str) -> LockedJsonFile[list[InboxEntry]]:
         if agent not in self._files:
             self._files[agent] = LockedJsonFile(self.home.inbox_path(self.team, agent), InboxCodec(),
@@ -192,9 +200,11 @@ class Mailbox:
         return self._files[agent]
 
 
-def _appender(entry: InboxEntry) -> Callable[[list[InboxEntry]], None]:
-    def append(entries: list[InboxEntry]) -> None:
-        entries.append(entry)
+def _appender(entry: InboxEntry) -> Callable[[list[Any]], None]:
+    wire = entry.wire()
+
+    def append(entries: list[Any]) -> None:
+        entries.append(wire)
 
     return append
 

@@ -101,7 +101,7 @@ def test_unparsable_inbox_is_quarantined_by_a_writer_and_replaced(
     assert _quarantined(inbox) == [moved], "a healthy inbox must not be quarantined again"
 
 
-def test_invalid_entries_are_dropped_one_by_one_and_extras_survive_a_rewrite(
+def test_invalid_entries_are_dropped_one_by_one_by_readers_and_extras_survive_a_rewrite(
     mb: Mailbox, inbox: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     keep_a = _entry("keep a", color="blue", futureField={"nested": [1, 2]}, msgV=1, msg_id="a")
@@ -115,10 +115,15 @@ def test_invalid_entries_are_dropped_one_by_one_and_extras_survive_a_rewrite(
     assert sorted(r.index for r in dropped) == [1, 2, 3]  # type: ignore[attr-defined]
     assert all(r.path == str(inbox) for r in dropped)  # type: ignore[attr-defined]
 
-    [new] = mb.send("bob", "new", sender="carol")  # a locked rewrite of the whole array
+    [new] = mb.send("bob", "new", sender="carol")  # a send appends and leaves what is there as it is
     doc = json.loads(inbox.read_bytes())
-    assert doc[:2] == [keep_a, keep_b], "valid entries must come back byte-for-byte, unknown fields included"
-    assert doc[2]["msg_id"] == new.msg_id and len(doc) == 3
+    assert doc[:5] == [keep_a, bad_text, no_from, 42, keep_b] and doc[5]["msg_id"] == new.msg_id
+    assert [e.text for e in mb.read("bob")] == ["keep a", "keep b", "new"]  # the reader still judges them
+
+    mb.acknowledge("bob", ["a"])  # the reader's locked rewrite drops the invalid ones
+    doc = json.loads(inbox.read_bytes())
+    assert doc[0] == keep_b, "valid entries must come back byte-for-byte, unknown fields included"
+    assert doc[1]["msg_id"] == new.msg_id and len(doc) == 2
     assert not _quarantined(inbox), "one bad entry must not condemn the whole file"
 
 
