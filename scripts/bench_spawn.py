@@ -549,7 +549,7 @@ def mem():
 steps = [
     ("bare interpreter (site + editable finder)", ""),
     ("+ pydantic BaseModel/TypeAdapter", "from pydantic import BaseModel, ConfigDict, Field, TypeAdapter"),
-    ("+ filelock, inotify_simple", "import filelock, inotify_simple"),
+    ("+ inotify_simple", "import inotify_simple"),
     ("+ swarm.core.protocol (wire models)", "import swarm.core.protocol"),
     ("+ swarm.core teams/mailbox/jsonfile/watch", "import swarm.core.teams, swarm.core.mailbox"),
     ("+ psutil", "import psutil"),
@@ -585,7 +585,7 @@ for label, code in steps:
     print(f"LADDER\t{label}\t{now[0]:.1f}\t{now[1]:.1f}\t{now[0] - prev[0]:+.1f}\t{took * 1000:.0f}")
     prev = now
 heavy = ["anthropic", "httpx", "httpcore", "anyio", "jiter", "libtmux", "click", "pydantic", "pydantic_core",
-         "psutil", "filelock", "inotify_simple", "tomllib", "asyncio", "ssl", "email.utils", "http.client",
+         "psutil", "inotify_simple", "tomllib", "asyncio", "ssl", "email.utils", "http.client",
          "urllib.request", "platform", "inspect", "subprocess", "uuid"]
 print("MODULES\t" + " ".join(f"{m}={'yes' if m in sys.modules else 'no'}" for m in heavy))
 print("COUNT\t" + str(len(sys.modules)))
@@ -692,7 +692,7 @@ def profile(ctx: Context) -> None:
         print("  ladder failed: " + ladder.stderr.strip().splitlines()[-1] if ladder.stderr.strip() else "")
 
     print("  cost of each dependency alone, imported into a bare interpreter (median of 3):")
-    for target in ("pydantic:BaseModel", "filelock", "psutil", "inotify_simple", "tomllib", "importlib.metadata",
+    for target in ("pydantic:BaseModel", "psutil", "inotify_simple", "tomllib", "importlib.metadata",
                    "email.utils", "libtmux", "anthropic"):
         print(f"    {target:<22} {probe(py, env, ctx.workdir, '', target)}")
     print("  what a teammate would pay on top of what it imports today (median of 3):")
