@@ -6,6 +6,7 @@ handled by the front end (it has to leave the prompt).
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -44,12 +45,16 @@ class Commands:
     def handle(self, text: str) -> bool:
         """Run ``text`` if it is a command (True); False: it is a prompt (or a skill) for the lead."""
         word, _, rest = text.strip().partition(" ")
-        action = {"/help": self._help, "/team": self._team, "/tasks": self._tasks, "/agents": self._agents,
-                  "/skills": self._skills, "/model": self._model, "/details": self._details,
-                  "/clear": self._clear}.get(word)
+        actions = {"/help": self._help, "/team": self._team, "/tasks": self._tasks, "/agents": self._agents,
+                   "/skills": self._skills, "/model": self._model, "/details": self._details, "/clear": self._clear}
+        action = actions.get(word)
         if action is None:
-            if word.startswith("/") and self.chat.session.main.skills.get(word[1:]) is None and "/" not in word[1:]:
-                self.chat.view.warn(f"unknown command {word}; /help lists the commands, /skills the skills")
+            skills = self.chat.session.main.skills
+            if word.startswith("/") and skills.get(word[1:]) is None and "/" not in word[1:]:
+                known = [*actions, EXIT, *(f"/{s.name}" for s in skills.user_invocable())]
+                close = difflib.get_close_matches(word, known, n=1)
+                hint = f"did you mean {close[0]}? " if close else ""
+                self.chat.view.warn(f"unknown command {word}; {hint}/help lists the commands, /skills the skills")
                 return True
             return False
         try:
