@@ -21,6 +21,8 @@ class Conversation:
     """Tokens the last model call carried (input, cached or not, and reply): what compaction watches."""
     compaction_retry_at: int = 0
     """After a failed compaction, ``context_tokens`` must reach this before the next try."""
+    on_compacted: Callable[[int], None] | None = None
+    """Called with how many messages a compaction summarised (a live view says so)."""
 
     @classmethod
     def resume(cls, transcript: Transcript) -> Conversation:
@@ -62,6 +64,8 @@ class Conversation:
         self.compaction_retry_at = 0
         if self.transcript is not None:
             self.transcript.compaction(self.messages, summarised=summarised, usage=usage)
+        if self.on_compacted is not None:
+            self.on_compacted(summarised)
 
     def add_user_text(self, text: str, *, delivered: Sequence[str] = ()) -> None:
         self.add(Message.user_text(text), delivered=delivered)

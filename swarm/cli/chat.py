@@ -58,6 +58,7 @@ def run_chat(home: Home, *, resume: str | None, permission_mode: str, model: str
                                                            on_text=relay))
     _welcome(view, chat, provider.model, workdir, resumed=resume is not None)
     session.conversation.observer = view.message
+    session.conversation.on_compacted = view.compacted
     front: Terminal | PlainLines
     if terminal:
         front = Terminal(chat, commands, history_path(home))

@@ -142,7 +142,8 @@ class Commands:
             return
         session = self.chat.session
         fresh = new_session(self.chat.home)
-        observer = session.conversation.observer
-        session.conversation = Conversation(transcript=Transcript(fresh.transcript), observer=observer)
+        old = session.conversation
+        session.conversation = Conversation(transcript=Transcript(fresh.transcript), observer=old.observer,
+                                            on_compacted=old.on_compacted)
         self.chat.session_id = fresh.id
         self.chat.view.note(f"new conversation (session {fresh.id}); the team and its tasks stay")

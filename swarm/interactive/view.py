@@ -107,6 +107,14 @@ class View:
             if isinstance(block, ToolResultBlock):
                 self._tool_finished(block)
 
+    def compacted(self, summarised: int) -> None:
+        """The conversation was summarised to fit the model's window (the summary's text was only a preview)."""
+        with self._lock:
+            self._partial = ""
+        self.on_change()
+        self.note(f"the conversation neared the model's window: {summarised} messages were summarised "
+                  "(the session file keeps them all)")
+
     def turn_end(self, run: AgentRun, seconds: float) -> None:
         tokens = run.usage.input_tokens + run.usage.output_tokens
         tail = f"{run.turns} model call{'s' if run.turns != 1 else ''} · {tokens:,} tokens · {seconds:.1f}s"

@@ -21,6 +21,7 @@ from tests.fakes.anthropic_server import (
     RecordedRequest,
     text_reply,
     tool_use_reply,
+    usage_json,
 )
 from tests.interactive.conftest import EXITED, Screen
 from tests.teammates.conftest import teammate_pids
@@ -344,3 +345,25 @@ def test_model_switches_the_leads_model_from_the_next_turn(
     screen.wait_for("second")
     assert [r.body["model"] for r in fake_api.requests] == ["claude-sonnet-4-6", expand_alias("opus", {})]
     assert "one" in json.dumps(fake_api.requests[1].body["messages"])  # the same conversation goes on
+
+
+def test_clear_starts_a_new_conversation_and_compaction_is_said_when_it_happens(
+        start_chat: Callable[..., Screen], fake_api: FakeAnthropicServer) -> None:
+    near_window = usage_json(190_000, 10)  # past the default threshold (200,000 less 13,000)
+    fake_api.enqueue(text_reply("one noted", usage=near_window))
+    fake_api.enqueue(text_reply("SUMMARY: the user said one"), when="create a detailed summary")
+    fake_api.enqueue(text_reply("two noted", usage=near_window), text_reply("fresh start"))
+    screen = start_chat()
+    screen.ready()
+    screen.type("one")
+    screen.wait_for("one noted")
+    screen.type("two")
+    shown = screen.wait_for("two noted")
+    assert "3 messages were summarised" in shown  # one, its answer, and two (carried on after the summary)
+    assert "SUMMARY: the user said one" in json.dumps(fake_api.requests[-1].body["messages"])
+    screen.type("/clear")
+    screen.wait_for("new conversation (session")
+    screen.type("three")
+    screen.wait_for("fresh start")
+    sent = json.dumps(fake_api.requests[-1].body["messages"])
+    assert "three" in sent and "SUMMARY" not in sent and "one noted" not in sent
