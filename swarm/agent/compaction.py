@@ -38,6 +38,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from swarm.agent.conversation import Conversation
+from swarm.agent.instructions import is_context_block
 from swarm.errors import ModelError
 from swarm.models.base import ModelProvider, ModelRequest, ToolSpec
 from swarm.models.messages import Message, TextBlock, ToolResultBlock, Usage
@@ -135,11 +136,13 @@ def _with_instruction(last: Message) -> Message:
 
 
 def _continued(summary: str, messages: list[Message]) -> list[Message]:
-    """The conversation from ``summary`` on, keeping the step in progress (see the module docstring)."""
+    """The conversation from ``summary`` on, keeping the step in progress (see the module docstring)
+    and the context block of the first message (CLAUDE.md instructions, git status as it was)."""
+    context = [b for b in messages[0].content if isinstance(b, TextBlock) and is_context_block(b.text)][:1]
     head = TextBlock(text=CONTINUATION.format(summary=summary))
     last = messages[-1]
     in_step = any(isinstance(b, ToolResultBlock) for b in last.content)
     if in_step and len(messages) >= 2 and messages[-2].role == "assistant":
-        return [Message(role="user", content=[head]), messages[-2], last]
-    kept = [b for b in last.content if not isinstance(b, ToolResultBlock)]
-    return [Message(role="user", content=[head, *kept])]
+        return [Message(role="user", content=[head, *context]), messages[-2], last]
+    kept = [b for b in last.content if not isinstance(b, ToolResultBlock) and b not in context]
+    return [Message(role="user", content=[head, *context, *kept])]

@@ -57,6 +57,14 @@ _CLOSING = ("IMPORTANT: this context may or may not be relevant to your task. Do
             "unless it is relevant to what you are doing.")
 
 
+CONTEXT_OPENING = "<system-reminder>\nAs you answer, you can use the following context:\n"
+
+
+def is_context_block(text: str) -> bool:
+    """Is ``text`` a ``context_block`` (the first user message carries one)?"""
+    return text.startswith(CONTEXT_OPENING)
+
+
 def context_block(cwd: Path, *, env: Mapping[str, str], omit_instructions: bool = False,
                   today: date | None = None) -> str:
     """The ``<system-reminder>`` block for an agent working in ``cwd`` (see the module docstring)."""
@@ -72,8 +80,7 @@ def context_block(cwd: Path, *, env: Mapping[str, str], omit_instructions: bool 
         sections.append(f"# Git status\n{status}")
     sections.append(f"# Current date\nToday's date is {(today or date.today()).isoformat()}.")
     body = "\n\n".join(sections)
-    return ("<system-reminder>\nAs you answer, you can use the following context:\n"
-            f"{body}\n\n{_CLOSING}\n</system-reminder>")
+    return f"{CONTEXT_OPENING}{body}\n\n{_CLOSING}\n</system-reminder>"
 
 
 def instruction_files(cwd: Path, *, env: Mapping[str, str]) -> list[tuple[Path, str]]:

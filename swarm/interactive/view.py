@@ -27,6 +27,8 @@ from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.styles import Style
 from prompt_toolkit.styles.style import parse_color
 
+from swarm.agent.compaction import CONTINUATION
+from swarm.agent.instructions import is_context_block
 from swarm.agent.loop import AgentRun
 from swarm.agent.permissions.describe import MODEL_NOTE, describe
 from swarm.core.text import flat
@@ -37,6 +39,8 @@ STYLE = Style.from_dict({
     "dim": "#888888", "answer": "bold ansigreen", "tool": "ansicyan", "error": "ansired", "ok": "ansigreen",
     "question": "bold ansiyellow", "note": "#888888 italic", "warning": "ansiyellow", "you": "bold",
 })
+CONTINUATION_OPENING = CONTINUATION.split("{", 1)[0]
+"""How a compacted conversation's summary message begins (not the person's words)."""
 PREVIEW_LINES = 3
 """Lines of the text being produced shown under the prompt."""
 TARGET_WIDTH = 70
@@ -186,9 +190,11 @@ class View:
         for message in messages:
             if message.role == "user":
                 texts = [b.text for b in message.content if isinstance(b, TextBlock)]
-                shown = [t for t in texts if not t.startswith("<system-reminder>")]
-                for text in shown:
-                    self._print([("class:you", f"> {_indent(text)}")])
+                for text in texts:
+                    if text.startswith(CONTINUATION_OPENING):
+                        self.note("(what came before was summarised to fit the model's window)")
+                    elif not is_context_block(text):
+                        self._print([("class:you", f"> {_indent(text)}")])
                 for block in message.content:
                     if isinstance(block, ToolResultBlock):
                         self._tool_finished(block)

@@ -360,7 +360,8 @@ def test_clear_starts_a_new_conversation_and_compaction_is_said_when_it_happens(
     screen.type("two")
     shown = screen.wait_for("two noted")
     assert "3 messages were summarised" in shown  # one, its answer, and two (carried on after the summary)
-    assert "SUMMARY: the user said one" in json.dumps(fake_api.requests[-1].body["messages"])
+    first = json.dumps(fake_api.requests[-1].body["messages"][0])
+    assert "SUMMARY: the user said one" in first and "you can use the following context" in first  # kept
     screen.type("/clear")
     screen.wait_for("new conversation (session")
     screen.type("three")
