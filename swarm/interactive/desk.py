@@ -162,6 +162,7 @@ class PersonGate:
         question = Question("permission", LEAD_ASKER, tool.name, describe(tool.name, facts.args, facts.cwd),
                             rule=rules[0] if rules else None)
         reply = self.desk.ask(question, ctx.cancel)
+        _record(ctx, question, reply)
         if reply is None:
             raise ToolError("not run: the turn was interrupted before the person answered")
         if reply.choice == "deny":
@@ -169,3 +170,13 @@ class PersonGate:
         if reply.choice == "always" and question.rule:
             self.granted.append(question.rule)
         return args
+
+
+def _record(ctx: ToolContext, question: Question, reply: Reply | None) -> None:
+    """The person's answer to the lead's own call, in the session's transcript (a teammate's goes to the team's
+    permission record instead)."""
+    transcript = ctx.running.conversation.transcript if ctx.running is not None else None
+    if transcript is not None:
+        transcript.event("permission_answered", tool=question.tool, input_described=question.what,
+                         decision=reply.choice if reply else "interrupted", reason=reply.reason if reply else None,
+                         rule_added=question.rule if reply and reply.choice == "always" else None)

@@ -119,6 +119,10 @@ def test_a_denied_command_does_not_run_and_the_model_hears_the_reason(
     assert not (tmp_path / "should-not-exist").exists()
     result = fake_api.requests[-1].body["messages"][-1]["content"][0]
     assert result["is_error"] and "permission denied by the person: not in this repo" in str(result["content"])
+    [session] = screen.home.sessions_dir.glob("*.jsonl")
+    answered = [r for r in map(json.loads, session.read_text().splitlines()) if r.get("event") == "permission_answered"]
+    assert [(a["tool"], a["input_described"], a["decision"], a["reason"]) for a in answered] == [
+        ("Bash", "run: touch should-not-exist", "deny", "not in this repo")]
 
 
 def test_ctrl_c_stops_a_long_turn_and_the_model_is_told_at_the_next_prompt(
