@@ -32,7 +32,7 @@ from swarm.runtime.lead import LeadTeam
 
 def run_chat(home: Home, *, resume: str | None, permission_mode: str, model: str | None, playbook: Path | None,
              cwd: Path | None, agent_name: str | None, agents_json: str | None, allow: tuple[str, ...],
-             deny: tuple[str, ...], backend: str, teammate_playbooks: dict[str, Path],
+             deny: tuple[str, ...], backend: str, tmux_socket: str | None, teammate_playbooks: dict[str, Path],
              allow_writes_outside_cwd: bool) -> None:
     env = dict(os.environ)
     workdir = (cwd or Path.cwd()).resolve()
@@ -46,7 +46,8 @@ def run_chat(home: Home, *, resume: str | None, permission_mode: str, model: str
     view = View(workdir, plain=not terminal)
     main = setup.main_agent(stored.transcript.with_suffix(".subagents"), note=view.warn)
     policy = LeadPolicy(allow=list(allow), deny=list(deny)) if allow or deny else None
-    lead = LeadTeam(home, env, workdir, backend=backend, policy=policy, playbooks=teammate_playbooks)
+    lead = LeadTeam(home, env, workdir, backend=backend, tmux_socket=tmux_socket, policy=policy,
+                    playbooks=teammate_playbooks)
     own_rules = settings_rules(workdir, settings_digests(workdir)).merged(
         RuleSet(allow=tuple(parse_rules(list(allow))), deny=tuple(parse_rules(list(deny)))))
     session = MainSession(provider, cwd=workdir, main=main, transcript=stored.transcript, resume=resume is not None,

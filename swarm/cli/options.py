@@ -58,3 +58,8 @@ def say_model(choice: Choice, who: str = "") -> None:
     """Tell the person which model an agent runs: always for the echoing offline default, else on a terminal."""
     if (choice.scripted and choice.playbook is None) or sys.stderr.isatty():
         click.echo(f"swarm: {who}{choice.notice()}", err=True)
+
+
+tmux_socket_option = click.option(
+    "--tmux-socket", envvar="SWARM_TMUX_SOCKET", show_envvar=True, default=None,
+    help="tmux server: a socket name (-L) or a socket path (-S).")

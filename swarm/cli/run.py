@@ -19,7 +19,7 @@ from swarm.agent.limits import Limits
 from swarm.agent.permissions.policy import PERMISSION_MODES
 from swarm.agent.skills import SkillCatalog, load_skills
 from swarm.agent.tools.team_tools import team_tools
-from swarm.cli.options import home_of, json_option, say_model
+from swarm.cli.options import home_of, json_option, say_model, tmux_socket_option
 from swarm.cli.render import emit_json
 from swarm.core.clock import now_ms
 from swarm.core.home import Home
@@ -73,6 +73,7 @@ def _playbooks(ctx: click.Context, param: click.Parameter, values: tuple[str, ..
 @click.option("--deny", "deny", multiple=True, metavar="RULE", help="Lead policy: requests matching RULE are denied.")
 @click.option("--backend", type=click.Choice(["auto", "tmux", "subprocess"]), default="auto", show_default=True,
               help="Where teammates the agent starts run.")
+@tmux_socket_option
 @click.option("--rm", "remove", is_flag=True, help="Delete the team the agent created when the run ends.")
 @click.option("--teammate-playbook", "teammate_playbooks", multiple=True, metavar="NAME=PLAYBOOK",
               callback=_playbooks, help="Run teammate NAME on the offline scripted model with PLAYBOOK (repeatable).")
@@ -82,7 +83,8 @@ def run(ctx: click.Context, prompt: str | None, resume: str | None, permission_m
         playbook: Path | None, cwd: Path | None,
         max_turns: int, token_budget: int, timeout: float, transcript: Path | None,
         allow_writes_outside_cwd: bool, agent_name: str | None, agents_json: str | None, allow: tuple[str, ...],
-        deny: tuple[str, ...], backend: str, remove: bool, teammate_playbooks: dict[str, Path],
+        deny: tuple[str, ...], backend: str, tmux_socket: str | None, remove: bool,
+        teammate_playbooks: dict[str, Path],
         as_json: bool) -> None:
     """Talk to an agent that may lead a team: a session in the terminal, or with -p one headless run.
 
@@ -109,7 +111,8 @@ def run(ctx: click.Context, prompt: str | None, resume: str | None, permission_m
 
         run_chat(home_of(ctx), resume=resume, permission_mode=permission_mode, model=model, playbook=playbook,
                  cwd=cwd, agent_name=agent_name, agents_json=agents_json, allow=allow, deny=deny, backend=backend,
-                 teammate_playbooks=teammate_playbooks, allow_writes_outside_cwd=allow_writes_outside_cwd)
+                 tmux_socket=tmux_socket, teammate_playbooks=teammate_playbooks,
+                 allow_writes_outside_cwd=allow_writes_outside_cwd)
         return
     if resume is not None:
         raise UsageError("--resume continues an interactive session; leave out -p")
@@ -122,7 +125,8 @@ def run(ctx: click.Context, prompt: str | None, resume: str | None, permission_m
     provider = setup.provider
     main = setup.main_agent(_agents_dir(home_of(ctx), transcript), note=_note)
     policy = LeadPolicy(allow=list(allow), deny=list(deny)) if allow or deny else None
-    lead = LeadTeam(home_of(ctx), env, workdir, backend=backend, policy=policy, playbooks=teammate_playbooks)
+    lead = LeadTeam(home_of(ctx), env, workdir, backend=backend, tmux_socket=tmux_socket, policy=policy,
+                    playbooks=teammate_playbooks)
     cancel = threading.Event()
     previous = signal.signal(signal.SIGINT, _first_interrupt(cancel))
     session = MainSession(provider, cwd=workdir, main=main, transcript=transcript, cancel=cancel,

@@ -17,6 +17,7 @@ from swarm.cli.options import (
     json_option,
     say_model,
     team_option,
+    tmux_socket_option,
 )
 from swarm.cli.render import emit_json, table
 from swarm.core.fileio import open_regular
@@ -31,10 +32,6 @@ from swarm.runtime.spawn import SpawnRequest, spawn_reporting, wait_joined
 from swarm.runtime.status import MemberStatus, team_status
 from swarm.runtime.worktrees import Worktree
 from swarm.teammate.config import PERMISSION_MODES
-
-tmux_socket_option = click.option(
-    "--tmux-socket", envvar="SWARM_TMUX_SOCKET", show_envvar=True, default=None,
-    help="tmux server: a socket name (-L) or a socket path (-S).")
 
 
 @click.command()

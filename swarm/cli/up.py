@@ -9,9 +9,13 @@ from pathlib import Path
 
 import click
 
-from swarm.cli.options import home_of, json_option, team_name_argument
+from swarm.cli.options import (
+    home_of,
+    json_option,
+    team_name_argument,
+    tmux_socket_option,
+)
 from swarm.cli.render import one_line, table
-from swarm.cli.teammates import tmux_socket_option
 from swarm.core.clock import now_ms
 from swarm.core.home import Home
 from swarm.core.permlog import PermissionEvent, PermissionLog

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -372,3 +374,47 @@ def test_clear_starts_a_new_conversation_and_compaction_is_said_when_it_happens(
     screen.wait_for("fresh start")
     sent = json.dumps(fake_api.requests[-1].body["messages"])
     assert "three" in sent and "SUMMARY" not in sent and "one noted" not in sent
+
+
+QUIET = """
+[[rules]]
+name = "report"
+on = "prompt"
+match = 'report'
+[[rules.steps]]
+tool_calls = [{ name = "SendMessage", input = { to = "team-lead", message = "alice is here" } }]
+[[rules.steps]]
+text = "done"
+"""
+
+
+def test_outside_tmux_teammates_go_to_a_detached_session_and_team_says_how_to_attach(
+        tmp_path: Path, fake_api: FakeAnthropicServer) -> None:
+    alice = _lead_starts(fake_api, tmp_path, "alice", QUIET, prompt="Please report.", started="Alice is on it.",
+                         answer="Good.")
+    socket = tmp_path / "tmux" / "sock"
+    env = {"SWARM_HOME": str(tmp_path / "home"), "HOME": str(tmp_path), "PATH": os.environ["PATH"],
+           "ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": fake_api.base_url}
+    proc = subprocess.Popen([str(SWARM_EXE), "run", "--teammate-playbook", alice, "--tmux-socket", str(socket)],
+                            env=env, cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stdin is not None and proc.stdout is not None
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True)  # type: ignore[union-attr]
+    reader.start()
+    try:
+        proc.stdin.write("start a team\n")
+        proc.stdin.flush()
+        _wait(lambda: any("⇐ alice alice is here" in line for line in lines), "alice's message")
+        proc.stdin.write("/team\n")
+        proc.stdin.close()
+        assert proc.wait(60) == 0, proc.stderr.read() if proc.stderr else ""
+        reader.join(5)
+        assert f"watch them: tmux -S {socket} attach -t swarm-crew\n" in lines
+        panes = subprocess.run(["tmux", "-S", str(socket), "list-panes", "-a"], capture_output=True, text=True)
+        assert panes.stdout == ""  # the session ended and took its teammate's pane with it
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        subprocess.run(["tmux", "-S", str(socket), "kill-server"], capture_output=True)
