@@ -74,10 +74,10 @@ from benchtable import print_table as print_figure_table
 from swarm.backends.procs import kill_tree
 from swarm.backends.tmux_backend import TmuxBackend
 from swarm.core.clock import iso_to_epoch
+from swarm.core.frames import IdleNotification, entry_frame
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.names import LEAD_NAME
-from swarm.core.protocol import IdleNotification, entry_frame
 from swarm.core.teams import TeamStore
 from swarm.runtime.spawn import SpawnRequest, spawn
 

@@ -25,10 +25,11 @@ from typing import Any
 
 from swarm.core.clock import now_iso
 from swarm.core.codecs import InboxAppendCodec, InboxCodec
+from swarm.core.frames import Frame, frame_text
 from swarm.core.home import Home, ensure_dir
 from swarm.core.jsonfile import LockedJsonFile
 from swarm.core.names import BROADCAST, LEAD_NAME, validate_name
-from swarm.core.protocol import Frame, InboxEntry, TeamFile, frame_text
+from swarm.core.protocol import InboxEntry, TeamFile
 from swarm.core.signing import LeadKey, sign_entry, signing_key
 from swarm.core.teams import TeamStore
 from swarm.core.watch import ChangeWatcher, watch_file

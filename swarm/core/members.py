@@ -31,17 +31,11 @@ from collections.abc import Callable
 from typing import Literal
 
 from swarm.core.clock import now_iso, now_ms
+from swarm.core.frames import ShutdownRequest, TeammateTerminated
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.names import LEAD_NAME, RUNTIME_NAME
-from swarm.core.protocol import (
-    GONE_STATUSES,
-    Member,
-    ShutdownRequest,
-    Task,
-    TeamFile,
-    TeammateTerminated,
-)
+from swarm.core.protocol import GONE_STATUSES, Member, Task, TeamFile
 from swarm.core.tasks import TaskStore
 from swarm.core.teams import TeamStore
 from swarm.errors import NotFoundError, SwarmError

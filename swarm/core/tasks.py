@@ -37,11 +37,12 @@ from typing import Any, Final, Literal, TypeVar, cast, get_args
 from pydantic import ValidationError
 
 from swarm.core.clock import now_iso
+from swarm.core.frames import TaskAssignment
 from swarm.core.home import Home
 from swarm.core.jsonfile import LockedJsonFile
 from swarm.core.mailbox import Mailbox
 from swarm.core.names import validate_name
-from swarm.core.protocol import Task, TaskAssignment
+from swarm.core.protocol import Task
 from swarm.core.task_graph import Board, symmetrize
 from swarm.core.teams import TeamStore
 from swarm.errors import (

@@ -29,10 +29,10 @@ from pathlib import Path
 from swarm.agent.headless import MainSession
 from swarm.agent.limits import Interrupted
 from swarm.core.clock import now_ms
+from swarm.core.frames import IdleNotification, PlanApprovalRequest
 from swarm.core.home import ensure_dir
 from swarm.core.names import LEAD_NAME
 from swarm.core.permlog import PermissionEvent
-from swarm.core.protocol import IdleNotification, PlanApprovalRequest
 from swarm.core.tasks import TaskStore
 from swarm.core.teams import TeamStore
 from swarm.core.text import flat

@@ -12,13 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from swarm.core.home import Home
-from swarm.core.mailbox import Mailbox
-from swarm.core.names import LEAD_NAME
-from swarm.core.permlog import PermissionEvent, PermissionLog
-from swarm.core.protocol import (
+from swarm.core.frames import (
     IdleNotification,
-    InboxEntry,
     PermissionRequest,
     PlanApprovalRequest,
     ShutdownApproved,
@@ -26,6 +21,11 @@ from swarm.core.protocol import (
     TeammateTerminated,
     entry_frame,
 )
+from swarm.core.home import Home
+from swarm.core.mailbox import Mailbox
+from swarm.core.names import LEAD_NAME
+from swarm.core.permlog import PermissionEvent, PermissionLog
+from swarm.core.protocol import InboxEntry
 from swarm.core.teams import TeamStore
 from swarm.errors import ConflictError
 from swarm.runtime.desk import (

@@ -16,22 +16,20 @@ from swarm.agent.permissions.policy import PERMISSION_MODES, CallFacts, rule_dec
 from swarm.agent.permissions.rules import as_update
 from swarm.agent.permissions.settings import rules_of
 from swarm.core.clock import now_iso, now_ms
-from swarm.core.home import Home
-from swarm.core.mailbox import Mailbox
-from swarm.core.names import LEAD_NAME
-from swarm.core.permlog import PermissionEvent, PermissionLog
-from swarm.core.protocol import (
-    InboxEntry,
-    LeadPolicy,
+from swarm.core.frames import (
     PermissionRequest,
     PermissionResponse,
     PermissionResponseBody,
     PlanApprovalRequest,
     PlanApprovalResponse,
-    TeamFile,
     entry_frame,
     plan_digest,
 )
+from swarm.core.home import Home
+from swarm.core.mailbox import Mailbox
+from swarm.core.names import LEAD_NAME
+from swarm.core.permlog import PermissionEvent, PermissionLog
+from swarm.core.protocol import InboxEntry, LeadPolicy, TeamFile
 from swarm.core.teams import TeamStore
 from swarm.core.text import one_line
 from swarm.errors import ConflictError, UsageError

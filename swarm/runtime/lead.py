@@ -30,18 +30,18 @@ from swarm.agent.headless import MainSession
 from swarm.agent.loop import AgentRun
 from swarm.agent.tools.base import ToolContext, ToolError
 from swarm.core.clock import now_ms
+from swarm.core.frames import (
+    IdleNotification,
+    PlanApprovalRequest,
+    ShutdownApproved,
+    ShutdownRejected,
+)
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.members import request_shutdown
 from swarm.core.names import LEAD_NAME, validate_name
 from swarm.core.permlog import PermissionEvent
-from swarm.core.protocol import (
-    IdleNotification,
-    LeadPolicy,
-    PlanApprovalRequest,
-    ShutdownApproved,
-    ShutdownRejected,
-)
+from swarm.core.protocol import LeadPolicy
 from swarm.core.signing import rotate_lead_key
 from swarm.core.teams import TeamStore
 from swarm.errors import SwarmError

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
+from swarm.core.frames import ShutdownApproved, ShutdownRejected, entry_frame
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.members import (
@@ -33,13 +34,7 @@ from swarm.core.members import (
     request_shutdown,
 )
 from swarm.core.names import LEAD_NAME
-from swarm.core.protocol import (
-    GONE_STATUSES,
-    Member,
-    ShutdownApproved,
-    ShutdownRejected,
-    entry_frame,
-)
+from swarm.core.protocol import GONE_STATUSES, Member
 from swarm.core.teams import TeamStore
 from swarm.errors import NotFoundError
 from swarm.runtime.handles import (

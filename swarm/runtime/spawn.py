@@ -24,17 +24,12 @@ from swarm.agent.permissions.settings import record_settings
 from swarm.backends.base import Backend, LaunchSpec
 from swarm.backends.select import make_backend
 from swarm.core.clock import now_ms
+from swarm.core.frames import parse_frame
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox, delivery_key
 from swarm.core.members import mark_gone
 from swarm.core.names import LEAD_NAME, RESERVED_NAMES, agent_id, validate_name
-from swarm.core.protocol import (
-    CLAUDE_RUNTIME,
-    InboxEntry,
-    Member,
-    TeamFile,
-    parse_frame,
-)
+from swarm.core.protocol import CLAUDE_RUNTIME, InboxEntry, Member, TeamFile
 from swarm.core.signing import verify_key_arg
 from swarm.core.teams import TeamStore
 from swarm.errors import BackendError, SwarmError, UsageError

@@ -28,10 +28,10 @@ from swarm.agent.tools.agent_tool import GENERAL_PURPOSE
 from swarm.agent.tools.base import Tool
 from swarm.agent.tools.messaging import SendMessage, ShutdownAnswerer
 from swarm.agent.toolset import agent_tools
+from swarm.core.frames import TaskNotification
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.names import RUNTIME_NAME
-from swarm.core.protocol import TaskNotification
 from swarm.models.aliases import expand_alias
 from swarm.models.base import ModelProvider
 from swarm.teammate.config import TeammateConfig

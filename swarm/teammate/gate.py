@@ -29,12 +29,7 @@ from swarm.agent.permissions.settings import rules_of
 from swarm.agent.tools.base import Tool, ToolContext, ToolError
 from swarm.agent.transcript import Transcript
 from swarm.core.clock import now_iso, now_ms
-from swarm.core.home import Home, ensure_dir
-from swarm.core.mailbox import Mailbox
-from swarm.core.names import LEAD_NAME
-from swarm.core.permlog import PermissionEvent, PermissionLog
-from swarm.core.protocol import (
-    InboxEntry,
+from swarm.core.frames import (
     PermissionRequest,
     PermissionResponse,
     PlanApprovalRequest,
@@ -42,6 +37,11 @@ from swarm.core.protocol import (
     ShutdownRequest,
     entry_frame,
 )
+from swarm.core.home import Home, ensure_dir
+from swarm.core.mailbox import Mailbox
+from swarm.core.names import LEAD_NAME
+from swarm.core.permlog import PermissionEvent, PermissionLog
+from swarm.core.protocol import InboxEntry
 from swarm.core.signing import LeadVerifier
 from swarm.core.teams import TeamStore
 from swarm.core.text import one_line

@@ -29,17 +29,17 @@ from swarm.agent.limits import EndRun
 from swarm.agent.tools.base import ToolError
 from swarm.agent.transcript import Transcript
 from swarm.core.clock import now_iso, now_ms
-from swarm.core.home import Home
-from swarm.core.mailbox import Mailbox
-from swarm.core.members import mark_gone
-from swarm.core.names import LEAD_NAME
-from swarm.core.protocol import (
-    Activity,
+from swarm.core.frames import (
     IdleNotification,
     ShutdownApproved,
     ShutdownRejected,
     ShutdownRequest,
 )
+from swarm.core.home import Home
+from swarm.core.mailbox import Mailbox
+from swarm.core.members import mark_gone
+from swarm.core.names import LEAD_NAME
+from swarm.core.protocol import Activity
 from swarm.core.teams import TeamStore
 from swarm.core.text import one_line
 from swarm.errors import SwarmError

@@ -13,8 +13,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from swarm.core.frames import entry_frame
 from swarm.core.mailbox import Mailbox, delivery_key
-from swarm.core.protocol import InboxEntry, entry_frame
+from swarm.core.protocol import InboxEntry
 from swarm.core.signing import LeadVerifier
 
 Match = Callable[[object, InboxEntry], bool]

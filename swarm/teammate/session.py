@@ -30,17 +30,17 @@ from swarm.agent.tools.skill_tool import expand_slash
 from swarm.agent.transcript import Transcript
 from swarm.agent.turn_model import TurnModel
 from swarm.backends.procs import kill_tree, process_create_time
-from swarm.core.home import Home
-from swarm.core.mailbox import Mailbox
-from swarm.core.names import LEAD_NAME
-from swarm.core.protocol import (
-    InboxEntry,
+from swarm.core.frames import (
     PermissionResponse,
     PlanApprovalResponse,
     ShutdownRequest,
     TaskNotification,
     entry_frame,
 )
+from swarm.core.home import Home
+from swarm.core.mailbox import Mailbox
+from swarm.core.names import LEAD_NAME
+from swarm.core.protocol import InboxEntry
 from swarm.core.signing import LeadVerifier, VerifyKey
 from swarm.core.tasks import TaskStore
 from swarm.core.teams import TeamStore

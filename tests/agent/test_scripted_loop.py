@@ -11,9 +11,10 @@ from swarm.agent.loop import AgentSpec, run_agent
 from swarm.agent.tools import core_tools
 from swarm.agent.tools.base import ToolContext
 from swarm.agent.tools.messaging import SendMessage
+from swarm.core.frames import entry_frame
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
-from swarm.core.protocol import Member, entry_frame
+from swarm.core.protocol import Member
 from swarm.core.teams import TeamStore
 from swarm.models.scripted import ScriptedProvider
 

@@ -14,16 +14,11 @@ from typing import Any
 
 import pytest
 
+from swarm.core.frames import IdleNotification, ShutdownRequest, entry_frame
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.names import LEAD_NAME
-from swarm.core.protocol import (
-    IdleNotification,
-    InboxEntry,
-    Member,
-    ShutdownRequest,
-    entry_frame,
-)
+from swarm.core.protocol import InboxEntry, Member
 from swarm.core.signing import LeadVerifier, VerifyKey, verify_key_arg
 from swarm.core.teams import TeamStore
 from swarm.runtime import desk

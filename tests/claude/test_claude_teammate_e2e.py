@@ -27,17 +27,17 @@ import psutil
 import pytest
 
 from swarm.backends.procs import PROC_TOKEN_VAR, kill_tree
-from swarm.core.home import Home
-from swarm.core.mailbox import Mailbox
-from swarm.core.names import LEAD_NAME
-from swarm.core.protocol import (
+from swarm.core.frames import (
     IdleNotification,
-    InboxEntry,
     PermissionRequest,
     PlanApprovalRequest,
     ShutdownApproved,
     entry_frame,
 )
+from swarm.core.home import Home
+from swarm.core.mailbox import Mailbox
+from swarm.core.names import LEAD_NAME
+from swarm.core.protocol import InboxEntry
 from swarm.core.tasks import TaskStore
 from swarm.core.teams import TeamStore
 from swarm.runtime import desk

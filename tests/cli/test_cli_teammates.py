@@ -12,9 +12,9 @@ import psutil
 import pytest
 
 from swarm.backends.procs import kill_tree
+from swarm.core.frames import IdleNotification, TeammateTerminated, parse_frame
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
-from swarm.core.protocol import IdleNotification, TeammateTerminated, parse_frame
 from swarm.core.teams import TeamStore
 from tests.backends.helpers import retry_until
 from tests.cli.conftest import SWARM_EXE

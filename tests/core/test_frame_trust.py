@@ -9,12 +9,8 @@ from __future__ import annotations
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from swarm.core.home import Home
-from swarm.core.mailbox import Mailbox
-from swarm.core.protocol import (
+from swarm.core.frames import (
     IdleNotification,
-    InboxEntry,
-    Member,
     PermissionRequest,
     PermissionResponse,
     PlanApprovalRequest,
@@ -27,6 +23,9 @@ from swarm.core.protocol import (
     entry_frame,
     frame_text,
 )
+from swarm.core.home import Home
+from swarm.core.mailbox import Mailbox
+from swarm.core.protocol import InboxEntry, Member
 from swarm.core.signing import (
     LeadKey,
     LeadVerifier,

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from swarm.core.protocol import (
+from swarm.core.frames import (
     IdleNotification,
     PermissionRequest,
     PermissionResponse,

@@ -13,9 +13,10 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from swarm.core.frames import ShutdownRequest, entry_frame
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
-from swarm.core.protocol import InboxEntry, Member, ShutdownRequest, entry_frame
+from swarm.core.protocol import InboxEntry, Member
 from swarm.core.signing import (
     STALE_GRACE_MS,
     LeadKey,

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from swarm.core.frames import TeammateTerminated, entry_frame
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.members import mark_gone, mark_gone_where
 from swarm.core.names import LEAD_NAME
-from swarm.core.protocol import Member, TeammateTerminated, entry_frame
+from swarm.core.protocol import Member
 from swarm.core.tasks import TaskStore
 from swarm.core.teams import TeamStore
 from swarm.errors import ConflictError, CorruptFileError, NotFoundError, UsageError

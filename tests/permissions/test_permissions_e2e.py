@@ -7,17 +7,16 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from swarm.core.home import Home
-from swarm.core.mailbox import Mailbox
-from swarm.core.permlog import PermissionEvent, PermissionLog
-from swarm.core.protocol import (
-    Member,
+from swarm.core.frames import (
     PermissionRequest,
     PermissionResponse,
-    RuleLists,
     frame_text,
     parse_frame,
 )
+from swarm.core.home import Home
+from swarm.core.mailbox import Mailbox
+from swarm.core.permlog import PermissionEvent, PermissionLog
+from swarm.core.protocol import Member, RuleLists
 from swarm.core.teams import TeamStore
 from swarm.runtime.desk import apply_policy, approve, deny, pending
 from tests.backends.helpers import retry_until

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from swarm.core.frames import PlanApprovalRequest, parse_frame
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.permlog import PermissionEvent
-from swarm.core.protocol import Member, PlanApprovalRequest, parse_frame
+from swarm.core.protocol import Member
 from swarm.core.teams import TeamStore
 from swarm.runtime.desk import answer_plan, pending
 from tests.backends.helpers import retry_until

@@ -8,9 +8,9 @@ import subprocess
 from pathlib import Path
 
 from swarm.agent.transcript import Transcript
+from swarm.core.frames import IdleNotification, entry_frame
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
-from swarm.core.protocol import IdleNotification, entry_frame
 from swarm.runtime.spawn import SpawnRequest, spawn
 from tests.backends.helpers import retry_until
 from tests.cli.conftest import SWARM_EXE

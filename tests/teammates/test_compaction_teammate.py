@@ -7,9 +7,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from swarm.agent.transcript import Transcript
+from swarm.core.frames import IdleNotification, entry_frame
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
-from swarm.core.protocol import IdleNotification, Member, entry_frame
+from swarm.core.protocol import Member
 from swarm.core.teams import TeamStore
 from swarm.runtime.spawn import SpawnRequest, spawn
 from tests.backends.helpers import retry_until

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from swarm.backends.procs import is_pid_alive
+from swarm.core.frames import IdleNotification, entry_frame
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
-from swarm.core.protocol import IdleNotification, Member, entry_frame
+from swarm.core.protocol import Member
 from swarm.core.teams import TeamStore
 from swarm.errors import UsageError
 from swarm.runtime.coordinator import Coordinator

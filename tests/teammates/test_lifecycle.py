@@ -14,15 +14,15 @@ import psutil
 import pytest
 
 from swarm.backends.procs import is_pid_alive
-from swarm.core.home import Home
-from swarm.core.mailbox import Mailbox
-from swarm.core.protocol import (
+from swarm.core.frames import (
     IdleNotification,
-    Member,
     ShutdownApproved,
     TeammateTerminated,
     parse_frame,
 )
+from swarm.core.home import Home
+from swarm.core.mailbox import Mailbox
+from swarm.core.protocol import Member
 from swarm.core.teams import TeamStore
 from swarm.errors import ConflictError
 from swarm.runtime.shutdown import shutdown

@@ -15,14 +15,20 @@ from swarm.agent.definitions import load_agents
 from swarm.agent.headless import MainAgent, MainSession
 from swarm.agent.limits import Limits
 from swarm.agent.skills import load_skills
-from swarm.agent.transcript import Transcript
 from swarm.agent.tools.team_tools import team_tools
+from swarm.agent.transcript import Transcript
 from swarm.core.home import Home
 from swarm.core.protocol import LeadPolicy
 from swarm.core.teams import TeamStore
 from swarm.models.anthropic_provider import AnthropicProvider, RetryPolicy
 from swarm.runtime.lead import LeadOutcome, LeadTeam, run_lead
-from tests.fakes import FakeAnthropicServer, message_json, text_reply, tool_use_reply, usage_json
+from tests.fakes import (
+    FakeAnthropicServer,
+    message_json,
+    text_reply,
+    tool_use_reply,
+    usage_json,
+)
 from tests.fakes.anthropic_server import ScriptedReply
 from tests.teammates.conftest import teammate_pids
 

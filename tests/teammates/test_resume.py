@@ -20,9 +20,9 @@ import psutil
 from swarm.agent.conversation import Conversation
 from swarm.agent.transcript import Transcript
 from swarm.backends.procs import is_pid_alive
+from swarm.core.frames import IdleNotification, entry_frame
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
-from swarm.core.protocol import IdleNotification, entry_frame
 from swarm.core.teams import TeamStore
 from swarm.models.anthropic_provider import build_params
 from swarm.models.base import ModelRequest

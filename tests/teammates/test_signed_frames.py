@@ -18,14 +18,8 @@ from swarm.agent.transcript import Transcript
 from swarm.backends.procs import is_pid_alive
 from swarm.core.clock import now_iso
 from swarm.core.codecs import InboxCodec
-from swarm.core.home import Home
-from swarm.core.jsonfile import LockedJsonFile
-from swarm.core.mailbox import Mailbox
-from swarm.core.members import request_shutdown
-from swarm.core.protocol import (
+from swarm.core.frames import (
     IdleNotification,
-    InboxEntry,
-    Member,
     PermissionResponse,
     PermissionResponseBody,
     ShutdownApproved,
@@ -34,6 +28,11 @@ from swarm.core.protocol import (
     entry_frame,
     frame_text,
 )
+from swarm.core.home import Home
+from swarm.core.jsonfile import LockedJsonFile
+from swarm.core.mailbox import Mailbox
+from swarm.core.members import request_shutdown
+from swarm.core.protocol import InboxEntry, Member
 from swarm.core.signing import STALE_GRACE_MS, LeadKey, lead_key, sign_entry
 from swarm.core.teams import TeamStore
 from swarm.runtime.desk import approve, pending

@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 from swarm.agent.transcript import Transcript
+from swarm.core.frames import IdleNotification, entry_frame
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.permlog import PermissionLog
-from swarm.core.protocol import IdleNotification, Member, entry_frame
+from swarm.core.protocol import Member
 from swarm.core.teams import TeamStore
 from swarm.runtime.desk import deny
 from swarm.runtime.spawn import SpawnRequest, spawn

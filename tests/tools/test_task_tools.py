@@ -19,9 +19,10 @@ from swarm.agent.tools.tasks import (
     TaskUpdate,
     task_tools,
 )
+from swarm.core.frames import TaskAssignment, entry_frame
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
-from swarm.core.protocol import Member, TaskAssignment, entry_frame
+from swarm.core.protocol import Member
 from swarm.core.tasks import TaskStore
 from swarm.core.teams import TeamStore
 

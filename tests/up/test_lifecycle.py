@@ -14,10 +14,10 @@ import signal
 import pytest
 
 from swarm.backends.select import tmux_usable
+from swarm.core.frames import IdleNotification, PermissionRequest, parse_frame
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.names import LEAD_NAME
-from swarm.core.protocol import IdleNotification, PermissionRequest, parse_frame
 from tests.backends.helpers import retry_until
 from tests.up.helpers import (
     EXAMPLES,

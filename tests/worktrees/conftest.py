@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from swarm.core.frames import IdleNotification, parse_frame
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
-from swarm.core.protocol import IdleNotification, parse_frame
 from swarm.runtime.spawn import Spawned, SpawnRequest, spawn_reporting
 from tests.backends.helpers import retry_until
 from tests.teammates.conftest import team, tmux_socket  # noqa: F401 - fixtures used by these tests

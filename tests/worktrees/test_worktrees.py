@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from swarm.backends.procs import is_pid_alive
+from swarm.core.frames import TeammateTerminated, parse_frame
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
-from swarm.core.protocol import TeammateTerminated, parse_frame
 from swarm.core.teams import TeamStore
 from swarm.errors import ConflictError, UsageError
 from swarm.runtime.shutdown import shutdown
