@@ -38,7 +38,7 @@ from swarm.core.teams import TeamStore
 from swarm.core.text import flat
 from swarm.core.watch import watch_dirs
 from swarm.errors import ConflictError, SwarmError
-from swarm.interactive.desk import Desk, Question, Reply
+from swarm.interactive.desk import Desk, PersonAnswer, Question
 from swarm.interactive.view import View
 from swarm.runtime import desk as team_desk
 from swarm.runtime.coordinator import Coordinator, LeadMessage
@@ -58,7 +58,7 @@ CLOSE_WAIT = 10.0
 
 
 @dataclass(frozen=True)
-class Input:
+class LeadInput:
     text: str
     from_team: bool = False
 
@@ -74,7 +74,7 @@ class Chat:
         self.desk = desk
         self.on_change = on_change
         self.shutdown_timeout = shutdown_timeout
-        self.inputs: queue.Queue[Input | None] = queue.Queue()
+        self.inputs: queue.Queue[LeadInput | None] = queue.Queue()
         self.busy = threading.Event()
         self.ended = threading.Event()
         self.status = ""
@@ -95,7 +95,7 @@ class Chat:
         """Queue a prompt for the lead (after the running turn, if any)."""
         if self.busy.is_set() or not self.inputs.empty():
             self.view.note("queued: the lead reads it when its current turn ends")
-        self.inputs.put(Input(text))
+        self.inputs.put(LeadInput(text))
 
     def interrupt(self) -> bool:
         """Stop the running turn (True), or say there was none (False)."""
@@ -105,7 +105,7 @@ class Chat:
         self.session.ctx.interrupt.set()
         return True
 
-    def answer(self, question: Question, reply: Reply) -> None:
+    def answer(self, question: Question, reply: PersonAnswer) -> None:
         """The person's answer: the lead's own call goes on; a teammate's request is answered and recorded."""
         if question.request_id is None:
             self.desk.answer(question, reply)
@@ -159,7 +159,7 @@ class Chat:
                 return
             self._turn(item)
 
-    def _turn(self, item: Input) -> None:
+    def _turn(self, item: LeadInput) -> None:
         self.busy.set()
         self.session.ctx.cancel.clear()
         self.session.ctx.interrupt.clear()
@@ -230,7 +230,7 @@ class Chat:
                 self.view.teammate(message, line)
         texts = [t for t in (render(m) for m in fresh) if t]
         if texts:
-            self.inputs.put(Input("\n\n".join(texts), from_team=True))
+            self.inputs.put(LeadInput("\n\n".join(texts), from_team=True))
 
     def _offer(self, request: PermissionEvent) -> None:
         if request.request_id in self.desk.offered_ids():

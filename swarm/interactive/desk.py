@@ -23,15 +23,15 @@ from swarm.agent.permissions.policy import CallFacts, RuleSet, decide
 from swarm.agent.permissions.rules import parse_rules, suggest
 from swarm.agent.tools.base import Tool, ToolContext, ToolError
 from swarm.core.permlog import PermissionEvent
+from swarm.runtime.coordinator import Answer
 
-Choice = Literal["allow", "always", "deny"]
 LEAD_ASKER = "you"
 """Who a question from the lead's own tools is shown as coming from."""
 
 
 @dataclass(frozen=True)
-class Reply:
-    choice: Choice
+class PersonAnswer:
+    choice: Answer
     reason: str | None = None
     """Why a denial (or a plan's feedback); None when the person gave none."""
 
@@ -49,7 +49,7 @@ class Question:
     rule: str | None = None
     """What "allow always" adds, e.g. ``Bash(pytest:*)``."""
     plan: str = ""
-    _reply: Reply | None = field(default=None, repr=False)
+    _reply: PersonAnswer | None = field(default=None, repr=False)
     _done: threading.Event = field(default_factory=threading.Event, repr=False)
 
     @classmethod
@@ -83,7 +83,7 @@ class Desk:
             self._open.append(question)
         self.on_change()
 
-    def ask(self, question: Question, cancel: threading.Event) -> Reply | None:
+    def ask(self, question: Question, cancel: threading.Event) -> PersonAnswer | None:
         """Queue ``question`` and block until the person answers it; None when ``cancel`` is set first."""
         with self._lock:
             self._open.append(question)
@@ -102,7 +102,7 @@ class Desk:
         with self._lock:
             return list(self._open)
 
-    def answer(self, question: Question, reply: Reply) -> None:
+    def answer(self, question: Question, reply: PersonAnswer) -> None:
         if question.request_id is not None:
             with self._lock:
                 self._answered.add(question.request_id)
@@ -172,7 +172,7 @@ class PersonGate:
         return args
 
 
-def _record(ctx: ToolContext, question: Question, reply: Reply | None) -> None:
+def _record(ctx: ToolContext, question: Question, reply: PersonAnswer | None) -> None:
     """The person's answer to the lead's own call, in the session's transcript (a teammate's goes to the team's
     permission record instead)."""
     transcript = ctx.running.conversation.transcript if ctx.running is not None else None

@@ -26,7 +26,7 @@ from prompt_toolkit.patch_stdout import patch_stdout
 
 from swarm.interactive.chat import Chat
 from swarm.interactive.commands import EXIT, Commands
-from swarm.interactive.desk import LEAD_ASKER, Question, Reply
+from swarm.interactive.desk import LEAD_ASKER, PersonAnswer, Question
 
 DOUBLE_CTRL_C = 2.0
 """Seconds within which a second Ctrl-C at an empty prompt ends the session."""
@@ -34,14 +34,14 @@ PLAIN_WAIT = 0.2
 _QUESTION, _WITHDRAWN, _EXIT = "\x00question", "\x00withdrawn", "\x00exit"
 
 
-def parse_reply(text: str, kind: str) -> Reply | None:
+def parse_reply(text: str, kind: str) -> PersonAnswer | None:
     """``y`` / ``a`` / ``n [reason]`` (or 1 / 2 / 3, yes / always / no); None when it is none of them."""
     word, _, rest = text.strip().partition(" ")
-    choice = {"y": "allow", "yes": "allow", "1": "allow", "a": "always", "always": "always", "2": "always",
+    choice = {"y": "approve", "yes": "approve", "1": "approve", "a": "always", "always": "always", "2": "always",
               "n": "deny", "no": "deny", "3": "deny"}.get(word.lower())
     if choice is None or (kind == "plan" and choice == "always"):
         return None
-    return Reply(choice, rest.strip() or None)  # type: ignore[arg-type]
+    return PersonAnswer(choice, rest.strip() or None)  # type: ignore[arg-type]
 
 
 def question_text(question: Question) -> tuple[str, str, str]:
@@ -137,7 +137,7 @@ class Terminal:
                     self.chat.view.warn(f"answer with {choices}")
                     continue
                 self.chat.answer(question, reply)
-                self.chat.view.note({"allow": "allowed", "always": f"allowed always ({question.rule})",
+                self.chat.view.note({"approve": "allowed", "always": f"allowed always ({question.rule})",
                                      "deny": "denied"}[reply.choice] if question.kind == "permission"
                                     else ("approved" if reply.choice != "deny" else "rejected"))
                 return text

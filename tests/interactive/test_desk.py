@@ -14,7 +14,7 @@ from swarm.agent.tools.base import ToolContext, ToolError
 from swarm.agent.tools.shell import BashInput
 from swarm.agent.tools.shell import BashTool as Bash
 from swarm.core.permlog import PermissionEvent
-from swarm.interactive.desk import LEAD_ASKER, Desk, PersonGate, Question, Reply
+from swarm.interactive.desk import LEAD_ASKER, Desk, PersonAnswer, PersonGate, Question
 from swarm.interactive.terminal import parse_reply
 from swarm.interactive.view import View
 from swarm.models.messages import (
@@ -27,14 +27,14 @@ from swarm.models.messages import (
 
 
 @pytest.mark.parametrize(("typed", "kind", "expected"), [
-    ("y", "permission", Reply("allow")), ("1", "permission", Reply("allow")), ("YES", "permission", Reply("allow")),
-    ("a", "permission", Reply("always")), ("n", "permission", Reply("deny")),
-    ("n  not on main ", "permission", Reply("deny", "not on main")), ("no", "plan", Reply("deny")),
-    ("n add tests first", "plan", Reply("deny", "add tests first")), ("y", "plan", Reply("allow")),
+    ("y", "permission", PersonAnswer("approve")), ("1", "permission", PersonAnswer("approve")), ("YES", "permission", PersonAnswer("approve")),
+    ("a", "permission", PersonAnswer("always")), ("n", "permission", PersonAnswer("deny")),
+    ("n  not on main ", "permission", PersonAnswer("deny", "not on main")), ("no", "plan", PersonAnswer("deny")),
+    ("n add tests first", "plan", PersonAnswer("deny", "add tests first")), ("y", "plan", PersonAnswer("approve")),
     ("a", "plan", None), ("maybe", "permission", None), ("", "permission", None),
 ])
 def test_answers_are_read_leniently_and_anything_else_is_asked_again(typed: str, kind: str,
-                                                                     expected: Reply | None) -> None:
+                                                                     expected: PersonAnswer | None) -> None:
     assert parse_reply(typed, kind) == expected
 
 
@@ -52,7 +52,7 @@ def test_a_request_is_offered_once_and_never_again_after_the_person_answered(tmp
     desk.offer(first)
     desk.offer(Question.of_request(_request("r1"), tmp_path))
     assert desk.open() == [first] and desk.offered_ids() == {"r1"}
-    desk.answer(first, Reply("allow"))
+    desk.answer(first, PersonAnswer("approve"))
     desk.offer(Question.of_request(_request("r1"), tmp_path))  # still pending on disk for a moment
     assert desk.open() == [] and desk.current() is None
     assert changes  # the screen heard of every change
@@ -86,7 +86,7 @@ def test_the_leads_own_call_waits_for_the_person_and_an_always_answer_is_remembe
         question = desk.current()
         assert question is not None
         answered.append(question)
-        desk.answer(question, Reply("always"))
+        desk.answer(question, PersonAnswer("always"))
 
     helper = threading.Thread(target=person)
     helper.start()
@@ -120,7 +120,7 @@ def test_a_denial_tells_the_model_the_persons_reason(tmp_path: Path) -> None:
     def person() -> None:
         while (question := desk.current()) is None:
             threading.Event().wait(0.01)
-        desk.answer(question, Reply("deny", "use make"))
+        desk.answer(question, PersonAnswer("deny", "use make"))
 
     threading.Thread(target=person, daemon=True).start()
     with pytest.raises(ToolError, match="permission denied by the person: use make"):
