@@ -28,21 +28,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Literal
 
 from swarm.core.clock import now_iso, now_ms
 from swarm.core.frames import ShutdownRequest, TeammateTerminated
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.names import LEAD_NAME, RUNTIME_NAME
-from swarm.core.protocol import GONE_STATUSES, Member, Task, TeamFile
+from swarm.core.protocol import GONE_STATUSES, GoneStatus, Member, Task, TeamFile
 from swarm.core.tasks import TaskStore
 from swarm.core.teams import TeamStore
 from swarm.errors import NotFoundError, SwarmError
 
 log = logging.getLogger(__name__)
 
-GoneStatus = Literal["stopped", "dead", "killed"]
 NOTICE_SENDER = RUNTIME_NAME
 """The ``from`` of notices the runtime itself sends the lead."""
 

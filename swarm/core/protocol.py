@@ -17,7 +17,8 @@ CLAUDE_RUNTIME = "claude"
 """``Member.runtime`` of a teammate that is a Claude Code CLI session."""
 CLAUDE_JOINED = "running"
 """``Member.status`` of a claude teammate from when it took its initial prompt until it leaves."""
-GONE_STATUSES = ("stopped", "dead", "killed")
+GoneStatus = Literal["stopped", "dead", "killed"]
+GONE_STATUSES: tuple[GoneStatus, ...] = ("stopped", "dead", "killed")
 """``Member.status`` values of a member that left the team."""
 COLORS = ("blue", "green", "yellow", "purple", "orange", "pink", "cyan", "red")
 

@@ -89,6 +89,14 @@ def find_claude(explicit: str | None, env: Mapping[str, str]) -> Path:
     return path.absolute()
 
 
+def swarm_only(given: Mapping[str, object]) -> str | None:
+    """The reason a claude teammate cannot have the first of ``given`` (its name -> value) that is set; None: none is."""
+    for what, value in given.items():
+        if value:
+            return f"{what} is for swarm teammates; a claude teammate runs Claude Code's own model and skills"
+    return None
+
+
 def preflight(claude_bin: str | None, backend: str, env: Mapping[str, str]) -> Path:
     """Everything a claude teammate needs before anything is made for it: its binary, tmux, credentials."""
     binary = find_claude(claude_bin, env)

@@ -41,7 +41,7 @@ from swarm.core.mailbox import Mailbox
 from swarm.core.members import request_shutdown
 from swarm.core.names import LEAD_NAME, validate_name
 from swarm.core.permlog import PermissionEvent
-from swarm.core.protocol import LeadPolicy
+from swarm.core.protocol import CLAUDE_RUNTIME, LeadPolicy
 from swarm.core.signing import rotate_lead_key
 from swarm.core.teams import TeamStore
 from swarm.errors import SwarmError
@@ -107,13 +107,13 @@ class LeadTeam:
               cwd: str | None) -> str:
         team = self._team()
         where = ctx.resolve(cwd) if cwd else self.cwd
-        claude = runtime == "claude"  # a Claude Code session: its own model, always in a tmux pane
+        claude = runtime == CLAUDE_RUNTIME  # a Claude Code session: its own model, always in a tmux pane
         request = SpawnRequest(team=team, name=name, prompt=prompt,
                                agent_type=agent_type or "general-purpose", model=model,
                                permission_mode=mode or "default", plan_mode_required=plan_mode_required,
                                cwd=where, tmux_socket=self.tmux_socket, worktree=isolation == "worktree",
                                playbook=None if claude else self.playbooks.get(name),
-                               runtime="claude" if claude else "swarm", backend="auto" if claude else self.backend)
+                               runtime=CLAUDE_RUNTIME if claude else "swarm", backend="auto" if claude else self.backend)
         try:
             spawned = spawn_reporting(self.home, request, self.env)
             wait_joined(self.home, team, [name])

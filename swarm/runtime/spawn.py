@@ -177,9 +177,9 @@ def _last_log_line(home: Home, team: str, name: str) -> str:
 
 def _check_claude(request: SpawnRequest, env: Mapping[str, str]) -> Path:
     """What a claude teammate needs, checked before anything is made: its binary, tmux, credentials."""
-    for given, flag in ((request.playbook, "--playbook"), (request.skills, "--skill")):
-        if given:
-            raise UsageError(f"{flag} is for swarm teammates; a claude teammate runs Claude Code's own model and skills")
+    problem = claude_teammate.swarm_only({"--playbook": request.playbook, "--skill": request.skills})
+    if problem is not None:
+        raise UsageError(problem)
     return claude_teammate.preflight(request.claude_bin, request.backend, env)
 
 

@@ -62,8 +62,9 @@ from pydantic import (
 from swarm.agent.permissions.policy import PERMISSION_MODES
 from swarm.agent.permissions.rules import Rule
 from swarm.core.names import LEAD_NAME, validate_name
-from swarm.core.protocol import COLORS
+from swarm.core.protocol import CLAUDE_RUNTIME, COLORS
 from swarm.errors import InvalidNameError, NotFoundError, UsageError
+from swarm.runtime.claude_teammate import swarm_only
 
 
 class _Strict(BaseModel):
@@ -162,11 +163,10 @@ class MemberTable(_Strict):
 
     @model_validator(mode="after")
     def _claude(self) -> MemberTable:
-        if self.runtime == "claude":
-            for field, given in (("playbook", self.playbook), ("skills", self.skills)):
-                if given:
-                    raise ValueError(f"{field} is for swarm teammates; a runtime = \"claude\" member runs Claude "
-                                     "Code's own model and skills")
+        if self.runtime == CLAUDE_RUNTIME:
+            problem = swarm_only({"playbook": self.playbook, "skills": self.skills})
+            if problem is not None:
+                raise ValueError(problem)
             if self.backend == "subprocess":
                 raise ValueError('a runtime = "claude" member runs in a tmux pane; use backend = "auto" or "tmux"')
         elif self.claude_bin is not None:
