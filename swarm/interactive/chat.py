@@ -214,7 +214,9 @@ class Chat:
                     continue
                 fresh, seen = coordinator.messages[seen:], len(coordinator.messages)
                 self._show(fresh)
-                gone = self.desk.withdraw(self.desk.offered_ids() - {r.request_id for r in coordinator.permlog.pending()})
+                offered = self.desk.offered_ids()
+                gone = self.desk.withdraw(offered - {r.request_id for r in coordinator.permlog.pending()}) \
+                    if offered else []
                 for question in gone:
                     self.view.note(f"{question.asker}'s request was answered elsewhere: {question.what}")
                 if fresh or gone:

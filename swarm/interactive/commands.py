@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from swarm.agent.conversation import Conversation
+from swarm.agent.tools.tasks import task_line
 from swarm.agent.transcript import Transcript
 from swarm.backends.tmux_client import socket_path_for
 from swarm.core.names import LEAD_NAME
@@ -94,13 +95,7 @@ class Commands:
         if not tasks:
             self.chat.view.note(f"team {team!r} has no tasks yet")
             return
-        rows = []
-        done = {task.id for task in tasks if task.status == "completed"}
-        for task in tasks:
-            waiting = [b for b in task.blocked_by if b not in done]
-            blocked = f" (blocked by {', '.join('#' + b for b in waiting)})" if waiting else ""
-            rows.append(f"#{task.id} [{task.status}] {flat(task.subject, 60)}"
-                        f"{' — ' + task.owner if task.owner else ''}{blocked}")
+        rows = [task_line(task, tasks) for task in tasks]
         self.chat.view.block("\n".join(rows))
 
     def _agents(self, _: str) -> None:
