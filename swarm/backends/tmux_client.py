@@ -35,6 +35,9 @@ _GONE_MARKERS = (
     "can't find pane",
     "can't find session",
     "can't find window",
+    "no such pane",  # set-option -p on a pane that exited a moment ago
+    "no such session",
+    "no such window",
     "no server running",
     "error connecting to",
     "server exited unexpectedly",

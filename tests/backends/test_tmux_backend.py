@@ -13,7 +13,7 @@ from libtmux.server import Server
 
 from swarm.backends.procs import is_pid_alive
 from swarm.backends.tmux_backend import TmuxBackend
-from swarm.backends.tmux_client import escape_arg
+from swarm.backends.tmux_client import TmuxCommandFailed, escape_arg
 from tests.backends.helpers import (
     GRACE,
     TEAM,
@@ -223,3 +223,10 @@ def test_escape_arg(raw: str, escaped: str) -> None:
 
 def test_socket_path_is_used_for_handles(tmux_backend: TmuxBackend, server: Server) -> None:
     assert os.path.basename(tmux_backend.socket_path) == server.socket_name
+
+
+@pytest.mark.parametrize("stderr", ["no such pane: %0", "can't find pane: %3", "no server running on /tmp/x",
+                                    "no such session: swarm-crew"])
+def test_tmux_saying_its_target_is_gone_is_recognised_however_it_words_it(stderr: str) -> None:
+    assert TmuxCommandFailed("set-option", [stderr]).target_gone
+    assert not TmuxCommandFailed("set-option", ["invalid option: @nope"]).target_gone
