@@ -159,8 +159,8 @@ def test_a_teammates_request_is_answered_inline_and_its_message_becomes_the_lead
     screen.ready()
     screen.type("start a team")
     screen.wait_for("Alice is on it.")
-    asked = screen.wait_for("alice wants to use Bash: run: touch made-by-alice")
-    assert "[a] always (Bash(touch:*))" in asked
+    asked = screen.wait_for("[a] always (Bash(touch:*))")  # the choices come last
+    assert "alice wants to use Bash: run: touch made-by-alice" in asked
     screen.wait_for("team crew: alice: asking")  # the status line under the prompt
     assert not (tmp_path / "made-by-alice").exists()
     assert len(screen.panes()) == 2  # alice opened as a pane beside the session
