@@ -106,10 +106,15 @@ class SwarmInbox:
         from swarm.core.mailbox import Mailbox
 
         class NoFsyncMailbox(Mailbox):
-            """Diagnostic only: swarm's mailbox with fsync switched off."""
+            """Diagnostic only: swarm's mailbox with fsync switched off (takes and group-committed sends)."""
 
             def _file(self, agent: str) -> Any:
                 return LockedJsonFile(self.home.inbox_path(self.team, agent), InboxCodec(), fsync=False)
+
+            def _appending(self, agent: str) -> Any:
+                spooled = super()._appending(agent)
+                spooled.file.fsync = False
+                return spooled
 
         home = Home(root)
         self.path = home.inbox_path(TEAM, AGENT)

@@ -48,6 +48,10 @@ class LockTimeoutError(SwarmError):
     """A file lock was not acquired within its bounded wait."""
 
 
+class LockBusyError(LockTimeoutError):
+    """Someone else held the lock for the whole wait (as opposed to a lock that cannot be used at all)."""
+
+
 class CorruptFileError(SwarmError):
     """A JSON file did not parse."""
 

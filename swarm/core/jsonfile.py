@@ -39,7 +39,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from swarm.core.fileio import read_regular, replace_file, storage_error
 from swarm.core.flock import LockTimeout, acquire, release
 from swarm.core.home import FILE_MODE, ensure_dir
-from swarm.errors import LockTimeoutError
+from swarm.errors import LockBusyError, LockTimeoutError
 
 log = logging.getLogger(__name__)
 
@@ -182,14 +182,29 @@ class LockedJsonFile(Generic[T]):
         """
         return self.transform(lambda value: (value, change(value)))
 
-    def transform(self, step: Callable[[T], tuple[T, R]]) -> R:
-        """Like ``update``, but ``step`` returns ``(new value, result)``."""
-        with self._locked():
-            value, found = self._read_locked()
-            new_value, result = step(value)
-            after = self.codec.encode(new_value)
-            if after != found.raw:
-                self._write(after, found)
+    def transform(self, step: Callable[[T], tuple[T, R]], *, wait: float | None = None,
+                  then: Callable[[R], None] | None = None, undo: Callable[[], None] | None = None) -> R:
+        """Like ``update``, but ``step`` returns ``(new value, result)``.
+
+        ``wait`` overrides the lock timeout for this call (0: one try, then
+        ``LockTimeoutError``). Both hooks run while the lock is still held:
+        ``then`` on the result, once the new value is on disk (durably, when
+        durable); ``undo`` when ``step`` or the write raised, before the error
+        goes on.
+        """
+        with self._locked(wait):
+            try:
+                value, found = self._read_locked()
+                new_value, result = step(value)
+                after = self.codec.encode(new_value)
+                if after != found.raw:
+                    self._write(after, found)
+            except BaseException:
+                if undo is not None:
+                    undo()
+                raise
+            if then is not None:
+                then(result)
             return result
 
     def remove_if(self, condition: Callable[[T], bool]) -> bool:
@@ -237,7 +252,8 @@ class LockedJsonFile(Generic[T]):
             raise storage_error(exc, self.path, "write") from exc
 
     @contextmanager
-    def _locked(self) -> Iterator[None]:
+    def _locked(self, wait: float | None = None) -> Iterator[None]:
+        timeout = self.lock_timeout if wait is None else wait
         if not self._dir_ready:
             try:
                 ensure_dir(self.path.parent)
@@ -245,10 +261,10 @@ class LockedJsonFile(Generic[T]):
                 raise storage_error(exc, self.path.parent, "create the directory") from exc
             self._dir_ready = True
         try:
-            held = acquire(self._lock_path, self.lock_timeout)
+            held = acquire(self._lock_path, timeout)
         except LockTimeout as exc:
-            raise LockTimeoutError(
-                f"could not lock {self.path} within {self.lock_timeout:g}s; "
+            raise LockBusyError(
+                f"could not lock {self.path} within {timeout:g}s; "
                 f"another process holds {self._lock_path.name} — retry, or stop the stuck process"
             ) from exc
         except OSError as exc:  # e.g. a socket or FIFO where the lock directory belongs

@@ -18,7 +18,7 @@ import hashlib
 import os
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -31,6 +31,7 @@ from swarm.core.jsonfile import LockedJsonFile
 from swarm.core.names import BROADCAST, LEAD_NAME, validate_name
 from swarm.core.protocol import InboxEntry, TeamFile
 from swarm.core.signing import LeadKey, sign_entry, signing_key
+from swarm.core.spool import SpooledAppend
 from swarm.core.teams import TeamStore
 from swarm.core.watch import ChangeWatcher, watch_file
 from swarm.errors import NotFoundError, UsageError
@@ -49,7 +50,7 @@ class Mailbox:
     """Use file-change events for ``wait``; False forces the polling fallback."""
     _teams: TeamStore = field(init=False, repr=False)
     _files: dict[str, LockedJsonFile[list[InboxEntry]]] = field(init=False, repr=False, default_factory=dict)
-    _appends: dict[str, LockedJsonFile[list[Any]]] = field(init=False, repr=False, default_factory=dict)
+    _appends: dict[str, SpooledAppend] = field(init=False, repr=False, default_factory=dict)
     _roster: tuple[tuple[int, int, int], TeamFile] | None = field(init=False, repr=False, default=None)
 
     def __post_init__(self) -> None:
@@ -91,7 +92,7 @@ class Mailbox:
                 entry.structured = True
             if sender == LEAD_NAME and self._lead_key is not None:
                 entry.lead_sig = sign_entry(entry, self._lead_key)
-            self._appending(name).update(_appender(entry))
+            self._appending(name).append(entry.wire())
             written.append(entry)
         return written
 
@@ -188,10 +189,15 @@ class Mailbox:
             if own:
                 active.close()
 
-    def _appending(self, agent: str) -> LockedJsonFile[list[Any]]:
-        """``agent``'s inbox opened to append (the entries there are not re-read as models: ``InboxAppendCodec``)."""
+    def _appending(self, agent: str) -> SpooledAppend:
+        """``agent``'s inbox opened to append by group commit (``swarm.core.spool``).
+
+        The entries already there are not re-read as models (``InboxAppendCodec``),
+        and an entry whose ``msg_id`` the inbox holds is never appended again.
+        """
         if agent not in self._appends:
-            self._appends[agent] = LockedJsonFile(self.home.inbox_path(self.team, agent), InboxAppendCodec())
+            inbox = LockedJsonFile(self.home.inbox_path(self.team, agent), InboxAppendCodec())
+            self._appends[agent] = SpooledAppend(inbox, key=_wire_msg_id)
         return self._appends[agent]
 
     def _file(self, agent: str) -> LockedJsonFile[list[InboxEntry]]:
@@ -201,13 +207,10 @@ class Mailbox:
         return self._files[agent]
 
 
-def _appender(entry: InboxEntry) -> Callable[[list[Any]], None]:
-    wire = entry.wire()
-
-    def append(entries: list[Any]) -> None:
-        entries.append(wire)
-
-    return append
+def _wire_msg_id(raw: Any) -> str | None:
+    """The ``msg_id`` of an inbox entry as it is on disk (None for entries without one)."""
+    value = raw.get("msg_id") if isinstance(raw, dict) else None
+    return value if isinstance(value, str) else None
 
 
 def delivery_key(entry: InboxEntry) -> str:

@@ -30,6 +30,7 @@ from swarm.core.home import Home
 from swarm.core.jsonl import append_record, read_records
 from swarm.core.mailbox import Mailbox
 from swarm.core.protocol import Member
+from swarm.core.spool import spool_dir
 from swarm.core.teams import TeamStore
 from swarm.errors import StorageError
 from tests.cli.conftest import SWARM_EXE
@@ -98,6 +99,7 @@ def test_send_on_a_full_disk_reports_only_what_it_kept(small_disk: SmallDisk) ->
     assert kept == acknowledged, f"{len(acknowledged)} sends said sent, {len(kept)} are in the inbox"
     assert not list(inbox.parent.glob("bob.json.corrupt-*"))
     assert not list(inbox.parent.glob("bob.json.tmp*")), "a failed write left its temp file"
+    assert not list(spool_dir(inbox).iterdir()), "a refused send left its entry for a later writer to commit"
 
 
 def _member(name: str, home: Home) -> Member:

@@ -1,0 +1,263 @@
+"""Group commit: many processes append to one JSON array file, one locked rewrite and fsync per batch.
+
+A rewrite of the whole file (fsynced, under its lock) per appended item caps
+a busy inbox at a few hundred items a second, most of it spent queueing for
+the lock. Here an appender first drops its item into the file's spool, a
+directory beside it (``.<file name>.spool/``, hidden, so nothing that looks
+for ``*.json`` sees it), then:
+
+- if it gets the lock (one try), it *claims* every item in the spool
+  (renames ``<x>.json`` to ``<x>.taken``), appends them all to the file in
+  one rewrite, and deletes the claimed files — still under the lock, after
+  the rewrite is durable;
+- if someone else holds the lock, it waits (short sleeps, backing off) until
+  its own item is gone from the spool — committed by that holder — or the
+  lock is free to take.
+
+So the appender returns only once its item is durably in the file, exactly
+as with a plain locked append, but a holder commits everything spooled while
+it waited, and the others never take the lock at all.
+
+Crashes: a spool file is written to a dot-temp name and renamed, so a claimed
+item is always whole. A holder killed after claiming leaves ``.taken`` files;
+the next holder (the lock proves the previous one is gone) commits them,
+skipping any whose key (``msg_id``) is already in the file. If the killed
+holder's rewrite had landed and a reader had already pruned those items,
+they are appended a second time: the one duplicate a ``kill -9`` can cause,
+which the teammate's delivery record absorbs (``swarm.teammate.delivery``).
+An appender killed after spooling never heard "done"; its item is committed
+by the next appender.
+
+A wait that runs out withdraws the item (unlinks its spool file) and raises
+``LockTimeoutError``; if a holder had claimed it already, the appender waits
+for that holder instead, since the item is then on its way into the file.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from swarm.core.fileio import storage_error
+from swarm.core.home import ensure_dir
+from swarm.core.jsonfile import LockedJsonFile, encode_json
+from swarm.errors import LockBusyError, LockTimeoutError
+
+log = logging.getLogger(__name__)
+
+FIRST_POLL = 0.0001
+"""Seconds before an appender first looks again at its spooled item; doubled up to ``MAX_POLL``."""
+MAX_POLL = 0.001
+CLAIMED_GRACE = 10.0
+"""Seconds an appender whose wait ran out waits for a holder that claimed its item."""
+STALE_TEMP = 60.0
+"""A spool temp file older than this many seconds was left by an appender killed mid-write."""
+
+SPOOLED = ".json"
+CLAIMED = ".taken"
+TEMP_PREFIX = ".tmp-"
+
+
+def spool_dir(path: Path) -> Path:
+    """Where appends to ``path`` wait to be committed."""
+    return path.with_name(f".{path.name}.spool")
+
+
+@dataclass
+class SpooledAppend:
+    """Appends items to the JSON array in ``file`` by group commit (see the module docstring)."""
+
+    file: LockedJsonFile[list[Any]]
+    key: Callable[[Any], str | None]
+    """An item's identity (None: none), so an item already in the file is never appended twice."""
+    _spool: Path = field(init=False)
+    _spool_ready: bool = field(init=False, default=False)
+
+    def __post_init__(self) -> None:
+        self._spool = spool_dir(self.file.path)
+
+    def append(self, item: Any) -> None:
+        """Append ``item``; return once it is durably in the file."""
+        own = self._drop(item)
+        claimed = own.with_suffix(CLAIMED)
+        deadline = time.monotonic() + self.file.lock_timeout
+        delay = FIRST_POLL
+        while True:
+            if self._gone(own, claimed):
+                return
+            if self._try_commit(own):
+                return  # our item was spooled before we claimed, so it is in this commit (or was in an earlier one)
+            if time.monotonic() >= deadline:
+                self._withdraw(own, claimed)
+                return
+            time.sleep(delay)
+            delay = min(delay * 2, MAX_POLL)
+
+    def _try_commit(self, own: Path) -> bool:
+        """One try at the lock: commit the whole spool if we get it (True); False if someone holds it.
+
+        If the rewrite fails (a full disk), the claims go back to the spool for
+        the next holder, except our own item, which is withdrawn: the caller
+        hears the error and nothing of it is sent.
+        """
+        claims: list[Path] = []
+
+        def commit(entries: list[Any]) -> tuple[list[Any], list[Path]]:
+            claims.extend(self._claim())
+            return self._merge(entries, claims), claims
+
+        def give_back() -> None:
+            mine = own.with_suffix(CLAIMED)
+            for path in claims:
+                if path == mine:
+                    _unlink_quietly(path)
+                else:
+                    _rename_quietly(path, path.with_suffix(SPOOLED))
+            _unlink_quietly(own)
+
+        try:
+            self.file.transform(commit, wait=0, then=_unlink_all, undo=give_back)
+        except LockBusyError:
+            return False
+        return True
+
+    def _drop(self, item: Any) -> Path:
+        """Write ``item`` into the spool (whole, by temp + rename; no fsync: nothing is promised yet)."""
+        if not self._spool_ready:
+            try:
+                ensure_dir(self._spool)
+            except OSError as exc:
+                raise storage_error(exc, self._spool, "create the spool directory") from exc
+            self._spool_ready = True
+        name = uuid.uuid4().hex
+        temp = self._spool / f"{TEMP_PREFIX}{name}"
+        own = self._spool / f"{name}{SPOOLED}"
+        try:
+            with open(temp, "xb") as out:
+                out.write(encode_json(item))
+            os.rename(temp, own)
+        except OSError as exc:
+            _unlink_quietly(temp)
+            raise storage_error(exc, own, "write") from exc
+        return own
+
+    @staticmethod
+    def _gone(own: Path, claimed: Path) -> bool:
+        """True once the item is committed: neither spooled nor claimed (a claim is deleted only after the rewrite)."""
+        return not os.path.lexists(own) and not os.path.lexists(claimed)
+
+    def _merge(self, entries: list[Any], claims: list[Path]) -> list[Any]:
+        """``entries`` plus each claimed item the file does not hold yet, in spool order."""
+        have = {self.key(e) for e in entries}
+        have.discard(None)
+        items = [(path, _read_item(path)) for path in claims]
+        items.sort(key=lambda pair: (_timestamp(pair[1]), pair[0].name))
+        for _, item in items:
+            ident = self.key(item) if item is not _UNREADABLE else None
+            if item is _UNREADABLE or (ident is not None and ident in have):
+                continue  # unreadable (logged), or committed by a holder that died before deleting its claim
+            entries.append(item)
+            if ident is not None:
+                have.add(ident)
+        return entries
+
+    def _claim(self) -> list[Path]:
+        """Rename each spooled item to a claim and take over the claims a dead holder left (the lock is held)."""
+        try:
+            names = os.listdir(self._spool)
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise storage_error(exc, self._spool, "list") from exc
+        claims: list[Path] = []
+        for name in names:
+            path = self._spool / name
+            if name.endswith(SPOOLED):
+                target = path.with_suffix(CLAIMED)
+                if _rename_quietly(path, target):
+                    claims.append(target)
+            elif name.endswith(CLAIMED):
+                claims.append(path)
+            elif name.startswith(TEMP_PREFIX):
+                _remove_if_stale(path)
+        return claims
+
+    def _withdraw(self, own: Path, claimed: Path) -> None:
+        """The wait ran out: take the item back, or wait for the holder that claimed it."""
+        try:
+            os.unlink(own)
+        except FileNotFoundError:
+            pass
+        else:
+            raise LockTimeoutError(
+                f"could not lock {self.file.path} within {self.file.lock_timeout:g}s; the message was not "
+                f"sent — retry, or stop the process that holds {self.file.path.name}.lock"
+            )
+        end = time.monotonic() + CLAIMED_GRACE
+        while os.path.lexists(claimed):
+            if time.monotonic() >= end:
+                raise LockTimeoutError(
+                    f"a writer claimed the message for {self.file.path} but has not finished; "
+                    f"it will be delivered when that writer (or the next) completes — do not resend"
+                )
+            time.sleep(MAX_POLL)
+
+
+class _Unreadable:
+    pass
+
+
+_UNREADABLE: Any = _Unreadable()
+
+
+def _read_item(path: Path) -> Any:
+    """A claimed item, or ``_UNREADABLE`` for a file that is not JSON (never written by swarm; logged, dropped)."""
+    try:
+        return json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return _UNREADABLE
+    except (OSError, ValueError) as exc:
+        log.warning("dropped an unreadable spooled item", extra={"path": str(path), "error": str(exc)[:200]})
+        return _UNREADABLE
+
+
+def _timestamp(item: Any) -> str:
+    value = item.get("timestamp") if isinstance(item, dict) else None
+    return value if isinstance(value, str) else ""
+
+
+def _remove_if_stale(path: Path) -> None:
+    try:
+        if time.time() - os.lstat(path).st_mtime > STALE_TEMP:
+            os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _unlink_quietly(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _unlink_all(paths: list[Path]) -> None:
+    """After the rewrite: delete the claims it committed (the lock is still held)."""
+    for path in paths:
+        _unlink_quietly(path)
+
+
+def _rename_quietly(source: Path, target: Path) -> bool:
+    """Rename ``source`` to ``target``; False if ``source`` is gone (withdrawn, or claimed by someone else)."""
+    try:
+        os.rename(source, target)
+    except FileNotFoundError:
+        return False
+    return True
