@@ -85,6 +85,8 @@ class SpooledAppend:
 
     def append(self, item: Any) -> None:
         """Append ``item``; return once it is durably in the file."""
+        if self._try_commit(item=item):
+            return  # the lock was free: no spool needed
         own = self._drop(item)
         claimed = own.with_suffix(CLAIMED)
         deadline = time.monotonic() + self.file.lock_timeout
@@ -92,7 +94,7 @@ class SpooledAppend:
         while True:
             if self._gone(own, claimed):
                 return
-            if self._try_commit(own):
+            if self._try_commit(own=own):
                 return  # our item was spooled before we claimed, so it is in this commit (or was in an earlier one)
             if time.monotonic() >= deadline:
                 self._withdraw(own, claimed)
@@ -100,27 +102,28 @@ class SpooledAppend:
             time.sleep(delay)
             delay = min(delay * 2, MAX_POLL)
 
-    def _try_commit(self, own: Path) -> bool:
-        """One try at the lock: commit the whole spool if we get it (True); False if someone holds it.
+    def _try_commit(self, *, item: Any = None, own: Path | None = None) -> bool:
+        """One try at the lock: commit the whole spool (and ``item``, if given) if we get it; False if it is held.
 
         If the rewrite fails (a full disk), the claims go back to the spool for
-        the next holder, except our own item, which is withdrawn: the caller
-        hears the error and nothing of it is sent.
+        the next holder, except our own item (``own``, or ``item``), which is
+        withdrawn: the caller hears the error and nothing of it is sent.
         """
         claims: list[Path] = []
+        mine = own.with_suffix(CLAIMED) if own is not None else None
 
         def commit(entries: list[Any]) -> tuple[list[Any], list[Path]]:
             claims.extend(self._claim())
-            return self._merge(entries, claims), claims
+            return self._merge(entries, claims, [] if own is not None else [item]), claims
 
         def give_back() -> None:
-            mine = own.with_suffix(CLAIMED)
             for path in claims:
                 if path == mine:
                     _unlink_quietly(path)
                 else:
                     _rename_quietly(path, path.with_suffix(SPOOLED))
-            _unlink_quietly(own)
+            if own is not None:
+                _unlink_quietly(own)
 
         try:
             self.file.transform(commit, wait=0, then=_unlink_all, undo=give_back)
@@ -153,13 +156,13 @@ class SpooledAppend:
         """True once the item is committed: neither spooled nor claimed (a claim is deleted only after the rewrite)."""
         return not os.path.lexists(own) and not os.path.lexists(claimed)
 
-    def _merge(self, entries: list[Any], claims: list[Path]) -> list[Any]:
-        """``entries`` plus each claimed item the file does not hold yet, in spool order."""
+    def _merge(self, entries: list[Any], claims: list[Path], direct: list[Any]) -> list[Any]:
+        """``entries`` plus each claimed item (in spool order), then ``direct``, skipping what the file holds."""
         have = {self.key(e) for e in entries}
         have.discard(None)
-        items = [(path, _read_item(path)) for path in claims]
-        items.sort(key=lambda pair: (_timestamp(pair[1]), pair[0].name))
-        for _, item in items:
+        read = [(path, _read_item(path)) for path in claims]
+        spooled = [item for _, item in sorted(read, key=lambda pair: (_timestamp(pair[1]), pair[0].name))]
+        for item in spooled + direct:
             ident = self.key(item) if item is not _UNREADABLE else None
             if item is _UNREADABLE or (ident is not None and ident in have):
                 continue  # unreadable (logged), or committed by a holder that died before deleting its claim

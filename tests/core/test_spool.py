@@ -53,7 +53,8 @@ def _texts(inbox: Path) -> list[str]:
 
 
 def _spooled(inbox: Path) -> list[str]:
-    return sorted(p.name for p in spool_dir(inbox).iterdir())
+    spool = spool_dir(inbox)
+    return sorted(p.name for p in spool.iterdir()) if spool.exists() else []
 
 
 def _hold_lock(inbox: Path) -> tuple[threading.Event, threading.Thread]:
@@ -108,16 +109,23 @@ def test_a_holder_killed_before_deleting_its_claims_does_not_double_them(
     workers: Workers, team: Home, inbox: Path
 ) -> None:
     mb = Mailbox(team, TEAM)
+    mb._appending("bob")._drop(_entry("waiting"))  # an appender queued behind the holder to come
     doomed = workers.start("doomed", KILLED_AFTER_REWRITE)
     doomed.expect("rewritten")
     doomed.kill()
-    assert _texts(inbox) == ["doomed"]
+    assert _texts(inbox) == ["waiting", "doomed"], "the holder commits what was spooled, then its own"
     assert [name.endswith(".taken") for name in _spooled(inbox)] == [True], "the dead holder's claim is left"
 
     mb.send("bob", "next", sender="alice")
-    assert _texts(inbox) == ["doomed", "next"], "a committed claim was appended again"
+    assert _texts(inbox) == ["waiting", "doomed", "next"], "a committed claim was appended again"
     assert _spooled(inbox) == []
-    assert [e.text for e in mb.take("bob")] == ["doomed", "next"]
+    assert [e.text for e in mb.take("bob")] == ["waiting", "doomed", "next"]
+
+
+def test_an_uncontended_append_skips_the_spool(inbox: Path) -> None:
+    SpooledAppend(LockedJsonFile(inbox, InboxAppendCodec()), key=lambda e: e.get("msg_id")).append(_entry("one"))
+    assert _texts(inbox) == ["one"]
+    assert not spool_dir(inbox).exists()
 
 
 def test_a_wait_that_runs_out_takes_the_entry_back(inbox: Path) -> None:
