@@ -85,6 +85,11 @@ class AgentDefinition(BaseModel):
     def builtin(self) -> bool:
         return self.source == "built-in"
 
+    @property
+    def origin(self) -> str:
+        """Where it was written, for a warning about it: its file, else ``--agents NAME`` or ``built-in NAME``."""
+        return str(self.path) if self.path else f"{'--agents' if self.source == 'cli' else self.source} {self.name}"
+
 
 @dataclass(frozen=True)
 class AgentCatalog:

@@ -105,7 +105,8 @@ class MainSession:
                               make_provider=main.make_provider,
                               make_tools=lambda: agent_tools(main.catalog, main.skills),
                               transcript_dir=main.agents_dir, background=BackgroundAgents(self.sink),
-                              fork_enabled=forks_enabled(main.env), skills=main.skills, gate=gate)
+                              fork_enabled=forks_enabled(main.env), skills=main.skills, gate=gate,
+                              note=main.note)
         self.ctx.agents = self.host
         self.ctx.models = TurnModel(provider, main.make_provider, main.env)
         self.spec = _main_spec(main, self.ctx.models, cwd, limits, extra_tools)
@@ -154,7 +155,7 @@ def _main_spec(main: MainAgent, provider: ModelProvider, cwd: Path, limits: Limi
                      background=False, main_thread=True).names
     tools = [t for t in tools if t.name in kept or t in extra_tools]
     turns = limits.max_turns or main.definition.max_turns or 0
-    preload, warnings = preload_text(main.definition.skills, main.skills)
+    preload, warnings = preload_text(main.definition.skills, main.skills, where=main.definition.origin)
     for warning in warnings:
         main.note(warning)
     system = agent_system_prompt(main.definition, cwd, model=provider.model, tools=[t.name for t in tools],

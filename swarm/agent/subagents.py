@@ -23,6 +23,7 @@ Context isolation (what a child shares with its parent):
 
 from __future__ import annotations
 
+import logging
 import secrets
 import threading
 import time
@@ -55,6 +56,8 @@ from swarm.models.messages import (
     ToolUseBlock,
     Usage,
 )
+
+log = logging.getLogger(__name__)
 
 FORK_TAG = "fork-boilerplate"
 FORK_PLACEHOLDER = "Fork started — processing in background"
@@ -113,6 +116,8 @@ class AgentHost:
     """Skills its children may use (and a definition's ``skills:`` preload from)."""
     plans: dict[str, ChildPlan] = field(default_factory=dict)
     """The plan of each background child, by id, so a finished one can be resumed with a message."""
+    note: Callable[[str], None] = field(default=lambda text: log.warning("%s", text))
+    """Where remarks for the person go (a definition's ``skills:`` naming no skill); default: the log."""
 
     def new_id(self) -> str:
         return f"a{secrets.token_hex(6)}"
@@ -222,7 +227,9 @@ def plan_definition(host: AgentHost, parent: ToolContext, definition: AgentDefin
     workdir = (cwd if cwd is not None else parent.cwd).resolve()
     memory = memory_dir(definition, workdir, env=host.env)
     roots = None if parent.write_roots is None else [*parent.write_roots, *([memory] if memory else [])]
-    preload, _ = preload_text(definition.skills, host.skills)
+    preload, warnings = preload_text(definition.skills, host.skills, where=definition.origin)
+    for warning in warnings:
+        host.note(warning)
     system = agent_system_prompt(definition, workdir, model=chosen, tools=[t.name for t in tools],
                                  memory=memory_prompt(definition, workdir, env=host.env), skills=preload)
     blocks = [TextBlock(text=context_block(workdir, env=host.env, omit_instructions=definition.omit_claude_md))]

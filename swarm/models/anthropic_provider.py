@@ -108,7 +108,7 @@ class _Failure:
 
 
 class AnthropicProvider:
-    """``ModelProvider`` for the Anthropic Messages API (non-streaming).
+    """``ModelProvider`` for the Anthropic Messages API; every call streams (``complete``).
 
     Configuration: explicit argument > ``env`` (``ANTHROPIC_API_KEY``,
     ``ANTHROPIC_BASE_URL``, ``ANTHROPIC_MODEL``) > default. ``env`` defaults to

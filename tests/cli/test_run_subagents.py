@@ -86,3 +86,23 @@ def test_run_as_a_definition_uses_its_prompt(tmp_path: Path) -> None:
     unknown = subprocess.run([str(SWARM_EXE), "run", "-p", "x", "--agent", "nobody"], cwd=tmp_path, env=_env(),
                              capture_output=True, text=True, timeout=60)
     assert unknown.returncode == 2 and unknown.stderr.count("\n") == 1 and "swarm agents" in unknown.stderr
+
+
+def test_a_definitions_unknown_skills_are_named_with_its_file_for_the_main_agent_and_a_subagent(
+        tmp_path: Path) -> None:
+    agents = tmp_path / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    lead, child = agents / "leader.md", agents / "helper.md"
+    lead.write_text("---\ndescription: leads\nskills: [no-such-lead-skill]\n---\nYou lead.\n")
+    child.write_text("---\ndescription: helps\nskills: [no-such-child-skill]\n---\nYou help.\n")
+    playbook = tmp_path / "play.toml"
+    playbook.write_text(PLAYBOOK.replace('subagent_type = "general-purpose"', 'subagent_type = "helper"')
+                        .replace("touch child-started && sleep 2 && ", ""))
+    done = subprocess.run([str(SWARM_EXE), "run", "-p", "parentwork", "--playbook", str(playbook), "--agent", "leader"],
+                          cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "parent done"
+    warnings = [line for line in done.stderr.splitlines() if "no such skill" in line]
+    assert [w.split(" (known")[0] for w in warnings] == [
+        f"swarm: warning: {lead}: skills: no-such-lead-skill: no such skill",
+        f"swarm: warning: {child}: skills: no-such-child-skill: no such skill"]

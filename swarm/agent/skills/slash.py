@@ -63,19 +63,21 @@ def parse_slash(prompt: str, catalog: SkillCatalog) -> SlashExpansion | None:
     return SlashExpansion(skills=tuple(skills), args=rest.strip(), unknown=unknown)
 
 
-def preload_text(names: Sequence[str], catalog: SkillCatalog) -> tuple[str, list[str]]:
+def preload_text(names: Sequence[str], catalog: SkillCatalog, where: str = "") -> tuple[str, list[str]]:
     """A system-prompt section with the named skills' bodies (no arguments), and a warning per unknown name.
 
     For an agent definition's ``skills:`` list. A name listed twice is loaded once. Warnings read
-    ``skills: <name>: ...``; the caller puts the definition's path in front. "" when nothing loads.
+    ``<where>: skills: <name>: ...`` (``where``: the definition's ``origin``; without it they start
+    at ``skills:``). "" when nothing loads.
     """
+    prefix = f"{where}: " if where else ""
     sections: list[str] = []
     warnings: list[str] = []
     for name in dict.fromkeys(names):
         skill = catalog.get(name)
         if skill is None:
             known = ", ".join(catalog.names()) or "none"
-            warnings.append(f"skills: {name}: no such skill (known: {known}); fix the name or add "
+            warnings.append(f"{prefix}skills: {name}: no such skill (known: {known}); fix the name or add "
                             f".claude/skills/{name}/SKILL.md")
             continue
         sections.append(f"## Skill: {skill.name}\n\n{render_skill(skill, '')}")
