@@ -16,7 +16,11 @@ Context isolation (what a child shares with its parent):
   end never touches the parent (``LinkedCancel``);
 - permissions: the parent's gate, so a teammate's subagent asks the lead like
   the teammate would; writes stay in the parent's roots (or the child's
-  worktree) plus the definition's memory directory;
+  worktree) plus the definition's memory directory. A forked skill is active
+  in its child, so the child runs with the skill's ``allowed-tools`` granted
+  (``ChildPlan.granted_rules``; a deny rule still wins);
+- model: the plan's, or for the rest of the child's run a skill's ``model``
+  once the child uses such a skill (its provider is a ``TurnModel``);
 - transcript: its own JSONL under the parent's ``transcript_dir``, linked from
   the parent's transcript by a ``subagent`` event.
 """
@@ -46,6 +50,7 @@ from swarm.agent.skills import Skill, SkillCatalog, preload_text
 from swarm.agent.toolpool import tool_pool
 from swarm.agent.tools.base import Tool, ToolContext, ToolError
 from swarm.agent.transcript import Transcript
+from swarm.agent.turn_model import TurnModel
 from swarm.errors import ModelError, SwarmError
 from swarm.models.aliases import resolve_model
 from swarm.models.base import ModelProvider, ModelRequest, ModelResponse
@@ -143,6 +148,8 @@ class ChildPlan:
     spawnable: frozenset[str] | None = None
     gate: ToolGate | None = None
     """The parent's gate, seen in the child's permission mode (``child_mode``)."""
+    granted_rules: list[str] = field(default_factory=list)
+    """Allow rules for the child's whole run: a forked skill's ``allowed-tools`` (the skill is active there)."""
 
 
 @dataclass
@@ -207,8 +214,9 @@ def plan_skill_fork(host: AgentHost, parent: ToolContext, skill: Skill, body: st
     if definition is None:
         raise ToolError(f"skill {skill.name} runs with agent {kind!r}, which is unknown; "
                         f"available: {', '.join(host.catalog.names())}")
-    return plan_definition(host, parent, definition, prompt=body, description=f"skill {skill.name}",
+    plan = plan_definition(host, parent, definition, prompt=body, description=f"skill {skill.name}",
                            model=skill.model, background=False, cwd=None, name=None, context=False)
+    return replace(plan, granted_rules=list(skill.allowed_tools))
 
 
 def plan_definition(host: AgentHost, parent: ToolContext, definition: AgentDefinition, *, prompt: str,
@@ -306,7 +314,7 @@ def run_child(host: AgentHost, parent: ToolContext, plan: ChildPlan, cancel: thr
     counter = _Progress(task)
     tree: Any = None
     with ExitStack() as stack:
-        provider = stack.enter_context(_provider(host, plan.model, counter))
+        models = stack.enter_context(_provider(host, plan.model))
         workdir, roots = plan.cwd, plan.write_roots
         if plan.isolation == "worktree":
             tree = stack.enter_context(_isolated(plan))
@@ -314,13 +322,14 @@ def run_child(host: AgentHost, parent: ToolContext, plan: ChildPlan, cancel: thr
         ctx = ToolContext(cwd=workdir, agent_name=parent.agent_name, team=parent.team, write_roots=roots,
                           mailbox=parent.mailbox, cancel=cancel, pane_id=parent.pane_id,
                           backend_type=parent.backend_type, color=parent.color, agents=host,
-                          spawnable=plan.spawnable)
+                          spawnable=plan.spawnable, granted_rules=list(plan.granted_rules), models=models)
         stack.callback(_stop_background, ctx)
         conversation = Conversation.resume(transcript) if resume else Conversation(transcript=transcript)
         conversation.observer = counter.saw
         for message in plan.messages:
             conversation.add(message)
-        spec = AgentSpec(provider=provider, tools=plan.tools, system=plan.system, limits=plan.limits, gate=plan.gate)
+        spec = AgentSpec(provider=_Counted(models, counter), tools=plan.tools, system=plan.system,
+                         limits=plan.limits, gate=plan.gate)
         inbound = (lambda: Arrivals(texts=host.background.drain(task))) if task is not None else None
         try:
             run = run_agent(spec, conversation, ctx, inbound=inbound)
@@ -343,10 +352,11 @@ def _isolated(plan: ChildPlan) -> Iterator[Any]:
 
 
 @contextmanager
-def _provider(host: AgentHost, model: str, counter: _Progress) -> Iterator[ModelProvider]:
-    provider = host.make_provider(model)
+def _provider(host: AgentHost, model: str) -> Iterator[TurnModel]:
+    """The child's provider: ``model``, or a skill's for the rest of the child's run (it is one turn)."""
+    provider = TurnModel(host.make_provider(model), host.make_provider, host.env)
     try:
-        yield _Counted(provider, counter)
+        yield provider
     finally:
         provider.close()
 

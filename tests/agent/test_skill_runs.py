@@ -13,6 +13,7 @@ import os
 import secrets
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,7 +23,7 @@ from swarm.agent.limits import Limits
 from swarm.agent.skills import load_skills
 from swarm.models.anthropic_provider import AnthropicProvider, RetryPolicy
 from tests.cli.conftest import SWARM_EXE
-from tests.fakes import FakeAnthropicServer, text_reply, tool_use_reply
+from tests.fakes import FakeAnthropicServer, RecordedRequest, text_reply, tool_use_reply
 
 ECHO = r"""
 [[rules]]
@@ -43,24 +44,37 @@ def _names(count: int) -> list[str]:
     return [f"sk-{secrets.token_hex(3)}" for _ in range(count)]
 
 
+HAIKU = "claude-haiku-test"
+"""What the alias ``haiku`` means in these tests (``SWARM_MODEL_HAIKU``)."""
+
+
 def _env(api: FakeAnthropicServer) -> dict[str, str]:
     return {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": api.base_url,
-            "CLAUDE_CONFIG_DIR": os.environ["CLAUDE_CONFIG_DIR"]}
+            "CLAUDE_CONFIG_DIR": os.environ["CLAUDE_CONFIG_DIR"], "SWARM_MODEL_HAIKU": HAIKU}
+
+
+def _provider(env: dict[str, str], model: str) -> AnthropicProvider:
+    return AnthropicProvider(model=model, env=env, retry=RetryPolicy(max_retries=0), timeout=10)
+
+
+def _main(api: FakeAnthropicServer, cwd: Path) -> MainAgent:
+    """The main agent's skills and definitions in ``cwd``; every agent talks to the fake API."""
+    env = _env(api)
+    return MainAgent(catalog=load_agents(cwd, env=env), env=env, make_provider=lambda model: _provider(env, model),
+                     agents_dir=cwd / ".agents", skills=load_skills(cwd, env=env))
 
 
 def _run(api: FakeAnthropicServer, cwd: Path, prompt: str) -> str:
-    env = _env(api)
-
-    def provider(model: str) -> AnthropicProvider:
-        return AnthropicProvider(model=model, env=env, retry=RetryPolicy(max_retries=0), timeout=10)
-
-    main = MainAgent(catalog=load_agents(cwd, env=env), env=env, make_provider=provider,
-                     agents_dir=cwd / ".agents", skills=load_skills(cwd, env=env))
-    parent = provider("claude-parent")
+    parent = _provider(_env(api), "claude-parent")
     try:
-        return run_headless(prompt, parent, cwd=cwd, limits=Limits(max_turns=10), main=main).text
+        return run_headless(prompt, parent, cwd=cwd, limits=Limits(max_turns=10), main=_main(api, cwd)).text
     finally:
         parent.close()
+
+
+def _results(request: RecordedRequest) -> list[dict[str, Any]]:
+    """The tool results a request answers (in its last message)."""
+    return [b for b in request.body["messages"][-1]["content"] if b["type"] == "tool_result"]
 
 
 def _swarm_run(cwd: Path, prompt: str) -> subprocess.CompletedProcess[str]:
@@ -165,3 +179,19 @@ def test_an_unknown_slash_name_stays_text_with_a_note(tmp_path: Path) -> None:
     done = _swarm_run(tmp_path, "/no-such-skill Respond with exactly: plain")
     assert done.returncode == 0 and done.stdout == "plain\n"
     assert "/no-such-skill is not a skill" in done.stderr
+
+
+def test_a_subagent_that_uses_a_skill_answers_with_the_skills_model_for_the_rest_of_its_run(
+        api: FakeAnthropicServer, tmp_path: Path) -> None:
+    name = _names(1)[0]
+    _skill(tmp_path, name, "Answer in one word.", model="haiku")
+    api.enqueue(tool_use_reply("Agent", {"description": "job", "prompt": "use the skill",
+                                         "subagent_type": "general-purpose"}, tool_id="toolu_a"),
+                tool_use_reply("Skill", {"skill": name}, tool_id="toolu_s"),
+                tool_use_reply("Bash", {"command": "true"}, tool_id="toolu_b"), text_reply("child done"),
+                text_reply("parent done"))
+    assert _run(api, tmp_path, "delegate") == "parent done"
+    assert [r.body["model"] for r in api.requests] == ["claude-parent", "claude-parent", HAIKU, HAIKU,
+                                                       "claude-parent"]
+    assert "child done" in _results(api.requests[-1])[0]["content"]
+

@@ -12,7 +12,9 @@ import psutil
 import pytest
 
 from swarm.backends.procs import kill_tree
+from swarm.core.frames import IdleNotification, entry_frame
 from swarm.core.home import Home
+from swarm.core.mailbox import Mailbox
 from swarm.core.protocol import Member
 from swarm.core.teams import TeamStore
 from swarm.runtime.spawn import SpawnRequest, spawn
@@ -100,6 +102,12 @@ def wait_status(home: Home, team: str, name: str, status: str, timeout: float = 
         return member is not None and member.status == status and bool(member.is_active or status != "idle")
 
     retry_until(check, timeout, what=f"{name} to be {status}")
+
+
+def idle_results(home: Home, team: str, name: str) -> list[str | None]:
+    """The ``result`` of each idle notification ``name`` sent the lead, oldest first (one per finished turn)."""
+    frames = [entry_frame(e) for e in Mailbox(home, team).read("team-lead")]
+    return [f.result for f in frames if isinstance(f, IdleNotification) and f.sender == name]
 
 
 def teammate_pids(home: Home) -> list[int]:

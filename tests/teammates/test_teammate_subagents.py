@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from swarm.agent.transcript import Transcript
-from swarm.core.frames import IdleNotification, entry_frame
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.permlog import PermissionLog
@@ -22,6 +21,7 @@ from swarm.runtime.spawn import SpawnRequest, spawn
 from tests.backends.helpers import retry_until
 from tests.cli.conftest import SWARM_EXE
 from tests.fakes import FakeAnthropicServer, text_reply
+from tests.teammates.conftest import idle_results
 
 DELEGATING = r"""
 [[rules]]
@@ -47,20 +47,15 @@ text = "parent saw {tok}"
 """
 
 
-def _results(home: Home, team: str, name: str) -> list[str | None]:
-    frames = [entry_frame(e) for e in Mailbox(home, team).read("team-lead")]
-    return [f.result for f in frames if isinstance(f, IdleNotification) and f.sender == name]
-
-
 def test_an_idle_teammate_is_woken_by_its_background_subagents_notice(
         home: Home, team: str, tmp_path: Path, workdir: Path, start: Callable[..., Member]) -> None:
     book = tmp_path / "delegating.toml"
     book.write_text(DELEGATING)
     start("w", "delegate zeta", book=book, allowed_tools=["Bash"])
-    retry_until(lambda: _results(home, team, "w")[:1] == ["delegated zeta"], 20, what="the first turn")
+    retry_until(lambda: idle_results(home, team, "w")[:1] == ["delegated zeta"], 20, what="the first turn")
     member = TeamStore(home).get(team).member("w")
     assert member is not None and not (workdir / "built-zeta.txt").exists()  # idle while the child still works
-    retry_until(lambda: _results(home, team, "w") == ["delegated zeta", "parent saw zeta"], 20,
+    retry_until(lambda: idle_results(home, team, "w") == ["delegated zeta", "parent saw zeta"], 20,
                 what="the notice to start a second turn")
     assert (workdir / "built-zeta.txt").read_text() == "built zeta\n"
 
@@ -111,7 +106,7 @@ def test_a_subagent_runs_in_its_definitions_mode_unless_the_parent_bypasses(
     book = tmp_path / "quiet.toml"
     book.write_text(QUIET)
     start("w", "delegate eta", book=book, permission_mode=mode)
-    retry_until(lambda: _results(home, team, "w") == ["delegated eta"], 20, what="the turn")
+    retry_until(lambda: idle_results(home, team, "w") == ["delegated eta"], 20, what="the turn")
     assert (workdir / "quiet-eta.txt").exists() is ran
     assert PermissionLog(home, team).pending() == [] and not PermissionLog(home, team).path.exists()
     [link] = Transcript(home.transcript_path(team, "w")).events("subagent")
@@ -133,7 +128,7 @@ def test_a_teammate_started_from_a_definition_gets_its_prompt_tools_and_model(
     api.enqueue(text_reply("reading"))
     spawn(home, SpawnRequest(team=team, name="r", prompt="look around", cwd=workdir, backend="subprocess",
                              agent_type="reader"), env)
-    retry_until(lambda: _results(home, team, "r") == ["reading"], 20, what="the reader's first turn")
+    retry_until(lambda: idle_results(home, team, "r") == ["reading"], 20, what="the reader's first turn")
     body = api.requests[0].body
     assert [t["name"] for t in body["tools"]] == ["Read", "SendMessage"]
     assert body["model"] == "claude-haiku-test"
@@ -174,11 +169,11 @@ def test_a_persons_slash_command_expands_in_a_teammate_and_grants_its_tools_for_
     book = tmp_path / "skilled.toml"
     book.write_text(SKILLED)
     start("w", "hello", book=book)
-    retry_until(lambda: _results(home, team, "w") == ["ready"], 20, what="the first turn")
+    retry_until(lambda: idle_results(home, team, "w") == ["ready"], 20, what="the first turn")
     sent = subprocess.run([str(SWARM_EXE), "send", "w", "/marker one", "--team", team], capture_output=True,
                           text=True, env=dict(os.environ), timeout=30)
     assert sent.returncode == 0, sent.stderr
-    retry_until(lambda: _results(home, team, "w")[-1:] == ["touched one"], 20, what="the skill's turn")
+    retry_until(lambda: idle_results(home, team, "w")[-1:] == ["touched one"], 20, what="the skill's turn")
     assert (workdir / "marker-one.txt").exists() and PermissionLog(home, team).pending() == []
 
     Mailbox(home, team).send("w", "touch again two", sender="team-lead")  # no skill now: the grant is over
@@ -186,7 +181,7 @@ def test_a_persons_slash_command_expands_in_a_teammate_and_grants_its_tools_for_
     [request] = PermissionLog(home, team).pending()
     assert request.tool == "Bash" and not (workdir / "marker-two.txt").exists()
     deny(home, team, request.request_id, reason="not now")
-    retry_until(lambda: _results(home, team, "w")[-1:] == ["tried two"], 20, what="the denied turn to end")
+    retry_until(lambda: idle_results(home, team, "w")[-1:] == ["tried two"], 20, what="the denied turn to end")
 
 
 def test_skills_named_for_a_teammate_are_preloaded_into_its_system_prompt(
@@ -198,7 +193,7 @@ def test_skills_named_for_a_teammate_are_preloaded_into_its_system_prompt(
     api.enqueue(text_reply("styled"))
     spawn(home, SpawnRequest(team=team, name="s", prompt="write", cwd=workdir, backend="subprocess",
                              skills=["style"]), env)
-    retry_until(lambda: _results(home, team, "s") == ["styled"], 20, what="the first turn")
+    retry_until(lambda: idle_results(home, team, "s") == ["styled"], 20, what="the first turn")
     system = json.dumps(api.requests[0].body["system"])
     assert "## Skill: style" in system and "STYLE-BODY: short lines." in system
     assert "- style: house style" in json.dumps(api.requests[0].body["tools"])  # and still in the catalog

@@ -13,6 +13,11 @@ request prefix stays cacheable; a skill's body is sent only when it is used.
   whose only message is the substituted body, and the result is that
   subagent's answer, framed: ``Skill NAME ran in a separate context and
   returned: ...``. It runs through the one subagent lifecycle (``run_child``).
+  The skill is active in that subagent, not here: the subagent runs with its
+  ``allowed-tools`` granted and its ``model`` (``plan_skill_fork``).
+
+Either way a subagent that uses a skill is switched like the main agent
+(``run_child`` gives it grants and a ``TurnModel``).
 """
 
 from __future__ import annotations
