@@ -22,7 +22,7 @@ from swarm.agent.definitions import AgentCatalog, AgentDefinition
 from swarm.agent.executor import ToolGate
 from swarm.agent.instructions import context_block
 from swarm.agent.limits import Limits
-from swarm.agent.loop import AgentRun, AgentSpec, Arrivals, run_agent
+from swarm.agent.loop import AgentRun, AgentSpec, Arrivals, RunningAgent, run_agent
 from swarm.agent.memory import memory_prompt
 from swarm.agent.prompts import agent_system_prompt, system_prompt
 from swarm.agent.skills import SkillCatalog, preload_text
@@ -116,7 +116,7 @@ class MainSession:
     def start(self, prompt: str) -> AgentRun:
         """The first turn: ``/skill`` commands expanded, after the context block."""
         omit = self.main.definition.omit_claude_md if self.main.definition else False
-        text = expand_slash(prompt, self.main.skills, self.ctx, self.main.note)
+        text = self._expand(prompt)
         self.conversation.add(_first_message(context_block(self.cwd, env=self.main.env, omit_instructions=omit),
                                              text))
         return self._serve()
@@ -125,7 +125,13 @@ class MainSession:
         """What the person typed: the first turn (``start``) or, with ``/skill`` commands expanded, the next."""
         if not self.conversation.messages:
             return self.start(text)
-        return self.turn(expand_slash(text, self.main.skills, self.ctx, self.main.note))
+        return self.turn(self._expand(text))
+
+    def _expand(self, text: str) -> str:
+        """``text`` with its leading ``/skill`` commands expanded, as this agent (a fork is linked from its
+        transcript, as when the model calls Skill)."""
+        self.ctx.running = RunningAgent(self.spec, self.conversation)
+        return expand_slash(text, self.main.skills, self.ctx, self.main.note)
 
     def turn(self, text: str) -> AgentRun:
         """Another turn, on ``text`` as the next user message (e.g. what teammates sent)."""

@@ -23,7 +23,7 @@ from swarm.agent.compaction import CompactionPolicy
 from swarm.agent.conversation import Conversation
 from swarm.agent.inbound import wrap
 from swarm.agent.instructions import context_block
-from swarm.agent.loop import AgentSpec, Arrivals, run_agent
+from swarm.agent.loop import AgentSpec, Arrivals, RunningAgent, run_agent
 from swarm.agent.permissions.settings import settings_rules
 from swarm.agent.tools.base import ToolContext
 from swarm.agent.tools.skill_tool import expand_slash
@@ -205,6 +205,7 @@ class TeammateSession:
         def note(message: str) -> None:
             log.warning("%s", message)
 
+        self.ctx.running = RunningAgent(self.spec, self.conversation)  # a fork is linked from this transcript
         return expand_slash(text, self.catalogs.skills, self.ctx, note)
 
     def _inbound(self) -> Arrivals:

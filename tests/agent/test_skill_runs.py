@@ -21,7 +21,9 @@ from swarm.agent.definitions import load_agents
 from swarm.agent.headless import MainAgent, run_headless
 from swarm.agent.limits import Limits
 from swarm.agent.skills import load_skills
+from swarm.agent.transcript import Transcript
 from swarm.models.anthropic_provider import AnthropicProvider, RetryPolicy
+from swarm.models.messages import TextBlock
 from tests.cli.conftest import SWARM_EXE
 from tests.fakes import FakeAnthropicServer, RecordedRequest, text_reply, tool_use_reply
 
@@ -77,12 +79,12 @@ def _results(request: RecordedRequest) -> list[dict[str, Any]]:
     return [b for b in request.body["messages"][-1]["content"] if b["type"] == "tool_result"]
 
 
-def _swarm_run(cwd: Path, prompt: str) -> subprocess.CompletedProcess[str]:
+def _swarm_run(cwd: Path, prompt: str, *options: str) -> subprocess.CompletedProcess[str]:
     book = cwd / "echo.toml"
     book.write_text(ECHO)
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-    return subprocess.run([str(SWARM_EXE), "run", "-p", prompt, "--playbook", str(book)], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run([str(SWARM_EXE), "run", "-p", prompt, "--playbook", str(book), *options], cwd=cwd,
+                          env=env, capture_output=True, text=True, timeout=60)
 
 
 def test_the_first_request_lists_every_invocable_skill_and_no_body(api: FakeAnthropicServer,
@@ -173,6 +175,22 @@ def test_a_stack_of_slash_commands_shares_the_arguments(tmp_path: Path) -> None:
     done = _swarm_run(tmp_path, f"/{a} /{b} 4127")
     assert done.returncode == 0, done.stderr
     assert done.stdout == "both got 4127\n"
+
+
+def test_a_fork_started_by_a_slash_command_is_linked_from_the_transcript(tmp_path: Path) -> None:
+    name = _names(1)[0]
+    _skill(tmp_path, name, "Respond with exactly: forked $0", context="fork")
+    transcript = tmp_path / "run.jsonl"
+    done = _swarm_run(tmp_path, f"/{name} 4127", "--transcript", str(transcript))
+    assert done.returncode == 0, done.stderr
+    [link] = Transcript(transcript).events("subagent")
+    assert (link["agent_type"], link["description"]) == ("general-purpose", f"skill {name}")
+    child = Path(link["transcript"])
+    assert child.parent == tmp_path / "run.subagents"
+    assert Transcript(child).messages()[-1].text() == "forked 4127"
+    first = Transcript(transcript).messages()[0].content[-1]
+    assert isinstance(first, TextBlock)
+    assert first.text == f"Skill {name} ran in a separate context and returned: forked 4127"
 
 
 def test_an_unknown_slash_name_stays_text_with_a_note(tmp_path: Path) -> None:

@@ -1,9 +1,11 @@
-"""Skills in a real teammate process: a forked skill's grants hold in its subagent (only)."""
+"""Skills in a real teammate process: a forked skill's grants hold in its subagent (only), a deny rule beats them."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from swarm.agent.transcript import Transcript
 from swarm.core.home import Home
@@ -65,3 +67,19 @@ def test_a_forked_skills_allowed_tools_run_without_asking_in_its_subagent_only(
     assert not child_result.is_error
     assert _tool_results(transcript)[0].content == "Skill toucher ran in a separate context and returned: touched one"
 
+
+@pytest.mark.parametrize("fork", [False, True], ids=["inline", "fork"])
+def test_a_deny_rule_beats_a_skills_allowed_tools(home: Home, team: str, tmp_path: Path, workdir: Path,
+                                                  start: Callable[..., Member], fork: bool) -> None:
+    _toucher(workdir, fork=fork)
+    book = tmp_path / "touching.toml"
+    book.write_text(TOUCHING)
+    start("w", "/toucher one", book=book, disallowed_tools=["Bash(touch *)"])  # a slash command as the first prompt
+    retry_until(lambda: len(idle_results(home, team, "w")) == 1, 20, what="the skill's turn")
+    assert not (workdir / "marker-one.txt").exists() and not PermissionLog(home, team).path.exists()
+    transcript = Transcript(home.transcript_path(team, "w"))
+    [denied] = transcript.events("permission_denied")
+    assert denied["by"] == "rule:Bash(touch *)"
+    ran_in = Transcript(Path(transcript.events("subagent")[0]["transcript"])) if fork else transcript
+    [result] = _tool_results(ran_in)
+    assert result.is_error and result.content.startswith("permission denied")

@@ -17,7 +17,9 @@ request prefix stays cacheable; a skill's body is sent only when it is used.
   ``allowed-tools`` granted and its ``model`` (``plan_skill_fork``).
 
 Either way a subagent that uses a skill is switched like the main agent
-(``run_child`` gives it grants and a ``TurnModel``).
+(``run_child`` gives it grants and a ``TurnModel``). Slash commands are
+expanded as the agent they are for (``ctx.running`` set by its session), so a
+fork started by one is linked from that agent's transcript like any subagent.
 """
 
 from __future__ import annotations
