@@ -1,15 +1,17 @@
 """Skills end to end: the catalog, the Skill tool, slash commands and ``context: fork``.
 
 Model-side behaviour runs over the real SDK against the fake Messages API
-(which records every request body); exact stdout checks run the installed
-`swarm run` on the offline scripted model, whose rule answers what a skill
-body tells it to ("Respond with exactly: ...").
+(which records every request body; ``_echo`` makes it answer what the last
+body asks); exact stdout checks run the installed `swarm run` on the offline
+scripted model, whose rule answers what a skill body tells it to ("Respond
+with exactly: ...").
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import subprocess
 from pathlib import Path
@@ -18,19 +20,27 @@ from typing import Any
 import pytest
 
 from swarm.agent.definitions import load_agents
-from swarm.agent.headless import MainAgent, run_headless
+from swarm.agent.headless import MainAgent, MainSession, run_headless
 from swarm.agent.limits import Limits
 from swarm.agent.skills import load_skills
 from swarm.agent.transcript import Transcript
 from swarm.models.anthropic_provider import AnthropicProvider, RetryPolicy
 from swarm.models.messages import TextBlock
 from tests.cli.conftest import SWARM_EXE
-from tests.fakes import FakeAnthropicServer, RecordedRequest, text_reply, tool_use_reply
+from tests.fakes import (
+    FakeAnthropicServer,
+    RecordedRequest,
+    ScriptedReply,
+    message_json,
+    text_reply,
+    tool_use_reply,
+)
 
-ECHO = r"""
+ECHO_RULE = r"Respond with exactly: (?P<answer>.*?)[ \t]*(?:\n|$)"
+ECHO = f"""
 [[rules]]
-match = 'Respond with exactly: (?P<answer>.*?)[ \t]*(?:\n|$)'
-text = "{answer}"
+match = '{ECHO_RULE}'
+text = "{{answer}}"
 """
 
 
@@ -85,6 +95,12 @@ def _swarm_run(cwd: Path, prompt: str, *options: str) -> subprocess.CompletedPro
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
     return subprocess.run([str(SWARM_EXE), "run", "-p", prompt, "--playbook", str(book), *options], cwd=cwd,
                           env=env, capture_output=True, text=True, timeout=60)
+
+
+def _echo(body: dict[str, Any]) -> dict[str, Any]:
+    """A Messages API answer that does what the request's last message asks last ("Respond with exactly: ...")."""
+    asked = re.findall(ECHO_RULE, body["messages"][-1]["content"][-1]["text"])
+    return message_json([{"type": "text", "text": asked[-1] if asked else "(nothing asked)"}])
 
 
 def test_the_first_request_lists_every_invocable_skill_and_no_body(api: FakeAnthropicServer,
@@ -177,6 +193,28 @@ def test_a_stack_of_slash_commands_shares_the_arguments(tmp_path: Path) -> None:
     assert done.stdout == "both got 4127\n"
 
 
+@pytest.mark.parametrize(("prompt", "sent", "expected"), [
+    ("/{a}", [("a", "Respond with exactly: A says hello ")], "A says hello"),
+    ("/{a} 4127", [("a", "Respond with exactly: A says hello 4127")], "A says hello 4127"),
+    ("/{b} w0 w1", [("b", "Respond with exactly: w1 w0")], "w1 w0"),
+    ("/{b} /{a} 4127", [("b", "Respond with exactly:  4127"), ("a", "Respond with exactly: A says hello 4127")],
+     "A says hello 4127"),
+])
+def test_slash_commands_over_the_sdk_send_only_the_invoked_bodies(
+        api: FakeAnthropicServer, tmp_path: Path, prompt: str, sent: list[tuple[str, str]], expected: str) -> None:
+    a, b, decoy = _names(3)
+    folders = {"a": _skill(tmp_path, a, "Respond with exactly: A says hello $ARGUMENTS"),
+               "b": _skill(tmp_path, b, "Respond with exactly: $1 $0")}
+    _skill(tmp_path, decoy, "Respond with exactly: BODY-OF-DECOY")
+    api.otherwise(ScriptedReply(200, _echo))  # answers what the last body asks, as the scripted echo does
+    assert _run(api, tmp_path, prompt.format(a=a, b=b)) == expected
+    [request] = api.requests
+    assert request.body["messages"][-1]["content"][-1]["text"] == "\n\n".join(
+        f"Base directory for this skill: {folders[key]}\n\n{body}" for key, body in sent)
+    assert "BODY-OF-DECOY" not in json.dumps(request.body)
+    assert f"- {decoy}: the {decoy} skill" in json.dumps(request.body["tools"])  # listed, never sent
+
+
 def test_a_fork_started_by_a_slash_command_is_linked_from_the_transcript(tmp_path: Path) -> None:
     name = _names(1)[0]
     _skill(tmp_path, name, "Respond with exactly: forked $0", context="fork")
@@ -199,6 +237,38 @@ def test_an_unknown_slash_name_stays_text_with_a_note(tmp_path: Path) -> None:
     assert "/no-such-skill is not a skill" in done.stderr
 
 
+def test_an_unknown_skill_is_a_tool_error_naming_only_the_skills_the_model_may_use(
+        api: FakeAnthropicServer, tmp_path: Path) -> None:
+    shown, hidden = _names(2)
+    _skill(tmp_path, shown, "BODY-OF-SHOWN")
+    _skill(tmp_path, hidden, "BODY-OF-HIDDEN", **{"disable-model-invocation": "true"})
+    api.enqueue(tool_use_reply("Skill", {"skill": "no-such-skill"}, tool_id="toolu_1"),
+                tool_use_reply("Skill", {"skill": hidden}, tool_id="toolu_2"), text_reply("gave up"))
+    assert _run(api, tmp_path, "use a skill") == "gave up"
+    [unknown], [manual] = _results(api.requests[1]), _results(api.requests[2])
+    assert unknown["is_error"] and unknown["content"] == f"unknown skill 'no-such-skill'; available: {shown}"
+    assert manual["is_error"] and manual["content"] == f"unknown skill {hidden!r}; available: {shown}"
+    assert not any("BODY-OF-" in json.dumps(r.body) for r in api.requests)
+
+
+def test_a_skills_model_answers_for_the_rest_of_the_turn_and_the_next_turn_is_back(
+        api: FakeAnthropicServer, tmp_path: Path) -> None:
+    name = _names(1)[0]
+    _skill(tmp_path, name, "Answer in one word.", model="haiku")
+    api.enqueue(tool_use_reply("Skill", {"skill": name}, tool_id="toolu_s"),
+                tool_use_reply("Bash", {"command": "true"}, tool_id="toolu_b"), text_reply("first"),
+                text_reply("second"))
+    parent = _provider(_env(api), "claude-parent")
+    session = MainSession(parent, cwd=tmp_path, limits=Limits(max_turns=10), main=_main(api, tmp_path))
+    try:
+        assert session.start("go").text == "first"
+        assert session.turn("again").text == "second"
+    finally:
+        session.close()
+        parent.close()
+    assert [r.body["model"] for r in api.requests] == ["claude-parent", HAIKU, HAIKU, "claude-parent"]
+
+
 def test_a_subagent_that_uses_a_skill_answers_with_the_skills_model_for_the_rest_of_its_run(
         api: FakeAnthropicServer, tmp_path: Path) -> None:
     name = _names(1)[0]
@@ -213,3 +283,19 @@ def test_a_subagent_that_uses_a_skill_answers_with_the_skills_model_for_the_rest
                                                        "claude-parent"]
     assert "child done" in _results(api.requests[-1])[0]["content"]
 
+
+def test_a_forked_skill_runs_as_the_agent_definition_it_names(api: FakeAnthropicServer, tmp_path: Path) -> None:
+    agents = tmp_path / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "auditor.md").write_text("---\nname: auditor\ndescription: audits code\ntools: Read, Grep\n"
+                                       "model: haiku\n---\nYou are the AUDITOR-PROMPT.\n")
+    name = _names(1)[0]
+    _skill(tmp_path, name, "Audit the code.", context="fork", agent="auditor")
+    api.enqueue(tool_use_reply("Skill", {"skill": name}, tool_id="toolu_s"), text_reply("audited"),
+                text_reply("done"))
+    assert _run(api, tmp_path, "audit it") == "done"
+    parent, child, back = api.requests
+    assert "AUDITOR-PROMPT" in json.dumps(child.body["system"]) and "AUDITOR-PROMPT" not in json.dumps(parent.body)
+    assert [t["name"] for t in child.body["tools"]] == ["Read", "Grep"]
+    assert (parent.body["model"], child.body["model"]) == ("claude-parent", HAIKU)
+    assert _results(back)[0]["content"] == f"Skill {name} ran in a separate context and returned: audited"

@@ -11,6 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from swarm.agent.transcript import Transcript
+from swarm.core.home import Home
+from swarm.models.messages import ToolResultBlock, ToolUseBlock
+from swarm.runtime.demo import DEMO_TEAM
 from tests.cli.conftest import SWARM_EXE
 
 
@@ -37,6 +41,29 @@ def test_demo_runs_offline_and_cleans_up() -> None:
     assert "implementer: stopped" in out and "tester: stopped" in out
     [root] = re.findall(r"cleaned up (\S+)", out)
     assert not Path(root).exists()
+
+
+def test_the_demos_tester_runs_its_forked_skill_in_a_subagent() -> None:
+    result = _demo("--backend", "subprocess", "--keep")
+    kept = Path(re.findall(r"kept: (\S+) ", result.stdout)[0]) if "kept: " in result.stdout else None
+    try:
+        assert result.returncode == 0, result.stderr
+        assert kept is not None
+        tester = Transcript(Home(kept / "home").transcript_path(DEMO_TEAM, "tester"))
+        [call] = [b for m in tester.messages() for b in m.content if isinstance(b, ToolUseBlock) and b.name == "Skill"]
+        [answer] = [b for m in tester.messages() for b in m.content
+                    if isinstance(b, ToolResultBlock) and b.tool_use_id == call.id]
+        assert not answer.is_error
+        assert answer.content == "Skill run-tests ran in a separate context and returned: tests: pass"
+        [link] = tester.events("subagent")
+        assert link["description"] == "skill run-tests"
+        child = Transcript(Path(link["transcript"])).messages()
+        assert child[0].text().startswith("Base directory for this skill: ")  # the body, alone
+        ran = [b for m in child for b in m.content if isinstance(b, ToolResultBlock)]
+        assert [r.content for r in ran] == ["slugify tests pass"] and child[-1].text() == "tests: pass"
+    finally:
+        if kept is not None:
+            shutil.rmtree(kept, ignore_errors=True)
 
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
