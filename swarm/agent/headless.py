@@ -28,7 +28,7 @@ from swarm.agent.prompts import agent_system_prompt, system_prompt
 from swarm.agent.skills import SkillCatalog, preload_text
 from swarm.agent.subagents import AgentHost, forks_enabled
 from swarm.agent.toolpool import tool_pool
-from swarm.agent.tools import core_tools
+from swarm.agent.tools import core_tools, stop_background
 from swarm.agent.tools.base import Tool, ToolContext
 from swarm.agent.tools.skill_tool import expand_slash
 from swarm.agent.tools.team_tools import TeamControl
@@ -70,7 +70,7 @@ def run_headless(prompt: str, provider: ModelProvider, *, cwd: Path, limits: Lim
         try:
             return run_agent(spec, conversation, ctx)
         finally:
-            _stop_commands(ctx)
+            stop_background(ctx)
     session = MainSession(provider, cwd=cwd, limits=limits, transcript=transcript, confine_writes=confine_writes,
                           cancel=cancel, main=main)
     try:
@@ -140,7 +140,7 @@ class MainSession:
 
     def close(self) -> None:
         self.host.background.stop_all()
-        _stop_commands(self.ctx)
+        stop_background(self.ctx)
 
     def _serve(self) -> AgentRun:
         run = _serve(self.spec, self.conversation, self.ctx, self.host, self.sink)
@@ -207,10 +207,3 @@ def _next_notifications(sink: QueueSink, host: AgentHost, cancel: threading.Even
 def _add(before: AgentRun, after: AgentRun) -> AgentRun:
     return AgentRun(after.text, after.stop_reason, before.turns + after.turns, before.usage + after.usage,
                     after.detail)
-
-
-def _stop_commands(ctx: ToolContext) -> None:
-    for proc in ctx.background:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()

@@ -49,6 +49,7 @@ from swarm.agent.prompts import agent_system_prompt
 from swarm.agent.skills import Skill, SkillCatalog, preload_text
 from swarm.agent.toolpool import tool_pool
 from swarm.agent.tools.base import Tool, ToolContext, ToolError
+from swarm.agent.tools.shell import stop_background
 from swarm.agent.transcript import Transcript
 from swarm.agent.turn_model import TurnModel
 from swarm.errors import ModelError, SwarmError
@@ -323,7 +324,7 @@ def run_child(host: AgentHost, parent: ToolContext, plan: ChildPlan, cancel: thr
                           mailbox=parent.mailbox, cancel=cancel, pane_id=parent.pane_id,
                           backend_type=parent.backend_type, color=parent.color, agents=host,
                           spawnable=plan.spawnable, granted_rules=list(plan.granted_rules), models=models)
-        stack.callback(_stop_background, ctx)
+        stack.callback(stop_background, ctx)
         conversation = Conversation.resume(transcript) if resume else Conversation(transcript=transcript)
         conversation.observer = counter.saw
         for message in plan.messages:
@@ -359,13 +360,6 @@ def _provider(host: AgentHost, model: str) -> Iterator[TurnModel]:
         yield provider
     finally:
         provider.close()
-
-
-def _stop_background(ctx: ToolContext) -> None:
-    for proc in ctx.background:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
 
 
 class _Progress:

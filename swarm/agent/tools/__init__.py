@@ -19,7 +19,7 @@ from swarm.agent.tools.files import (
     WriteTool,
 )
 from swarm.agent.tools.search import GlobInput, GlobTool, GrepInput, GrepTool
-from swarm.agent.tools.shell import BashInput, BashTool, stop_command
+from swarm.agent.tools.shell import BashInput, BashTool, stop_background, stop_command
 
 __all__ = [
     "BashInput",
@@ -38,6 +38,7 @@ __all__ = [
     "WriteInput",
     "WriteTool",
     "core_tools",
+    "stop_background",
     "stop_command",
 ]
 

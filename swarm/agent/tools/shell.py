@@ -283,3 +283,14 @@ def stop_command(proc: Popen, grace: float = KILL_GRACE_SECONDS, created: float 
     kill_tree(proc.pid, grace, created)
     with suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=grace)
+
+
+def stop_background(ctx: ToolContext) -> None:
+    """Stop every command the agent started with ``run_in_background``, each with its whole tree.
+
+    Called once by whoever owns the agent's ``ctx`` when the agent is done
+    (a subagent, a main session); commands that already ended leave only
+    their remnants to stop. Safe to call twice.
+    """
+    for proc in ctx.background:
+        stop_command(proc)
