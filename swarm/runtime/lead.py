@@ -23,10 +23,10 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from html import escape
 from pathlib import Path
 
 from swarm.agent.headless import MainSession
+from swarm.agent.inbound import teammate_block
 from swarm.agent.loop import AgentRun
 from swarm.agent.tools.base import ToolContext, ToolError
 from swarm.core.clock import now_ms
@@ -221,23 +221,22 @@ def _all_idle(lead: LeadTeam, coordinator: Coordinator) -> bool:
 
 def render(message: LeadMessage) -> str:
     """What the lead model reads for one message (empty for what the runtime handled itself)."""
-    who = f'teammate_id="{escape(message.sender)}"'
+    who = message.sender
     frame = message.frame
     if isinstance(frame, IdleNotification):
         done = f" (completed task {frame.completed_task_id}: {frame.completed_status})" if frame.completed_task_id else ""
         what = frame.failure_reason if frame.idle_reason == "failed" else (frame.summary or frame.result or "")
-        return f"<teammate-message {who}>[idle{done}] {what}</teammate-message>"
+        return teammate_block(who, f"[idle{done}] {what}")
     if isinstance(frame, PlanApprovalRequest):
-        return (f"<teammate-message {who}>plan_approval_request {frame.request_id}: answer with SendMessage "
-                f"message={{type: 'plan_approval_response', request_id: '{frame.request_id}', approve, feedback}}"
-                f"\n{frame.plan_content}</teammate-message>")
+        return teammate_block(who, f"plan_approval_request {frame.request_id}: answer with SendMessage "
+                                   f"message={{type: 'plan_approval_response', request_id: '{frame.request_id}', "
+                                   f"approve, feedback}}\n{frame.plan_content}")
     if message.kind == "permission_request":
         return ""  # answered by the lead policy or denied; never the model's call
     if isinstance(frame, ShutdownApproved):
-        return f"<teammate-message {who}>[shut down: approved {frame.request_id}]</teammate-message>"
+        return teammate_block(who, f"[shut down: approved {frame.request_id}]")
     if isinstance(frame, ShutdownRejected):
-        return f"<teammate-message {who}>[shutdown rejected: {frame.reason}]</teammate-message>"
+        return teammate_block(who, f"[shutdown rejected: {frame.reason}]")
     if message.kind == "terminated":
-        return f"<teammate-message {who}>[terminated] {message.text}</teammate-message>"
-    summary = f' summary="{escape(message.summary)}"' if message.summary else ""
-    return f"<teammate-message {who}{summary}>{message.text}</teammate-message>"
+        return teammate_block(who, f"[terminated] {message.text}")
+    return teammate_block(who, message.text, summary=message.summary)
