@@ -6,16 +6,24 @@ import json
 
 import click
 
+from swarm.agent.permissions.policy import PERMISSION_MODES
 from swarm.cli.options import home_of, json_option, team_option
-from swarm.cli.render import emit_json, one_line, table
+from swarm.cli.render import emit_json, table
 from swarm.core.clock import now_ms
+from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.names import LEAD_NAME
 from swarm.core.permlog import PermissionEvent
-from swarm.runtime.desk import answer_plan, apply_policy, pending
+from swarm.core.teams import TeamStore
+from swarm.runtime.desk import (
+    answer_plan,
+    apply_policy,
+    pending,
+    requester_cwd,
+    what_is_asked,
+)
 from swarm.runtime.desk import approve as approve_request
 from swarm.runtime.desk import deny as deny_request
-from swarm.teammate.config import PERMISSION_MODES
 
 
 @click.command()
@@ -28,7 +36,7 @@ def permissions(ctx: click.Context, team: str, as_json: bool, watch: bool) -> No
     home = home_of(ctx)
     if not watch:
         _report(apply_policy(home, team), as_json)
-        _list(pending(home, team), as_json)
+        _list(home, team, pending(home, team), as_json)
         return
     shown: set[str] = set()
     watcher = Mailbox(home, team).watcher(LEAD_NAME)
@@ -38,7 +46,7 @@ def permissions(ctx: click.Context, team: str, as_json: bool, watch: bool) -> No
             fresh = [r for r in pending(home, team) if r.request_id not in shown]
             shown.update(r.request_id for r in fresh)
             if fresh:
-                _list(fresh, as_json)
+                _list(home, team, fresh, as_json)
             watcher.wait(5.0)
     except KeyboardInterrupt:
         return
@@ -54,16 +62,18 @@ def _report(decisions: list[PermissionEvent], as_json: bool) -> None:
             click.echo(f"{d.request_id}: {d.decision} ({d.agent} {d.tool}) by {d.by}")
 
 
-def _list(requests: list[PermissionEvent], as_json: bool) -> None:
+def _list(home: Home, team: str, requests: list[PermissionEvent], as_json: bool) -> None:
+    """The requests, each with ``what_is_asked`` whole and last on its row: nothing cuts a command's tail."""
     if as_json:
         emit_json([r.model_dump(mode="json", exclude_none=True) for r in requests])
         return
     if not requests:
         click.echo("no pending requests")
         return
-    table(["id", "teammate", "kind", "what", "age"], [
-        [r.request_id, r.agent, r.tool if r.kind == "permission" else "plan",
-         one_line(r.description or (r.plan or ""), 60), f"{(now_ms() - r.ts) // 1000}s"]
+    team_file = TeamStore(home).get(team)
+    table(["id", "teammate", "kind", "age", "what"], [
+        [r.request_id, r.agent, r.tool if r.kind == "permission" else "plan", f"{(now_ms() - r.ts) // 1000}s",
+         what_is_asked(r, requester_cwd(team_file, r.agent))]
         for r in requests
     ])
 

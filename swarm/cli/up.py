@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -21,6 +22,7 @@ from swarm.core.home import Home
 from swarm.core.permlog import PermissionEvent, PermissionLog
 from swarm.core.teams import TeamStore
 from swarm.runtime.coordinator import Answer, Coordinator, LeadMessage
+from swarm.runtime.desk import requester_cwd, what_is_asked
 from swarm.runtime.shutdown import Outcome
 from swarm.runtime.status import team_status
 from swarm.runtime.up import Report, run_headless, start_team, stop_team
@@ -87,11 +89,16 @@ def down(ctx: click.Context, name: str, timeout: float, as_json: bool) -> None:
 # -- foreground ---------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
 class TerminalAsker:
     """Asks the person at the terminal; used only when stdin is a TTY."""
 
+    home: Home
+    team: str
+
     def permission(self, request: PermissionEvent) -> Answer:
-        click.echo(f"\n? {request.agent} wants to {request.description} [{request.request_id}]")
+        what = what_is_asked(request, requester_cwd(TeamStore(self.home).get(self.team), request.agent))
+        click.echo(f"\n? {request.agent} wants to {what} [{request.request_id}]")
         choice = click.prompt("  approve? (y)es / (n)o / (a)lways", type=click.Choice(["y", "n", "a"]), default="n")
         return {"y": "approve", "a": "always", "n": "deny"}[choice]  # type: ignore[return-value]
 
@@ -103,7 +110,7 @@ class TerminalAsker:
 
 
 def _foreground(home: Home, team: str, env: dict[str, str], shutdown_timeout: float) -> None:
-    asker = TerminalAsker() if sys.stdin.isatty() else None
+    asker = TerminalAsker(home, team) if sys.stdin.isatty() else None
     if asker is None:
         click.echo("stdin is not a terminal: requests the policy does not answer are denied", err=True)
     coordinator = Coordinator(home, team, asker=asker, on_message=_print_message, on_decision=_print_decision)
@@ -146,7 +153,8 @@ def _print_message(message: LeadMessage) -> None:
     elif message.kind == "terminated":
         click.echo(f"[!] {message.text}")
     elif message.kind in ("permission_request", "plan_request"):
-        click.echo(f"[{message.sender}] asks: {message.summary or message.kind}")
+        # not the sender's own summary: the prompt (or the decision) that follows says what is asked
+        click.echo(f"[{message.sender}] sent a {message.kind.replace('_', ' ')}")
 
 
 def _print_decision(decision: PermissionEvent) -> None:

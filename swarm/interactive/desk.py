@@ -24,6 +24,7 @@ from swarm.agent.permissions.rules import parse_rules, suggest
 from swarm.agent.tools.base import Tool, ToolContext, ToolError
 from swarm.core.permlog import PermissionEvent
 from swarm.runtime.coordinator import Answer
+from swarm.runtime.desk import what_is_asked
 
 LEAD_ASKER = "you"
 """Who a question from the lead's own tools is shown as coming from."""
@@ -54,14 +55,12 @@ class Question:
 
     @classmethod
     def of_request(cls, request: PermissionEvent, cwd: Path) -> Question:
-        """A teammate's request; what it asks is described from its input (in the teammate's ``cwd``), not
-        from the description the requester wrote, so the person sees the call that would really run."""
+        """A teammate's request; what it asks is ``desk.what_is_asked`` (from its input, in the teammate's
+        ``cwd``), never the description the requester wrote, so the person sees the call that would really run."""
+        what = what_is_asked(request, cwd)
         if request.kind == "plan":
-            return cls("plan", request.agent, "ExitPlanMode", request.description or "(empty plan)",
-                       request.request_id, plan=request.plan or "")
-        tool = request.tool or "?"
-        what = describe(tool, request.input, cwd) if request.input is not None else request.description or tool
-        return cls("permission", request.agent, tool, what, request.request_id,
+            return cls("plan", request.agent, "ExitPlanMode", what, request.request_id, plan=request.plan or "")
+        return cls("permission", request.agent, request.tool or "?", what, request.request_id,
                    rule=request.suggestions[0] if request.suggestions else None)
 
 

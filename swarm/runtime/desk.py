@@ -3,6 +3,12 @@
 Every answer goes through ``PermissionLog.decide`` (one answer per request,
 recorded with who decided) and is delivered to the teammate's inbox as a
 ``permission_response`` or ``plan_approval_response`` frame.
+
+What the lead is shown about a request is ``what_is_asked``: the real call,
+described from the request's input by the one describer
+(``agent.permissions.describe``), never the description its sender wrote —
+``swarm permissions``, the ``swarm up`` prompt and the interactive desk all
+show that line, whole.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from swarm.agent.permissions.describe import describe
 from swarm.agent.permissions.policy import PERMISSION_MODES, CallFacts, rule_decision
 from swarm.agent.permissions.rules import as_update
 from swarm.agent.permissions.settings import rules_of
@@ -38,6 +45,23 @@ from swarm.runtime.handles import claude_code_senders
 log = logging.getLogger(__name__)
 
 
+def what_is_asked(request: PermissionEvent, cwd: Path) -> str:
+    """The line the lead reads about ``request``: the call that would really run, built from its input (paths
+    resolved in the requester's ``cwd``), the model's own description only after it; a plan's first line."""
+    if request.kind == "plan":
+        return one_line(request.plan or "") or "(empty plan)"
+    tool = request.tool or "?"
+    return describe(tool, request.input, cwd) if request.input is not None else f"{tool} (no input recorded)"
+
+
+def requester_cwd(team_file: TeamFile, agent: str) -> Path:
+    """Where ``agent``'s relative paths point: its own cwd, else the team lead's, else this process's."""
+    for member in (team_file.member(agent), team_file.member(LEAD_NAME)):
+        if member is not None and member.cwd:
+            return Path(member.cwd)
+    return Path.cwd()
+
+
 def pending(home: Home, team: str) -> list[PermissionEvent]:
     TeamStore(home).get(team)
     ingest_requests(home, team)
@@ -52,7 +76,8 @@ def ingest_requests(home: Home, team: str, entries: Iterable[InboxEntry] | None 
     (once each) and they are answered like any other. ``entries``: those a
     caller took from the inbox already; default, the inbox as it is.
     """
-    senders = claude_code_senders(TeamStore(home).get(team))
+    team_file = TeamStore(home).get(team)
+    senders = claude_code_senders(team_file)
     if not senders:
         return []
     permlog = PermissionLog(home, team)
@@ -63,14 +88,14 @@ def ingest_requests(home: Home, team: str, entries: Iterable[InboxEntry] | None 
         if not isinstance(frame, (PermissionRequest, PlanApprovalRequest)) or frame.request_id in known \
                 or entry.sender not in senders:
             continue
-        if isinstance(frame, PermissionRequest):
+        if isinstance(frame, PermissionRequest):  # the frame's own description is the model's: not kept
             event = PermissionEvent(event="request", request_id=frame.request_id, ts=now_ms(), agent=entry.sender,
-                                    tool=frame.tool_name, input=frame.input, description=frame.description,
+                                    tool=frame.tool_name, input=frame.input,
                                     permission_suggestions=frame.permission_suggestions)
         else:
             event = PermissionEvent(event="request", request_id=frame.request_id, ts=now_ms(), kind="plan",
-                                    agent=entry.sender, tool="ExitPlanMode", plan=frame.plan_content,
-                                    description=one_line(frame.plan_content) or "(empty plan)")
+                                    agent=entry.sender, tool="ExitPlanMode", plan=frame.plan_content)
+        event.description = what_is_asked(event, requester_cwd(team_file, entry.sender))
         permlog.record_request(event)
         known.add(frame.request_id)
         added.append(event)
@@ -155,9 +180,7 @@ def _by_policy(home: Home, team: str, team_file: TeamFile, policy: LeadPolicy,
         return answer_plan(home, team, request.request_id, approved=policy.plans == "approve",
                            by=f"policy:plans={policy.plans}",
                            feedback=None if policy.plans == "approve" else "plans are denied by the lead policy")
-    member = team_file.member(request.agent)
-    cwd = Path(member.cwd) if member and member.cwd else Path.cwd()
-    call = CallFacts(request.tool or "", request.input or {}, read_only=False, cwd=cwd)
+    call = CallFacts(request.tool or "", request.input or {}, read_only=False, cwd=requester_cwd(team_file, request.agent))
     decision = rule_decision(call, rules_of(policy))
     by = "policy:" + (decision.by.removeprefix("rule:") if decision else "")
     if decision is not None and decision.verdict == "deny":

@@ -12,6 +12,7 @@ import time
 from swarm.core.home import Home
 from swarm.core.permlog import PermissionLog
 from swarm.core.teams import TeamStore
+from tests.permissions.test_what_the_lead_sees import LIE, ask_as_claude, claude_member
 from tests.up.helpers import SWARM_EXE, Up
 
 TEAM = """
@@ -86,3 +87,39 @@ def test_person_answers_always_and_the_rule_sticks(up: Up) -> None:
     assert (decision.decision, decision.by, decision.rule_added) == ("allow", "lead", "Bash(touch:*)")
     member = TeamStore(home).get("asky").member("worker")
     assert member is not None and member.allowed_tools == ["Bash(touch:*)"] and not member.is_active
+
+
+CC_TEAM = """
+[team]
+name = "asky"
+
+[[members]]
+name = "worker"
+prompt = "hello"
+playbook = "worker.toml"
+backend = "subprocess"
+"""
+
+
+def test_the_swarm_up_prompt_shows_the_real_command(up: Up) -> None:
+    (up.tmp / "worker.toml").write_text('[[rules]]\nmatch = "hello"\ntext = "hi"\n')
+    (up.tmp / "team.toml").write_text(CC_TEAM)
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([str(SWARM_EXE), "up", str(up.tmp / "team.toml")], stdin=slave, stdout=slave,
+                            stderr=slave, cwd=up.repo, env=up.env, start_new_session=True)
+    up.procs.append(proc)  # type: ignore[arg-type]
+    os.close(slave)
+    terminal = Terminal(master)
+    try:
+        terminal.expect("[worker] idle")
+        claude_member(Home(up.home), "asky", up.repo)
+        ask_as_claude(Home(up.home), "asky", "perm-3-touch", "touch owned.txt")
+        terminal.expect("approve? (y)es / (n)o / (a)lways")
+        assert "cc wants to run: touch owned.txt [perm-3-touch]" in terminal.seen
+        assert LIE not in terminal.seen
+        terminal.type("n\n")
+        terminal.expect("denied cc's Bash (perm-3-touch)")
+        os.killpg(proc.pid, signal.SIGINT)
+        assert proc.wait(timeout=60) == 0
+    finally:
+        os.close(master)
