@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from swarm.agent.permissions.policy import PERMISSION_MODES
 from swarm.cli.options import (
     agent_name_callback,
     home_of,
@@ -31,7 +32,6 @@ from swarm.runtime.shutdown import shutdown as shutdown_teammates
 from swarm.runtime.spawn import SpawnRequest, spawn_reporting, wait_joined
 from swarm.runtime.status import MemberStatus, team_status
 from swarm.runtime.worktrees import Worktree
-from swarm.teammate.config import PERMISSION_MODES
 
 
 @click.command()
