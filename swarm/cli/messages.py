@@ -14,6 +14,7 @@ from swarm.core.mailbox import Mailbox, delivery_key
 from swarm.core.names import BROADCAST, LEAD_NAME
 from swarm.core.protocol import InboxEntry
 from swarm.core.teams import TeamStore
+from swarm.core.text import visible
 from swarm.errors import NotFoundError
 
 
@@ -60,7 +61,7 @@ def send(ctx: click.Context, name: str, message: str, team: str, sender: str,
 @team_option
 @click.option("--unread", is_flag=True, help="Only entries not yet delivered.")
 @click.option("--take", is_flag=True,
-              help="Remove the undelivered entries once they were shown (written out in full).")
+              help="Print the undelivered entries in full (not as a table), then remove them from the inbox.")
 @click.option("--follow", "-f", is_flag=True, help="Keep waiting and print entries as they arrive (Ctrl-C stops).")
 @json_option
 @click.pass_context
@@ -77,7 +78,7 @@ def inbox(ctx: click.Context, name: str, team: str, unread: bool, take: bool, fo
 
     if not follow:
         entries = fetch()
-        _show(entries, as_json, empty_note=f"inbox of {name} is empty")
+        _show(entries, as_json, empty_note=f"inbox of {name} is empty", whole=take)
         if take:
             _prune_shown(mailbox, name, entries)
         return
@@ -113,17 +114,24 @@ def _follow(mailbox: Mailbox, name: str, fetch: Callable[[], list[InboxEntry]], 
         watcher.close()
 
 
-def _show(entries: list[InboxEntry], as_json: bool, *, empty_note: str) -> None:
+def _show(entries: list[InboxEntry], as_json: bool, *, empty_note: str, whole: bool) -> None:
+    """JSON, or a table of one-line previews; ``whole`` (a take, which removes what it shows): every text in full."""
     if as_json:
         emit_json([e.wire() for e in entries])
     elif not entries:
         click.echo(empty_note)
+    elif whole:
+        write_out("".join(_entry_line(e, as_json=False) for e in entries))
     else:
         table(["time", "from", "summary / text", "read"],
               [[e.timestamp, e.sender, one_line(e.summary or e.text), "yes" if e.read else "no"] for e in entries])
 
 
 def _entry_line(entry: InboxEntry, as_json: bool) -> str:
+    """One entry in full: a JSON line, or its header and whole text (later lines indented, control characters
+    escaped, so a text can neither pass for another entry nor rewrite the terminal)."""
     if as_json:
         return json.dumps(entry.wire(), ensure_ascii=False) + "\n"
-    return f"[{entry.timestamp}] {entry.sender}: {entry.text}\n"
+    summary = f" ({visible(entry.summary)})" if entry.summary else ""
+    text = "\n  ".join(visible(line) for line in entry.text.split("\n"))
+    return f"[{entry.timestamp}] {entry.sender}{summary}: {text}\n"

@@ -21,3 +21,8 @@ def flat(text: str, limit: int | None = 200) -> str:
     """
     joined = " ".join(text.split())
     return joined if limit is None or len(joined) <= limit else joined[: limit - 1] + "…"
+
+
+def visible(text: str) -> str:
+    """``text`` on one line with newlines, tabs and other control characters escaped (``\\n``, ``\\x1b``)."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from swarm.agent.permissions.paths import absolute
-from swarm.core.text import one_line
+from swarm.core.text import one_line, visible
 
 MODEL_NOTE = " — the model says: "
 """What separates the real call from the model's own description of it."""
@@ -28,11 +28,6 @@ def describe(tool: str, args: dict[str, Any], cwd: Path) -> str:
     real = _real(tool, args, cwd)
     note = one_line(str(args.get("description") or ""), NOTE_LIMIT)
     return f"{real}{MODEL_NOTE}{visible(note)}" if note else real
-
-
-def visible(text: str) -> str:
-    """``text`` on one line with newlines, tabs and other control characters escaped (``\\n``, ``\\x1b``)."""
-    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
 
 
 def _real(tool: str, args: dict[str, Any], cwd: Path) -> str:
