@@ -90,15 +90,22 @@ def is_running(member: Member, backends: Backends) -> bool:
 def stop_processes(member: Member, backends: Backends, grace: float) -> None:
     """SIGTERM, then SIGKILL after ``grace`` s, the teammate and everything it started; remove its pane.
 
-    BackendError (nothing about the member changed) when its process survives.
-    A pane that cannot be removed (tmux missing or failing) is only logged:
-    with its process gone, it closes by itself.
+    BackendError (nothing about the member changed) when its process survives,
+    and when its pane cannot be removed (tmux missing or failing) while swarm
+    recorded no pid for it (a Claude Code teammate): the pane is then all
+    there is to stop. With a pid stopped, a pane left behind is only logged:
+    it closes by itself.
     """
     kill_tree(member.pid, grace, member.proc_start, token=member.proc_token)
     if member.backend_type == "tmux" and member.tmux_pane_id:
         try:
             backends.of(member).stop(handle_of(member), grace=grace)
         except BackendError as exc:
+            if member.pid is None:
+                reason = str(exc).removesuffix("; use --backend subprocess")  # that hint is for spawning
+                raise BackendError(f"could not stop {member.name}: its tmux pane {member.tmux_pane_id} was not "
+                                   f"closed ({reason}) and swarm has no pid for it; make tmux reachable and try "
+                                   "again, or close the pane yourself") from exc
             log.warning("tmux pane not removed", extra={"agent": member.name, "reason": str(exc)})
     if process_alive(member):
         raise BackendError(f"could not stop {member.name} (pid {member.pid}): it survived SIGKILL")

@@ -15,6 +15,7 @@ from swarm.backends.procs import kill_tree
 from swarm.core.frames import IdleNotification, TeammateTerminated, parse_frame
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
+from swarm.core.protocol import Member
 from swarm.core.teams import TeamStore
 from tests.backends.helpers import retry_until
 from tests.cli.conftest import SWARM_EXE
@@ -85,6 +86,42 @@ def test_no_tmux_on_path(cli_team: tuple[Home, Path], tmp_path: Path) -> None:
     assert json.loads(auto.stdout)["backendType"] == "subprocess"
     assert auto.stderr.startswith("swarm: cal's model: the offline scripted model")  # the only note: no tmux warning
     assert len(auto.stderr.strip().splitlines()) == 1
+
+
+@pytest.fixture
+def pane(tmp_path: Path) -> Iterator[tuple[str, str, int]]:
+    """A real tmux pane running ``sleep`` on a private server: ``(socket path, pane id, pane pid)``."""
+    socket = f"swarm-kill-{tmp_path.name[-12:]}"
+    tmux = ["tmux", "-L", socket]
+    subprocess.run([*tmux, "new-session", "-d", "-s", "cc", "sleep 300"], check=True, capture_output=True)
+    shown = subprocess.run([*tmux, "display-message", "-p", "-t", "cc", "#{socket_path} #{pane_id} #{pane_pid}"],
+                           check=True, capture_output=True, text=True).stdout.split()
+    yield shown[0], shown[1], int(shown[2])
+    subprocess.run([*tmux, "kill-server"], capture_output=True, check=False)  # its exit status says nothing here
+
+
+def test_kill_without_tmux_says_it_could_not_and_leaves_the_member_as_it_was(
+        cli_team: tuple[Home, Path], tmp_path: Path, pane: tuple[str, str, int]) -> None:
+    home, work = cli_team
+    socket, pane_id, pane_pid = pane
+    # a Claude Code teammate in that pane: swarm recorded no pid for it, the pane is all it knows
+    TeamStore(home).add_member("t", Member(agent_id="cc@t", name="cc", backend_type="tmux", tmux_pane_id=pane_id,
+                                           tmux_socket=socket, cwd=str(work), is_active=True, status="idle"))
+    empty = tmp_path / "no-tmux-bin"
+    empty.mkdir()
+    refused = swarm("kill", "cc", "--team", "t", env={**os.environ, "PATH": str(empty)})
+    assert refused.returncode == 1 and "killed" not in refused.stdout, refused.stdout
+    [line] = refused.stderr.strip().splitlines()
+    assert line.startswith("swarm: error: could not stop cc") and "close the pane yourself" in line, line
+    member = TeamStore(home).get("t").member("cc")
+    assert member is not None and member.status == "idle" and member.is_active and member.stop_notice is None
+    assert psutil.pid_exists(pane_pid) and not any(
+        isinstance(parse_frame(e.text), TeammateTerminated) for e in Mailbox(home, "t").read("team-lead"))
+
+    killed = swarm("kill", "cc", "--team", "t")  # tmux back on PATH: the pane goes, and now it says so
+    assert killed.returncode == 0 and killed.stdout.strip() == "cc: killed", killed.stderr
+    retry_until(lambda: not psutil.pid_exists(pane_pid) or psutil.Process(pane_pid).status() == psutil.STATUS_ZOMBIE,
+                10, what="the pane's process to end")
 
 
 def test_spawn_errors_leave_nothing(cli_team: tuple[Home, Path]) -> None:
