@@ -39,18 +39,22 @@ def create(ctx: click.Context, name: str, description: str | None, as_json: bool
 @json_option
 @click.pass_context
 def list_(ctx: click.Context, as_json: bool) -> None:
-    """List the teams in the home."""
-    teams = TeamStore(home_of(ctx)).list()
+    """List the teams in the home; a team whose file cannot be read is named on stderr (exit 1)."""
+    teams, unreadable = TeamStore(home_of(ctx)).survey()
     if as_json:
         emit_json([_team_json(t) for t in teams])
-        return
-    if not teams:
+    elif teams:
+        table(["team", "members", "active", "age", "description"], [
+            [t.name, len(t.members), sum(1 for m in t.members if m.present()), _age(t.created_at),
+             t.description or ""]
+            for t in teams
+        ])
+    elif not unreadable:
         click.echo("no teams; create one with `swarm team create NAME`")
-        return
-    table(["team", "members", "active", "age", "description"], [
-        [t.name, len(t.members), sum(1 for m in t.members if m.present()), _age(t.created_at), t.description or ""]
-        for t in teams
-    ])
+    for name, why in unreadable.items():
+        click.echo(f"swarm: error: team {name} is unreadable: {why.removeprefix(f'team {name!r}: ')}", err=True)
+    if unreadable:
+        ctx.exit(1)
 
 
 @team.command("show")

@@ -14,7 +14,7 @@ from swarm.core.home import Home, ensure_dir
 from swarm.core.jsonfile import LockedJsonFile
 from swarm.core.names import LEAD_NAME, agent_id, valid_name, validate_name
 from swarm.core.protocol import COLORS, Activity, Member, TeamFile
-from swarm.errors import ConflictError, CorruptFileError, NotFoundError
+from swarm.errors import ConflictError, CorruptFileError, NotFoundError, StorageError
 
 log = logging.getLogger(__name__)
 
@@ -55,19 +55,30 @@ class TeamStore:
         return self._file(team).transform(put)
 
     def list(self) -> list[TeamFile]:
-        """Every team in the home, by name; unreadable ones are skipped."""
+        """Every team in the home whose team file can be read, by name (``survey`` also says which cannot)."""
+        return self.survey()[0]
+
+    def survey(self) -> tuple[list[TeamFile], dict[str, str]]:
+        """Every team in the home, by name: those read, and ``{name: why}`` for those whose team file
+        cannot be read (a directory in its place, unparsable, refused, moved aside as corrupt)."""
         if not self.home.teams_dir.is_dir():
-            return []
-        teams = []
+            return [], {}
+        teams, unreadable = [], {}
         for entry in sorted(self.home.teams_dir.iterdir()):
             if not valid_name(entry.name):  # Claude Code's `<team>.deleted-<uuid>` tombstones, stray files
                 log.debug("skipped a teams/ entry that is not a team", extra={"entry": entry.name})
                 continue
-            if entry.is_dir() and (entry / "config.json").exists():
-                team = self._file(entry.name).read()
-                if team is not None:
-                    teams.append(team)
-        return teams
+            config = entry / "config.json"
+            if not entry.is_dir() or not (config.exists() or config.is_symlink()
+                                          or any(entry.glob("config.json.corrupt-*"))):
+                continue
+            try:
+                teams.append(self.get(entry.name))
+            except (CorruptFileError, StorageError) as exc:
+                unreadable[entry.name] = str(exc)
+            except NotFoundError:  # deleted meanwhile
+                continue
+        return teams, unreadable
 
     def get(self, team: str) -> TeamFile:
         found = self._file(team).read()

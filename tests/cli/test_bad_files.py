@@ -93,8 +93,8 @@ def _assert_one_line_error(result: subprocess.CompletedProcess[str], *expected: 
 
 
 CASES = [(file, kind, command) for file, commands in READERS.items() for kind in PLANTS for command in commands
-         if (file, kind) != ("log", "loop") and (file, kind, command) != ("config", "loop", "team list")]
-"""Left out: a looping link reads as a missing log or as no team at all, and that was already one line."""
+         if (file, kind) != ("log", "loop")]
+"""Left out: a looping link in place of a log reads as a missing log, and that was already one line."""
 
 
 @pytest.mark.parametrize(("file", "kind", "command"), CASES, ids=[f"{f}-{k}-{c}" for f, k, c in CASES])
@@ -151,3 +151,19 @@ def test_sigint_while_loading_is_one_line(home: Home) -> None:
 def _imported(line: str) -> str:
     """The module named by a ``-X importtime`` line (``import time: 12 | 34 |   click``)."""
     return line.rsplit("|", 1)[-1].strip() if line.startswith("import time:") else ""
+
+
+def test_team_list_names_a_team_it_cannot_read(home: Home) -> None:
+    """An unparsable config.json made `team list` say "no teams" and exit 0."""
+    _team_with_bob(home)
+    TeamStore(home).create("good")
+    home.config_path(TEAM).write_text("{not json")
+    result = _run(COMMANDS["team list"])
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert [line.split()[0] for line in result.stdout.splitlines()] == ["TEAM", "good"], result.stdout
+    [line] = [line for line in result.stderr.splitlines() if line.startswith("swarm: error:")]
+    assert line.startswith(f"swarm: error: team {TEAM} is unreadable: ") and "does not parse" in line, line
+
+    home.config_path("good").unlink()  # the unreadable team is the only one: still not "no teams"
+    alone = _run(COMMANDS["team list"])
+    assert alone.returncode == 1 and alone.stdout == "" and f"team {TEAM} is unreadable" in alone.stderr
