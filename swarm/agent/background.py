@@ -85,7 +85,7 @@ def notification_text(task: BackgroundTask) -> str:
     body = task.result if task.status == "completed" else (task.error or task.result or "")
     return (f"<task-notification>\n<task-id>{task.id}</task-id>\n<status>{task.status}</status>\n"
             f"<summary>Agent \"{escape(task.description)}\" {verb}</summary>\n"
-            f"<result>{neutral(body)}</result>\n"
+            f"<result>{neutral(str(body))}</result>\n"
             f"<usage>total_tokens: {task.tokens}\ntool_uses: {task.tool_uses}\n"
             f"duration_ms: {task.duration_ms}</usage>\n</task-notification>")
 

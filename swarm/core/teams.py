@@ -6,7 +6,7 @@ import logging
 import os
 import shutil
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from swarm.core.clock import now_ms
 from swarm.core.codecs import ActivityCodec, TeamCodec
@@ -17,6 +17,14 @@ from swarm.core.protocol import COLORS, Activity, Member, TeamFile
 from swarm.errors import ConflictError, CorruptFileError, NotFoundError, StorageError
 
 log = logging.getLogger(__name__)
+
+
+class Survey(NamedTuple):
+    """The teams of a home: those read, and ``{name: why}`` for those whose team file cannot be read
+    (unparsable, a directory or FIFO in its place, a looping link, refused, moved aside as corrupt)."""
+
+    teams: list[TeamFile]
+    unreadable: dict[str, str]
 
 
 class TeamStore:
@@ -56,14 +64,14 @@ class TeamStore:
 
     def list(self) -> list[TeamFile]:
         """Every team in the home whose team file can be read, by name (``survey`` also says which cannot)."""
-        return self.survey()[0]
+        return self.survey().teams
 
-    def survey(self) -> tuple[list[TeamFile], dict[str, str]]:
-        """Every team in the home, by name: those read, and ``{name: why}`` for those whose team file
-        cannot be read (a directory in its place, unparsable, refused, moved aside as corrupt)."""
+    def survey(self) -> Survey:
+        """Every team in the home, by name, read or with why it cannot be."""
+        teams: list[TeamFile] = []
+        unreadable: dict[str, str] = {}
         if not self.home.teams_dir.is_dir():
-            return [], {}
-        teams, unreadable = [], {}
+            return Survey(teams, unreadable)
         for entry in sorted(self.home.teams_dir.iterdir()):
             if not valid_name(entry.name):  # Claude Code's `<team>.deleted-<uuid>` tombstones, stray files
                 log.debug("skipped a teams/ entry that is not a team", extra={"entry": entry.name})
@@ -78,7 +86,7 @@ class TeamStore:
                 unreadable[entry.name] = str(exc)
             except NotFoundError:  # deleted meanwhile
                 continue
-        return teams, unreadable
+        return Survey(teams, unreadable)
 
     def get(self, team: str) -> TeamFile:
         found = self._file(team).read()
