@@ -3,7 +3,10 @@
 An allowed prefix never hides a tail: a command built from allowed commands
 and anything else — another command, a redirection to a file, a substitution,
 a wrapper — is never allowed, while compositions of only allowed commands
-joined by ``;``, ``&&``, ``||``, ``|`` and newlines are.
+joined by ``;``, ``&&``, ``||``, ``|`` and newlines are. A deny rule holds
+against every way of running its command that swarm can see (by path, after
+global options, through wrappers and command strings), and a script or
+wrapper swarm cannot see into is never allowed past it.
 """
 
 from __future__ import annotations
@@ -85,6 +88,31 @@ def test_a_deny_rule_sees_every_part(composed: tuple[str, list[str]], wrap: str)
     denied = RuleSet(allow=tuple(parse_rules(["Bash"])), deny=tuple(parse_rules(["Bash(git push:*)"])))
     attack = wrap.format(c=f"{text} & git push --force")
     assert decide(call(attack), "bypassPermissions", denied).verdict == "deny", attack
+
+
+DISGUISED = [  # the denied command as swarm can see it: denied
+    "/usr/bin/git push", "git -C . push", "git --no-pager push", "git -c alias.p=push p", "bash -c -- 'git push'",
+    "busybox sh -c 'git push'", "echo push | xargs git", "env -S 'git push'", "script -c 'git push' /dev/null",
+    "chrt 0 git push", "taskset 1 git push", "unshare git push", "nice git push", "timeout 5 git push",
+    "nohup git push", "stdbuf -oL git push", "sudo git push", "ssh host git push", "flock f -c 'git push'",
+]
+UNSEEN = [  # a script or wrapper swarm cannot see into: never allowed, even in bypassPermissions
+    "echo 'git push' | sh", "sh <<< 'git push'", "bash <<EOF\ngit push\nEOF", "source <(echo git push)",
+    "bash <(echo git push)", "sh ./deploy.sh", "python3 -c 'import os; os.system(\"git push\")'",
+    "unknownwrapper --x git push",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(compositions(part), st.sampled_from(DISGUISED + UNSEEN), st.sampled_from(["{c}", *TAINTS]),
+       st.sampled_from(JOINS + [" & "]))
+def test_a_deny_rule_holds_against_every_way_of_running_it(composed: tuple[str, list[str]], hidden: str,
+                                                          wrap: str, join: str) -> None:
+    text, _ = composed
+    denied = RuleSet(allow=tuple(parse_rules(["Bash"])), deny=tuple(parse_rules(["Bash(git push:*)"])))
+    attack = wrap.format(c=f"{text}{join}{hidden}")
+    verdict = decide(call(attack), "bypassPermissions", denied).verdict
+    assert verdict == "deny" if hidden in DISGUISED else verdict in ("deny", "ask"), attack
 
 
 def test_the_parser_lists_every_simple_command() -> None:

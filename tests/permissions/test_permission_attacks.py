@@ -45,6 +45,25 @@ DENIED = [  # the denied command hidden in a corner: the deny rule still sees it
     "find . -exec git push \\;", "echo $(git push)", "echo `git push`", "(git push)", "{ git push; }",
     "if true; then git push; fi", "$'git' push", "{git,push}", "git${IFS}push", "$GIT push",
     "case x in x) git push;; esac", "  git   push  ", "nice -n 5 git push",
+    # by path, with global options, through wrappers swarm knows, as a command string it can read
+    "/usr/bin/git push", "./git push", "git -C . push", "git --no-pager push", "git -c x.y=z --git-dir=.git push",
+    "git -c alias.p=push p", "git --config-env=alias.p=P p", "bash -c -- 'git push'", "bash -O extglob -c 'git push'",
+    "busybox sh -c 'git push'", "nohup sh -c 'git push'", "echo push | xargs git", "xargs -0 git < list",
+    "env -S 'git push'", "env --split-string='git push'", "script -c 'git push' /dev/null", "chrt 0 git push",
+    "taskset 1 git push", "unshare git push", "ionice -c3 git push", "stdbuf -oL git push", "sudo -u x git push",
+    "su -c 'git push'", "flock /tmp/l -c 'git push'", "ssh localhost git push", "watch 'git push'",
+    "alias p='git push'", "trap 'git push' EXIT", "timeout 5 bash -c 'git push'", "setsid -f git push",
+]
+MIGHT_RUN = [  # a script or a wrapper swarm cannot see into: it asks, even in bypassPermissions
+    "echo 'git push' | sh", "echo 'git push' | bash -s", "sh <<< 'git push'", "bash <<EOF\ngit push\nEOF",
+    "source <(echo git push)", ". <(echo git push)", "bash <(echo git push)", "printf 'git push' > s; sh s",
+    "python3 -c 'import os; os.system(\"git push\")'", "perl -e 'system(\"git push\")'",
+    "awk 'BEGIN{system(\"git push\")}'", "make -f /dev/stdin <<< $'x:\\n\\tgit push'", "BASH_ENV=s bash -c true",
+    "mytool --then 'git push'", "mywrapper 0 git push", "case x in x) sh s;; esac",
+]
+STILL_FINE = [  # under the same deny rule, ordinary commands keep running in bypassPermissions
+    "ls *.py", "cat $F", "git commit -m fix", "npm test", "git log --oneline | head", "git pull", "echo $HOME",
+    "find . -name '*.py' | xargs wc -l", "git add -A && git commit -m 'wip'", "timeout 5 pytest -q", "git rm x",
 ]
 
 
@@ -68,6 +87,14 @@ def test_a_deny_rule_sees_every_part() -> None:
     everything = RuleSet(tuple(parse_rules(["Bash"])), tuple(parse_rules(FEATURE_DENY)))
     for mode in ("default", "bypassPermissions", "acceptEdits"):
         assert [c for c in DENIED if decide(bash(c), mode, everything).verdict != "deny"] == [], mode
+
+
+def test_a_deny_rule_holds_against_what_swarm_cannot_see() -> None:
+    everything = RuleSet(tuple(parse_rules(["Bash"])), tuple(parse_rules(FEATURE_DENY)))
+    for mode in ("default", "bypassPermissions", "acceptEdits"):
+        assert {c: d.verdict for c in MIGHT_RUN if (d := decide(bash(c), mode, everything)).verdict != "ask"} == {}
+    assert [c for c in MIGHT_RUN if decide(bash(c), "dontAsk", everything).verdict != "deny"] == []
+    assert [c for c in STILL_FINE if decide(bash(c), "bypassPermissions", everything).verdict != "allow"] == []
 
 
 def test_bash_descriptions_never_hide_the_command(tmp_path: Path) -> None:
@@ -114,6 +141,8 @@ def test_the_lead_policy_leaves_smuggled_tails_to_a_person(home: Home, policy_te
 def test_the_lead_policy_denies_hidden_denied_commands(home: Home, policy_team: str) -> None:
     answered = {c: _policy_answer(home, policy_team, "Bash", {"command": c}) for c in DENIED}
     assert {c: a for c, a in answered.items() if a != "deny"} == {}
+    doubtful = {c: _policy_answer(home, policy_team, "Bash", {"command": c}) for c in MIGHT_RUN}
+    assert {c: a for c, a in doubtful.items() if a is not None} == {}  # a person answers
 
 
 def test_the_lead_policy_never_approves_a_settings_file(home: Home, policy_team: str, tmp_path: Path) -> None:

@@ -14,6 +14,11 @@ are protected: Write/Edit of one, or a Bash command that mentions one or
 cannot be parsed, asks even under an allow rule or acceptEdits; only
 ``bypassPermissions`` (or the lead) lets it through.
 
+A deny rule that a Bash command only *might* run (``bash_match.could_run``
+says ``maybe``: a shell reading a script swarm cannot see, an unknown
+wrapper, a script inside an argument) asks instead of denying, in every
+mode, ``bypassPermissions`` included (``dontAsk`` denies it).
+
 Modes:
 - ``default``: read-only tools and edits inside the roots run; anything else asks.
 - ``acceptEdits``: like default, plus simple file commands (mkdir, touch, cp, mv) run.
@@ -76,11 +81,13 @@ class CallFacts:
 
 def decide(call: CallFacts, mode: str, rules: RuleSet) -> Decision:
     denied = _denied(call, rules)
-    if denied is not None:
+    if denied is not None and denied.verdict == "deny":
         return denied
     if mode == "plan" and not call.read_only and call.tool not in PLAN_TOOLS:
         return Decision("deny", "mode:plan", "in plan mode only read-only tools run until the lead approves "
                         "your plan; submit it with ExitPlanMode")
+    if denied is not None:  # a deny rule the call might break: asks even in bypassPermissions
+        return _ask_or_deny(mode, denied.by, denied.reason)
     if call.tool in PLAN_TOOLS or (call.read_only and (mode == "bypassPermissions" or _reads_inside(call))):
         return Decision("allow", "read-only")
     if mode != "bypassPermissions" and call.tool in WRITE_TOOLS and not _inside(call):
@@ -88,7 +95,7 @@ def decide(call: CallFacts, mode: str, rules: RuleSet) -> Decision:
                         f"({call.cwd}); writes there are not allowed in {mode} mode")
     decision = rule_decision(call, RuleSet(allow=rules.allow, ask=rules.ask), protect=mode != "bypassPermissions")
     if decision is not None:
-        return _ask_or_deny(mode, decision.by) if decision.verdict == "ask" else decision
+        return _ask_or_deny(mode, decision.by, decision.reason) if decision.verdict == "ask" else decision
     return _mode_default(call, mode)
 
 
@@ -97,7 +104,8 @@ def rule_decision(call: CallFacts, rules: RuleSet, *, protect: bool = True) -> D
 
     ``protect`` (off only in bypassPermissions) makes a write to a settings
     file, or a Bash command that mentions one or cannot be parsed, ask
-    whatever the allow rules say.
+    whatever the allow rules say. A deny rule that the call only might break
+    asks (``_denied``).
     """
     denied = _denied(call, rules)
     if denied is not None:
@@ -114,10 +122,16 @@ def rule_decision(call: CallFacts, rules: RuleSet, *, protect: bool = True) -> D
 
 
 def _denied(call: CallFacts, rules: RuleSet) -> Decision | None:
+    """Deny when a deny rule matches; ask when the call only might run what one denies."""
+    doubt = None
     for rule in rules.deny:
-        if rule.matches(call.tool, call.args, call.cwd, allow=False):
+        match = rule.could_match(call.tool, call.args, call.cwd)
+        if match == "yes":
             return Decision("deny", f"rule:{rule.text}", f"denied by rule {rule.text}")
-    return None
+        if match == "maybe" and doubt is None:
+            doubt = Decision("ask", f"rule:{rule.text}", f"the command might run what rule {rule.text} denies "
+                             "(a script or wrapper swarm cannot see into)")
+    return doubt
 
 
 def _mode_default(call: CallFacts, mode: str) -> Decision:
@@ -130,10 +144,11 @@ def _mode_default(call: CallFacts, mode: str) -> Decision:
     return _ask_or_deny(mode, f"mode:{mode}")
 
 
-def _ask_or_deny(mode: str, by: str) -> Decision:
+def _ask_or_deny(mode: str, by: str, reason: str = "") -> Decision:
     if mode == "dontAsk":
-        return Decision("deny", "mode:dontAsk", "this call needs approval and the agent runs in dontAsk mode")
-    return Decision("ask", by)
+        return Decision("deny", "mode:dontAsk", "this call needs approval and the agent runs in dontAsk mode"
+                        + (f": {reason}" if reason else ""))
+    return Decision("ask", by, reason)
 
 
 def _roots(call: CallFacts) -> list[Path]:

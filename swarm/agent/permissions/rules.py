@@ -7,9 +7,10 @@
   vouches for nothing else (a redirection to a file, a substitution, a
   wrapper, text it cannot parse: the call asks). A deny or ask rule matches
   when any simple command — including those inside substitutions, subshells
-  and wrappers — could be the one it names: a word that is not literal
-  (``$X``, globs, braces) counts as a match, and text that cannot be parsed is
-  scanned word by word.
+  and wrappers — could be the one it names (``bash_match.could_run``: by
+  program name, options skipped, a non-literal word as anything), and
+  *might* match when the call runs a script swarm cannot see; the policy
+  asks then instead of denying.
 - ``Edit(src/**)``, ``Read(*.md)``, ``Write(//tmp/**)`` — globs on the file
   path (the same translation as the Glob tool: ``**``, ``*``, ``?``, ``[..]``,
   ``{a,b}``), relative to the agent's cwd (``//`` absolute, ``~/`` home); a
@@ -22,18 +23,19 @@
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from swarm.agent.permissions.shell_syntax import (
-    ShellCommand,
-    SimpleCommand,
-    parse_command,
-    scan_words,
+from swarm.agent.permissions.bash_match import (
+    Match,
+    Spec,
+    allows,
+    allows_all,
+    could_run,
 )
+from swarm.agent.permissions.shell_syntax import parse_command
 from swarm.agent.tools.walking import glob_regex
 from swarm.errors import UsageError
 
@@ -64,17 +66,22 @@ class Rule:
 
     def matches(self, tool: str, args: dict[str, Any], cwd: Path, *, allow: bool) -> bool:
         """Does this rule apply to the call? ``allow`` selects the strict reading, else the conservative one."""
+        if allow and tool == "Bash" and self.covers_tool(tool) and self.content is not None:
+            return allows_all(self.content, parse_command(str(args.get("command", ""))))
+        return self.could_match(tool, args, cwd) != "no"
+
+    def could_match(self, tool: str, args: dict[str, Any], cwd: Path) -> Match:
+        """The conservative reading, for deny and ask rules: ``maybe`` when a Bash command might run it."""
         if not self.covers_tool(tool):
-            return False
+            return "no"
         if self.content is None:
-            return True
+            return "yes"
         if tool == "Bash":
-            command = parse_command(str(args.get("command", "")))
-            return _allows_all(self.content, command) if allow else _could_match(self.content, command)
+            return could_run(self.content, parse_command(str(args.get("command", ""))))
         if tool in FILE_TOOLS:
             value = args.get(FILE_TOOLS[tool]) or "."
-            return path_matches(self.content, str(value), cwd)
-        return any(isinstance(v, str) and v == self.content for v in args.values())
+            return "yes" if path_matches(self.content, str(value), cwd) else "no"
+        return "yes" if any(isinstance(v, str) and v == self.content for v in args.values()) else "no"
 
 
 def allow_cover(rules: Iterable[Rule], tool: str, args: dict[str, Any], cwd: Path) -> list[Rule]:
@@ -92,7 +99,7 @@ def allow_cover(rules: Iterable[Rule], tool: str, args: dict[str, Any], cwd: Pat
         return []
     used: list[Rule] = []
     for part in command.commands:
-        rule = next((r for r in candidates if r.content is not None and _allows(_Spec.of(r.content), part)), None)
+        rule = next((r for r in candidates if r.content is not None and allows(Spec.of(r.content), part)), None)
         if rule is None:
             return []
         if rule not in used:
@@ -102,65 +109,6 @@ def allow_cover(rules: Iterable[Rule], tool: str, args: dict[str, Any], cwd: Pat
 
 def parse_rules(texts: list[str] | tuple[str, ...]) -> list[Rule]:
     return [Rule.parse(t) for t in texts]
-
-
-@dataclass(frozen=True)
-class _Spec:
-    """A Bash rule's specifier: ``prefix`` (``x:*``), ``text`` (``x*``) or ``exact``."""
-
-    kind: Literal["prefix", "text", "exact"]
-    words: tuple[str, ...]
-    text: str
-
-    @classmethod
-    def of(cls, spec: str) -> _Spec:
-        kind: Literal["prefix", "text", "exact"] = "exact"
-        if spec.endswith(":*"):
-            kind, spec = "prefix", spec[:-2]
-        elif spec.endswith("*"):
-            kind, spec = "text", spec[:-1]
-        try:
-            words = tuple(shlex.split(spec))
-        except ValueError:
-            words = tuple(spec.split())
-        return cls(kind, words, spec if kind == "text" else " ".join(words))
-
-
-def _allows_all(spec: str, command: ShellCommand) -> bool:
-    rule = _Spec.of(spec)
-    return command.plain and all(_allows(rule, part) for part in command.commands)
-
-
-def _allows(rule: _Spec, part: SimpleCommand) -> bool:
-    """Strict: the simple command is certainly one the rule names."""
-    if rule.kind == "text":
-        return all(part.literal) and part.text.startswith(rule.text)
-    k = len(rule.words)
-    if rule.kind == "exact" and len(part.words) != k:
-        return False
-    return part.words[:k] == rule.words and all(part.literal[:k])
-
-
-def _could_match(spec: str, command: ShellCommand) -> bool:
-    """Conservative: some simple command might be one the rule names."""
-    rule = _Spec.of(spec)
-    if not command.parsed:
-        return any(_could_be(rule, SimpleCommand(tuple(w), (True,) * len(w))) for w in scan_words(command.text) if w)
-    return any(_could_be(rule, part) for part in command.commands)
-
-
-def _could_be(rule: _Spec, part: SimpleCommand) -> bool:
-    if rule.kind == "text":
-        return part.text.startswith(rule.text) or not all(part.literal)
-    for i, want in enumerate(rule.words):
-        if i >= len(part.words):
-            return False
-        if not part.literal[i]:
-            return True  # could expand to anything, even to several words
-        if part.words[i] != want:
-            return False
-    extra = part.literal[len(rule.words):]
-    return rule.kind == "prefix" or not any(extra)
 
 
 def path_matches(pattern: str, value: str, cwd: Path) -> bool:
