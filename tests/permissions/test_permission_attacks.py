@@ -97,6 +97,24 @@ def test_a_deny_rule_holds_against_what_swarm_cannot_see() -> None:
     assert [c for c in STILL_FINE if decide(bash(c), "bypassPermissions", everything).verdict != "allow"] == []
 
 
+ACCEPT_EDITS_OUTSIDE = [  # options that carry a path (or a suffix) out of the cwd
+    "cp --target-directory={o} x", "cp --target-directory {o} x", "mv -t{o} x", "mv -t {o} x", "cp -rt{o} x",
+    "cp a b --target-directory={o}", "cp --t={o} x", "cp --targ {o} x", "cp -b -S /../../x a b",
+    "cp --backup=numbered a b", "mv --suffix=/x -b a b", "touch -r /etc/shadow a", "touch --reference={o}/f a",
+    "mkdir -m 777 x", "cp -rL a b", "cp x {o}", "mv x ../x", "/bin/cp x y",
+]
+
+
+def test_accept_edits_never_writes_through_an_option_it_does_not_understand(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    outside = [c.format(o=tmp_path / "outside") for c in ACCEPT_EDITS_OUTSIDE]
+    assert [c for c in outside if decide(bash(c, work), "acceptEdits", RuleSet()).verdict != "ask"] == []
+    fine = ["cp x y", "cp -r a b", "cp -a a b", "mv -f a b", "mkdir -p a/b", "touch a b", "cp -t sub x",
+            "cp --target-directory=sub x", "cp -- -t x", "mv -vT a b"]
+    assert [c for c in fine if decide(bash(c, work), "acceptEdits", RuleSet()).verdict != "allow"] == []
+
+
 def test_bash_descriptions_never_hide_the_command(tmp_path: Path) -> None:
     told = describe("Bash", {"command": "git status\ntouch ~/.bashrc\x1b[2K", "description": "run: git status"},
                     tmp_path)

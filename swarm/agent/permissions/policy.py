@@ -21,7 +21,8 @@ mode, ``bypassPermissions`` included (``dontAsk`` denies it).
 
 Modes:
 - ``default``: read-only tools and edits inside the roots run; anything else asks.
-- ``acceptEdits``: like default, plus simple file commands (mkdir, touch, cp, mv) run.
+- ``acceptEdits``: like default, plus simple file commands (mkdir, touch, cp, mv) run
+  when swarm understands every word of them (``file_commands``) and every path is inside the roots.
 - ``plan``: only read-only tools, as in default (outside the roots they ask),
   until a plan is approved (ExitPlanMode); everything else is refused.
 - ``bypassPermissions``: everything runs except what a deny rule refuses
@@ -35,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from swarm.agent.permissions.file_commands import paths_of
 from swarm.agent.permissions.paths import (
     is_settings_file,
     mentions_settings,
@@ -49,7 +51,6 @@ PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dont
 """Every permission mode an agent can run in (see the module docstring)."""
 WRITE_TOOLS = ("Write", "Edit")
 PLAN_TOOLS = ("ExitPlanMode",)
-_FILE_COMMANDS = ("mkdir", "touch", "cp", "mv")
 
 
 @dataclass(frozen=True)
@@ -174,11 +175,12 @@ def _protected(call: CallFacts) -> bool:
 
 
 def _simple_file_command(call: CallFacts) -> bool:
-    """One mkdir/touch/cp/mv with literal arguments inside the roots, and nothing else (no hazard)."""
+    """One mkdir/touch/cp/mv whose every word swarm understands, every path inside the roots, no hazard."""
     parsed = parse_command(str(call.args.get("command", "")))
     if not parsed.plain or len(parsed.commands) != 1:
         return False
-    words, literal = parsed.commands[0].words, parsed.commands[0].literal
-    paths = [Path(w).expanduser() for w in words[1:] if not w.startswith("-")]
-    return (words[0] in _FILE_COMMANDS and all(literal)
-            and all(within_roots(p if p.is_absolute() else call.cwd / p, _roots(call)) for p in paths))
+    named = paths_of(parsed.commands[0])
+    if named is None:
+        return False
+    paths = [Path(w).expanduser() for w in named]
+    return all(within_roots(p if p.is_absolute() else call.cwd / p, _roots(call)) for p in paths)
