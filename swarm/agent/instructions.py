@@ -14,7 +14,11 @@ this order:
      directories later, so their word comes last;
 2. a git status snapshot when the cwd is in a repository: branch,
    ``git status --short`` (at most ``STATUS_LINES`` lines), the last
-   ``RECENT_COMMITS`` commit subjects;
+   ``RECENT_COMMITS`` commit subjects. git runs hardened (``HARDENED``):
+   the repository's config is written by whoever works in it, and
+   ``core.fsmonitor``, a filter driver, a hook or a pager named there would
+   otherwise run at every agent's start, before any permission is asked;
+   submodules are not entered (their config is theirs);
 3. today's date.
 
 A file that cannot be read is skipped (a log warning says why); a file over
@@ -126,16 +130,23 @@ def _read_capped(path: Path) -> str | None:
     return text
 
 
+HARDENED = ("--no-pager", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null",
+            "-c", "log.showSignature=false")
+"""git options that keep the repository's config from running commands during the snapshot;
+``_no_filters`` adds one override per filter driver the config defines."""
+
+
 def git_snapshot(cwd: Path) -> str:
     """Branch, short status (capped) and recent commit subjects of the repository at ``cwd``; "" outside one."""
     if repository_root(cwd) is None:
         return ""
-    branch = _git_or(cwd, "", "branch", "--show-current").strip() or "(detached HEAD)"
-    changes = _git_or(cwd, "", "status", "--short").splitlines()
+    hardened = (*HARDENED, *_no_filters(cwd))
+    branch = _git_or(cwd, "", *hardened, "branch", "--show-current").strip() or "(detached HEAD)"
+    changes = _git_or(cwd, "", *hardened, "status", "--short", "--ignore-submodules=all").splitlines()
     shown = changes[:STATUS_LINES]
     if len(changes) > STATUS_LINES:
         shown.append(f"... and {len(changes) - STATUS_LINES} more (run git status to see them all)")
-    commits = _git_or(cwd, "", "log", f"-{RECENT_COMMITS}", "--format=%h %s").splitlines()
+    commits = _git_or(cwd, "", *hardened, "log", f"-{RECENT_COMMITS}", "--format=%h %s").splitlines()
     return "\n".join([
         f"Current branch: {branch}",
         "Status:\n" + ("\n".join(shown) if shown else "(clean)"),
@@ -143,10 +154,23 @@ def git_snapshot(cwd: Path) -> str:
     ])
 
 
+def _no_filters(cwd: Path) -> list[str]:
+    """``-c`` overrides that empty every filter driver the config defines (``status`` runs ``clean`` filters).
+
+    Reading the config runs nothing; an empty command makes git leave the
+    content as it is, and ``required=false`` keeps that from being an error.
+    """
+    names = _git_or(cwd, "", "config", "--name-only", "--get-regexp", r"^filter\.").splitlines()
+    drivers = sorted({name.rsplit(".", 1)[0] for name in names if name.count(".") >= 2})
+    return [arg for driver in drivers for key in ("clean=", "smudge=", "process=", "required=false")
+            for arg in ("-c", f"{driver}.{key}")]
+
+
 def _git_or(cwd: Path, fallback: str, *args: str) -> str:
     """git's stdout, or ``fallback`` when git refuses (e.g. ``log`` in a repository with no commits)."""
     try:
         return git(cwd, *args)
     except BackendError as exc:
-        log.debug("git question failed", extra={"git_command": args[0], "reason": str(exc)})
+        command = next((a for a in args if not a.startswith("-") and "=" not in a), args[0])
+        log.debug("git question failed", extra={"git_command": command, "reason": str(exc)})
         return fallback

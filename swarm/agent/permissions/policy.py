@@ -9,9 +9,11 @@ the lead's desk for the lead policy (``runtime/desk.py``).
 The roots are the agent's cwd or worktree (``CallFacts.write_roots``). In
 every mode but ``bypassPermissions``, Write/Edit outside them are denied
 without asking, and reads outside them (Read, Grep, Glob) ask unless an allow
-rule covers them. Settings files that grant rules (``paths.SETTINGS_FILES``)
-are protected: Write/Edit of one, or a Bash command that mentions one or
-cannot be parsed, asks even under an allow rule or acceptEdits; only
+rule covers them. Files that change what an agent may do or make git run
+commands (``paths.PROTECTED``: settings, skills, commands, agent
+definitions, ``.git``) are protected: Write/Edit/NotebookEdit of one, or a
+Bash command that may touch one (``paths.may_touch_protected``) or cannot be
+parsed, asks even under an allow rule or acceptEdits; only
 ``bypassPermissions`` (or the lead) lets it through.
 
 A deny rule that a Bash command only *might* run (``bash_match.could_run``
@@ -38,8 +40,8 @@ from typing import Any, Literal
 
 from swarm.agent.permissions.file_commands import paths_of
 from swarm.agent.permissions.paths import (
-    is_settings_file,
-    mentions_settings,
+    is_protected,
+    may_touch_protected,
     read_target,
 )
 from swarm.agent.permissions.rules import Rule, allow_cover
@@ -50,6 +52,9 @@ Verdict = Literal["allow", "deny", "ask"]
 PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
 """Every permission mode an agent can run in (see the module docstring)."""
 WRITE_TOOLS = ("Write", "Edit")
+"""swarm's file-writing tools: confined to the roots outside bypassPermissions."""
+_WRITE_PATHS = {"Write": "file_path", "Edit": "file_path", "MultiEdit": "file_path", "NotebookEdit": "notebook_path"}
+"""Every file-writing tool a request may name (Claude Code teammates' too), with its path field."""
 PLAN_TOOLS = ("ExitPlanMode",)
 
 
@@ -103,8 +108,8 @@ def decide(call: CallFacts, mode: str, rules: RuleSet) -> Decision:
 def rule_decision(call: CallFacts, rules: RuleSet, *, protect: bool = True) -> Decision | None:
     """What the rules alone say: deny > ask > protected path (asks) > allow; None when no rule applies.
 
-    ``protect`` (off only in bypassPermissions) makes a write to a settings
-    file, or a Bash command that mentions one or cannot be parsed, ask
+    ``protect`` (off only in bypassPermissions) makes a write to a protected
+    file, or a Bash command that may touch one or cannot be parsed, ask
     whatever the allow rules say. A deny rule that the call only might break
     asks (``_denied``).
     """
@@ -115,7 +120,8 @@ def rule_decision(call: CallFacts, rules: RuleSet, *, protect: bool = True) -> D
         if rule.matches(call.tool, call.args, call.cwd, allow=False):
             return Decision("ask", f"rule:{rule.text}")
     if protect and _protected(call):
-        return Decision("ask", "protected", "the call may change a settings file that grants permissions")
+        return Decision("ask", "protected", "the call may change a protected file (settings, skills, commands, "
+                        "agent definitions, .git) that grants permissions or runs commands")
     covering = allow_cover(rules.allow, call.tool, call.args, call.cwd)
     if covering:
         return Decision("allow", "rule:" + " + ".join(r.text for r in covering))
@@ -167,10 +173,10 @@ def _reads_inside(call: CallFacts) -> bool:
 
 
 def _protected(call: CallFacts) -> bool:
-    if call.tool in WRITE_TOOLS:
-        return is_settings_file(str(call.args.get("file_path", "")), call.cwd)
+    if call.tool in _WRITE_PATHS:
+        return is_protected(str(call.args.get(_WRITE_PATHS[call.tool], "")), call.cwd)
     if call.tool == "Bash":
-        return mentions_settings(parse_command(str(call.args.get("command", ""))))
+        return may_touch_protected(parse_command(str(call.args.get("command", ""))), call.cwd)
     return False
 
 
