@@ -7,6 +7,7 @@ is checked against both. The end-to-end cases run real teammate processes.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pytest
 from swarm.agent.permissions.describe import describe
 from swarm.agent.permissions.policy import CallFacts, RuleSet, decide
 from swarm.agent.permissions.rules import parse_rules
+from swarm.agent.tools import GrepTool, ToolContext
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.permlog import PermissionEvent, PermissionLog
@@ -113,6 +115,21 @@ def test_accept_edits_never_writes_through_an_option_it_does_not_understand(tmp_
     fine = ["cp x y", "cp -r a b", "cp -a a b", "mv -f a b", "mkdir -p a/b", "touch a b", "cp -t sub x",
             "cp --target-directory=sub x", "cp -- -t x", "mv -vT a b"]
     assert [c for c in fine if decide(bash(c, work), "acceptEdits", RuleSet()).verdict != "allow"] == []
+
+
+def test_grep_never_follows_a_symlink_out_of_the_cwd(tmp_path: Path) -> None:
+    work, secret = tmp_path / "work", tmp_path / "secret.txt"
+    work.mkdir()
+    secret.write_text("password=hunter2\n")
+    (work / "notes.txt").write_text("no password here\n")
+    (work / "pw").symlink_to(secret)
+    context = ToolContext(cwd=work)
+    rg = shutil.which("rg")
+    for tool in [GrepTool(rg_path=None), *([GrepTool(rg_path=rg)] if rg else [])]:
+        found = tool.run(tool.input_model.model_validate({"pattern": "password", "output_mode": "content"}), context)
+        assert "hunter2" not in found and "no password here" in found, tool.rg_path
+    grep = CallFacts("Grep", {"pattern": "password"}, read_only=True, cwd=work, write_roots=[work])
+    assert decide(grep, "default", RuleSet()).verdict == "allow"  # the call is inside: the tool keeps it so
 
 
 def test_bash_descriptions_never_hide_the_command(tmp_path: Path) -> None:

@@ -13,6 +13,9 @@ explicitly (``None`` forces the Python one). Both backends:
   reads ``.gitignore`` (rg runs with ``--no-ignore --hidden``), so results do
   not depend on which backend is installed;
 - skip binary files (a NUL byte in the first 8 KiB);
+- skip symbolic links met under the root (ripgrep does not follow them), so
+  a link inside the agent's roots never leads the search outside them (the
+  root itself is resolved and checked by the permission policy);
 - apply ``glob`` to the file name when it has no ``/``, else to the path
   relative to the root (ripgrep's rule), and not at all when the root is a
   single file;
@@ -257,7 +260,7 @@ def _candidates(query: GrepQuery) -> Iterator[Path]:
     rx = glob_regex(query.glob) if query.glob else None
     on_path = bool(query.glob and "/" in query.glob)
     for path, rel in walk_files(query.root):
-        if rx is None or rx.match(rel if on_path else path.name):
+        if (rx is None or rx.match(rel if on_path else path.name)) and not path.is_symlink():
             yield path
 
 
