@@ -15,7 +15,8 @@ starting with ``x``) or ``x`` (exactly that command).
   swarm is unsure of matches (``ShellCommand.maybe``: the later words of an
   unknown command, text that might be a script), when a script runs that
   swarm cannot see (``ShellCommand.opaque``), or when the command cannot be
-  parsed and no scanned words match. ``no`` otherwise.
+  parsed and no scanned words match (each scanned run may go on, as an
+  ``xargs`` command would). ``no`` otherwise.
 """
 
 from __future__ import annotations
@@ -72,7 +73,8 @@ def could_run(spec: str, command: ShellCommand) -> Match:
     """Conservative: might the command run one the rule names (see the module docstring)?"""
     rule = Spec.of(spec)
     if not command.parsed:
-        scanned = (SimpleCommand(tuple(w), (True,) * len(w)) for w in scan_words(command.text) if w)
+        # what follows a scanned run of words is unknown (``xargs git`` in text bashlex cannot read)
+        scanned = (SimpleCommand(tuple(w), (True,) * len(w), open_end=True) for w in scan_words(command.text) if w)
         return "yes" if any(_could_be(rule, part) for part in scanned) else "maybe"
     if any(_could_be(rule, part) for part in command.commands):
         return "yes"
