@@ -75,6 +75,8 @@ class AgentDefinition(BaseModel):
     skills: list[str] = []
     omit_claude_md: bool = False
     """Skip the instruction files (CLAUDE.md ...) in the context block; git status and date stay."""
+    read_only: bool = False
+    """Bash runs only read-only commands, Write and Edit never (built-in Explore and Plan; ``swarm.agent.read_only``)."""
     source: Source = "built-in"
     path: Path | None = None
     overrides: Source | None = None
@@ -359,8 +361,8 @@ def _project_agent_dirs(cwd: Path, user_dir: Path) -> list[Path]:
 
 
 def builtin_agents() -> list[AgentDefinition]:
-    """general-purpose (every tool), Explore and Plan (read-only: Read, Glob, Grep, Bash; no CLAUDE.md)."""
-    read_only = ["Read", "Glob", "Grep", "Bash"]
+    """general-purpose (every tool), Explore and Plan (read-only: Read, Glob, Grep, read-only Bash; no CLAUDE.md)."""
+    readers = ["Read", "Glob", "Grep", "Bash"]
     never_write = ["Agent", "Write", "Edit", "ExitPlanMode"]
     return [
         AgentDefinition(
@@ -369,14 +371,14 @@ def builtin_agents() -> list[AgentDefinition]:
                         "carrying out multi-step tasks. Use it when a search may take several tries, or for "
                         "a self-contained piece of work whose details you do not need in your own context."),
         AgentDefinition(
-            name="Explore", prompt=prompts.EXPLORE, tools=read_only, disallowed_tools=never_write,
-            omit_claude_md=True,
+            name="Explore", prompt=prompts.EXPLORE, tools=readers, disallowed_tools=never_write,
+            omit_claude_md=True, read_only=True,
             description="Fast read-only agent for exploring a codebase: find files by pattern, search code "
                         "for keywords, answer questions about how the code works. Say how thorough to be: "
                         "quick, medium or very thorough."),
         AgentDefinition(
-            name="Plan", prompt=prompts.PLAN, tools=read_only, disallowed_tools=never_write,
-            omit_claude_md=True,
+            name="Plan", prompt=prompts.PLAN, tools=readers, disallowed_tools=never_write,
+            omit_claude_md=True, read_only=True,
             description="Read-only software architect: explores the code and returns a step-by-step "
                         "implementation plan with the critical files and trade-offs. Use it to design a "
                         "change before making it."),

@@ -23,11 +23,12 @@ from swarm.agent.executor import ToolGate
 from swarm.agent.instructions import context_block
 from swarm.agent.limits import Limits
 from swarm.agent.loop import AgentRun, AgentSpec, Arrivals, RunningAgent, run_agent
-from swarm.agent.memory import memory_prompt
+from swarm.agent.memory import memory_prompt, with_memory
 from swarm.agent.prompts import agent_system_prompt, system_prompt
+from swarm.agent.read_only import read_only_gate
 from swarm.agent.skills import SkillCatalog, preload_text
 from swarm.agent.subagents import AgentHost, forks_enabled
-from swarm.agent.toolpool import tool_pool
+from swarm.agent.toolpool import spawnable_types, tool_pool
 from swarm.agent.tools import core_tools, stop_background
 from swarm.agent.tools.base import Tool, ToolContext
 from swarm.agent.tools.skill_tool import expand_slash
@@ -96,8 +97,11 @@ class MainSession:
                  gate: ToolGate | None = None) -> None:
         self.main = main
         self.cwd = cwd
-        self.ctx = ToolContext(cwd=cwd, write_roots=[cwd] if confine_writes else None,
-                               cancel=cancel or threading.Event(), team_control=team_control)
+        definition = main.definition
+        self.ctx = ToolContext(cwd=cwd, write_roots=with_memory([cwd] if confine_writes else None, definition, cwd,
+                                                                env=main.env),
+                               cancel=cancel or threading.Event(), team_control=team_control,
+                               spawnable=spawnable_types(definition.tools) if definition else None)
         self.conversation = (Conversation.resume(Transcript(transcript)) if resume and transcript is not None
                              else Conversation(transcript=Transcript(transcript) if transcript else None))
         self.sink = QueueSink()
@@ -110,7 +114,7 @@ class MainSession:
         self.ctx.agents = self.host
         self.ctx.models = TurnModel(provider, main.make_provider, main.env)
         self.spec = _main_spec(main, self.ctx.models, cwd, limits, extra_tools)
-        self.spec.gate = gate
+        self.spec.gate = read_only_gate(gate, definition)
         self.usage = Usage()
 
     def start(self, prompt: str) -> AgentRun:

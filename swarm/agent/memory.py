@@ -10,8 +10,10 @@ The project root is the repository's top (the cwd outside a repository).
 ``MEMORY.md`` in that directory is the index: ``memory_prompt`` puts the
 start of it (``MEMORY_LINES`` lines, ``MEMORY_BYTES`` bytes) into the
 system prompt, with the rules for keeping it. The agent writes there with
-Write/Edit (the caller makes the directory a write root); nothing here
-creates it — Write makes missing parents.
+Write/Edit without asking: wherever a definition is applied (``swarm run
+--agent``, a teammate's ``--agent-type``, a subagent) its write roots come
+from ``with_memory``. Nothing here creates the directory — Write makes
+missing parents.
 """
 
 from __future__ import annotations
@@ -61,6 +63,13 @@ def memory_dir(definition: AgentDefinition, cwd: Path, *, env: Mapping[str, str]
     if definition.memory == "local":
         return project_root(cwd) / ".claude" / "agent-memory-local" / folder
     return None
+
+
+def with_memory(roots: list[Path] | None, definition: AgentDefinition | None, cwd: Path, *,
+                env: Mapping[str, str]) -> list[Path] | None:
+    """``roots`` plus the memory directory of ``definition`` (if any); None (anywhere) stays None."""
+    directory = memory_dir(definition, cwd, env=env) if definition is not None else None
+    return roots if roots is None or directory is None else [*roots, directory]
 
 
 def memory_prompt(definition: AgentDefinition, cwd: Path, *, env: Mapping[str, str]) -> str:

@@ -15,10 +15,15 @@ Context isolation (what a child shares with its parent):
 - cancellation, one way: cancelling the parent cancels the child, a child's
   end never touches the parent (``LinkedCancel``);
 - permissions: the parent's gate, so a teammate's subagent asks the lead like
-  the teammate would; writes stay in the parent's roots (or the child's
-  worktree) plus the definition's memory directory. A forked skill is active
-  in its child, so the child runs with the skill's ``allowed-tools`` granted
+  the teammate would, in the definition's mode unless the parent's is kept,
+  and read-only for a read-only definition (``swarm.agent.read_only``);
+  writes stay in the parent's roots (or the child's worktree) plus the
+  definition's memory directory. A forked skill is active in its child, so
+  the child runs with the skill's ``allowed-tools`` granted
   (``ChildPlan.granted_rules``; a deny rule still wins);
+- background agents: the parent's are not the child's — TaskOutput and
+  TaskStop refuse in a child (``ToolContext.subagent``), and SendMessage
+  from a child does not reach them;
 - model: the plan's, or for the rest of the child's run a skill's ``model``
   once the child uses such a skill (its provider is a ``TurnModel``);
 - transcript: its own JSONL under the parent's ``transcript_dir``, linked from
@@ -44,8 +49,9 @@ from swarm.agent.executor import ToolGate
 from swarm.agent.instructions import context_block
 from swarm.agent.limits import Limits
 from swarm.agent.loop import AgentRun, AgentSpec, Arrivals, run_agent
-from swarm.agent.memory import memory_dir, memory_prompt
+from swarm.agent.memory import memory_prompt, with_memory
 from swarm.agent.prompts import agent_system_prompt
+from swarm.agent.read_only import read_only_gate
 from swarm.agent.skills import Skill, SkillCatalog, preload_text
 from swarm.agent.toolpool import tool_pool
 from swarm.agent.tools.base import Tool, ToolContext, ToolError
@@ -229,13 +235,13 @@ def plan_definition(host: AgentHost, parent: ToolContext, definition: AgentDefin
     """
     all_tools = host.make_tools()
     pool = tool_pool([t.name for t in all_tools], tools=definition.tools, disallowed=definition.disallowed_tools,
-                     builtin=definition.builtin, background=background)
+                     builtin=definition.builtin, background=background,
+                     permission_mode=_child_mode(host.gate, definition))
     tools = [t for t in all_tools if t.name in pool.names]
     chosen = resolve_model(env=host.env, tool_model=model, definition_model=definition.model,
                            parent_model=host.model)
     workdir = (cwd if cwd is not None else parent.cwd).resolve()
-    memory = memory_dir(definition, workdir, env=host.env)
-    roots = None if parent.write_roots is None else [*parent.write_roots, *([memory] if memory else [])]
+    roots = with_memory(parent.write_roots, definition, workdir, env=host.env)
     preload, warnings = preload_text(definition.skills, host.skills, where=definition.origin)
     for warning in warnings:
         host.note(warning)
@@ -253,11 +259,19 @@ PARENT_MODES_KEPT = ("bypassPermissions", "acceptEdits")
 """A parent in one of these modes passes it on: a child's definition does not narrow it."""
 
 
+def _child_mode(gate: ToolGate | None, definition: AgentDefinition) -> str | None:
+    """The child's permission mode: the definition's ``permissionMode`` unless the parent's is kept (or it has none)."""
+    if gate is not None and (definition.permission_mode is None or gate.mode in PARENT_MODES_KEPT):
+        return gate.mode
+    return definition.permission_mode
+
+
 def _child_gate(gate: ToolGate | None, definition: AgentDefinition) -> ToolGate | None:
-    """The parent's gate in the child's mode: the definition's ``permissionMode`` unless the parent's is kept."""
-    if gate is None or definition.permission_mode is None or gate.mode in PARENT_MODES_KEPT:
-        return gate
-    return gate.with_mode(definition.permission_mode)
+    """The parent's gate in the child's mode (``_child_mode``), read-only when the definition is."""
+    mode = _child_mode(gate, definition)
+    if gate is not None and mode is not None and mode != gate.mode:
+        gate = gate.with_mode(mode)
+    return read_only_gate(gate, definition)
 
 
 def launch(host: AgentHost, parent: ToolContext, plan: ChildPlan) -> BackgroundTask:
@@ -323,7 +337,8 @@ def run_child(host: AgentHost, parent: ToolContext, plan: ChildPlan, cancel: thr
         ctx = ToolContext(cwd=workdir, agent_name=parent.agent_name, team=parent.team, write_roots=roots,
                           mailbox=parent.mailbox, cancel=cancel, pane_id=parent.pane_id,
                           backend_type=parent.backend_type, color=parent.color, agents=host,
-                          spawnable=plan.spawnable, granted_rules=list(plan.granted_rules), models=models)
+                          spawnable=plan.spawnable, granted_rules=list(plan.granted_rules), models=models,
+                          subagent=True)
         stack.callback(stop_background, ctx)
         conversation = Conversation.resume(transcript) if resume else Conversation(transcript=transcript)
         conversation.observer = counter.saw

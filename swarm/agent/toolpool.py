@@ -29,8 +29,9 @@ Entries in ``tools`` and ``disallowed`` are permission-rule syntax
 specifier is for the permission rules — so, as in Claude Code,
 ``disallowed: ["Bash(rm *)"]`` removes Bash altogether. Only ``["*"]``
 alone is the wildcard. ``Agent(Explore, Plan)`` in
-``tools`` also limits which agent types the child may spawn
-(``ToolPool.spawnable``). Names the parent does not offer, and entries
+``tools`` also limits which agent types the agent may spawn
+(``ToolPool.spawnable``; ``spawnable_types`` for a main thread, which is the
+only kind that keeps ``Agent``). Names the parent does not offer, and entries
 that are not valid rule syntax, are ignored: a definition written for
 Claude Code's larger tool set still loads.
 """
@@ -96,6 +97,11 @@ def tool_pool(available: Sequence[str], *, tools: Sequence[str] | None, disallow
     denied = {name for name, _ in _parsed(disallowed)}
     kept = [n for n in names if n not in denied and (wanted is None or n in wanted)]
     return ToolPool(names=tuple(kept), spawnable=spawnable)
+
+
+def spawnable_types(tools: Sequence[str] | None) -> frozenset[str] | None:
+    """The agent types ``Agent(Explore, Plan)`` entries in ``tools`` allow; None = any (a main thread's limit)."""
+    return _wanted(tools)[1]
 
 
 def _passes_gates(name: str, *, builtin: bool, background: bool, plan: bool) -> bool:

@@ -24,7 +24,10 @@ from swarm.agent.conversation import Conversation
 from swarm.agent.inbound import wrap
 from swarm.agent.instructions import context_block
 from swarm.agent.loop import AgentSpec, Arrivals, RunningAgent, run_agent
+from swarm.agent.memory import with_memory
 from swarm.agent.permissions.settings import settings_rules
+from swarm.agent.read_only import read_only_gate
+from swarm.agent.toolpool import spawnable_types
 from swarm.agent.tools.base import ToolContext
 from swarm.agent.tools.skill_tool import expand_slash
 from swarm.agent.transcript import Transcript
@@ -98,6 +101,9 @@ class TeammateSession:
         agent = teammate_agent(config, self.catalogs, env, shutdown=self.lifecycle,
                                plan_tool=ExitPlanMode(self.gate) if config.plan_mode_required else None,
                                extra=PLAN_NOTE if config.plan_mode_required else "")
+        definition = agent.definition
+        self.ctx.write_roots = with_memory(self.ctx.write_roots, definition, config.cwd, env=env)
+        self.ctx.spawnable = spawnable_types(definition.tools) if definition else None
         variables = self._playbook_variables()
 
         def make(model: str | None) -> ModelProvider:
@@ -108,8 +114,8 @@ class TeammateSession:
         self.ctx.agents = teammate_host(config, home, self.catalogs, env, mailbox=self.mailbox, provider=provider,
                                         make_provider=lambda chosen: make(chosen), gate=self.gate)
         self.omit_instructions = bool(agent.definition and agent.definition.omit_claude_md)
-        self.spec = AgentSpec(provider=provider, tools=agent.tools, gate=self.gate, system=agent.system,
-                              compaction=CompactionPolicy.from_env(env))
+        self.spec = AgentSpec(provider=provider, tools=agent.tools, gate=read_only_gate(self.gate, definition),
+                              system=agent.system, compaction=CompactionPolicy.from_env(env))
         self.usage = Usage()
 
     def _playbook_variables(self) -> dict[str, str]:

@@ -106,3 +106,65 @@ def test_a_definitions_unknown_skills_are_named_with_its_file_for_the_main_agent
     assert [w.split(" (known")[0] for w in warnings] == [
         f"swarm: warning: {lead}: skills: no-such-lead-skill: no such skill",
         f"swarm: warning: {child}: skills: no-such-child-skill: no such skill"]
+
+
+LIMITS = r"""
+[[rules]]
+match = 'spawn it'
+on = "prompt"
+tool_calls = [{ name = "Agent", input = { description = "gp job", prompt = "CHILDTASK", subagent_type = "general-purpose" } }]
+
+[[rules]]
+match = 'remember it'
+on = "prompt"
+tool_calls = [{ name = "Write", input = { file_path = "{memory}", content = "- the build needs make\n" } }]
+
+[[rules]]
+match = 'touch it'
+on = "prompt"
+tool_calls = [{ name = "Bash", input = { command = "touch planned.txt" } }]
+
+[[rules]]
+match = 'CHILDTASK'
+on = "prompt"
+text = "child ran"
+
+[[rules]]
+on = "tool_result"
+text = "saw: {incoming}"
+"""
+
+DEFINITIONS = {
+    "boss.md": "---\ndescription: may start only Explore\ntools: Agent(Explore), Read\n---\nYou are the boss.\n",
+    "memo.md": "---\ndescription: remembers\nmemory: user\n---\nYou remember things.\n",
+}
+
+
+def _run_as(tmp_path: Path, agent: str, prompt: str) -> str:
+    (tmp_path / ".claude" / "agents").mkdir(parents=True, exist_ok=True)
+    for name, text in DEFINITIONS.items():
+        (tmp_path / ".claude" / "agents" / name).write_text(text)
+    memory = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "agent-memory" / "memo" / "MEMORY.md"
+    playbook = tmp_path / "limits.toml"
+    playbook.write_text(LIMITS.replace("{memory}", str(memory)))
+    done = subprocess.run([str(SWARM_EXE), "run", "-p", prompt, "--playbook", str(playbook), "--agent", agent],
+                          cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_a_definitions_agent_types_limit_what_swarm_run_may_start(tmp_path: Path) -> None:
+    answer = _run_as(tmp_path, "boss", "spawn it")
+    assert answer == "saw: agent type 'general-purpose' is not allowed here; available: Explore"
+
+
+def test_swarm_run_as_a_definition_with_memory_writes_it_without_asking(tmp_path: Path) -> None:
+    answer = _run_as(tmp_path, "memo", "remember it")
+    memory = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "agent-memory" / "memo" / "MEMORY.md"
+    assert answer.startswith("saw: ") and memory.read_text() == "- the build needs make\n", answer
+
+
+def test_swarm_run_as_plan_runs_only_read_only_commands(tmp_path: Path) -> None:
+    answer = _run_as(tmp_path, "Plan", "touch it")
+    assert "read-only" in answer and "touch is not a read-only command" in answer
+    assert not (tmp_path / "planned.txt").exists()

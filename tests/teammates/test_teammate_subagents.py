@@ -97,8 +97,8 @@ You work quietly.
 """
 
 
-@pytest.mark.parametrize(("mode", "ran"), [("default", False), ("bypassPermissions", True)])
-def test_a_subagent_runs_in_its_definitions_mode_unless_the_parent_bypasses(
+@pytest.mark.parametrize(("mode", "ran"), [("default", False), ("acceptEdits", True), ("bypassPermissions", True)])
+def test_a_subagent_runs_in_its_definitions_mode_unless_the_parents_mode_is_kept(
         home: Home, team: str, tmp_path: Path, workdir: Path, start: Callable[..., Member], mode: str,
         ran: bool) -> None:
     (workdir / ".claude" / "agents").mkdir(parents=True)
@@ -197,3 +197,51 @@ def test_skills_named_for_a_teammate_are_preloaded_into_its_system_prompt(
     system = json.dumps(api.requests[0].body["system"])
     assert "## Skill: style" in system and "STYLE-BODY: short lines." in system
     assert "- style: house style" in json.dumps(api.requests[0].body["tools"])  # and still in the catalog
+
+
+KEEPER = r"""
+[[rules]]
+name = "keep"
+match = 'keep (?P<tok>\w+)'
+on = "prompt"
+tool_calls = [{ name = "Write", input = { file_path = "MEMORY_PATH", content = "- {tok} is kept\n" } },
+              { name = "Agent", input = { description = "gp job", prompt = "gpjob", subagent_type = "general-purpose" } }]
+
+[[rules]]
+name = "look"
+match = 'look (?P<tok>\w+)'
+on = "prompt"
+tool_calls = [{ name = "Bash", input = { command = "touch looked-{tok}.txt" } }]
+
+[[rules]]
+name = "saw"
+on = "tool_result"
+text = "saw: {incoming}"
+"""
+
+
+def test_a_teammate_from_a_definition_writes_its_memory_and_starts_only_the_types_it_lists(
+        home: Home, team: str, tmp_path: Path, workdir: Path, start: Callable[..., Member]) -> None:
+    (workdir / ".claude" / "agents").mkdir(parents=True)
+    (workdir / ".claude" / "agents" / "keeper.md").write_text(
+        "---\ndescription: keeps notes\ntools: Agent(Explore), Write, Read\nmemory: user\n---\nYou keep notes.\n")
+    memory = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "agent-memory" / "keeper" / "MEMORY.md"
+    book = tmp_path / "keeper.toml"
+    book.write_text(KEEPER.replace("MEMORY_PATH", str(memory)))
+    start("k", "keep iota", book=book, agent_type="keeper")
+    retry_until(lambda: len(idle_results(home, team, "k")) == 1, 20, what="the keeper's turn")
+    [result] = idle_results(home, team, "k")
+    assert result is not None and "agent type 'general-purpose' is not allowed here; available: Explore" in result
+    assert memory.read_text() == "- iota is kept\n"
+    assert PermissionLog(home, team).pending() == [] and not PermissionLog(home, team).path.exists()
+
+
+def test_an_explore_teammate_runs_only_read_only_commands_even_when_it_bypasses_permissions(
+        home: Home, team: str, tmp_path: Path, workdir: Path, start: Callable[..., Member]) -> None:
+    book = tmp_path / "keeper.toml"
+    book.write_text(KEEPER)
+    start("e", "look kappa", book=book, agent_type="Explore", permission_mode="bypassPermissions")
+    retry_until(lambda: len(idle_results(home, team, "e")) == 1, 20, what="the explorer's turn")
+    [result] = idle_results(home, team, "e")
+    assert result is not None and result.startswith("saw: this agent is read-only"), result
+    assert not (workdir / "looked-kappa.txt").exists()

@@ -53,7 +53,8 @@ class AgentInput(ToolInput):
         default=None, description="The type of specialized agent to use. Omit it to fork yourself: the child "
         "inherits this whole conversation and works on the prompt as its directive.")
     model: str | NoneOmitted = Field(
-        default=None, description="Model for this agent: sonnet, opus, haiku, a model id, or inherit.")
+        default=None, description="Model for this agent: sonnet, opus, haiku, a model id, or inherit. A fork "
+        "(subagent_type omitted) ignores it and always runs on your model, so that it shares your prompt cache.")
     run_in_background: bool = Field(
         default=False, description="Run in the background; you are notified when it completes. "
         "Use TaskOutput to read its progress, TaskStop to stop it.")
@@ -183,7 +184,7 @@ class TaskOutput(Tool[TaskOutputInput]):
     read_only = True
 
     def run(self, args: TaskOutputInput, ctx: ToolContext) -> str:
-        host, task = _task(ctx, args.task_id)
+        host, task = _task(ctx, args.task_id, self.name)
         if args.block and task.status == "running":
             wait_ms = min(args.timeout or DEFAULT_OUTPUT_WAIT_MS, MAX_OUTPUT_WAIT_MS)
             host.background.wait(task, wait_ms / 1000)
@@ -201,14 +202,17 @@ class TaskStop(Tool[TaskStopInput]):
     read_only = True
 
     def run(self, args: TaskStopInput, ctx: ToolContext) -> str:
-        host, task = _task(ctx, args.task_id)
+        host, task = _task(ctx, args.task_id, self.name)
         if task.status != "running":
             return f"task {task.id} is already {task.status}"
         host.background.stop(task)
         return f"task {task.id} stopped (killed)"
 
 
-def _task(ctx: ToolContext, task_id: str) -> tuple[AgentHost, BackgroundTask]:
+def _task(ctx: ToolContext, task_id: str, tool: str) -> tuple[AgentHost, BackgroundTask]:
+    if ctx.subagent:
+        raise ToolError(f"{tool} is for the main agent only: a subagent or fork cannot read or stop its "
+                        "parent's background agents")
     host = ctx.agents
     if host is None:
         raise ToolError("this agent has no background agents")

@@ -59,6 +59,8 @@ class ToolContext:
     """What this agent may start children with (the Agent tool); None: no subagents here."""
     spawnable: frozenset[str] | None = None
     """Subagent types this agent may start (a definition's ``Agent(Explore, Plan)``); None: any."""
+    subagent: bool = False
+    """A subagent or fork child: its parent's background agents are not its own (TaskOutput, TaskStop refuse)."""
     granted_rules: list[str] = field(default_factory=list)
     """Allow rules for the rest of this turn (an active skill's ``allowed-tools``); the gate adds them."""
     team_control: TeamControl | None = None

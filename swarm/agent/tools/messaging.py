@@ -81,7 +81,7 @@ class SendMessage(Tool[SendMessageInput]):
 
     def run(self, args: SendMessageInput, ctx: ToolContext) -> str:
         message = args.message
-        if isinstance(message, str) and ctx.agents is not None:
+        if isinstance(message, str) and ctx.agents is not None and not ctx.subagent:  # a child's are its parent's
             answer = message_child(ctx.agents, ctx, args.to, message)
             if answer is not None:
                 return answer
