@@ -29,7 +29,7 @@ from __future__ import annotations
 import builtins
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Any, Final, Literal, TypeVar, cast, get_args
@@ -199,13 +199,15 @@ class TaskStore:
                active_form: str | None | Unset = UNSET, status: str | Unset = UNSET,
                owner: str | None | Unset = UNSET, metadata: dict[str, Any] | None | Unset = UNSET,
                add_blocks: Sequence[str] = (), add_blocked_by: Sequence[str] = ()) -> TaskChange:
-        """Change the fields given (``UNSET``: leave; ``owner=None``: clear) as member ``by``.
+        """Change the fields given (``UNSET``: leave; ``owner=None``: clear) as member ``by``, all or nothing.
 
         ``status="deleted"`` deletes the task and every reference to it.
         ``metadata`` is merged key by key; a key set to None is removed.
         Dependencies only grow (``add_blocks``, ``add_blocked_by``); one that
         would close a cycle is a ConflictError naming it, and so is completing
-        a task that is already completed.
+        a task that is already completed. Setting ``owner`` to ``by`` itself
+        takes the task and is checked like a claim (see ``claim``); so is
+        ``in_progress`` for ``by`` on a task it already holds.
         """
         wanted = parse_task_id(task_id)
         fields = _Fields(subject=subject if isinstance(subject, Unset) else _subject(subject),
@@ -223,21 +225,8 @@ class TaskStore:
         which blockers are open.
         """
         wanted = parse_task_id(task_id)
-        agent = validate_name(agent, "agent name")
-
-        def take(board: Board) -> Task:
-            task = board.require(wanted)
-            if task.status == "completed":
-                raise ConflictError(f"task {wanted} is already completed")
-            if task.owner not in (None, agent):
-                raise ConflictError(f"task {wanted} is already claimed by {task.owner}")
-            if blockers := board.open_blockers(task):
-                raise ConflictError(f"task {wanted} is blocked by {', '.join(blockers)} (not completed)")
-            task.owner = agent
-            task.status = "in_progress"
-            return task
-
-        return self._change(take)
+        fields = _Fields(owner=validate_name(agent, "agent name"), status="in_progress")
+        return self._change(lambda board: fields.edit(board, board.require(wanted), agent))
 
     def unassign(self, agent: str) -> builtins.list[Task]:
         """Put ``agent``'s unfinished tasks back to pending with no owner; return them."""
@@ -314,31 +303,42 @@ class TaskStore:
 class _Fields:
     """The checked inputs of one ``update``."""
 
-    subject: str | Unset
-    description: str | Unset
-    active_form: str | None | Unset
-    status: UpdateStatus | Unset
-    owner: str | None | Unset
-    metadata: dict[str, Any] | None | Unset
-    add_blocks: list[str]
-    add_blocked_by: list[str]
+    subject: str | Unset = UNSET
+    description: str | Unset = UNSET
+    active_form: str | None | Unset = UNSET
+    status: UpdateStatus | Unset = UNSET
+    owner: str | None | Unset = UNSET
+    metadata: dict[str, Any] | None | Unset = UNSET
+    add_blocks: list[str] = field(default_factory=list)
+    add_blocked_by: list[str] = field(default_factory=list)
 
     def apply(self, board: Board, task_id: str, by: str) -> TaskChange:
         task = board.require(task_id)
         if self.status == "deleted":
             board.delete(task_id)
             return TaskChange(task=None, assigned_to=None)
-        for other in self.add_blocks:
-            board.link(task_id, other)
-        for other in self.add_blocked_by:
-            board.link(other, task_id)
-        if self.status == "completed" and task.status == "completed":
-            raise ConflictError(f"task {task_id} is already completed")
         before = task.owner
-        self._set_fields(task)
+        self.edit(board, task, by)
         changed_owner = not isinstance(self.owner, Unset) and task.owner != before
         assigned = task.owner if changed_owner and task.owner not in (None, by) else None
         return TaskChange(task=task, assigned_to=assigned)
+
+    def edit(self, board: Board, task: Task, by: str) -> Task:
+        """Check, then change ``task`` on the board (nothing is written when a check fails)."""
+        if self._takes(task, by):
+            _check_claim(board, task, by)
+        for other in self.add_blocks:
+            board.link(task.id, other)
+        for other in self.add_blocked_by:
+            board.link(other, task.id)
+        if self.status == "completed" and task.status == "completed":
+            raise ConflictError(f"task {task.id} is already completed")
+        self._set_fields(task)
+        return task
+
+    def _takes(self, task: Task, by: str) -> bool:
+        """``by`` makes itself the owner, or claims (``in_progress``) a task it holds: a claim's checks apply."""
+        return self.owner == by and (task.owner != by or self.status == "in_progress")
 
     def _set_fields(self, task: Task) -> None:
         if not isinstance(self.subject, Unset):
@@ -354,6 +354,16 @@ class _Fields:
         if not isinstance(self.metadata, Unset) and self.metadata:
             merged = {**task.metadata, **self.metadata}
             task.metadata = {k: v for k, v in merged.items() if v is not None}
+
+
+def _check_claim(board: Board, task: Task, agent: str) -> None:
+    """A ConflictError unless ``agent`` may hold ``task``: not completed, nobody else's, no open blockers."""
+    if task.status == "completed":
+        raise ConflictError(f"task {task.id} is already completed")
+    if task.owner not in (None, agent):
+        raise ConflictError(f"task {task.id} is already claimed by {task.owner}")
+    if blockers := board.open_blockers(task):
+        raise ConflictError(f"task {task.id} is blocked by {', '.join(blockers)} (not completed)")
 
 
 def task_document(task: Task) -> dict[str, Any]:

@@ -181,6 +181,22 @@ def test_a_task_assigned_to_me_can_be_claimed_by_me_only(store: TaskStore) -> No
     assert store.claim("1", "alice").status == "in_progress"
 
 
+def test_taking_a_task_with_update_is_checked_like_a_claim_and_refused_whole(store: TaskStore, home: Home) -> None:
+    store.create("a")
+    store.create("b", blocked_by=["1"])
+    store.create("c")
+    store.claim("3", "alice")
+    with pytest.raises(ConflictError, match="^task 3 is already claimed by alice$"):
+        store.update("3", by="bob", owner="bob")
+    with pytest.raises(ConflictError, match="^task 2 is blocked by 1 \\(not completed\\)$"):
+        store.update("2", by="bob", owner="bob", status="completed")
+    before = sorted((p.name, p.read_bytes()) for p in home.tasks_dir(TEAM).glob("*.json"))
+    with pytest.raises(ConflictError, match="cycle"):  # the claim's checks pass, the cycle is refused: nothing lands
+        store.update("1", by=LEAD_NAME, owner=LEAD_NAME, add_blocked_by=["2"], subject="renamed")
+    assert sorted((p.name, p.read_bytes()) for p in home.tasks_dir(TEAM).glob("*.json")) == before
+    assert store.update("3", by="alice", owner="alice", status="completed").task is not None  # one's own task
+
+
 def test_update_reports_an_assignment_only_to_someone_else(store: TaskStore) -> None:
     store.create("a")
     assert store.update("1", by="alice", owner="alice").assigned_to is None

@@ -134,8 +134,36 @@ def test_giving_a_task_to_a_teammate_sends_them_the_assignment(team_ctx: ToolCon
         ("1", "Review the API", "look at api.py", "alice")
     [entry] = Mailbox(home, TEAM).read("bob")
     assert entry.sender == "alice" and entry.structured
-    call(TaskUpdate(), taskId="1", owner="alice")  # taking it oneself tells nobody
+    call(TaskUpdate(), taskId="1", owner="")
+    call(TaskUpdate(), taskId="1", owner="alice")  # taking a free task oneself tells nobody
     assert assignments(home, "alice") == [] and len(assignments(home, "bob")) == 1
+
+
+def test_setting_oneself_as_owner_is_checked_like_a_claim(team_ctx: ToolContext, call: Call,
+                                                          store: TaskStore) -> None:
+    for subject in ("a", "b", "c"):
+        call(TaskCreate(), subject=subject, description="")
+    call(TaskUpdate(), taskId="3", addBlockedBy=["2"])
+    call(TaskUpdate(), taskId="1", status="in_progress", owner="alice")
+    as_agent(team_ctx, "bob")
+    assert refused(call, TaskUpdate(), taskId="1", owner="bob") == "task 1 is already claimed by alice"
+    assert refused(call, TaskUpdate(), taskId="3", owner="bob") == "task 3 is blocked by 2 (not completed)"
+    assert (store.get("1").owner, store.get("3").owner) == ("alice", None)
+    as_agent(team_ctx, "team-lead")  # giving a task to someone else is an assignment, not a claim
+    assert call(TaskUpdate(), taskId="3", owner="bob").endswith("; bob was sent the assignment.")
+    assert refused(call, TaskUpdate(), taskId="1", owner="team-lead") == "task 1 is already claimed by alice"
+
+
+def test_a_refused_update_changes_nothing(team_ctx: ToolContext, call: Call, store: TaskStore, home: Home) -> None:
+    call(TaskCreate(), subject="a", description="")
+    call(TaskCreate(), subject="b", description="")
+    call(TaskUpdate(), taskId="2", addBlockedBy=["1"])
+    before = sorted((p.name, p.read_bytes()) for p in home.tasks_dir(TEAM).glob("*.json"))
+    message = refused(call, TaskUpdate(), taskId="1", status="in_progress", owner="alice", addBlockedBy=["2"],
+                      subject="renamed")
+    assert "makes the cycle 2 -> 1 -> 2" in message
+    assert sorted((p.name, p.read_bytes()) for p in home.tasks_dir(TEAM).glob("*.json")) == before
+    assert (store.get("1").owner, store.get("1").status, store.get("1").subject) == (None, "pending", "a")
 
 
 def test_an_owner_who_is_not_a_member_is_refused_with_nothing_changed(team_ctx: ToolContext, call: Call,

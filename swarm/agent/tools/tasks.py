@@ -5,9 +5,12 @@ team's (``TaskStore(home, ctx.team)``). Inputs keep Claude Code's field
 names (``taskId``, ``activeForm``, ``addBlocks``, ``addBlockedBy``).
 
 - A claim is one TaskUpdate setting ``status: in_progress`` with ``owner``
-  set to oneself (or left out on a task nobody holds): it goes through
-  ``TaskStore.claim``, atomic under the list lock, and is refused with the
+  set to oneself (or left out on a task nobody holds). Setting ``owner`` to
+  oneself is checked like a claim, whatever the status: refused with the
   current owner's name or the open blockers.
+- An update is all or nothing: one ``TaskStore.update``, checked and written
+  in one cycle under the list lock, so a refused part (a claim, a cycle)
+  leaves the task as it was.
 - Setting the owner to someone else checks that they are a member first,
   then sends them a ``task_assignment`` frame.
 - ``owner: ""`` (or null) clears the owner.
@@ -130,9 +133,8 @@ class TaskUpdate(Tool[TaskUpdateInput]):
         store = _store(ctx)
         task_id = _call(lambda: parse_task_id(str(args.task_id)))
         owner = _owner_given(args)
-        if args.status == "in_progress" and _is_claim(store, task_id, owner, ctx.agent_name):
-            _call(lambda: store.claim(task_id, ctx.agent_name))
-            owner = UNSET
+        if args.status == "in_progress" and owner is UNSET and _call(lambda: store.get(task_id)).owner is None:
+            owner = ctx.agent_name  # in_progress on a free task is a claim (the store checks it under the lock)
         elif isinstance(owner, str) and owner != ctx.agent_name:
             _call(lambda: check_assignee(_mailbox(ctx), owner))
         given = args.model_fields_set
@@ -224,13 +226,6 @@ def _owner_given(args: TaskUpdateInput) -> str | None | Unset:
     if "owner" not in args.model_fields_set:
         return UNSET
     return args.owner.strip() or None if args.owner is not None else None
-
-
-def _is_claim(store: TaskStore, task_id: str, owner: str | None | Unset, me: str) -> bool:
-    """``in_progress`` for oneself: owner set to me, or not given on a task nobody holds."""
-    if owner == me:
-        return True
-    return owner is UNSET and _call(lambda: store.get(task_id)).owner is None
 
 
 def _call(work: Callable[[], R]) -> R:
