@@ -18,7 +18,8 @@
 - A task file that does not parse is left in place by readers and moved
   aside to ``<id>.json.corrupt-<ms>`` by the next change (``LockedJsonFile``);
   ``get`` of it is a one-line ``CorruptFileError`` either way and
-  ``problems`` lists one line per such task.
+  ``problems`` lists one line per such task (``LockedJsonFile``'s own
+  warning for a task file it read as empty is dropped: that line says it).
 
 The store sends no mail: a caller that sets a task's owner to someone else
 sends the ``task_assignment`` frame (``send_assignment``).
@@ -27,6 +28,7 @@ sends the ``task_assignment`` frame (``send_assignment``).
 from __future__ import annotations
 
 import builtins
+import logging
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +38,7 @@ from typing import Any, Final, Literal, TypeVar, cast, get_args
 
 from pydantic import ValidationError
 
+from swarm.core import jsonfile
 from swarm.core.clock import now_iso
 from swarm.core.frames import TaskAssignment
 from swarm.core.home import Home
@@ -129,6 +132,25 @@ class _WatermarkCodec:
 
 
 _CODEC = _TaskCodec()
+
+
+class _ReportedByTheStore(logging.Filter):
+    """Drops ``core.jsonfile``'s warning that it read an unparsable *task* file as empty.
+
+    The store reports such a task itself, in one line that names the file and
+    the fix (``get``'s CorruptFileError, ``problems``); the generic warning,
+    logged once per read, only added lines around it. Quarantine is still logged.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        path = getattr(record, "path", None)
+        if record.levelno != logging.WARNING or not isinstance(path, str):
+            return True
+        where = Path(path)
+        return not (_TASK_FILE.fullmatch(where.name) and where.parent.parent.name == "tasks")
+
+
+logging.getLogger(jsonfile.__name__).addFilter(_ReportedByTheStore())
 
 
 class TaskStore:

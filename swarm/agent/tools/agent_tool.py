@@ -2,9 +2,11 @@
 
 Agent only routes (seed 000, "the decision tree in call()"), in this order:
 
-1. ``team_name`` + ``name`` → a teammate in that team. A teammate process
-   cannot start teammates (only the lead does), and ``swarm run`` does not
-   lead a team yet: both are a tool error saying what to use instead.
+1. ``team_name`` + ``name`` → a teammate in that team, started by the
+   lead's ``TeamControl`` (``ctx.team_control``: ``swarm run``'s lead, see
+   ``swarm.runtime.lead``) in the team it leads. A teammate process cannot
+   start teammates, nor can an agent that leads no team (or another team):
+   each is a tool error saying what to use instead.
 2. ``subagent_type`` omitted and fork enabled (``SWARM_FORK_SUBAGENT`` not
    ``0``) → a fork of this agent; inside a fork child, a tool error.
 3. Otherwise the definition named by ``subagent_type`` (default
