@@ -27,6 +27,7 @@ from swarm.agent.toolpool import tool_pool
 from swarm.agent.tools.agent_tool import GENERAL_PURPOSE
 from swarm.agent.tools.base import Tool
 from swarm.agent.tools.messaging import SendMessage, ShutdownAnswerer
+from swarm.agent.tools.tasks import TASK_TOOL_NAMES
 from swarm.agent.toolset import agent_tools
 from swarm.core.frames import TaskNotification
 from swarm.core.home import Home
@@ -38,8 +39,9 @@ from swarm.teammate.config import TeammateConfig
 
 log = logging.getLogger(__name__)
 
-ALWAYS_KEPT = ("SendMessage",)
-"""Tools a teammate keeps whatever its definition lists: it must be able to talk to its team."""
+ALWAYS_KEPT = ("SendMessage", *TASK_TOOL_NAMES)
+"""Tools a teammate keeps whatever its definition lists: it talks to its team and works the team's task list
+(its system prompt tells it to claim tasks with TaskUpdate)."""
 
 
 class InboxSink:

@@ -130,10 +130,13 @@ def test_a_teammate_started_from_a_definition_gets_its_prompt_tools_and_model(
                              agent_type="reader"), env)
     retry_until(lambda: idle_results(home, team, "r") == ["reading"], 20, what="the reader's first turn")
     body = api.requests[0].body
-    assert [t["name"] for t in body["tools"]] == ["Read", "SendMessage"]
+    # its definition's tools, plus what every teammate keeps: SendMessage and the team's task tools
+    assert [t["name"] for t in body["tools"]] == ["Read", "SendMessage", "TaskCreate", "TaskGet", "TaskList",
+                                                  "TaskUpdate"]
     assert body["model"] == "claude-haiku-test"
     system = json.dumps(body["system"])
     assert "You only read files." in system and 'member of team \\"t\\"' in system
+    assert "claim the next available one" in system  # and it is told to use them
     assert body["messages"][0]["content"][0]["text"].startswith("<system-reminder>")
 
 

@@ -160,6 +160,10 @@ def task_tools() -> list[Tool[Any]]:
     return [TaskCreate(), TaskGet(), TaskList(), TaskUpdate()]
 
 
+TASK_TOOL_NAMES: tuple[str, ...] = (TaskCreate.name, TaskGet.name, TaskList.name, TaskUpdate.name)
+"""The task tools' names: every agent of a team holds them, whatever its definition lists."""
+
+
 # -- rendering ---------------------------------------------------------------
 
 
