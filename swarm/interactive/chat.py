@@ -43,9 +43,8 @@ from swarm.interactive.view import View
 from swarm.runtime import desk as team_desk
 from swarm.runtime.coordinator import Coordinator, LeadMessage
 from swarm.runtime.handles import Backends
-from swarm.runtime.lead import SHUTDOWN_TIMEOUT, LeadTeam, render
+from swarm.runtime.lead import SHUTDOWN_TIMEOUT, LeadInbox, LeadTeam, render
 from swarm.runtime.status import member_state
-from swarm.runtime.up import stop_team
 from swarm.runtime.worktrees import of_member
 
 log = logging.getLogger(__name__)
@@ -139,8 +138,8 @@ class Chat:
         team = self.lead.team
         if team is not None and TeamStore(self.lead.home).exists(team):
             self.view.note(f"shutting down team {team!r} (each teammate is asked, then stopped)")
-            stop_team(self.lead.home, team, self.lead.env, timeout=self.shutdown_timeout,
-                      reason="the lead's session ended")
+        stopped = self.lead.stop_teams(timeout=self.shutdown_timeout, reason="the lead's session ended")
+        if team is not None and team in stopped:
             for member in TeamStore(self.lead.home).get(team).members:  # also those that stopped earlier
                 tree = of_member(team, member)
                 if tree is not None and tree.state != "removed":
@@ -191,20 +190,16 @@ class Chat:
     # -- the team ---------------------------------------------------------------------------
 
     def _follow_inbox(self) -> None:
-        coordinator: Coordinator | None = None
-        seen = 0
+        inbox = LeadInbox(self.lead, lambda team: Coordinator(self.lead.home, team, on_request=self._offer))
         try:
             while not self.ended.is_set():
-                team = self.lead.team
-                if coordinator is not None and coordinator.team != team:
-                    coordinator.close()
-                    coordinator = None
-                if team is None:
+                before = inbox.coordinator
+                coordinator = inbox.follow()
+                if coordinator is None:
                     self._team_event.wait(WATCH_WAIT)
                     self._team_event.clear()
                     continue
-                if coordinator is None:
-                    coordinator, seen = Coordinator(self.lead.home, team, on_request=self._offer), 0
+                if coordinator is not before:
                     self.refresh()
                 try:
                     coordinator.pump(WATCH_WAIT)
@@ -212,7 +207,7 @@ class Chat:
                     log.warning("lead inbox", extra={"reason": str(exc)})
                     self._team_event.wait(WATCH_WAIT)
                     continue
-                fresh, seen = coordinator.messages[seen:], len(coordinator.messages)
+                fresh = inbox.fresh()
                 self._show(fresh)
                 offered = self.desk.offered_ids()
                 gone = self.desk.withdraw(offered - {r.request_id for r in coordinator.permlog.pending()}) \
@@ -222,8 +217,7 @@ class Chat:
                 if fresh or gone:
                     self.refresh()
         finally:
-            if coordinator is not None:
-                coordinator.close()
+            inbox.close()
 
     def _show(self, fresh: list[LeadMessage]) -> None:
         for message in fresh:

@@ -6,7 +6,8 @@ worktrees, panes and the permission record work as for ``swarm spawn``),
 answers plans through the desk and asks teammates to stop.
 
 ``run_lead`` is the lead's loop. After each of its turns, while it leads a
-team, it waits — event-driven, on its inbox, like a teammate — and what the
+team, it waits — event-driven, on its inbox in the team it leads *now*
+(``LeadInbox``: a lead may delete its team and create another) — and what the
 teammates sent becomes its next turn: messages as ``<teammate-message>``,
 idle notifications in a compact form, plan requests to answer, deaths.
 Permission requests never reach the model: the team's lead policy (and
@@ -14,7 +15,8 @@ settings rules) answers them, or, with nobody to ask, they are denied.
 The run ends when the lead's turn has ended, no teammate is active and
 nothing is unread; a team whose teammates all sit idle is reminded once to
 finish, then shut down. ``timeout`` bounds the whole run. Teammates are
-always shut down before it returns; the team directory and task list stay.
+always shut down before it returns, in every team it created that is still
+there; the team directory and task list stay.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from swarm.core.teams import TeamStore
 from swarm.errors import SwarmError
 from swarm.runtime.coordinator import Coordinator, LeadMessage
 from swarm.runtime.desk import answer_plan
+from swarm.runtime.shutdown import Outcome
 from swarm.runtime.spawn import SpawnRequest, spawn_reporting, wait_joined
 from swarm.runtime.up import Report, stop_team, team_report
 
@@ -73,7 +76,9 @@ class LeadTeam:
     playbooks: Mapping[str, Path] = field(default_factory=dict)
     """Offline playbooks for teammates by name (the scripted model; ``--teammate-playbook``)."""
     team: str | None = None
-    spawned: list[str] = field(default_factory=list)
+    """The team it leads now (one at a time)."""
+    led: list[str] = field(default_factory=list)
+    """Every team it created, in order (a name twice if it deleted that team and created it again)."""
 
     def create(self, name: str, description: str | None, ctx: ToolContext) -> str:
         if self.team is not None:
@@ -88,6 +93,7 @@ class LeadTeam:
         except SwarmError as exc:
             raise ToolError(str(exc)) from exc
         self.team = name
+        self.led.append(name)
         ctx.team, ctx.agent_name, ctx.mailbox = name, LEAD_NAME, Mailbox(self.home, name)
         return (f"Team {name!r} created; you are its lead ({LEAD_NAME}). Write the task list with TaskCreate, "
                 f"then start teammates with Agent(team_name={name!r}, name=..., prompt=...).")
@@ -119,7 +125,6 @@ class LeadTeam:
             wait_joined(self.home, team, [name])
         except SwarmError as exc:
             raise ToolError(f"could not start teammate {name!r}: {exc}") from exc
-        self.spawned.append(name)
         member = spawned.member
         tree = f" in worktree {member.worktree_path} (branch {member.worktree_branch})" if member.worktree_path else ""
         return (f"Started teammate {name!r} (agent id {member.agent_id}){tree}. It works on its prompt and "
@@ -141,17 +146,61 @@ class LeadTeam:
         request_id = request_shutdown(self.home, team, name, reason)
         return f"Asked {name} to shut down ({request_id}); its answer arrives as a message."
 
+    def stop_teams(self, *, timeout: float, reason: str = "team going down") -> dict[str, list[Outcome]]:
+        """The shutdown handshake for every team this lead created that is still there, by team."""
+        return {team: stop_team(self.home, team, self.env, timeout=timeout, reason=reason)
+                for team in dict.fromkeys(self.led) if TeamStore(self.home).exists(team)}
+
     def _team(self) -> str:
         if self.team is None:
             raise ToolError("you lead no team yet; create one with TeamCreate")
         return self.team
 
 
+class LeadInbox:
+    """The lead's inbox in the team it leads *now*: a ``Coordinator`` for ``lead.team``.
+
+    A lead may delete its team and create another; ``follow`` then closes the
+    old team's coordinator and makes one for the new team (``make``), so the
+    lead never reads a deleted team's inbox.
+    """
+
+    def __init__(self, lead: LeadTeam, make: Callable[[str], Coordinator]) -> None:
+        self.lead = lead
+        self._make = make
+        self.coordinator: Coordinator | None = None
+        self._created = 0
+        self._seen = 0
+
+    def follow(self) -> Coordinator | None:
+        """The coordinator of the team the lead leads now (None while it leads none)."""
+        current = (self.lead.team, len(self.lead.led))
+        if self.coordinator is not None and (self.coordinator.team, self._created) != current:
+            self.close()
+        if self.coordinator is None and self.lead.team is not None:
+            self.coordinator, self._created, self._seen = self._make(self.lead.team), len(self.lead.led), 0
+        return self.coordinator
+
+    def fresh(self) -> list[LeadMessage]:
+        """What the coordinator recorded since the last call."""
+        if self.coordinator is None:
+            return []
+        fresh, self._seen = self.coordinator.messages[self._seen:], len(self.coordinator.messages)
+        return fresh
+
+    def close(self) -> None:
+        if self.coordinator is not None:
+            self.coordinator.close()
+            self.coordinator = None
+
+
 @dataclass
 class LeadOutcome:
     run: AgentRun
     team: str | None
+    """The team the lead created last (None: it created none)."""
     report: Report | None
+    """How that team's run went; None when there is no team left to report on."""
     reason: str
     """``done``, ``timeout``, ``interrupted``, or ``no_team`` (the agent never created one)."""
 
@@ -164,45 +213,46 @@ def run_lead(session: MainSession, lead: LeadTeam, prompt: str, *, timeout: floa
     began, since = time.monotonic(), now_ms()
     deadline = began + timeout if timeout else float("inf")
     run = session.start(prompt)
-    if lead.team is None:
+    if not lead.led:
         return LeadOutcome(run, None, None, "no_team")
-    team = lead.team
-    coordinator = Coordinator(lead.home, team, plans_by_model=True, on_message=on_message, on_decision=on_decision)
+    inbox = LeadInbox(lead, lambda team: Coordinator(lead.home, team, plans_by_model=True, on_message=on_message,
+                                                     on_decision=on_decision))
     reason = "done"
     try:
-        run, reason = _lead_loop(session, lead, coordinator, run, deadline)
+        run, reason = _lead_loop(session, lead, inbox, run, deadline)
     except KeyboardInterrupt:
         reason = "interrupted"
     finally:
         # the handshake when the run ended or was interrupted; at the time limit nothing more is waited for
-        outcomes = stop_team(lead.home, team, lead.env, timeout=0.0 if reason == "timeout" else shutdown_timeout) \
-            if TeamStore(lead.home).exists(team) else []
-        coordinator.pump(0) if TeamStore(lead.home).exists(team) else None
-        coordinator.close()
-    report = team_report(lead.home, team, coordinator, outcomes, reason, time.monotonic() - began, [], since) \
-        if TeamStore(lead.home).exists(team) else None
-    return LeadOutcome(run, team, report, reason)
+        outcomes = lead.stop_teams(timeout=0.0 if reason == "timeout" else shutdown_timeout)
+        coordinator = inbox.follow() if lead.team in outcomes else None  # the team it leads at the end, if any
+        if coordinator is not None:
+            coordinator.pump(0)
+        inbox.close()
+    report = None
+    if coordinator is not None:
+        report = team_report(lead.home, coordinator.team, coordinator, outcomes[coordinator.team], reason,
+                             time.monotonic() - began, [], since)
+    return LeadOutcome(run, lead.led[-1], report, reason)
 
 
-def _lead_loop(session: MainSession, lead: LeadTeam, coordinator: Coordinator, run: AgentRun,
+def _lead_loop(session: MainSession, lead: LeadTeam, inbox: LeadInbox, run: AgentRun,
                deadline: float) -> tuple[AgentRun, str]:
     reminded = False
-    seen = 0
-    while lead.team is not None:
+    while (coordinator := inbox.follow()) is not None:
         if time.monotonic() >= deadline:
             return run, "timeout"
         if session.ctx.cancel.is_set():
             return run, "interrupted"
         coordinator.pump(min(PUMP, max(0.0, deadline - time.monotonic())))
-        fresh, seen = coordinator.messages[seen:], len(coordinator.messages)
-        texts = [t for t in (render(m) for m in fresh) if t]
+        texts = [t for t in (render(m) for m in inbox.fresh()) if t]
         if texts:
             run = session.turn("\n\n".join(texts))
             reminded = False
             continue
-        if not _active(lead) and not Mailbox(lead.home, lead.team).pending(LEAD_NAME):
+        if not _active(lead) and not coordinator.mailbox.pending(LEAD_NAME):
             return run, "done"
-        if _all_idle(lead, coordinator):
+        if _active(lead) and coordinator.settled():
             if reminded:
                 return run, "done"  # reminded once and still nothing to do: the run ends, teammates are stopped
             run, reminded = session.turn(QUIET_NOTE), True
@@ -213,10 +263,6 @@ def _active(lead: LeadTeam) -> list[str]:
     if lead.team is None or not TeamStore(lead.home).exists(lead.team):
         return []
     return [m.name for m in TeamStore(lead.home).get(lead.team).members if m.present() and m.name != LEAD_NAME]
-
-
-def _all_idle(lead: LeadTeam, coordinator: Coordinator) -> bool:
-    return bool(_active(lead)) and coordinator.settled()
 
 
 def render(message: LeadMessage) -> str:
