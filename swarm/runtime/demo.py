@@ -82,8 +82,8 @@ def run_demo(env: Mapping[str, str], *, backend: str = "auto", root: Path | None
                     socket if chosen == "tmux" else None, on_message, on_decision)
     if outcome.report is None:
         raise SwarmError(f"the demo's lead did not create its team ({outcome.reason}): {outcome.run.detail}")
-    report = outcome.report.model_copy(update={"ok": outcome.reason == "done" and outcome.run.ok,
-                                               "reason": "settled" if outcome.reason == "done" else outcome.reason})
+    # ok is run_lead's verdict; the reason reads as swarm up's (a finished team run is "settled")
+    report = outcome.report.model_copy(update={"reason": "settled" if outcome.reason == "done" else outcome.reason})
     return DemoRun(root=root, repo=repo, home=home, backend=chosen, tmux_socket=socket if chosen == "tmux" else None,
                    own_socket=own_socket and chosen == "tmux", report=report, chatter=_chatter(home, DEMO_TEAM),
                    history=git(repo, "log", "--graph", "--oneline", "--all", "--decorate=short"),

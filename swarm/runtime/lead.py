@@ -200,7 +200,8 @@ class LeadOutcome:
     team: str | None
     """The team the lead created last (None: it created none)."""
     report: Report | None
-    """How that team's run went; None when there is no team left to report on."""
+    """How that team's run went (``Report.ok`` decided here: ended ``done`` and the lead's run ended well);
+    None when there is no team left to report on."""
     reason: str
     """``done``, ``timeout``, ``interrupted``, or ``no_team`` (the agent never created one)."""
 
@@ -232,7 +233,7 @@ def run_lead(session: MainSession, lead: LeadTeam, prompt: str, *, timeout: floa
     report = None
     if coordinator is not None:
         report = team_report(lead.home, coordinator.team, coordinator, outcomes[coordinator.team], reason,
-                             time.monotonic() - began, [], since)
+                             time.monotonic() - began, [], since, ok=reason == "done" and run.ok)
     return LeadOutcome(run, lead.led[-1], report, reason)
 
 

@@ -192,7 +192,7 @@ def run_headless(home: Home, spec: UpFile, *, cwd: Path, env: Mapping[str, str],
     if reason == "settled" and coordinator.failures:
         reason = "failed"
     return team_report(home, spec.team.name, coordinator, outcomes, reason, time.monotonic() - began,
-                   started.warnings, since_ms)
+                       started.warnings, since_ms, ok=reason == "settled")
 
 
 def _until_settled(coordinator: Coordinator, deadline: float) -> str:
@@ -210,8 +210,12 @@ def _until_settled(coordinator: Coordinator, deadline: float) -> str:
 
 
 def team_report(home: Home, team: str, coordinator: Coordinator, outcomes: list[Outcome], reason: str,
-                elapsed: float, warnings: list[str], since_ms: int) -> Report:
-    """How a team run went: members and how each ended, messages, decisions, worktrees, tasks, tokens."""
+                elapsed: float, warnings: list[str], since_ms: int, *, ok: bool) -> Report:
+    """How a team run went: members and how each ended, messages, decisions, worktrees, tasks, tokens.
+
+    ``ok`` is the caller's verdict, from what ``reason`` means for its kind of run
+    (``run_headless``: settled; ``runtime.lead.run_lead``: done, and the lead's run ended well).
+    """
     team_file = TeamStore(home).get(team)
     by_name = {o.name: o for o in outcomes}
     members = []
@@ -230,7 +234,7 @@ def team_report(home: Home, team: str, coordinator: Coordinator, outcomes: list[
     decisions = [e.model_dump(mode="json", exclude_none=True)
                  for e in PermissionLog(home, team).events() if e.event == "decision" and e.ts >= since_ms]
     return Report(
-        team=team, ok=reason == "settled", reason=reason, elapsed_s=round(elapsed, 3), members=members,
+        team=team, ok=ok, reason=reason, elapsed_s=round(elapsed, 3), members=members,
         messages=[dataclasses.asdict(m) for m in coordinator.messages], decisions=decisions,
         worktrees=[dataclasses.asdict(o.worktree) for o in outcomes if o.worktree is not None],
         usage={key: sum(m[key] for m in members) for key in ("tokens", "cache_read_tokens", "cache_creation_tokens")},

@@ -2,18 +2,44 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
+from swarm.backends.procs import kill_tree
 from swarm.core.home import Home
 from swarm.core.tasks import TaskStore
 from swarm.core.teams import TeamStore
 from swarm.runtime.demo import DEMO_PROMPT
 from swarm.runtime.sample import examples_dir, make_sample_repo
 from tests.cli.conftest import SWARM_EXE
+from tests.fakes import FakeAnthropicServer, text_reply, tool_use_reply
 from tests.teammates.conftest import teammate_pids
+from tests.up.helpers import processes_with
+
+LEAD = "Create a team that you lead"
+NAP = "27.913"  # an unusual duration: the teammate's sleep is found by it
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Iterator[Home]:
+    """The run's home; whatever a failed run left running under it is stopped at teardown."""
+    home = Home(tmp_path / "home")
+    yield home
+    for pid in [*teammate_pids(home), *processes_with(f"sleep {NAP}")]:
+        with contextlib.suppress(OSError):  # gone meanwhile: nothing to stop
+            kill_tree(pid, 1.0)
+
+
+def _run_lead(home: Home, api: FakeAnthropicServer, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": api.base_url, "SWARM_HOME": str(home.root)}
+    return subprocess.run([str(SWARM_EXE), "run", "--backend", "subprocess", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
 
 
 def test_a_headless_lead_run_leaves_a_finished_task_list_and_no_processes(tmp_path: Path) -> None:
@@ -33,6 +59,7 @@ def test_a_headless_lead_run_leaves_a_finished_task_list_and_no_processes(tmp_pa
     out = json.loads(done.stdout)
     assert out["text"].startswith("Done: slugify()") and out["reason"] == "done"
     report = out["report"]
+    assert report["ok"] is True  # a run that ended well says so
     on_disk = {t.id: (t.status, t.owner) for t in TaskStore(home, "feature").list()}
     assert on_disk == {"1": ("completed", "implementer"), "2": ("completed", "tester")}
     assert {t["id"]: (t["status"], t["owner"]) for t in report["tasks"]} == on_disk
@@ -45,3 +72,46 @@ def test_a_bad_teammate_playbook_option_is_a_usage_error(tmp_path: Path) -> None
     done = subprocess.run([str(SWARM_EXE), "run", "-p", "x", "--teammate-playbook", "alice"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "NAME=PLAYBOOK" in done.stderr and done.stderr.count("\n") == 1
+
+
+def test_a_run_out_of_time_exits_1_with_its_teammates_stopped_and_their_tasks_pending(
+        home: Home, api: FakeAnthropicServer, tmp_path: Path) -> None:
+    api.enqueue(tool_use_reply("TeamCreate", {"team_name": "slow"}),
+                tool_use_reply("TaskCreate", {"subject": "take a nap", "description": ""}),
+                tool_use_reply("Agent", {"description": "s", "prompt": "SLOW JOB", "team_name": "slow",
+                                         "name": "sleepy"}),
+                tool_use_reply("TaskUpdate", {"taskId": "1", "owner": "sleepy", "status": "in_progress"}),
+                text_reply("waiting"), when=LEAD)
+    api.enqueue(text_reply("still waiting"), when=LEAD, repeat=True)
+    api.enqueue(tool_use_reply("Bash", {"command": f"sleep {NAP}"}), when="SLOW JOB")
+    api.enqueue(text_reply("ok"), when="SLOW JOB", repeat=True)
+
+    done = _run_lead(home, api, tmp_path, "-p", "nap", "--timeout", "20", "--allow", "Bash(sleep:*)", "--json")
+
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines()[-1] == ("swarm: error: run ended by timeout; teammates were shut down "
+                                            "(team 'slow' is kept: `swarm status --team slow`)")
+    report = json.loads(done.stdout)["report"]
+    assert (report["ok"], report["reason"]) == (False, "timeout")
+    lead = json.dumps([r.body["messages"] for r in api.requests if LEAD in json.dumps(r.body)])
+    assert "Updated task #1: take a nap [in_progress] owner: sleepy" in lead  # sleepy held it when time ran out
+    task = TaskStore(home, "slow").get("1")
+    assert (task.status, task.owner) == ("pending", None)  # back on the list for someone else
+    assert report["tasks"] == [task.wire()]
+    assert teammate_pids(home) == [] and processes_with(f"sleep {NAP}") == []
+    assert not any(m.present() for m in TeamStore(home).get("slow").members if m.name != "team-lead")
+
+
+def test_rm_removes_the_team_and_its_task_list(home: Home, api: FakeAnthropicServer, tmp_path: Path) -> None:
+    api.enqueue(tool_use_reply("TeamCreate", {"team_name": "brief"}),
+                tool_use_reply("TaskCreate", {"subject": "nothing much", "description": ""}),
+                text_reply("all done"), when=LEAD)
+
+    done = _run_lead(home, api, tmp_path, "-p", "a short one", "--rm", "--json")
+
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert (out["text"], out["reason"], out["report"]["ok"]) == ("all done", "done", True)
+    assert [t["subject"] for t in out["report"]["tasks"]] == ["nothing much"]  # reported before it went
+    assert not TeamStore(home).exists("brief")
+    assert not home.tasks_dir("brief").exists() and not home.team_dir("brief").exists()

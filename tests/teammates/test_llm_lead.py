@@ -238,7 +238,7 @@ def test_a_lead_that_deletes_its_team_and_creates_another_follows_the_new_one_to
     outcome = _run_lead(home, api, work, "one team, then another")
 
     assert (outcome.reason, outcome.team) == ("done", "bteam")
-    assert outcome.report is not None and outcome.report.team == "bteam"
+    assert outcome.report is not None and outcome.report.team == "bteam" and outcome.report.ok
     assert [(m["name"], m["stopped"]) for m in outcome.report.members] == [("y", "stopped")]  # asked by the lead
     leads = json.dumps([r.body["messages"] for r in api.requests if LEAD in json.dumps(r.body)])
     assert "Team 'ateam' deleted." in leads and "Y HELLO" in leads  # the new team's inbox reached the lead
