@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from swarm.core.home import Home
 from swarm.core.names import validate_name
+from swarm.core.protocol import CLAUDE_RUNTIME
 from swarm.errors import InvalidNameError
 
 if TYPE_CHECKING:
     from swarm.models.factory import Choice
+    from swarm.runtime.spawn import SpawnRequest
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -58,6 +60,15 @@ def say_model(choice: Choice, who: str = "") -> None:
     """Tell the person which model an agent runs: always for the echoing offline default, else on a terminal."""
     if (choice.scripted and choice.playbook is None) or sys.stderr.isatty():
         click.echo(f"swarm: {who}{choice.notice()}", err=True)
+
+
+def say_teammate_model(request: SpawnRequest, env: Mapping[str, str]) -> None:
+    """``say_model`` for a teammate ``swarm spawn`` or ``swarm up`` starts (a Claude Code teammate picks its own)."""
+    # imported here: the commands that start no agent do not load the model layer
+    from swarm.models.factory import choose_model
+
+    if request.runtime != CLAUDE_RUNTIME:
+        say_model(choose_model(request.model, playbook=request.playbook, env=env), f"{request.name}'s ")
 
 
 tmux_socket_option = click.option(

@@ -16,7 +16,7 @@ from swarm.cli.options import (
     agent_name_callback,
     home_of,
     json_option,
-    say_model,
+    say_teammate_model,
     team_option,
     tmux_socket_option,
 )
@@ -26,7 +26,6 @@ from swarm.core.home import Home
 from swarm.core.permlog import PermissionLog
 from swarm.core.protocol import COLORS
 from swarm.errors import BackendError, NotFoundError, UsageError
-from swarm.models.factory import choose_model
 from swarm.runtime.shutdown import force_stop, live_members
 from swarm.runtime.shutdown import shutdown as shutdown_teammates
 from swarm.runtime.spawn import SpawnRequest, spawn_reporting, wait_joined
@@ -85,8 +84,7 @@ def spawn(ctx: click.Context, name: str, team: str, prompt: str, backend: str, a
     for warning in spawned.warnings:
         click.echo(f"swarm: warning: {warning}", err=True)
     wait_joined(home, team, [name])
-    if runtime == "swarm":  # a claude teammate runs on Claude Code's own model choice
-        say_model(choose_model(model, playbook=playbook, env=os.environ), f"{name}'s ")
+    say_teammate_model(request, os.environ)
     member = spawned.member
     if as_json:
         emit_json(member.wire())

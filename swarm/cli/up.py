@@ -13,6 +13,7 @@ import click
 from swarm.cli.options import (
     home_of,
     json_option,
+    say_teammate_model,
     team_name_argument,
     tmux_socket_option,
 )
@@ -25,7 +26,7 @@ from swarm.runtime.coordinator import Answer, Coordinator, LeadMessage
 from swarm.runtime.desk import requester_cwd, what_is_asked
 from swarm.runtime.shutdown import Outcome
 from swarm.runtime.status import team_status
-from swarm.runtime.up import Report, run_headless, start_team, stop_team
+from swarm.runtime.up import Report, Started, run_headless, start_team, stop_team
 from swarm.runtime.upfile import load_upfile
 
 
@@ -55,14 +56,20 @@ def up(ctx: click.Context, file: Path, detach: bool, headless: bool, timeout: fl
     spec = load_upfile(file)
     where = (cwd or Path.cwd()).resolve()
     env = dict(os.environ)
+
+    def say_models(started: Started) -> None:
+        for request in started.requests:
+            say_teammate_model(request, env)
+
     if headless:
         report = run_headless(home, spec, cwd=where, env=env, timeout=timeout, tmux_socket=tmux_socket,
-                              offline=offline)
+                              offline=offline, on_started=say_models)
         _print_report(report, as_json)
         ctx.exit(0 if report.ok else 1)
     started = start_team(home, spec, cwd=where, env=env, tmux_socket=tmux_socket, offline=offline)
     for warning in started.warnings:
         click.echo(f"swarm: warning: {warning}", err=True)
+    say_models(started)
     click.echo(f"team {started.team} is up: {', '.join(started.members)}")
     if detach:
         click.echo(f"watch: swarm status --team {started.team} --watch · answer: swarm permissions --team "

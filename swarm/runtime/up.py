@@ -43,6 +43,8 @@ class Started(BaseModel):
     team: str
     members: list[str]
     warnings: list[str] = []
+    requests: list[SpawnRequest] = []
+    """How each member was started (its model and playbook: what it runs on)."""
 
 
 def start_team(home: Home, spec: UpFile, *, cwd: Path, env: Mapping[str, str],
@@ -58,24 +60,34 @@ def start_team(home: Home, spec: UpFile, *, cwd: Path, env: Mapping[str, str],
     _check_claude_members(spec, env)
     created = not TeamStore(home).exists(name)
     _prepare_team(home, spec, cwd)
-    started: list[str] = []
+    started: list[SpawnRequest] = []
     warnings: list[str] = []
-    online = bool(env.get("ANTHROPIC_API_KEY")) and not offline
     try:
-        for member in spec.members:
-            request = _request(spec, member, cwd, tmux_socket)
-            if online and member.model != "scripted":
-                request.playbook = None
-            if backend is not None:
-                request.backend = backend
+        for request in _member_requests(spec, cwd=cwd, env=env, tmux_socket=tmux_socket, offline=offline,
+                                        backend=backend):
             spawned = spawn_reporting(home, request, env)
-            started.append(member.name)
+            started.append(request)
             warnings += spawned.warnings
-        wait_joined(home, name, started)
+        wait_joined(home, name, [r.name for r in started])
     except (SwarmError, OSError, KeyboardInterrupt) as exc:
         _undo_start(home, spec, env, created=created, at_once=isinstance(exc, KeyboardInterrupt))
         raise
-    return Started(team=name, members=started, warnings=warnings)
+    return Started(team=name, members=[r.name for r in started], warnings=warnings, requests=started)
+
+
+def _member_requests(spec: UpFile, *, cwd: Path, env: Mapping[str, str], tmux_socket: str | None,
+                     offline: bool, backend: str | None) -> list[SpawnRequest]:
+    """How ``start_team`` spawns each member (see there)."""
+    online = bool(env.get("ANTHROPIC_API_KEY")) and not offline
+    requests = []
+    for member in spec.members:
+        request = _request(spec, member, cwd, tmux_socket)
+        if online and member.model != "scripted":
+            request.playbook = None
+        if backend is not None:
+            request.backend = backend
+        requests.append(request)
+    return requests
 
 
 def _check_claude_members(spec: UpFile, env: Mapping[str, str]) -> None:
@@ -172,6 +184,7 @@ class Report(BaseModel):
 
 def run_headless(home: Home, spec: UpFile, *, cwd: Path, env: Mapping[str, str], timeout: float,
                  tmux_socket: str | None = None, offline: bool = False, backend: str | None = None,
+                 on_started: Callable[[Started], None] = lambda s: None,
                  on_message: Callable[[LeadMessage], None] = lambda m: None,
                  on_decision: Callable[[PermissionEvent], None] = lambda d: None) -> Report:
     """Start the team, coordinate without a person until settled or ``timeout``, stop it, report."""
@@ -179,6 +192,7 @@ def run_headless(home: Home, spec: UpFile, *, cwd: Path, env: Mapping[str, str],
     started = start_team(home, spec, cwd=cwd, env=env, tmux_socket=tmux_socket, offline=offline, backend=backend)
     coordinator = Coordinator(home, spec.team.name, on_message=on_message, on_decision=on_decision)
     try:
+        on_started(started)
         reason = _until_settled(coordinator, began + timeout)
     except BaseException:  # a failure while coordinating must not leave the team running
         stop_team(home, spec.team.name, env, timeout=0.0)

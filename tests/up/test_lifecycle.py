@@ -208,3 +208,24 @@ def test_shutdown_requested_before_a_permission_request_is_not_ignored(up: Up) -
     assert down.returncode == 0, down.stderr
     assert [(o["name"], o["result"]) for o in json.loads(down.stdout)] == [("napper", "approved")]
     assert teammate_pids(up.home) == []
+
+
+ECHO_TEAM = """
+[team]
+name = "echoes"
+
+[[members]]
+name = "echo"
+prompt = "list the files"
+"""
+
+
+def test_up_says_once_which_model_a_member_without_a_playbook_runs(up: Up) -> None:
+    team_file = up.tmp / "echoes.toml"
+    team_file.write_text(ECHO_TEAM)
+    result = up.run("up", str(team_file), "--headless", "--json", "--timeout", "60")
+    assert result.returncode == 0, result.stderr
+    said = [line for line in result.stderr.splitlines() if "model" in line]
+    assert said == ["swarm: echo's model: the offline scripted model, which only echoes what it receives "
+                    "(no ANTHROPIC_API_KEY): export ANTHROPIC_API_KEY to run Claude, or pass --playbook"]
+    assert json.loads(result.stdout)["members"][0]["result"].startswith("Received:")  # what it was told
