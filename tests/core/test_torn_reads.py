@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 
 TEAM = "crew"
 READ_FOR = 3.0
-"""Seconds the readers keep reading while the file is being torn."""
+"""Seconds the readers keep reading while the file is being torn (longer if the CLI has not run ``MIN_SHOWS`` times)."""
+MIN_SHOWS = 3
 
 TEARER = """
 import os, signal, sys, time
@@ -80,7 +81,7 @@ def test_readers_of_a_file_rewritten_in_place_see_it_whole_and_never_move_it(
                 out, err = show.communicate()
                 assert show.returncode == 0 and err == "" and "bob" in out, (show.returncode, err)
                 shows += 1
-                if time.monotonic() < deadline:
+                if time.monotonic() < deadline or shows < MIN_SHOWS:  # a loaded machine: slow CLI runs
                     show = subprocess.Popen([str(SWARM_EXE), "team", "show", TEAM], stdout=subprocess.PIPE,
                                             stderr=subprocess.PIPE, text=True, env=env)
     finally:
@@ -91,7 +92,7 @@ def test_readers_of_a_file_rewritten_in_place_see_it_whole_and_never_move_it(
     tearer.expect("stopped")
     tearer.join(10)
 
-    assert reads > 50 and shows >= 3, (reads, shows)
+    assert reads > 50 and shows >= MIN_SHOWS, (reads, shows)
     assert not _corrupt(config), "a read-only look moved a live file aside"
     assert not [r for r in caplog.records if r.levelname in ("WARNING", "ERROR")]
     assert json.loads(config.read_bytes())["name"] == TEAM
