@@ -58,6 +58,6 @@ def test_a_members_agent_type_gives_it_the_definitions_prompt_and_tools(up: Up) 
     assert result.returncode == 0, f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
     report = json.loads(result.stdout)
     messages = [m["text"] for m in report["messages"] if m["sender"] == "r" and m["kind"] == "message"]
-    assert messages == ["unknown tool 'Bash'; available tools: Grep, Read, SendMessage"], report
+    assert messages == ["unknown tool 'Bash'; available tools: Grep, Read, SendMessage, TaskCreate, TaskGet, TaskList, TaskUpdate"], report
     config = up.config("readers")
     assert [m["agentType"] for m in config["members"] if m["name"] == "r"] == ["reader"]
