@@ -40,8 +40,12 @@ Whoever holds the flock and finds the directory already there decides:
   removed and replaced by the directory.
 
 swarm's critical sections last milliseconds, far below the 10 s stale bound,
-so swarm never refreshes the directory's mtime. A release checks that the
-directory is still the one it made and leaves someone else's alone.
+so swarm never refreshes the directory's mtime. proper-lockfile sets a new
+directory's mtime up to ``FUTURE_MTIME`` ahead of the clock, so a dead Claude
+Code holder's lock turns stale up to ``STALE_AFTER + FUTURE_MTIME`` after it
+was made; a wait meant to outlast it lasts ``OUTLAST_STALE``. A release
+checks that the directory is still the one it made and leaves someone
+else's alone.
 
 Cost: ``mkdir``/``rmdir`` of a directory cost ~110 µs a pair on ext4 (its
 journal), against ~5 µs for the flock alone. So on Linux swarm keeps an empty
@@ -82,6 +86,12 @@ FIRST_DIR_RETRY = 0.001
 MAX_DIR_RETRY = 0.025
 STALE_AFTER = 10.0
 """A lock directory whose mtime is older than this many seconds is abandoned (Claude Code's rule)."""
+FUTURE_MTIME = 1.0
+"""How far ahead of the clock proper-lockfile may set a new lock directory's mtime (its precision
+probe rounds the time up to the next second, plus 5 ms)."""
+OUTLAST_STALE = STALE_AFTER + FUTURE_MTIME + 4.0
+"""Seconds of waiting that outlast the lock of a holder that died as the wait began (its directory is
+stale by ``STALE_AFTER + FUTURE_MTIME``), with room for a loaded machine: swarm's default wait."""
 SWARM_SUFFIX = ".swarm"
 """The flock file is ``<lock path>`` + this suffix."""
 MARK_SIZE = 44

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
 from swarm.core.fileio import read_regular, replace_file, storage_error
-from swarm.core.flock import LockTimeout, acquire, release
+from swarm.core.flock import OUTLAST_STALE, LockTimeout, acquire, release
 from swarm.core.home import FILE_MODE, ensure_dir
 from swarm.errors import LockBusyError, LockTimeoutError
 
@@ -46,7 +46,8 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 R = TypeVar("R")
 
-DEFAULT_LOCK_TIMEOUT = 10.0
+DEFAULT_LOCK_TIMEOUT = OUTLAST_STALE
+"""Seconds a writer waits for a lock by default: long enough to outlast a dead Claude Code holder's lock."""
 REREAD_WINDOW = 0.5
 """Seconds an unparsable file is re-read before it counts as corrupt (a writer may be mid-rewrite)."""
 FIRST_REREAD = 0.001

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from swarm.core.flock import OUTLAST_STALE, STALE_AFTER
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 
@@ -121,6 +122,14 @@ import os, sys
 os.execvp(sys.argv[1], sys.argv[1:])
 """
 """A worker that becomes another program (so ``Workers`` starts, watches and stops it)."""
+
+CRASH_HOLDER = r"""
+const lockfile = require('proper-lockfile');
+const file = process.argv[2];
+lockfile.lock(file, {lockfilePath: file + '.lock', realpath: false, stale: 10000})
+  .then(() => { console.log('locked'); process.kill(process.pid, 'SIGKILL'); });
+"""
+"""A Claude Code writer that dies holding the lock (proper-lockfile set the directory's mtime, maybe ahead)."""
 
 HOLDER = """
 from pathlib import Path
@@ -239,3 +248,25 @@ def test_a_killed_swarm_holder_stalls_claude_code_at_most_the_stale_bound(
     assert time.monotonic() - start < 1.0
     assert set(texts(inbox)) == {"node-0", "after node"}
     assert os.stat(inbox).st_mode & 0o777 == 0o644, "swarm keeps the mode Claude Code's writer gave the file"
+
+
+def test_a_dead_claude_code_holder_is_outwaited(workers: Workers, node_dir: Path, inbox: Path, team: Home) -> None:
+    """proper-lockfile sets a new lock's mtime up to 1 s ahead, so a dead holder's lock turns stale up to
+    11 s after it was made: swarm's default wait outlasts that (one equal to the 10 s stale bound gave up)."""
+    (node_dir / "crash_holder.js").write_text(CRASH_HOLDER)
+    lock = Path(f"{inbox}.lock")
+    ahead = 0.0
+    for attempt in range(20):  # until the directory's mtime is well ahead of the clock: the case that failed
+        holder = workers.start(f"holder{attempt}", EXEC, "node", node_dir / "crash_holder.js", inbox, prologue=False)
+        holder.expect("locked")
+        assert holder.join(10) == -9, holder.stderr()
+        ahead = lock.stat().st_mtime - time.time()
+        if ahead > 0.4:
+            break
+        lock.rmdir()
+    assert ahead > 0.4, "proper-lockfile never set its lock's mtime ahead of the clock"
+    start = time.monotonic()
+    Mailbox(team, TEAM).send("bob", "after the crash", sender="alice")
+    took = time.monotonic() - start
+    assert STALE_AFTER - 0.5 < took < OUTLAST_STALE, f"took {took:.1f}s; the lock was {ahead:.2f}s ahead"
+    assert set(texts(inbox)) == {"after the crash"}

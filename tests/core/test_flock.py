@@ -19,6 +19,8 @@ import pytest
 
 from swarm.core.flock import (
     BLANK,
+    FUTURE_MTIME,
+    OUTLAST_STALE,
     STALE_AFTER,
     LockTimeout,
     acquire,
@@ -263,4 +265,21 @@ def test_jsonfile_waits_for_a_claude_code_lock_instead_of_failing(tmp_path: Path
         LockedJsonFile(inbox, InboxCodec(), lock_timeout=0.2).update(lambda entries: None)
     (tmp_path / "bob.json.lock").rmdir()
     LockedJsonFile(inbox, InboxCodec(), lock_timeout=0.2).update(lambda entries: None)
+    assert inbox.read_bytes() == b"[]"
+
+
+def test_the_default_wait_outlasts_a_dead_claude_code_lock_dated_ahead(tmp_path: Path) -> None:
+    # proper-lockfile dates a new lock directory up to FUTURE_MTIME ahead of the clock (its mtime
+    # precision probe), so its dead holder's lock is stale only STALE_AFTER + FUTURE_MTIME later.
+    from swarm.core.codecs import InboxCodec
+    from swarm.core.jsonfile import LockedJsonFile
+
+    inbox = tmp_path / "bob.json"
+    ahead = time.time() + FUTURE_MTIME
+    (tmp_path / "bob.json.lock").mkdir()
+    os.utime(tmp_path / "bob.json.lock", (ahead, ahead))
+    start = time.monotonic()
+    LockedJsonFile(inbox, InboxCodec()).update(lambda entries: None)  # the default wait
+    took = time.monotonic() - start
+    assert STALE_AFTER + FUTURE_MTIME - 0.5 < took < OUTLAST_STALE, took
     assert inbox.read_bytes() == b"[]"
