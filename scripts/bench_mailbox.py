@@ -111,8 +111,8 @@ class SwarmInbox:
             def _file(self, agent: str) -> Any:
                 return LockedJsonFile(self.home.inbox_path(self.team, agent), InboxCodec(), fsync=False)
 
-            def _appending(self, agent: str) -> Any:
-                spooled = super()._appending(agent)
+            def _appending(self, agent: str, shared: bool) -> Any:
+                spooled = super()._appending(agent, shared)
                 spooled.file.fsync = False
                 return spooled
 

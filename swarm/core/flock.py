@@ -47,6 +47,11 @@ was made; a wait meant to outlast it lasts ``OUTLAST_STALE``. A release
 checks that the directory is still the one it made and leaves someone
 else's alone.
 
+Taking turns with Claude Code (``swarm.core.lock_turns``): on a lock another
+program uses, swarm holders leave the directory free now and then, so a
+Claude Code writer, which never queues, always finds a free moment among its
+tries. Its record follows the mark in the flock file.
+
 Cost: ``mkdir``/``rmdir`` of a directory cost ~110 µs a pair on ext4 (its
 journal), against ~5 µs for the flock alone. So on Linux swarm keeps an empty
 directory parked beside the lock (``<file>.lock.swarm.d``) and *moves* it into
@@ -71,10 +76,11 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from swarm.core.home import DIR_MODE, FILE_MODE
+from swarm.core.lock_turns import TURNS_SIZE, Turns, await_turn, target_inode
 
 log = logging.getLogger(__name__)
 
@@ -114,11 +120,14 @@ class Held:
     fd: int
     directory: Path
     mark: bytes
+    turns: Turns = field(default_factory=Turns)
 
 
-def acquire(path: Path, timeout: float) -> Held:
+def acquire(path: Path, timeout: float, *, shared: bool = False) -> Held:
     """Take the lock ``path`` (the ``<file>.lock`` directory, see the module docstring); return what ``release`` needs.
 
+    ``shared``: the caller knows another program (Claude Code) writes the
+    file, so swarm takes turns on it before any evidence of that is seen.
     Waits at most ``timeout`` seconds, retrying with backoff; raises
     ``LockTimeout`` after that, and ``OSError`` if the lock cannot be made
     (missing parent directory, something other than a file or directory at
@@ -129,15 +138,15 @@ def acquire(path: Path, timeout: float) -> Held:
     fd = os.open(swarm_lock_path(path), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
     try:
         _flock(fd, deadline)
-        mark = _take_directory(fd, path, deadline)
+        mark, turns = _take_directory(fd, path, deadline, shared)
     except BaseException:
         os.close(fd)
         raise
-    return Held(fd=fd, directory=path, mark=mark)
+    return Held(fd=fd, directory=path, mark=mark, turns=turns)
 
 
 def release(held: Held) -> None:
-    """Remove the lock directory (if it is still ours), blank the mark, give the flock back."""
+    """Remove the lock directory (if it is still ours), blank the mark, record the release, give the flock back."""
     try:
         try:
             if _identity(os.lstat(held.directory)) == held.mark:
@@ -146,15 +155,17 @@ def release(held: Held) -> None:
                 log.warning("lock directory was taken over while held", extra={"path": str(held.directory)})
         except FileNotFoundError:
             log.warning("lock directory vanished while held", extra={"path": str(held.directory)})
-        os.pwrite(held.fd, BLANK, 0)
+        held.turns.released_ns = time.monotonic_ns()
+        held.turns.target_ino = target_inode(held.directory)
+        os.pwrite(held.fd, BLANK + held.turns.pack(), 0)
     finally:
         os.close(held.fd)  # closing drops the flock
 
 
 @contextmanager
-def locked(path: Path, timeout: float) -> Iterator[None]:
+def locked(path: Path, timeout: float, *, shared: bool = False) -> Iterator[None]:
     """Hold the lock ``path`` for the ``with`` body (see ``acquire``)."""
-    held = acquire(path, timeout)
+    held = acquire(path, timeout, shared=shared)
     try:
         yield
     finally:
@@ -179,9 +190,17 @@ def _flock(fd: int, deadline: float) -> None:
             delay = min(delay * 2, MAX_RETRY)
 
 
-def _take_directory(fd: int, path: Path, deadline: float) -> bytes:
-    """Make the lock directory (the flock is held); return the mark written for it."""
-    left = os.pread(fd, MARK_SIZE, 0)  # non-blank only if the last holder died holding the lock
+def _take_directory(fd: int, path: Path, deadline: float, shared: bool) -> tuple[bytes, Turns]:
+    """Make the lock directory (the flock is held); return the mark written for it and the turns."""
+    record = os.pread(fd, MARK_SIZE + TURNS_SIZE, 0)
+    left = record[:MARK_SIZE]  # non-blank only if the last holder died holding the lock
+    turns = Turns.parse(record[MARK_SIZE:])
+    if left.strip() == b"" and turns.released_ns and target_inode(path) != turns.target_ino:
+        turns.saw_foreign()  # the file was replaced since the last swarm release: someone else wrote it
+    try:
+        await_turn(turns, deadline, shared or turns.shared())
+    except TimeoutError:
+        raise LockTimeout from None
     delay = FIRST_DIR_RETRY
     while True:
         parked = _parked_inode(path)
@@ -190,20 +209,21 @@ def _take_directory(fd: int, path: Path, deadline: float) -> bytes:
             _make(path, parked)
         except FileExistsError:
             os.pwrite(fd, BLANK, 0)
-            if _clear_the_way(path, left, deadline):
+            if _clear_the_way(path, left, turns, deadline):
                 left = BLANK
                 continue
+            os.pwrite(fd, turns.pack(), MARK_SIZE)  # another program holds it: remember that, even if we give up
             if time.monotonic() >= deadline:
                 raise LockTimeout from None
             time.sleep(delay)
             delay = min(delay * 2, MAX_DIR_RETRY)
             continue
         mark = _identity(os.lstat(path))
-        os.pwrite(fd, mark, 0)
-        return mark
+        os.pwrite(fd, mark + turns.pack(), 0)
+        return mark, turns
 
 
-def _clear_the_way(path: Path, left: bytes, deadline: float) -> bool:
+def _clear_the_way(path: Path, left: bytes, turns: Turns, deadline: float) -> bool:
     """Remove what blocks ``path`` if it may go (dead swarm's, stale, old lock file); True to retry at once."""
     try:
         found = os.lstat(path)
@@ -217,6 +237,7 @@ def _clear_the_way(path: Path, left: bytes, deadline: float) -> bool:
     if _made_by_dead_holder(left, found):
         log.info("removed the lock of a dead swarm process", extra={"path": str(path)})
         return _remove_directory(path)
+    turns.saw_foreign()
     if time.time() - found.st_mtime > STALE_AFTER:
         log.warning("took over a stale lock directory", extra={"path": str(path), "age_s": int(time.time() - found.st_mtime)})
         return _remove_directory(path)

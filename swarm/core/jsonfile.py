@@ -95,6 +95,7 @@ class LockedJsonFile(Generic[T]):
         fsync: bool = True,
         indent: int | None = None,
         durable_when: Callable[[Any], bool] | None = None,
+        shared: bool = False,
     ) -> None:
         self.path = path
         self.codec = codec
@@ -108,7 +109,8 @@ class LockedJsonFile(Generic[T]):
         An inbox that a write leaves empty holds nothing a crash could lose, so
         its prunes skip the fsync; every write that keeps entries is durable.
         """
-        self._lock_path = path.with_name(f"{path.name}.lock")
+        self.shared = shared
+        """Claude Code writes this file too: swarm takes turns on its lock from the start (``core.lock_turns``)."""
         self._dir_ready = False
 
     # -- reading ---------------------------------------------------------
@@ -193,13 +195,10 @@ class LockedJsonFile(Generic[T]):
         durable); ``undo`` when ``step`` or the write raised, before the error
         goes on.
         """
-        with self._locked(wait):
+        with self.hold(wait) as held:
             try:
-                value, found = self._read_locked()
-                new_value, result = step(value)
-                after = self.codec.encode(new_value)
-                if after != found.raw:
-                    self._write(after, found)
+                new_value, result = step(held.value)
+                held.put(new_value)
             except BaseException:
                 if undo is not None:
                     undo()
@@ -210,15 +209,22 @@ class LockedJsonFile(Generic[T]):
 
     def remove_if(self, condition: Callable[[T], bool]) -> bool:
         """Under the lock, delete the file if it exists and ``condition`` holds for its value; True if deleted."""
-        with self._locked():
-            value, found = self._read_locked()
-            if not found.existed or not condition(value):
+        with self.hold() as held:
+            if not held.existed or not condition(held.value):
                 return False
-            try:
-                self.path.unlink()
-            except OSError as exc:
-                raise storage_error(exc, self.path, "remove") from exc
+            held.remove()
             return True
+
+    @contextmanager
+    def hold(self, wait: float | None = None) -> Iterator[Holding[T]]:
+        """Hold the lock for the ``with`` body: the value as read under it, and ways to change the file.
+
+        For a change that spans several files (each held in turn) or must
+        see the file as it is once locked; ``transform`` is the one-file case.
+        """
+        with self._locked(wait):
+            value, found = self._read_locked()
+            yield Holding(self, value, found)
 
     def _read_locked(self) -> tuple[T, _OnDisk]:
         """Value and what was on disk (the lock is held); quarantine a file that stays unparsable."""
@@ -254,27 +260,66 @@ class LockedJsonFile(Generic[T]):
 
     @contextmanager
     def _locked(self, wait: float | None = None) -> Iterator[None]:
-        timeout = self.lock_timeout if wait is None else wait
         if not self._dir_ready:
             try:
                 ensure_dir(self.path.parent)
             except OSError as exc:
                 raise storage_error(exc, self.path.parent, "create the directory") from exc
             self._dir_ready = True
-        try:
-            held = acquire(self._lock_path, timeout)
-        except LockTimeout as exc:
-            raise LockBusyError(
-                f"could not lock {self.path} within {timeout:g}s; "
-                f"another process holds {self._lock_path.name} — retry, or stop the stuck process"
-            ) from exc
-        except OSError as exc:  # e.g. a socket or FIFO where the lock directory belongs
-            raise LockTimeoutError(f"cannot use the lock {self._lock_path}: {exc.strerror}; "
-                                   f"if another tool left it there, stop that tool and remove it") from exc
-        try:
+        with lock_of(self.path, self.lock_timeout if wait is None else wait, shared=self.shared):
             yield
-        finally:
-            release(held)
+
+
+class Holding(Generic[T]):
+    """A file whose lock is held (``LockedJsonFile.hold``): its value read under the lock, and its changes."""
+
+    def __init__(self, file: LockedJsonFile[T], value: T, found: _OnDisk) -> None:
+        self._file = file
+        self.value = value
+        self._found = found
+
+    @property
+    def existed(self) -> bool:
+        return self._found.existed
+
+    def put(self, value: T) -> None:
+        """Write ``value`` (kept mode and indentation) unless it encodes to what is on disk."""
+        after = self._file.codec.encode(value)
+        if after != self._found.raw:
+            self._file._write(after, self._found)
+            self._found = _OnDisk(raw=after, existed=True, mode=self._found.mode, indent=self._found.indent)
+
+    def remove(self) -> None:
+        """Delete the file (if it exists)."""
+        try:
+            self._file.path.unlink(missing_ok=True)
+        except OSError as exc:
+            raise storage_error(exc, self._file.path, "remove") from exc
+        self._found = _OnDisk()
+
+
+@contextmanager
+def lock_of(path: Path, timeout: float = DEFAULT_LOCK_TIMEOUT, *, shared: bool = False) -> Iterator[None]:
+    """Hold the lock of ``path`` (the ``<path>.lock`` directory, ``swarm.core.flock``) for the ``with`` body.
+
+    ``LockBusyError`` when it is still held after ``timeout`` s;
+    ``LockTimeoutError`` when something that is not a lock is in its place.
+    """
+    lock = path.with_name(f"{path.name}.lock")
+    try:
+        held = acquire(lock, timeout, shared=shared)
+    except LockTimeout as exc:
+        raise LockBusyError(
+            f"could not lock {path} within {timeout:g}s; "
+            f"another process holds {lock.name} — retry, or stop the stuck process"
+        ) from exc
+    except OSError as exc:  # e.g. a socket or FIFO where the lock directory belongs
+        raise LockTimeoutError(f"cannot use the lock {lock}: {exc.strerror}; "
+                               f"if another tool left it there, stop that tool and remove it") from exc
+    try:
+        yield
+    finally:
+        release(held)
 
 
 def detect_indent(data: bytes, default: int | None) -> int | None:

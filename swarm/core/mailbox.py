@@ -36,6 +36,8 @@ from swarm.core.teams import TeamStore
 from swarm.core.watch import ChangeWatcher, watch_file
 from swarm.errors import NotFoundError, UsageError
 
+CLAUDE_CODE_INDENT = 2
+"""Claude Code writes its files as 2-space JSON."""
 MAX_MESSAGE_BYTES = 256 * 1024
 """Largest ``text`` accepted by ``send`` (UTF-8 bytes). Larger payloads belong in files."""
 
@@ -50,7 +52,7 @@ class Mailbox:
     """Use file-change events for ``wait``; False forces the polling fallback."""
     _teams: TeamStore = field(init=False, repr=False)
     _files: dict[str, LockedJsonFile[list[InboxEntry]]] = field(init=False, repr=False, default_factory=dict)
-    _appends: dict[str, SpooledAppend] = field(init=False, repr=False, default_factory=dict)
+    _appends: dict[tuple[str, bool], SpooledAppend] = field(init=False, repr=False, default_factory=dict)
     _roster: tuple[tuple[int, int, int], TeamFile] | None = field(init=False, repr=False, default=None)
 
     def __post_init__(self) -> None:
@@ -79,7 +81,9 @@ class Mailbox:
               structured: bool) -> list[InboxEntry]:
         validate_name(sender, "sender name")
         _check_size(text)
-        recipients = self.recipients(self._team_file(), to, sender)
+        team = self._team_file()
+        recipients = self.recipients(team, to, sender)
+        shared = team.claude_code_writes()
         written = []
         for name in recipients:
             entry = InboxEntry(sender=sender, text=text, timestamp=now_iso(), read=False,
@@ -92,7 +96,7 @@ class Mailbox:
                 entry.structured = True
             if sender == LEAD_NAME and self._lead_key is not None:
                 entry.lead_sig = sign_entry(entry, self._lead_key)
-            self._appending(name).append(entry.wire())
+            self._appending(name, shared).append(entry.wire())
             written.append(entry)
         return written
 
@@ -189,16 +193,22 @@ class Mailbox:
             if own:
                 active.close()
 
-    def _appending(self, agent: str) -> SpooledAppend:
+    def _appending(self, agent: str, shared: bool) -> SpooledAppend:
         """``agent``'s inbox opened to append by group commit (``swarm.core.spool``).
 
         The entries already there are not re-read as models (``InboxAppendCodec``),
         and an entry whose ``msg_id`` the inbox holds is never appended again.
+        In a team where Claude Code writes too (``shared``), swarm takes turns
+        with it on the inbox's lock from the start (``core.lock_turns``), and an
+        inbox with no style of its own yet (absent, or Claude Code's fresh
+        ``[]``) is written as Claude Code writes it, 2-space JSON; a swarm-only
+        team's inboxes are compact.
         """
-        if agent not in self._appends:
-            inbox = LockedJsonFile(self.home.inbox_path(self.team, agent), InboxAppendCodec())
-            self._appends[agent] = SpooledAppend(inbox, key=_wire_msg_id)
-        return self._appends[agent]
+        if (agent, shared) not in self._appends:
+            inbox = LockedJsonFile(self.home.inbox_path(self.team, agent), InboxAppendCodec(),
+                                   indent=CLAUDE_CODE_INDENT if shared else None, shared=shared)
+            self._appends[agent, shared] = SpooledAppend(inbox, key=_wire_msg_id)
+        return self._appends[agent, shared]
 
     def _file(self, agent: str) -> LockedJsonFile[list[InboxEntry]]:
         if agent not in self._files:

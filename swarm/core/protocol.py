@@ -13,6 +13,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 from pydantic.alias_generators import to_camel
 
+from swarm.core.names import LEAD_NAME
+
 CLAUDE_RUNTIME = "claude"
 """``Member.runtime`` of a teammate that is a Claude Code CLI session."""
 CLAUDE_JOINED = "running"
@@ -121,6 +123,13 @@ class Member(CamelWire):
             return self.status == CLAUDE_JOINED
         return bool(self.is_active)
 
+    def is_claude_code(self) -> bool:
+        """A Claude Code teammate: one swarm started (``runtime: claude``), or one Claude Code's own lead
+        started (no pid recorded: that lead keeps it), in a pane or in-process."""
+        if self.runtime == CLAUDE_RUNTIME:
+            return True
+        return self.pid is None and self.backend_type in ("tmux", "in-process") and self.name != LEAD_NAME
+
     def idle(self) -> bool:
         """Between turns: swarm's own teammates say so in ``status``, Claude Code in ``isActive``."""
         if self.runtime == CLAUDE_RUNTIME:
@@ -176,6 +185,11 @@ class TeamFile(CamelWire):
 
     def member(self, name: str) -> Member | None:
         return next((m for m in self.members if m.name == name), None)
+
+    def claude_code_writes(self) -> bool:
+        """Claude Code processes write this team's files: its lead (a team Claude Code made has
+        ``leadSessionId``; swarm never writes it) or a Claude Code teammate."""
+        return self.lead_session_id is not None or any(m.is_claude_code() for m in self.members)
 
 
 # -- tasks -------------------------------------------------------------------

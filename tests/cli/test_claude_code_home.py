@@ -104,6 +104,7 @@ def test_send_keeps_claude_code_file_modes_and_style(cc_home: Home, run_exe: Run
     assert _mode(inbox) == 0o644
     [entry] = json.loads(inbox.read_text())
     assert entry["text"] == "please run the tests" and entry["from"] == "team-lead"
+    assert inbox.read_text().startswith('[\n  {\n    "'), "Claude Code's fresh `[]` inbox is written 2-space, as it writes"
     config = cc_home.config_path(TEAM)
     assert _mode(config) == 0o644 and config.read_text().startswith("{\n  ")
 

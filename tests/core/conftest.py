@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -194,3 +195,23 @@ def wait_for() -> Callable[..., None]:
             time.sleep(0.005)
 
     return wait
+
+
+@pytest.fixture(scope="session")
+def proper_lockfile(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A temp dir with ``proper-lockfile@4`` (Claude Code's lock) installed from npm; Node scripts go beside it.
+
+    Skipped, with the reason, without node and npm or when the registry cannot be reached.
+    """
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        pytest.skip("node and npm are needed to run the real proper-lockfile (Claude Code's lock)")
+    where = tmp_path_factory.mktemp("proper-lockfile")
+    try:
+        done = subprocess.run([npm, "install", "--no-audit", "--no-fund", "--silent", "proper-lockfile@4"],
+                              cwd=where, capture_output=True, text=True, timeout=180, check=False)
+    except subprocess.TimeoutExpired:
+        pytest.skip("npm install proper-lockfile@4 took over 180 s (registry unreachable?)")
+    if done.returncode != 0:
+        pytest.skip(f"npm install proper-lockfile@4 failed (registry unreachable?): {done.stderr.strip()[-300:]}")
+    return where

@@ -109,7 +109,7 @@ def test_a_holder_killed_before_deleting_its_claims_does_not_double_them(
     workers: Workers, team: Home, inbox: Path
 ) -> None:
     mb = Mailbox(team, TEAM)
-    mb._appending("bob")._drop(_entry("waiting"))  # an appender queued behind the holder to come
+    mb._appending("bob", False)._drop(_entry("waiting"))  # an appender queued behind the holder to come
     doomed = workers.start("doomed", KILLED_AFTER_REWRITE)
     doomed.expect("rewritten")
     doomed.kill()

@@ -126,6 +126,20 @@ def test_a_rewrite_keeps_indentation_and_mode(home: Home, indent: int | None, mo
     assert os.stat(inbox).st_mode & 0o777 == mode
 
 
+@pytest.mark.parametrize("start", [None, b"[]"], ids=["absent", "claude-codes-fresh-inbox"])
+@pytest.mark.parametrize(("lead_session", "indent"), [("s-1", 2), (None, None)], ids=["claude-code-team", "swarm-team"])
+def test_an_inbox_with_no_style_of_its_own_follows_the_team(home: Home, start: bytes | None,
+                                                             lead_session: str | None, indent: int | None) -> None:
+    # Claude Code creates an inbox as `[]` before its first write: nothing there says 2-space
+    TeamStore(home).create(TEAM, lead_session_id=lead_session)
+    inbox = home.inbox_path(TEAM, "team-lead")
+    if start is not None:
+        inbox.write_bytes(start)
+    Mailbox(home, TEAM).send("team-lead", "hello", sender="bob")
+    written = inbox.read_bytes()
+    assert written == json.dumps(json.loads(written), indent=indent, ensure_ascii=False).encode()
+
+
 def test_a_config_that_stays_unparsable_is_named_not_reported_missing(home: Home) -> None:
     from swarm.core.teams import TeamStore
     from swarm.errors import CorruptFileError
