@@ -4,13 +4,14 @@
   and never reused: the next id is one past the highest of the watermark and
   every id with a file (live or quarantined), so a watermark lost in a crash
   cannot bring an id back.
-- Every change holds one lock for the whole list, the lock of
-  ``.highwatermark`` (``LockedJsonFile``), so invariants across tasks — edges
-  kept symmetric, no cycles, a claim seeing its blockers completed — are
-  checked and written in one cycle. Each task file is still written through
-  its own ``LockedJsonFile`` (atomic replace, ``<id>.json.lock`` as Claude
-  Code locks a single task). A change is computed in memory first and
-  written only when every check passed: a refused change writes nothing.
+- Every change holds the lock Claude Code takes on the whole list (of
+  ``<list>/.lock``, CLAUDE_CODE.md), so invariants across tasks — edges kept
+  symmetric, no cycles, a claim seeing its blockers completed — are checked
+  and written in one cycle. It is computed in memory first and written only
+  when every check passed: a refused change writes nothing. Claude Code
+  changes one task under only that task's lock (``<id>.json.lock``), so the
+  write holds the lock of each task it changes and re-reads it there; if one
+  changed meanwhile, the change is computed again from a fresh read.
 - ``blocks`` / ``blockedBy`` (kept by ``core.task_graph``) are read as the union of both sides, dropping ids
   with no task: a crash between the two files of one edge, or of a delete and
   the references to it, reads as the finished change, and the next change
@@ -31,6 +32,7 @@ import builtins
 import logging
 import re
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -40,9 +42,10 @@ from pydantic import ValidationError
 
 from swarm.core import jsonfile
 from swarm.core.clock import now_iso
+from swarm.core.fileio import storage_error
 from swarm.core.frames import TaskAssignment
-from swarm.core.home import Home
-from swarm.core.jsonfile import LockedJsonFile
+from swarm.core.home import Home, ensure_dir
+from swarm.core.jsonfile import LockedJsonFile, lock_of
 from swarm.core.mailbox import Mailbox
 from swarm.core.names import validate_name
 from swarm.core.protocol import Task
@@ -62,6 +65,12 @@ TaskStatus = Literal["pending", "in_progress", "completed"]
 UpdateStatus = Literal["pending", "in_progress", "completed", "deleted"]
 STATUSES: tuple[str, ...] = get_args(UpdateStatus)
 WATERMARK = ".highwatermark"
+LIST_LOCK = ".lock"
+"""The file Claude Code locks the whole task list through (its lock directory is ``.lock.lock``). swarm
+takes turns with Claude Code on it from the start (``core.lock_turns``): a Claude Code create retries
+for about 2.6 s, and swarm changes, each reading the whole list, may hold it back to back that long."""
+MAX_ATTEMPTS = 50
+"""Times a change is computed again because Claude Code changed one of its tasks meanwhile."""
 _TASK_FILE = re.compile(r"(\d+)\.json")
 _QUARANTINED = re.compile(r"(\d+)\.json\.corrupt-[\d-]+")
 
@@ -292,22 +301,38 @@ class TaskStore:
         return Board(tasks=tasks, on_disk=on_disk, top=top, missing=self._missing, unreadable=unreadable)
 
     def _change(self, step: Callable[[Board], R]) -> R:
-        """Run ``step`` on the whole list under the list lock, then write what it changed."""
+        """Run ``step`` on the whole list under the list lock, then write what it changed (see the docstring)."""
         def run(mark: int) -> tuple[int, R]:
-            board = self._load(quarantine=True)
-            board.top = max(board.top, mark)
-            result = step(board)
-            self._save(board)
-            return board.top, result
+            for _ in range(MAX_ATTEMPTS):
+                board = self._load(quarantine=True)
+                board.top = max(board.top, mark)
+                result = step(board)
+                if self._save(board):
+                    return board.top, result
+            raise ConflictError(f"the tasks of team {self.team!r} kept changing under this change "
+                                f"({MAX_ATTEMPTS} tries); try again")
 
-        return self._watermark.transform(run)
+        try:
+            ensure_dir(self.dir)
+        except OSError as exc:
+            raise storage_error(exc, self.dir, "create the directory") from exc
+        with lock_of(self.dir / LIST_LOCK, shared=True):  # a task list is Claude Code's format: take turns
+            return self._watermark.transform(run)
 
-    def _save(self, board: Board) -> None:
-        for task_id in sorted(board.removed, key=int):
-            self._file(task_id).remove_if(lambda _: True)
-        for task_id, task in board.tasks.items():
-            if _CODEC.encode(task) != board.on_disk.get(task_id):
-                self._file(task_id).transform(_replacing(task))
+    def _save(self, board: Board) -> bool:
+        """Write what ``board`` changed, each task re-read under its own lock; False (nothing written) if one moved on."""
+        changed = sorted({*board.removed, *(task_id for task_id, task in board.tasks.items()
+                                             if _CODEC.encode(task) != board.on_disk.get(task_id))}, key=int)
+        with ExitStack() as stack:
+            held = {task_id: stack.enter_context(self._file(task_id).hold()) for task_id in changed}
+            if any(_CODEC.encode(now.value) != board.on_disk.get(task_id) for task_id, now in held.items()):
+                return False
+            for task_id in sorted(board.removed, key=int):
+                held[task_id].remove()
+            for task_id in changed:
+                if task_id not in board.removed:
+                    held[task_id].put(board.tasks[task_id])
+        return True
 
     def _missing(self, task_id: str) -> SwarmError:
         moved = sorted(self.dir.glob(f"{task_id}.json.corrupt-*")) if self.dir.is_dir() else []
@@ -440,8 +465,3 @@ def _status(raw: str | Unset) -> UpdateStatus | Unset:
     if raw in STATUSES:
         return cast(UpdateStatus, raw)
     raise UsageError(f"status {raw!r} is not one of {', '.join(STATUSES)}")
-
-
-def _replacing(task: Task) -> Callable[[Task | None], tuple[Task | None, None]]:
-    """A ``LockedJsonFile.transform`` step that puts ``task`` in place of whatever is there."""
-    return lambda _current: (task, None)
