@@ -273,7 +273,7 @@ class Chat:
             return ""
         self.view.colors = {m.name: m.color for m in members if m.color}
         asking = {q.asker for q in self.desk.open()}
-        backends = Backends(self.lead.env)
+        backends = Backends(self.lead.env, self.lead.home)
         rows = []
         for member in members:
             state = "asking" if member.name in asking else member_state(member, backends)

@@ -22,9 +22,10 @@ from dataclasses import dataclass, field
 from swarm.backends.base import Backend, Handle
 from swarm.backends.procs import is_pid_alive, kill_tree
 from swarm.backends.select import make_backend
-from swarm.core.names import LEAD_NAME
+from swarm.core.home import Home
 from swarm.core.protocol import CLAUDE_RUNTIME, Member, TeamFile
 from swarm.errors import BackendError
+from swarm.runtime.claude_members import ClaudeCodeSide
 
 log = logging.getLogger(__name__)
 
@@ -43,16 +44,29 @@ def backend_of(member: Member, env: Mapping[str, str]) -> Backend:
 
 @dataclass
 class Backends:
-    """One backend object per (kind, tmux server) for a batch of members: the tmux checks run once."""
+    """One backend object per (kind, tmux server) for a batch of members: the tmux checks run once.
+
+    ``home`` lets the Claude Code teammates of its teams be found (``claude``); without it
+    their processes are still found by agent id, but not their lead's.
+    """
 
     env: Mapping[str, str]
+    home: Home | None = None
     _made: dict[tuple[str | None, str | None], Backend] = field(default_factory=dict)
+    _claude: ClaudeCodeSide | None = None
 
     def of(self, member: Member) -> Backend:
         key = (member.backend_type, member.tmux_socket)
         if key not in self._made:
             self._made[key] = backend_of(member, self.env)
         return self._made[key]
+
+    @property
+    def claude(self) -> ClaudeCodeSide:
+        """The Claude Code processes of this home, scanned once for the batch."""
+        if self._claude is None:
+            self._claude = ClaudeCodeSide(self.home, self.env)
+        return self._claude
 
 
 def process_alive(member: Member) -> bool:
@@ -63,23 +77,31 @@ def process_alive(member: Member) -> bool:
 def claude_code_member(member: Member) -> bool:
     """A Claude Code teammate: one swarm started (``runtime: claude``), or one Claude Code's own lead
     started (no pid recorded: that lead keeps it), in a pane or in-process."""
-    if member.runtime == CLAUDE_RUNTIME:
-        return True
-    return member.pid is None and member.backend_type in ("tmux", "in-process") and member.name != LEAD_NAME
+    return member.is_claude_code()
+
+
+def started_by_claude_code(member: Member) -> bool:
+    """A teammate Claude Code's own lead started: swarm keeps no pid of it (``claude_members`` finds it)."""
+    return member.runtime != CLAUDE_RUNTIME and member.is_claude_code()
 
 
 def is_running(member: Member, backends: Backends) -> bool:
     """Whether the member's teammate is running, judged per backend.
 
     swarm's own: its pid, with the create time (``process_alive``). A Claude
-    Code pane teammate: its tmux pane exists (``isActive: false`` only means
-    idle there). A Claude Code in-process teammate lives inside its lead,
-    which swarm cannot see: it counts as running while its entry says so.
+    Code pane teammate swarm started: its pane, holding the recorded pid
+    (``isActive: false`` only means idle there). One Claude Code's lead
+    started (no pid): its process, found by agent id (``claude_members``). A
+    Claude Code in-process teammate lives inside its lead: running while its
+    entry says so, unless the lead is provably gone.
     """
     if not claude_code_member(member):
         return bool(member.is_active) and process_alive(member)
     if member.backend_type == "in-process":
-        return member.status not in ("stopped", "killed", "dead")
+        return member.status not in ("stopped", "killed", "dead") \
+            and backends.claude.lead_state(member.agent_id.rpartition("@")[2]) != "gone"
+    if started_by_claude_code(member):
+        return backends.claude.teammate(member) is not None
     try:
         return backends.of(member).is_alive(handle_of(member))
     except BackendError as exc:
@@ -96,6 +118,10 @@ def stop_processes(member: Member, backends: Backends, grace: float) -> None:
     there is to stop. With a pid stopped, a pane left behind is only logged:
     it closes by itself.
     """
+    if started_by_claude_code(member):  # only what is proven to be the teammate's
+        log.info("stopped a Claude Code teammate", extra={"agent": member.name,
+                                                           "done": backends.claude.stop(member, grace)})
+        return
     kill_tree(member.pid, grace, member.proc_start, token=member.proc_token)
     if member.backend_type == "tmux" and member.tmux_pane_id:
         try:

@@ -41,6 +41,7 @@ from swarm.runtime.handles import (
     Backends,
     claude_code_senders,
     is_running,
+    started_by_claude_code,
     stop_processes,
     sweep,
 )
@@ -87,7 +88,7 @@ def shutdown(home: Home, team: str, names: Iterable[str] | None, env: Mapping[st
     """
     reap_dead(home, team)
     members = live_members(home, team, names)
-    backends = Backends(env)
+    backends = Backends(env, home)
     running = [m for m in members if is_running(m, backends)]
     outcomes = [_sweep_gone(home, team, m) for m in members if m not in running]
     requests = {m.name: request_shutdown(home, team, m.name, reason) for m in running}
@@ -107,7 +108,7 @@ def delete_team(home: Home, team: str, env: Mapping[str, str], *, force: bool, t
 
 def _sweep_gone(home: Home, team: str, member: Member) -> Outcome:
     sweep(member, KILL_GRACE)
-    if member.status not in GONE_STATUSES:  # it was starting: it never ran as a member
+    if member.status not in GONE_STATUSES and not started_by_claude_code(member):  # it was starting: never ran
         mark_gone(home, team, member.name, "killed")
     # a teammate that stopped by itself (it approved a shutdown) leaves its worktree to be settled here
     return Outcome(member.name, "not_running", member.status or "", worktree=settle(home, team, member))
@@ -118,7 +119,7 @@ def _await(home: Home, team: str, members: list[Member], requests: dict[str, str
     deadline = time.monotonic() + timeout
     waiting = {m.name: m for m in members}
     outcomes = []
-    backends = Backends(env)
+    backends = Backends(env, home)
     while waiting and time.monotonic() < deadline:
         rejected = _rejections(home, team, requests)
         approved = _approvals(home, team, requests)
@@ -166,7 +167,8 @@ def _answers(home: Home, team: str, requests: dict[str, str], kind: type[F]) -> 
 
 
 def _finish(home: Home, team: str, member: Member, backends: Backends, result: str) -> Outcome:
-    stop_processes(member, backends, KILL_GRACE)  # its leftovers (background jobs, daemons) and its pane
+    if not started_by_claude_code(member):  # Claude Code's own teammate left nothing swarm knows of to stop
+        stop_processes(member, backends, KILL_GRACE)  # its leftovers (background jobs, daemons) and its pane
     mark_gone(home, team, member.name, "stopped")  # a teammate that exits cleanly has already marked itself
     return Outcome(member.name, result, worktree=settle(home, team, member))
 
@@ -183,7 +185,7 @@ def force_stop(home: Home, team: str, member: Member, env: Mapping[str, str], *,
     notice = f"{member.name} was terminated: {why}"
     begin_stop(home, team, member.name, notice)
     try:
-        stop_processes(member, backends or Backends(env), KILL_GRACE)
+        stop_processes(member, backends or Backends(env, home), KILL_GRACE)
     except BaseException:
         cancel_stop(home, team, member.name)
         raise

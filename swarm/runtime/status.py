@@ -56,7 +56,7 @@ def team_status(home: Home, team: str, env: Mapping[str, str] | None = None) -> 
     """Status of every member; dead teammates are detected (and reported once) first."""
     reap_dead(home, team)
     mailbox = Mailbox(home, team)
-    backends = Backends(os.environ if env is None else env)
+    backends = Backends(os.environ if env is None else env, home)
     return [_row(team, m, len(mailbox.pending(m.name)), backends) for m in TeamStore(home).get(team).members]
 
 
