@@ -88,7 +88,17 @@ def _add_worktree(team: str, member: Member, row: MemberStatus) -> None:
             row.worktree_ahead, row.worktree_changes = tree.ahead, tree.summary
 
 
+RUNNING_STATES = ("starting", "idle", "busy")
+"""``member_state`` values of a teammate that is in the team and running."""
+
+
+def running(state: str) -> bool:
+    """Whether a ``member_state`` is that of a running teammate (the lead's ``lead`` is not judged)."""
+    return state in RUNNING_STATES
+
+
 def member_state(member: Member, backends: Backends) -> str:
+    """The one word status, ``team show`` and ``team list`` use for a member (see ``MemberStatus.state``)."""
     if member.name == LEAD_NAME:
         return "lead"
     if claude_code_member(member):  # Claude Code's isActive means busy, not alive

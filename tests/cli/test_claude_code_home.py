@@ -140,6 +140,20 @@ def test_status_shows_claude_code_teammates_alive_with_is_active_as_busy_or_idle
     assert states["coder"] == "stopped"
 
 
+def test_team_show_and_list_say_busy_idle_or_stopped_as_status_does(
+        cc_home: Home, run_exe: Run, lead_server: list[str], pane: str) -> None:
+    def shown() -> dict[str, str]:
+        result = run_exe("team", "show", TEAM)
+        assert result.returncode == 0, result.stderr
+        return {line.split()[0]: line.split()[4] for line in result.stdout.splitlines()[2:]}
+
+    assert shown() == {"team-lead": "lead", "researcher": "idle", "coder": "idle"}  # isActive false: idle
+    [row] = [line.split() for line in run_exe("team", "list").stdout.splitlines() if line.startswith(TEAM)]
+    assert row[1:3] == ["3", "2"], "members, running"
+    _tmux(*lead_server, "kill-pane", "-t", pane)
+    assert shown()["coder"] == "stopped"
+
+
 def test_in_process_teammates_are_gone_once_their_lead_is(cc_home: Home, run_exe: Run,
                                                           lead: subprocess.Popen[bytes]) -> None:
     lead.kill()
