@@ -218,3 +218,22 @@ def test_a_claude_code_permission_request_shows_and_is_answered(cc_home: Home, r
     assert json.loads(run_exe("permissions", "--team", TEAM, "--json").stdout) == []
     assert os.stat(cc_home.inbox_path(TEAM, "coder")).st_mode & 0o777 == 0o644
 
+
+SUGGESTION = {"type": "addDirectories", "directories": ["/tmp/x"], "destination": "session"}
+"""The suggestion object the Claude Code teammate's request in ``cc_home`` carries."""
+
+
+def test_a_claude_code_request_is_listed_with_its_own_suggestions(cc_home: Home, run_exe: Run) -> None:
+    [request] = json.loads(run_exe("permissions", "--team", TEAM, "--json").stdout)
+    assert request["permission_suggestions"] == [SUGGESTION], "Claude Code's suggestion objects were not kept"
+
+
+def test_always_hands_a_claude_code_teammate_its_own_suggestions(cc_home: Home, run_exe: Run) -> None:
+    approved = run_exe("approve", "perm-1764580000000-abc123", "--always", "--team", TEAM)
+    assert approved.returncode == 0, approved.stderr
+    [answer] = json.loads(cc_home.inbox_path(TEAM, "coder").read_text())
+    response = json.loads(answer["text"])["response"]
+    assert response.get("permission_updates") == [SUGGESTION], "the teammate must get back what it suggested"
+    [coder] = [m for m in json.loads(cc_home.config_path(TEAM).read_text())["members"] if m["name"] == "coder"]
+    assert not coder.get("allowedTools"), "swarm added a rule of its own where Claude Code applies its suggestion"
+
