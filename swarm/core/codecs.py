@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from swarm.core.protocol import Activity, InboxEntry, Member, TeamFile
+from swarm.core.protocol import Activity, InboxEntry, Member, Task, TeamFile
 
 log = logging.getLogger(__name__)
 
@@ -126,4 +126,47 @@ class ObjectCodec:
         return copy.deepcopy(raw)  # a change made in place must differ from what was read, or it is not written
 
     def encode(self, value: dict[str, Any]) -> Any:
+        return value
+
+
+class TaskCodec:
+    """One task file (``tasks/<team>/<id>.json``, ``core.tasks``); ``None`` when it does not exist."""
+
+    def empty(self) -> Task | None:
+        return None
+
+    def decode(self, raw: Any, source: Path) -> Task | None:
+        if not isinstance(raw, dict):
+            raise ValueError(f"expected a JSON object, found {type(raw).__name__}")  # noqa: TRY004 (the Codec contract)
+        try:
+            task = Task.model_validate(raw)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise ValueError(f"task invalid: {first['loc']} {first['msg']}") from exc
+        if task.id != source.name.removesuffix(".json"):
+            raise ValueError(f"task id {task.id!r} does not match the file name {source.name}")
+        return task
+
+    def encode(self, value: Task | None) -> Any:
+        if value is None:
+            return None
+        doc = value.wire()
+        for key in ("owner", "activeForm"):  # absent rather than null: Claude Code reads them as optional strings
+            if doc.get(key, "") is None:
+                del doc[key]
+        return doc
+
+
+class WatermarkCodec:
+    """``.highwatermark``: the highest id ever handed out (a bare JSON integer)."""
+
+    def empty(self) -> int:
+        return 0
+
+    def decode(self, raw: Any, source: Path) -> int:
+        if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
+            raise ValueError(f"expected a non-negative integer, found {raw!r}")
+        return raw
+
+    def encode(self, value: int) -> Any:
         return value

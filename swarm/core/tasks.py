@@ -38,10 +38,9 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Final, Literal, TypeVar, cast, get_args
 
-from pydantic import ValidationError
-
 from swarm.core import jsonfile
 from swarm.core.clock import now_iso
+from swarm.core.codecs import TaskCodec, WatermarkCodec
 from swarm.core.fileio import storage_error
 from swarm.core.frames import TaskAssignment
 from swarm.core.home import Home, ensure_dir
@@ -97,50 +96,7 @@ class TaskChange:
     """The new owner, when the change gave the task to someone other than the one who made it."""
 
 
-class _TaskCodec:
-    """One task file; ``None`` when it does not exist."""
-
-    def empty(self) -> Task | None:
-        return None
-
-    def decode(self, raw: Any, source: Path) -> Task | None:
-        if not isinstance(raw, dict):
-            raise ValueError(f"expected a JSON object, found {type(raw).__name__}")  # noqa: TRY004 (the Codec contract)
-        try:
-            task = Task.model_validate(raw)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            raise ValueError(f"task invalid: {first['loc']} {first['msg']}") from exc
-        if task.id != source.name.removesuffix(".json"):
-            raise ValueError(f"task id {task.id!r} does not match the file name {source.name}")
-        return task
-
-    def encode(self, value: Task | None) -> Any:
-        if value is None:
-            return None
-        doc = value.wire()
-        for key in ("owner", "activeForm"):  # absent rather than null: Claude Code reads them as optional strings
-            if doc.get(key, "") is None:
-                del doc[key]
-        return doc
-
-
-class _WatermarkCodec:
-    """``.highwatermark``: the highest id ever handed out (a bare JSON integer)."""
-
-    def empty(self) -> int:
-        return 0
-
-    def decode(self, raw: Any, source: Path) -> int:
-        if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
-            raise ValueError(f"expected a non-negative integer, found {raw!r}")
-        return raw
-
-    def encode(self, value: int) -> Any:
-        return value
-
-
-_CODEC = _TaskCodec()
+_CODEC = TaskCodec()
 
 
 class _ReportedByTheStore(logging.Filter):
@@ -169,7 +125,7 @@ class TaskStore:
         self.home = home
         self.team = validate_name(team, "team name")
         self.dir = home.tasks_dir(team)
-        self._watermark = LockedJsonFile(self.dir / WATERMARK, _WatermarkCodec())
+        self._watermark = LockedJsonFile(self.dir / WATERMARK, WatermarkCodec())
 
     # -- reading (no lock) ------------------------------------------------
 
