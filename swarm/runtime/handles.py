@@ -116,7 +116,9 @@ def stop_processes(member: Member, backends: Backends, grace: float) -> None:
     and when its pane cannot be removed (tmux missing or failing) while swarm
     recorded no pid for it (a Claude Code teammate): the pane is then all
     there is to stop. With a pid stopped, a pane left behind is only logged:
-    it closes by itself.
+    it closes by itself. A teammate Claude Code's own lead started: only its
+    process and pane as proven by ``claude_members`` (BackendError when no
+    process of it is found).
     """
     if started_by_claude_code(member):  # only what is proven to be the teammate's
         log.info("stopped a Claude Code teammate", extra={"agent": member.name,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -88,28 +89,43 @@ def test_no_tmux_on_path(cli_team: tuple[Home, Path], tmp_path: Path) -> None:
     assert len(auto.stderr.strip().splitlines()) == 1
 
 
-@pytest.fixture
-def pane(tmp_path: Path) -> Iterator[tuple[str, str, int]]:
-    """A real tmux pane running ``sleep`` on a private server: ``(socket path, pane id, pane pid)``."""
+def _pane(tmp_path: Path, home: Home, *command: str) -> Iterator[tuple[str, str, int]]:
+    """A real tmux pane running ``command`` on a private server: ``(socket name, pane id, pane pid)``."""
     socket = f"swarm-kill-{tmp_path.name[-12:]}"
     tmux = ["tmux", "-L", socket]
-    subprocess.run([*tmux, "new-session", "-d", "-s", "cc", "sleep 300"], check=True, capture_output=True)
-    shown = subprocess.run([*tmux, "display-message", "-p", "-t", "cc", "#{socket_path} #{pane_id} #{pane_pid}"],
+    subprocess.run([*tmux, "new-session", "-d", "-s", "cc", "-e", f"CLAUDE_CONFIG_DIR={home.root}", "--", *command],
+                   check=True, capture_output=True)
+    shown = subprocess.run([*tmux, "display-message", "-p", "-t", "cc", "#{pane_id} #{pane_pid}"],
                            check=True, capture_output=True, text=True).stdout.split()
-    yield shown[0], shown[1], int(shown[2])
+    yield socket, shown[0], int(shown[1])
     subprocess.run([*tmux, "kill-server"], capture_output=True, check=False)  # its exit status says nothing here
 
 
-def test_kill_without_tmux_says_it_could_not_and_leaves_the_member_as_it_was(
-        cli_team: tuple[Home, Path], tmp_path: Path, pane: tuple[str, str, int]) -> None:
-    home, work = cli_team
-    socket, pane_id, pane_pid = pane
-    # a Claude Code teammate in that pane: swarm recorded no pid for it, the pane is all it knows
+@pytest.fixture
+def pane(tmp_path: Path, home: Home) -> Iterator[tuple[str, str, int]]:
+    """A pane running plain ``sleep``: nothing in it says it is a Claude Code teammate's."""
+    yield from _pane(tmp_path, home, "sleep", "300")
+
+
+@pytest.fixture
+def teammate_pane(tmp_path: Path, home: Home) -> Iterator[tuple[str, str, int]]:
+    """A pane running what Claude Code runs for teammate ``cc@t`` (its command line, this home as config dir)."""
+    yield from _pane(tmp_path, home, sys.executable, "-c", "import time; time.sleep(300)",
+                     "--agent-id", "cc@t", "--agent-name", "cc", "--team-name", "t")
+
+
+def _add_claude_code_teammate(home: Home, work: Path, socket: str, pane_id: str) -> None:
+    """cc as Claude Code's own lead records it: no pid, only its pane (and here its server)."""
     TeamStore(home).add_member("t", Member(agent_id="cc@t", name="cc", backend_type="tmux", tmux_pane_id=pane_id,
                                            tmux_socket=socket, cwd=str(work), is_active=True, status="idle"))
-    empty = tmp_path / "no-tmux-bin"
-    empty.mkdir()
-    refused = swarm("kill", "cc", "--team", "t", env={**os.environ, "PATH": str(empty)})
+
+
+def test_kill_refuses_a_pane_it_cannot_prove_is_the_teammates_and_leaves_the_member_as_it_was(
+        cli_team: tuple[Home, Path], pane: tuple[str, str, int]) -> None:
+    home, work = cli_team
+    socket, pane_id, pane_pid = pane
+    _add_claude_code_teammate(home, work, socket, pane_id)
+    refused = swarm("kill", "cc", "--team", "t")
     assert refused.returncode == 1 and "killed" not in refused.stdout, refused.stdout
     [line] = refused.stderr.strip().splitlines()
     assert line.startswith("swarm: error: could not stop cc") and "close the pane yourself" in line, line
@@ -118,10 +134,20 @@ def test_kill_without_tmux_says_it_could_not_and_leaves_the_member_as_it_was(
     assert psutil.pid_exists(pane_pid) and not any(
         isinstance(parse_frame(e.text), TeammateTerminated) for e in Mailbox(home, "t").read("team-lead"))
 
-    killed = swarm("kill", "cc", "--team", "t")  # tmux back on PATH: the pane goes, and now it says so
+
+def test_kill_stops_a_claude_code_teammate_by_its_process_even_without_tmux(
+        cli_team: tuple[Home, Path], tmp_path: Path, teammate_pane: tuple[str, str, int]) -> None:
+    home, work = cli_team
+    socket, pane_id, pane_pid = teammate_pane
+    _add_claude_code_teammate(home, work, socket, pane_id)
+    empty = tmp_path / "no-tmux-bin"
+    empty.mkdir()
+    killed = swarm("kill", "cc", "--team", "t", env={**os.environ, "PATH": str(empty)})
     assert killed.returncode == 0 and killed.stdout.strip() == "cc: killed", killed.stderr
     retry_until(lambda: not psutil.pid_exists(pane_pid) or psutil.Process(pane_pid).status() == psutil.STATUS_ZOMBIE,
                 10, what="the pane's process to end")
+    member = TeamStore(home).get("t").member("cc")
+    assert member is not None and member.status == "killed"
 
 
 def test_spawn_errors_leave_nothing(cli_team: tuple[Home, Path]) -> None:
