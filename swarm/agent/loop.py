@@ -109,7 +109,7 @@ def run_agent(spec: AgentSpec, conversation: Conversation, ctx: ToolContext,
             spec.limits.check(turns=turns, usage=usage, started=started)
             usage = usage + compact_if_due(spec.compaction, spec.provider, conversation, system=spec.system,
                                            tools=specs)
-            response = spec.provider.complete(ModelRequest(
+            response = spec.provider.complete(ModelRequest.of(
                 system=spec.system, messages=conversation.messages, tools=specs, max_tokens=spec.max_tokens))
             turns += 1
             usage = usage + response.usage

@@ -25,6 +25,16 @@ class ModelRequest(BaseModel):
     summary: bool = False
     """The model is asked to summarise the conversation (compaction); sent like any other request."""
 
+    @classmethod
+    def of(cls, *, system: str, messages: list[Message], tools: list[ToolSpec], max_tokens: int) -> ModelRequest:
+        """A request from parts that are already models (the agent loop's): not validated again.
+
+        Validating would visit every message of the conversation on every
+        call, a cost that grows with the conversation; the request gets a
+        shallow copy of the list (a provider's changes to it stay its own).
+        """
+        return cls.model_construct(system=system, messages=list(messages), tools=tools, max_tokens=max_tokens)
+
 
 StopReason = Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "refusal", "pause_turn"]
 

@@ -258,19 +258,36 @@ class _Tally:
 
         Pruned to the current request's messages once it holds twice as many (after a compaction)."""
         self._tools: tuple[tuple[int, ...], int] | None = None
+        self._prefix: tuple[int, Message | None, Message | None, int] = (0, None, None, 0)
+        """The last call's messages: how many, the first and last (the same objects), and their characters.
+
+        A conversation only grows between compactions, so the next call adds its new messages to that sum."""
         self.measured = 0
         """Messages measured so far (what a call costs grows with this, not with the conversation)."""
+        self.visited = 0
+        """Messages looked at so far, measured or found measured (also flat per call as the conversation grows)."""
 
     def input_tokens(self, request: ModelRequest) -> int:
         parts = 1 + len(request.tools) + len(request.messages)
         chars = len(request.system) + self._tool_chars(request) + (parts - 1)
-        chars += sum(self._length(message) for message in request.messages)
+        chars += self._message_chars(request.messages)
         if len(self._lengths) > 2 * len(request.messages) + 64:  # messages compacted away: let them go
             keep = {id(m) for m in request.messages}
             self._lengths = {key: value for key, value in self._lengths.items() if key in keep}
         return max(1, -(-chars // 4))
 
+    def _message_chars(self, messages: list[Message]) -> int:
+        """Characters of ``messages``: the last call's sum plus the new ones when they continue it."""
+        count, first, last, chars = self._prefix
+        if count and len(messages) >= count and messages[0] is first and messages[count - 1] is last:
+            total = chars + sum(self._length(message) for message in messages[count:])
+        else:
+            total = sum(self._length(message) for message in messages)
+        self._prefix = (len(messages), messages[0] if messages else None, messages[-1] if messages else None, total)
+        return total
+
     def _length(self, message: Message) -> int:
+        self.visited += 1
         known = self._lengths.get(id(message))
         if known is not None and known[0] is message:
             return known[1]

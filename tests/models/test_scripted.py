@@ -243,14 +243,18 @@ def test_per_call_work_does_not_grow_with_the_conversation() -> None:
     provider = ScriptedProvider()
     messages: list[Message] = []
 
-    def call() -> int:
-        before = provider._tally.measured
+    def call() -> tuple[int, int]:
+        before = provider._tally.measured, provider._tally.visited
         messages.append(Message.user_text(f"message {len(messages)}"))
         reply = provider.complete(ModelRequest(messages=messages))
         messages.append(reply.message())
-        return provider._tally.measured - before
+        return provider._tally.measured - before[0], provider._tally.visited - before[1]
 
     costs = [call() for _ in range(1000)]
-    assert costs[5:10] == [2] * 5 and costs[-5:] == [2] * 5  # the new prompt and the last reply, nothing more
+    # the new prompt and the last reply, nothing more: neither measured again nor even looked up
+    assert costs[5:10] == [(2, 2)] * 5 and costs[-5:] == [(2, 2)] * 5
     whole = ModelRequest(messages=messages)
     assert ScriptedProvider().complete(whole).usage.input_tokens == approx_tokens(request_text(whole))
+    assert provider.complete(whole).usage.input_tokens == approx_tokens(request_text(whole)), "the running sum drifted"
+    shorter = ModelRequest(messages=messages[:10])  # a compacted conversation: a new list, not a continuation
+    assert provider.complete(shorter).usage.input_tokens == approx_tokens(request_text(shorter))
