@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -23,21 +24,21 @@ def api_env(api: FakeAnthropicServer, **extra: str) -> dict[str, str]:
             "CLAUDE_CONFIG_DIR": os.environ["CLAUDE_CONFIG_DIR"], **extra}
 
 
-def _provider(env: dict[str, str], model: str) -> AnthropicProvider:
+def provider_for(env: dict[str, str], model: str) -> AnthropicProvider:
     return AnthropicProvider(model=model, env=env, retry=RetryPolicy(max_retries=0), timeout=10)
 
 
 def run_main(api: FakeAnthropicServer, cwd: Path, prompt: str = "work", *, agents_json: str | None = None,
-             agent: str | None = None, **env_extra: str) -> AgentRun:
+             agent: str | None = None, cancel: threading.Event | None = None, **env_extra: str) -> AgentRun:
     """``swarm run -p`` in ``cwd`` as the definition ``agent`` (if given), model ``claude-parent``."""
     env = api_env(api, **env_extra)
-    parent = _provider(env, "claude-parent")
+    parent = provider_for(env, "claude-parent")
     catalog = load_agents(cwd, env=env, cli_json=agents_json)
-    main = MainAgent(catalog=catalog, env=env, make_provider=lambda model: _provider(env, model),
+    main = MainAgent(catalog=catalog, env=env, make_provider=lambda model: provider_for(env, model),
                      agents_dir=cwd / "agents", definition=catalog.get(agent) if agent else None)
     try:
-        return run_headless(prompt, parent, cwd=cwd, limits=Limits(max_turns=10), transcript=cwd / "main.jsonl",
-                            main=main)
+        return run_headless(prompt, parent, cwd=cwd, limits=Limits(max_turns=10), cancel=cancel,
+                            transcript=cwd / "main.jsonl", main=main)
     finally:
         parent.close()
 

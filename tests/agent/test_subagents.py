@@ -9,10 +9,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import threading
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -23,42 +21,16 @@ from swarm.agent.skills import load_skills
 from swarm.agent.subagents import FORK_PLACEHOLDER, FORK_REFUSED, FORK_TAG
 from swarm.agent.transcript import Transcript
 from swarm.models.aliases import expand_alias
-from swarm.models.anthropic_provider import AnthropicProvider, RetryPolicy
+from tests.agent.subagent_helpers import (
+    PARENT,
+    api_env,
+    last_results,
+    provider_for,
+    run_main,
+    tool_names,
+)
 from tests.fakes import FakeAnthropicServer, error_reply, text_reply, tool_use_reply
 from tests.fakes.anthropic_server import conversation_error, unmarked
-
-PARENT = "Launch a subagent"
-"""Text only the parent's requests carry (the Agent tool's description): routes replies when agents overlap."""
-
-
-def _env(api: FakeAnthropicServer, **extra: str) -> dict[str, str]:
-    return {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": api.base_url,
-            "CLAUDE_CONFIG_DIR": os.environ["CLAUDE_CONFIG_DIR"], **extra}
-
-
-def _provider(env: dict[str, str], model: str) -> AnthropicProvider:
-    return AnthropicProvider(model=model, env=env, retry=RetryPolicy(max_retries=0), timeout=10)
-
-
-def _run(api: FakeAnthropicServer, tmp_path: Path, prompt: str = "work", *, agents_json: str | None = None,
-         cancel: threading.Event | None = None, **env_extra: str) -> Any:
-    env = _env(api, **env_extra)
-    parent = _provider(env, "claude-parent")
-    main = MainAgent(catalog=load_agents(tmp_path, env=env, cli_json=agents_json), env=env,
-                     make_provider=lambda model: _provider(env, model), agents_dir=tmp_path / "agents")
-    try:
-        return run_headless(prompt, parent, cwd=tmp_path, limits=Limits(max_turns=10), cancel=cancel,
-                            transcript=tmp_path / "main.jsonl", main=main)
-    finally:
-        parent.close()
-
-
-def _tools(request: Any) -> list[str]:
-    return [t["name"] for t in request.body["tools"]]
-
-
-def _last_results(request: Any) -> list[dict[str, Any]]:
-    return [b for b in request.body["messages"][-1]["content"] if b.get("type") == "tool_result"]
 
 
 def test_an_explore_child_gets_its_definition_read_only_tools_and_the_parents_model(
@@ -66,17 +38,17 @@ def test_an_explore_child_gets_its_definition_read_only_tools_and_the_parents_mo
     api.enqueue(tool_use_reply("Agent", {"description": "look around", "prompt": "find where x is defined",
                                          "subagent_type": "Explore"}, tool_id="toolu_a"),
                 text_reply("x is defined in a.py"), text_reply("parent done"))
-    result = _run(api, tmp_path)
+    result = run_main(api, tmp_path)
     assert result.text == "parent done"
     parent, child, back = api.requests
-    assert {"Write", "Edit"} & set(_tools(child)) == set()
-    assert _tools(child) == ["Read", "Bash", "Glob", "Grep"]
-    assert "Agent" in _tools(parent) and "TaskOutput" in _tools(parent)
+    assert {"Write", "Edit"} & set(tool_names(child)) == set()
+    assert tool_names(child) == ["Read", "Bash", "Glob", "Grep"]
+    assert "Agent" in tool_names(parent) and "TaskOutput" in tool_names(parent)
     assert child.body["model"] == "claude-parent"  # inherit
     assert "file-search specialist" in json.dumps(child.body["system"])
     first = child.body["messages"][0]["content"]
     assert first[0]["text"].startswith("<system-reminder>") and first[1]["text"] == "find where x is defined"
-    [answer] = _last_results(back)
+    [answer] = last_results(back)
     assert "x is defined in a.py" in answer["content"] and "agentId:" in answer["content"]
 
 
@@ -87,9 +59,9 @@ def test_a_custom_definition_sends_only_its_tools_and_the_mapped_model(
     api.enqueue(tool_use_reply("Agent", {"description": "read it", "prompt": "read a.py",
                                          "subagent_type": "reader"}, tool_id="toolu_a"),
                 text_reply("read"), text_reply("done"))
-    _run(api, tmp_path, agents_json=agents, SWARM_MODEL_HAIKU="claude-haiku-test")
+    run_main(api, tmp_path, agents_json=agents, SWARM_MODEL_HAIKU="claude-haiku-test")
     child = api.requests[1]
-    assert _tools(child) == ["Read"]
+    assert tool_names(child) == ["Read"]
     assert child.body["model"] == "claude-haiku-test" == expand_alias("haiku", {"SWARM_MODEL_HAIKU": "claude-haiku-test"})
     assert "You only read." in json.dumps(child.body["system"])
 
@@ -98,8 +70,8 @@ def test_an_unknown_type_is_a_tool_error_listing_the_available_ones(api: FakeAnt
                                                                    tmp_path: Path) -> None:
     api.enqueue(tool_use_reply("Agent", {"description": "x", "prompt": "y", "subagent_type": "Nope"}),
                 text_reply("ok"))
-    _run(api, tmp_path)
-    [error] = _last_results(api.requests[1])
+    run_main(api, tmp_path)
+    [error] = last_results(api.requests[1])
     assert error["is_error"] and "'Nope' is unknown" in error["content"] and "Explore" in error["content"]
 
 
@@ -113,7 +85,7 @@ def test_forks_share_the_parents_request_up_to_their_directive_and_cannot_fork_a
                 text_reply("Scope: part a\nResult: done a"),
                 text_reply("Scope: part b\nResult: done b"),
                 text_reply("both parts done"))
-    result = _run(api, tmp_path)
+    result = run_main(api, tmp_path)
     assert result.text == "both parts done"
     parent, fork_a, fork_a_again, fork_b, back = (replace(r, body=unmarked(r.body)) for r in api.requests)
     for fork in (fork_a, fork_b):
@@ -127,19 +99,19 @@ def test_forks_share_the_parents_request_up_to_their_directive_and_cannot_fork_a
         {"type": "tool_result", "tool_use_id": "toolu_b", "content": FORK_PLACEHOLDER, "is_error": False}]
     assert directive_a[2]["text"].startswith(f"<{FORK_TAG}>") and directive_a[2]["text"].endswith("DO PART A")
     assert directive_b[2]["text"].replace("DO PART B", "DO PART A") == directive_a[2]["text"]
-    [refused] = _last_results(fork_a_again)
+    [refused] = last_results(fork_a_again)
     assert refused["is_error"] and refused["content"] == FORK_REFUSED
-    results = {r["tool_use_id"]: r["content"] for r in _last_results(back)}
+    results = {r["tool_use_id"]: r["content"] for r in last_results(back)}
     assert "done a" in results["toolu_a"] and "done b" in results["toolu_b"]
 
 
 def test_with_forks_off_an_omitted_type_means_general_purpose(api: FakeAnthropicServer, tmp_path: Path) -> None:
     api.enqueue(tool_use_reply("Agent", {"description": "x", "prompt": "do it"}), text_reply("did it"),
                 text_reply("ok"))
-    _run(api, tmp_path, SWARM_FORK_SUBAGENT="0")
+    run_main(api, tmp_path, SWARM_FORK_SUBAGENT="0")
     child = api.requests[1]
     assert "general-purpose agent" in json.dumps(child.body["system"])
-    assert "Agent" not in _tools(child) and len(child.body["messages"]) == 1
+    assert "Agent" not in tool_names(child) and len(child.body["messages"]) == 1
 
 
 def test_a_background_child_reports_once_at_the_parents_next_model_call(api: FakeAnthropicServer,
@@ -148,11 +120,11 @@ def test_a_background_child_reports_once_at_the_parents_next_model_call(api: Fak
                                          "subagent_type": "general-purpose", "run_in_background": True}),
                 text_reply("waiting for the count"), text_reply("the count is in"), when=PARENT)
     api.enqueue(text_reply("COUNT IS 42"), when="count the files")
-    result = _run(api, tmp_path)
+    result = run_main(api, tmp_path)
     assert result.text == "the count is in"
     parents = [r for r in api.requests if PARENT in json.dumps(r.body)]
     assert len(parents) == 3
-    launched = _last_results(parents[1])[0]["content"]
+    launched = last_results(parents[1])[0]["content"]
     assert "Async agent launched" in launched and "output_file:" in launched
     final = parents[2].body["messages"]
     notices = [b["text"] for m in final if m["role"] == "user" for b in m["content"]
@@ -170,31 +142,31 @@ def test_task_stop_kills_a_background_child_and_its_state_says_so(api: FakeAnthr
                 text_reply("stopped it"), text_reply("noted the stop"), when=PARENT)
     slow = tool_use_reply("Bash", {"command": "echo never"}, tool_id="toolu_never")
     api.enqueue(replace(slow, delay=1.0), when="SLOW TASK")  # still thinking when the parent stops it
-    _run(api, tmp_path)
+    run_main(api, tmp_path)
     parents = [r for r in api.requests if PARENT in json.dumps(r.body)]
-    assert "stopped (killed)" in _last_results(parents[2])[0]["content"]
-    assert "status: killed" in _last_results(parents[3])[0]["content"]
+    assert "stopped (killed)" in last_results(parents[2])[0]["content"]
+    assert "status: killed" in last_results(parents[3])[0]["content"]
     final = json.dumps(parents[-1].body["messages"][-1])
     assert "<status>killed</status>" in final
     children = [r for r in api.requests if "SLOW TASK" in json.dumps(r.body) and PARENT not in json.dumps(r.body)]
     assert len(children) <= 1  # stopped before its next model call (or before its first): the Bash never ran
-    assert not any("toolu_never" in json.dumps(_last_results(r)) for r in api.requests)
+    assert not any("toolu_never" in json.dumps(last_results(r)) for r in api.requests)
 
 
 def test_a_childs_failure_is_a_tool_error_and_the_parent_goes_on(api: FakeAnthropicServer, tmp_path: Path) -> None:
     api.enqueue(tool_use_reply("Agent", {"description": "x", "prompt": "break", "subagent_type": "Explore"}),
                 error_reply(400, "invalid_request_error", "bad request for the child"),
                 text_reply("carried on"))
-    result = _run(api, tmp_path)
+    result = run_main(api, tmp_path)
     assert result.ok and result.text == "carried on"
-    [error] = _last_results(api.requests[2])
+    [error] = last_results(api.requests[2])
     assert error["is_error"] and "subagent failed" in error["content"]
 
 
 def test_subagent_transcripts_are_linked_from_the_parents(api: FakeAnthropicServer, tmp_path: Path) -> None:
     api.enqueue(tool_use_reply("Agent", {"description": "look", "prompt": "look", "subagent_type": "Explore"}),
                 text_reply("seen"), text_reply("done"))
-    _run(api, tmp_path)
+    run_main(api, tmp_path)
     [link] = Transcript(tmp_path / "main.jsonl").events("subagent")
     child = Transcript(Path(link["transcript"]))
     assert [m.role for m in child.messages()] == ["user", "assistant"]
@@ -206,8 +178,8 @@ def test_a_teammate_spawn_from_swarm_run_says_what_is_missing(api: FakeAnthropic
                                                               field: str) -> None:
     api.enqueue(tool_use_reply("Agent", {"description": "x", "prompt": "y", "name": "bob", field: "t"}),
                 text_reply("ok"))
-    _run(api, tmp_path)
-    [error] = _last_results(api.requests[1])
+    run_main(api, tmp_path)
+    [error] = last_results(api.requests[1])
     assert error["is_error"] and "swarm spawn" in error["content"]
 
 
@@ -227,10 +199,10 @@ def test_isolation_worktree_runs_the_child_in_a_fresh_worktree(api: FakeAnthropi
     if changes:
         api.enqueue(tool_use_reply("Write", {"file_path": "new.txt", "content": "hi\n"}, tool_id="toolu_w"))
     api.enqueue(text_reply("child done"), text_reply("parent done"))
-    _run(api, repo)
+    run_main(api, repo)
     child_first = api.requests[1].body["messages"][0]["content"]
     assert not (repo / "new.txt").exists()  # the main checkout is untouched either way
-    [answer] = _last_results(api.requests[-1])
+    [answer] = last_results(api.requests[-1])
     if changes:
         assert "kept worktree" in answer["content"] and "swarm/agent/" in answer["content"]
         kept = [p for p in (repo / ".swarm" / "agent-worktrees").iterdir()]
@@ -249,12 +221,12 @@ def test_a_finished_named_background_agent_resumes_when_the_parent_messages_it(a
                 tool_use_reply("SendMessage", {"to": "helper", "message": "SECOND JOB"}, tool_id="toolu_msg"),
                 text_reply("waiting again"), text_reply("all done"), when=PARENT)
     api.enqueue(text_reply("first done"), text_reply("second done"), when="JOB")
-    result = _run(api, tmp_path)
+    result = run_main(api, tmp_path)
     assert result.text == "all done"
     parents = [r for r in api.requests if PARENT in json.dumps(r.body)]
     children = [r for r in api.requests if PARENT not in json.dumps(r.body)]
     assert len(parents) == 5 and len(children) == 2
-    assert "resumed in the background" in _last_results(parents[3])[0]["content"]
+    assert "resumed in the background" in last_results(parents[3])[0]["content"]
     resumed = children[1].body["messages"]
     assert [m["role"] for m in resumed] == ["user", "assistant", "user"]
     assert "FIRST JOB" in json.dumps(resumed[0]) and resumed[1]["content"][0]["text"] == "first done"
@@ -266,8 +238,8 @@ def test_a_finished_named_background_agent_resumes_when_the_parent_messages_it(a
 def test_sendmessage_to_no_subagent_outside_a_team_says_what_it_reaches(api: FakeAnthropicServer,
                                                                         tmp_path: Path) -> None:
     api.enqueue(tool_use_reply("SendMessage", {"to": "ghost", "message": "hi"}), text_reply("ok"))
-    _run(api, tmp_path)
-    [error] = _last_results(api.requests[1])
+    run_main(api, tmp_path)
+    [error] = last_results(api.requests[1])
     assert error["is_error"] and "no subagent named 'ghost'" in error["content"]
 
 
@@ -305,10 +277,10 @@ def test_a_definitions_skills_are_preloaded_into_the_childs_system_prompt(api: F
     agents = json.dumps({"linter": {"description": "lints", "prompt": "You lint.", "skills": ["lint"]}})
     api.enqueue(tool_use_reply("Agent", {"description": "lint", "prompt": "lint it", "subagent_type": "linter"}),
                 text_reply("linted"), text_reply("ok"))
-    env = _env(api)
-    parent = _provider(env, "claude-parent")
+    env = api_env(api)
+    parent = provider_for(env, "claude-parent")
     main = MainAgent(catalog=load_agents(tmp_path, env=env, cli_json=agents), env=env,
-                     make_provider=lambda model: _provider(env, model), agents_dir=tmp_path / "agents",
+                     make_provider=lambda model: provider_for(env, model), agents_dir=tmp_path / "agents",
                      skills=load_skills(tmp_path, env=env))
     try:
         run_headless("go", parent, cwd=tmp_path, limits=Limits(max_turns=5), main=main)
