@@ -150,9 +150,9 @@ def _after_options(part: SimpleCommand, start: int) -> set[int] | None:
     """
     words, literal = part.words, part.literal
     reach: set[int] = set()
-    todo = [start]
-    while todo:
-        at = todo.pop()
+    frontier = [start]
+    while frontier:
+        at = frontier.pop()
         if at in reach:
             continue
         reach.add(at)
@@ -160,7 +160,7 @@ def _after_options(part: SimpleCommand, start: int) -> set[int] | None:
             continue
         if any(key in w.casefold() for w in words[at:at + 2] for key in _REDEFINING):
             return None
-        todo.append(at + 1)
+        frontier.append(at + 1)
         if "=" not in words[at] and words[at] != "--":
-            todo.append(at + 2)
+            frontier.append(at + 2)
     return reach
