@@ -10,8 +10,9 @@ from typing import Any, NamedTuple
 
 from swarm.core.clock import now_ms
 from swarm.core.codecs import ActivityCodec, TeamCodec
+from swarm.core.fileio import replace_file, storage_error
 from swarm.core.home import Home, ensure_dir
-from swarm.core.jsonfile import LockedJsonFile
+from swarm.core.jsonfile import LockedJsonFile, encode_json
 from swarm.core.names import LEAD_NAME, agent_id, valid_name, validate_name
 from swarm.core.protocol import COLORS, Activity, Member, TeamFile
 from swarm.errors import ConflictError, CorruptFileError, NotFoundError, StorageError
@@ -109,9 +110,22 @@ class TeamStore:
     # -- activity (beside the team file) -------------------------------------
 
     def set_activity(self, team: str, name: str, activity: Activity) -> None:
-        """Record what teammate ``name`` is doing; not fsynced (a crash only loses a stale busy/idle)."""
-        LockedJsonFile(self.home.activity_path(team, name), ActivityCodec(), fsync=False).transform(
-            lambda _: (activity, None))
+        """Record what teammate ``name`` is doing.
+
+        Replaced atomically (readers see the old record or the new), but without
+        the lock or a read first: the teammate is the file's one writer, and it
+        writes the whole record. Not fsynced: a crash only loses a stale busy/idle.
+        """
+        path = self.home.activity_path(team, name)
+        data = encode_json(ActivityCodec().encode(activity))
+        try:
+            try:
+                replace_file(path, data, fsync=False)
+            except FileNotFoundError:  # the first record: its directory is made once
+                ensure_dir(path.parent)
+                replace_file(path, data, fsync=False)
+        except OSError as exc:
+            raise storage_error(exc, path, "write") from exc
 
     def _with_activity(self, team: str, found: TeamFile) -> TeamFile:
         """The team file with each running member's activity laid over its entry."""
