@@ -153,20 +153,22 @@ class LockedJsonFile(Generic[T]):
             time.sleep(delay * random.uniform(0.5, 1.5))  # jittered: never in step with a rewriter's rhythm
             delay = min(delay * 2, MAX_REREAD)
 
-    def read(self, *, quarantine: bool = False) -> T:
+    def read(self, *, quarantine: bool = False, quiet: bool = False) -> T:
         """The current value, without taking the lock.
 
         A file that stays unparsable through the re-read window is left in
-        place, logged, and read as empty; with ``quarantine`` (for callers
-        about to change things) it is moved aside under the lock instead.
+        place, logged (unless ``quiet``: the caller reports it in its own
+        words), and read as empty; with ``quarantine`` (for callers about to
+        change things) it is moved aside under the lock instead.
         """
         try:
             value, _ = self._load_patiently()
             return value
         except _Unparsable as exc:
             if not quarantine:
-                log.warning("read an unparsable file as empty and left it in place",
-                            extra={"path": str(self.path), "reason": str(exc)})
+                if not quiet:
+                    log.warning("read an unparsable file as empty and left it in place",
+                                extra={"path": str(self.path), "reason": str(exc)})
                 return self.codec.empty()
         with self._locked():
             value, _ = self._read_locked()

@@ -29,16 +29,13 @@ sends the ``task_assignment`` frame (``send_assignment``).
 from __future__ import annotations
 
 import builtins
-import logging
 import re
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from enum import Enum
-from pathlib import Path
 from typing import Any, Final, Literal, TypeVar, cast, get_args
 
-from swarm.core import jsonfile
 from swarm.core.clock import now_iso
 from swarm.core.codecs import TaskCodec, WatermarkCodec
 from swarm.core.fileio import storage_error
@@ -97,25 +94,6 @@ class TaskChange:
 
 
 _CODEC = TaskCodec()
-
-
-class _ReportedByTheStore(logging.Filter):
-    """Drops ``core.jsonfile``'s warning that it read an unparsable *task* file as empty.
-
-    The store reports such a task itself, in one line that names the file and
-    the fix (``get``'s CorruptFileError, ``problems``); the generic warning,
-    logged once per read, only added lines around it. Quarantine is still logged.
-    """
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        path = getattr(record, "path", None)
-        if record.levelno != logging.WARNING or not isinstance(path, str):
-            return True
-        where = Path(path)
-        return not (_TASK_FILE.fullmatch(where.name) and where.parent.parent.name == "tasks")
-
-
-logging.getLogger(jsonfile.__name__).addFilter(_ReportedByTheStore())
 
 
 class TaskStore:
@@ -248,7 +226,8 @@ class TaskStore:
             top = max(top, int(found[1]))
             if not name.endswith(".json"):
                 continue
-            if (task := self._file(found[1]).read(quarantine=quarantine)) is not None:
+            # an unparsable task is reported by the store in one line that names the fix (``unreadable``)
+            if (task := self._file(found[1]).read(quarantine=quarantine, quiet=True)) is not None:
                 tasks[task.id] = task
                 on_disk[task.id] = _CODEC.encode(task)
             elif (self.dir / name).exists():
