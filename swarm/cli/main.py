@@ -46,6 +46,7 @@ from swarm.core.fileio import storage_error
 from swarm.core.home import Home
 from swarm.core.text import flat
 from swarm.errors import SwarmError
+from swarm.startup import hold_collector, settle
 
 COMMANDS: dict[str, str] = {
     "agents": "swarm.cli.agents:agents",
@@ -86,6 +87,7 @@ class SwarmGroup(click.Group):
             return None
         module, attr = target.split(":")
         command: click.Command = getattr(importlib.import_module(module), attr)
+        settle()  # the command's modules are loaded: what `main` held off ends here
         return command
 
     def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
@@ -133,6 +135,7 @@ def cli(ctx: click.Context, home: str | None, verbose: int) -> None:
 
 
 def main() -> None:
+    hold_collector()  # the command's imports run without the collector (swarm.startup)
     cli(prog_name="swarm")
 
 

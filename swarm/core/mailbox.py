@@ -21,11 +21,10 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from swarm.core.clock import now_iso
 from swarm.core.codecs import InboxAppendCodec, InboxCodec
-from swarm.core.frames import Frame, frame_text
 from swarm.core.home import Home, ensure_dir
 from swarm.core.jsonfile import LockedJsonFile
 from swarm.core.names import BROADCAST, LEAD_NAME, validate_name
@@ -35,6 +34,9 @@ from swarm.core.spool import SpooledAppend
 from swarm.core.teams import TeamStore
 from swarm.core.watch import ChangeWatcher, watch_file
 from swarm.errors import NotFoundError, UsageError
+
+if TYPE_CHECKING:  # frames are loaded by the first send_frame: a plain `swarm send` never needs them
+    from swarm.core.frames import Frame
 
 CLAUDE_CODE_INDENT = 2
 """Claude Code writes its files as 2-space JSON."""
@@ -75,6 +77,8 @@ class Mailbox:
         """Append protocol ``frame`` to ``to``'s inbox through the structured path (see ``entry_frame``)."""
         if to == BROADCAST:
             raise UsageError("a protocol frame goes to one member, not to '*'")
+        from swarm.core.frames import frame_text
+
         return self._send(to, frame_text(frame), sender=sender, summary=summary, color=None, structured=True)[0]
 
     def _send(self, to: str, text: str, *, sender: str, summary: str | None, color: str | None,

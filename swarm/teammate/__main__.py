@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from swarm.startup import hold_collector, settle
+
+if __name__ == "__main__":
+    hold_collector()  # until the imports below are done and the session is built
+
 import logging
 import os
 import signal
@@ -35,7 +40,9 @@ def main(argv: list[str] | None = None) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, _on_signal)
     try:
-        return TeammateSession(config, home, dict(os.environ)).run()
+        session = TeammateSession(config, home, dict(os.environ))
+        settle()
+        return session.run()
     except SwarmError as exc:
         logging.getLogger("swarm.teammate").error("teammate failed: %s", exc)
         return 1
