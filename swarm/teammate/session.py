@@ -53,7 +53,7 @@ from swarm.models.factory import make_provider
 from swarm.models.messages import Message, TextBlock, Usage
 from swarm.teammate.agents import Catalogs, teammate_agent, teammate_host
 from swarm.teammate.config import PLAYBOOK_VARIABLES, TeammateConfig
-from swarm.teammate.delivery import Delivery
+from swarm.teammate.delivery import Batch, Delivery
 from swarm.teammate.gate import TeammateGate
 from swarm.teammate.lifecycle import Lifecycle
 from swarm.teammate.plan_tool import ExitPlanMode
@@ -137,11 +137,12 @@ class TeammateSession:
             log.info("joined team", extra={"team": self.config.team, "agent_id": self.config.agent_id})
             self._resume()
             while not self.lifecycle.stopping:
-                if not self.mailbox.pending(self.config.name):
+                batch = self.delivery.collect()  # one read of the inbox decides and delivers
+                if not batch.seen:
                     self.mailbox.wait(self.config.name, IDLE_WAIT, watcher=watcher)
                     continue
                 self.lifecycle.busy(self.usage)  # before the inbox is pruned: "idle + empty inbox" means done
-                self._deliver()
+                self._deliver(batch)
                 self.lifecycle.idle(self.usage)
             return 0
         except Terminated as signal_name:
@@ -167,9 +168,8 @@ class TeammateSession:
 
     # -- delivery --------------------------------------------------------------
 
-    def _deliver(self) -> None:
+    def _deliver(self, batch: Batch) -> None:
         """Take what is new in the inbox into the conversation (durably, then prune) and answer it."""
-        batch = self.delivery.collect()
         texts = self._admit(batch.entries)
         if texts:
             self.conversation.add(self._user_message(batch_texts(texts)), delivered=batch.keys)
