@@ -7,6 +7,7 @@ explicitly when it cannot work is an error that names the way out.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -33,14 +34,22 @@ def _tmux_problem(env: Mapping[str, str]) -> str | None:
     if binary is None:
         return "tmux is not installed or not on PATH; use --backend subprocess"
     try:
-        result = subprocess.run(
-            [binary, "-V"], capture_output=True, text=True, timeout=_VERSION_TIMEOUT, check=False
-        )
+        info = os.stat(binary)
+        code, said = _version_banner(binary, (info.st_ino, info.st_mtime_ns, info.st_size))
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"tmux -V failed ({exc}); use --backend subprocess"
-    if result.returncode != 0:
-        return f"tmux -V failed ({result.stderr.strip() or result.returncode}); use --backend subprocess"
-    return _version_problem(result.stdout.strip())
+    if code != 0:
+        return f"tmux -V failed ({said or code}); use --backend subprocess"
+    return _version_problem(said)
+
+
+@functools.cache
+def _version_banner(binary: str, identity: tuple[int, int, int]) -> tuple[int, str]:
+    """Exit code and output of ``binary -V``, run once per binary and process (each spawn of a
+    ``swarm up`` asks). ``identity`` (inode, mtime, size) makes an upgraded binary at the same path
+    a new question; a failure to run it raises, and raised calls are not remembered."""
+    result = subprocess.run([binary, "-V"], capture_output=True, text=True, timeout=_VERSION_TIMEOUT, check=False)
+    return result.returncode, (result.stdout if result.returncode == 0 else result.stderr).strip()
 
 
 def _version_problem(banner: str) -> str | None:

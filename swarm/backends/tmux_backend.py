@@ -141,7 +141,7 @@ class TmuxBackend:
         launch = _Launch.from_spec(spec, self._env)
         caller = self._caller_pane()
         if caller is not None:
-            pane = self._split(caller, launch)
+            pane = self._split(caller.pane_id, caller.window_id, launch)
         else:
             pane = self._spawn_in_team_session(spec.team, launch)
         self._finish(pane, spec, launch, caller)
@@ -169,26 +169,39 @@ class TmuxBackend:
         pane = self._tmux.find(pane_id)
         return pane
 
-    def _split(self, target: Pane, launch: _Launch) -> Pane:
+    def _split(self, pane: str, window: str, launch: _Launch) -> Pane:
+        """A new pane split from target ``pane``; a full ``window`` is retiled first."""
         try:
-            lines = self._tmux.run("split-window", "-t", target.pane_id, *launch.tail())
+            lines = self._tmux.run("split-window", "-t", pane, *launch.tail())
         except TmuxCommandFailed as exc:
             if "no space for new pane" not in exc.stderr:
                 raise
-            self._tmux.run("select-layout", "-t", target.window_id, "tiled")
-            lines = self._tmux.run("split-window", "-t", target.pane_id, *launch.tail())
+            self._tmux.run("select-layout", "-t", window, "tiled")
+            lines = self._tmux.run("split-window", "-t", pane, *launch.tail())
         return Pane.parse(lines[0])
 
     def _spawn_in_team_session(self, team: str, launch: _Launch) -> Pane:
+        """A pane in the team's session: split from its current window, or the session made for it.
+
+        One tmux call when the session exists (the usual case from the second
+        teammate on); asking first whether it exists would be two more.
+        """
         name = session_name(team)
-        if not self._tmux.has_session(name):
-            created = self._new_session(name, launch)
-            if created is not None:
-                return created
-        anchor = next((pane for pane in self._tmux.panes() if pane.session == name), None)
-        if anchor is None:
-            raise BackendError(f"tmux session {name} vanished while a teammate was starting; try again")
-        return self._split(anchor, launch)
+        current = f"={name}:"  # exactly this session, its current window (and that window's active pane)
+        try:
+            return self._split(current, current, launch)
+        except TmuxCommandFailed as exc:
+            if not exc.target_gone:
+                raise
+        created = self._new_session(name, launch)
+        if created is not None:
+            return created
+        try:  # another spawn made the session in the meantime
+            return self._split(current, current, launch)
+        except TmuxCommandFailed as exc:
+            if not exc.target_gone:
+                raise
+            raise BackendError(f"tmux session {name} vanished while a teammate was starting; try again") from exc
 
     def _new_session(self, name: str, launch: _Launch) -> Pane | None:
         """Create the team session with the teammate as its first pane.

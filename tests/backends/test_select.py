@@ -47,3 +47,25 @@ def test_auto_with_tmux_picks_tmux() -> None:
 def test_unknown_kind_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="unknown backend"):
         make_backend("docker", env=os.environ, tmux_socket=None)
+
+
+def _fake_tmux(bin_dir: Path, banner: str, calls: Path) -> None:
+    script = bin_dir / "tmux"
+    fresh = bin_dir / "tmux.new"  # a new file moved into place: what an upgrade does
+    fresh.write_text(f"#!/bin/sh\necho run >> {calls}\necho '{banner}'\n")
+    fresh.chmod(0o755)
+    fresh.replace(script)
+
+
+def test_tmux_version_is_asked_once_per_binary_and_again_after_an_upgrade(tmp_path: Path) -> None:
+    bin_dir, calls = tmp_path / "bin", tmp_path / "calls"
+    bin_dir.mkdir()
+    env = {**os.environ, "PATH": str(bin_dir)}
+    _fake_tmux(bin_dir, "tmux 3.4", calls)
+    assert tmux_usable(env) and tmux_usable(env) and tmux_usable(env)
+    assert calls.read_text().count("run") == 1  # one `tmux -V` for three spawns
+    _fake_tmux(bin_dir, "tmux 2.9 with a longer banner", calls)
+    assert not tmux_usable(env)  # the replaced binary is asked again, and it is too old
+    with pytest.raises(BackendError, match=r"tmux 2\.9 .* is too old"):
+        make_backend("tmux", env=env, tmux_socket=None)
+    assert calls.read_text().count("run") == 2
