@@ -15,7 +15,6 @@ go unsigned and swarm's teammates take them as unverified text.
 from __future__ import annotations
 
 import hashlib
-import os
 import time
 import uuid
 from collections.abc import Iterable
@@ -31,7 +30,7 @@ from swarm.core.names import BROADCAST, LEAD_NAME, validate_name
 from swarm.core.protocol import InboxEntry, TeamFile
 from swarm.core.signing import LeadKey, sign_entry, signing_key
 from swarm.core.spool import SpooledAppend
-from swarm.core.teams import TeamStore
+from swarm.core.teams import Roster, TeamStore
 from swarm.core.watch import ChangeWatcher, watch_file
 from swarm.errors import NotFoundError, UsageError
 
@@ -55,11 +54,12 @@ class Mailbox:
     _teams: TeamStore = field(init=False, repr=False)
     _files: dict[str, LockedJsonFile[list[InboxEntry]]] = field(init=False, repr=False, default_factory=dict)
     _appends: dict[tuple[str, bool], SpooledAppend] = field(init=False, repr=False, default_factory=dict)
-    _roster: tuple[tuple[int, int, int], TeamFile] | None = field(init=False, repr=False, default=None)
+    _roster: Roster = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         validate_name(self.team, "team name")
         self._teams = TeamStore(self.home)
+        self._roster = self._teams.roster(self.team)
 
     # -- writing -----------------------------------------------------------
 
@@ -111,15 +111,7 @@ class Mailbox:
 
     def _team_file(self) -> TeamFile:
         """The team file, re-read only when it changed on disk (sends are frequent, member changes rare)."""
-        path = self.home.config_path(self.team)
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            return self._teams.get(self.team)  # raises NotFoundError with the usual hint
-        signature = (st.st_ino, st.st_mtime_ns, st.st_size)
-        if self._roster is None or self._roster[0] != signature:
-            self._roster = (signature, self._teams.get(self.team))
-        return self._roster[1]
+        return self._roster.current()
 
     def recipients(self, team: TeamFile, to: str, sender: str) -> list[str]:
         """Names a message to ``to`` goes to; NotFoundError for a non-member."""

@@ -90,6 +90,14 @@ class TeamStore:
         return Survey(teams, unreadable)
 
     def get(self, team: str) -> TeamFile:
+        """The team file with each running member's activity (busy/idle, tokens) laid over it."""
+        return self._with_activity(team, self._read(team))
+
+    def roster(self, team: str) -> Roster:
+        """A reader of ``team``'s file that reads it again only when it changed (see ``Roster``)."""
+        return Roster(self, team)
+
+    def _read(self, team: str) -> TeamFile:
         found = self._file(team).read()
         if found is None:
             config = self.home.config_path(team)
@@ -102,7 +110,7 @@ class TeamStore:
                                        f"to {broken[-1]}; repair and move it back, or `swarm team delete {team}`")
             raise NotFoundError(f"team {team!r} not found; `swarm team list` shows the teams, "
                                 f"`swarm team create {team}` makes it")
-        return self._with_activity(team, found)
+        return found
 
     def exists(self, team: str) -> bool:
         return self._file(team).exists()
@@ -218,6 +226,36 @@ class TeamStore:
             return change(current)
 
         return self._file(team).update(guarded)
+
+class Roster:
+    """One team's file as last read, read again only when the file on disk is another.
+
+    For the frequent readers that need membership, names and rules but not
+    activity: every send (recipients) and every tool call's permission check.
+    "Another" is told by inode, size, mtime and ctime: each swarm write
+    replaces the file (a new inode), and an in-place rewrite by another
+    program moves the ctime, which no process can set back. The activity
+    overlay of ``TeamStore.get`` is not applied (it lives in other files).
+    Callers must not change the returned object: the next call returns it again.
+    """
+
+    def __init__(self, store: TeamStore, team: str) -> None:
+        self._store = store
+        self._team = team
+        self._last: tuple[tuple[int, int, int, int], TeamFile] | None = None
+
+    def current(self) -> TeamFile:
+        path = self._store.home.config_path(self._team)
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            return self._store.get(self._team)  # raises NotFoundError with the usual hint
+        signature = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        last = self._last
+        if last is None or last[0] != signature:
+            last = self._last = (signature, self._store._read(self._team))
+        return last[1]
+
 
 def _require_member(team_file: TeamFile, team: str, name: str) -> Member:
     member = team_file.member(name)

@@ -65,6 +65,7 @@ class TeammateGate:
         self.settings = settings
         self.permlog = PermissionLog(home, config.team)
         self.teams = TeamStore(home)
+        self.team = self.teams.roster(config.team)  # read per tool call: re-read only when it changed
         self.granted: list[str] = []
         self.mode = "plan" if config.plan_mode_required else config.permission_mode
 
@@ -92,7 +93,7 @@ class TeammateGate:
 
     def _rules(self, for_now: list[str] | None = None) -> RuleSet:
         """Settings, team and member rules, grants from the lead, and ``for_now`` (an active skill's allowed-tools)."""
-        team = self.teams.get(self.config.team)
+        team = self.team.current()
         member = team.member(self.config.name)
         own = RuleSet(
             tuple(parse_rules([*self.config.allowed_tools, *(member.allowed_tools or [] if member else []),

@@ -1,12 +1,13 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
-from swarm.core.protocol import Member
+from swarm.core.protocol import Member, TeamFile
 from swarm.core.teams import TeamStore
 from swarm.errors import ConflictError, NotFoundError
 
@@ -94,3 +95,45 @@ def test_delete_refused_while_active_unless_forced(home: Home) -> None:
     assert not home.team_dir("t").exists()
     assert not tasks.exists()
     assert list(home.teams_dir.iterdir()) == []
+
+
+def test_roster_reads_again_only_when_the_file_is_another(home: Home) -> None:
+    store = TeamStore(home)
+    store.create("alpha")
+    roster = store.roster("alpha")
+    first = roster.current()
+    assert roster.current() is first  # unchanged on disk: not read again
+    store.add_member("alpha", Member(agent_id="bob@alpha", name="bob"))  # a swarm write replaces the file
+    assert [m.name for m in roster.current().members] == ["team-lead", "bob"]
+
+
+def test_roster_sees_an_in_place_rewrite_of_the_same_size(home: Home) -> None:
+    """Another program rewriting config.json in place, same size, mtime put back (a hostile
+    teammate's Bash could do that much): the ctime still moves, so the new rules are read."""
+    store = TeamStore(home)
+    store.create("alpha")
+    path = home.config_path("alpha")
+    doc = json.loads(path.read_text())
+    doc["permissions"] = {"allow": [], "deny": ["Bash(rm:*)"], "ask": []}
+    path.write_text(json.dumps(doc, indent=2))
+    roster = store.roster("alpha")
+    assert _denied(roster.current()) == ["Bash(rm:*)"]
+    before = path.stat()
+    with open(path, "r+b") as f:  # same inode, same size
+        text = f.read().replace(b"Bash(rm:*)", b"Bash(cp:*)")
+        f.seek(0)
+        f.write(text)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (before.st_ino, before.st_size, before.st_mtime_ns)
+    assert _denied(roster.current()) == ["Bash(cp:*)"]
+
+
+def _denied(team: TeamFile) -> list[str]:
+    assert team.permissions is not None
+    return team.permissions.deny
+
+
+def test_roster_of_a_missing_team_says_how_to_find_one(home: Home) -> None:
+    with pytest.raises(NotFoundError, match="swarm team list"):
+        TeamStore(home).roster("nope").current()
