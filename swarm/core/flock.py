@@ -28,7 +28,9 @@ Whoever holds the flock and finds the directory already there decides:
   never touched since — ``mtime == ctime``, which Claude Code's directories
   are not, as it sets their mtime right away): that holder died before
   releasing, since only a dead holder leaves a non-blank mark and the flock
-  proves no swarm holder is alive. It is removed at once;
+  proves no swarm holder is alive. It is removed at once, before the new
+  holder writes a mark of its own over the proof (were that holder killed
+  too, the directory would otherwise pass for Claude Code's);
 - a directory without our mark: Claude Code holds it. Wait with backoff
   (bounded by the caller's timeout) until it goes, or until its mtime is
   older than ``STALE_AFTER`` seconds, then remove it and take the lock, as
@@ -201,6 +203,8 @@ def _take_directory(fd: int, path: Path, deadline: float, shared: bool) -> tuple
         await_turn(turns, deadline, shared or turns.shared())
     except TimeoutError:
         raise LockTimeout from None
+    if left.strip():
+        _remove_dead_holders(path, left)
     delay = FIRST_DIR_RETRY
     while True:
         parked = _parked_inode(path)
@@ -209,8 +213,7 @@ def _take_directory(fd: int, path: Path, deadline: float, shared: bool) -> tuple
             _make(path, parked)
         except FileExistsError:
             os.pwrite(fd, BLANK, 0)
-            if _clear_the_way(path, left, turns, deadline):
-                left = BLANK
+            if _clear_the_way(path, turns, deadline):
                 continue
             os.pwrite(fd, turns.pack(), MARK_SIZE)  # another program holds it: remember that, even if we give up
             if time.monotonic() >= deadline:
@@ -223,8 +226,8 @@ def _take_directory(fd: int, path: Path, deadline: float, shared: bool) -> tuple
         return mark, turns
 
 
-def _clear_the_way(path: Path, left: bytes, turns: Turns, deadline: float) -> bool:
-    """Remove what blocks ``path`` if it may go (dead swarm's, stale, old lock file); True to retry at once."""
+def _clear_the_way(path: Path, turns: Turns, deadline: float) -> bool:
+    """Remove what blocks ``path`` if it may go (stale, an old lock file); True to retry at once."""
     try:
         found = os.lstat(path)
     except FileNotFoundError:  # released meanwhile
@@ -234,14 +237,29 @@ def _clear_the_way(path: Path, left: bytes, turns: Turns, deadline: float) -> bo
         return True
     if not stat.S_ISDIR(found.st_mode):
         raise OSError(errno.ENOTDIR, "is neither a lock directory nor an old lock file; move it aside", str(path))
-    if _made_by_dead_holder(left, found):
-        log.info("removed the lock of a dead swarm process", extra={"path": str(path)})
-        return _remove_directory(path)
-    turns.saw_foreign()
+    turns.saw_foreign()  # a dead swarm holder's directory was removed before the loop (_remove_dead_holders)
     if time.time() - found.st_mtime > STALE_AFTER:
         log.warning("took over a stale lock directory", extra={"path": str(path), "age_s": int(time.time() - found.st_mtime)})
         return _remove_directory(path)
     return False
+
+
+def _remove_dead_holders(path: Path, left: bytes) -> bool:
+    """Remove the directory that ``left``, the mark of a holder that died holding, names; True if removed.
+
+    Done before this holder writes a mark of its own: that overwrites the
+    only proof the directory is a dead swarm's, and if this holder were killed
+    too before removing it, the directory would pass for Claude Code's and
+    every writer would wait for it to turn stale.
+    """
+    try:
+        found = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    if not stat.S_ISDIR(found.st_mode) or not _made_by_dead_holder(left, found):
+        return False
+    log.info("removed the lock of a dead swarm process", extra={"path": str(path)})
+    return _remove_directory(path)
 
 
 def _made_by_dead_holder(left: bytes, found: os.stat_result) -> bool:

@@ -199,6 +199,39 @@ def test_a_killed_swarm_holder_is_replaced_at_once(workers: Workers, lock: Path)
     assert not lock.exists()
 
 
+TAKER_KILLED_AT_MAKE = """
+import os, signal
+from pathlib import Path
+import swarm.core.flock as flock
+
+def die(path, parked):  # killed the moment it puts its own directory in place: its mark is written
+    os.kill(os.getpid(), signal.SIGKILL)
+
+flock._make = die
+say("taking")
+flock.acquire(Path(sys.argv[1]), 10.0)
+"""
+
+
+def test_a_taker_killed_while_replacing_a_dead_holder_leaves_no_10s_wait(workers: Workers, lock: Path) -> None:
+    """Two kills in a row: the holder, then the next taker right after it wrote its own mark.
+
+    The dead holder's directory must be gone before a new mark overwrites the
+    one that proves it is a dead swarm's; otherwise it looks like Claude Code's
+    and every writer waits for it to turn stale (10 s).
+    """
+    holder = workers.start("holder", HOLDER, lock)
+    holder.expect("locked")
+    holder.kill()
+    taker = workers.start("taker", TAKER_KILLED_AT_MAKE, lock)
+    taker.expect("taking")
+    assert taker.proc.wait(10) == -9
+    start = time.monotonic()
+    with locked(lock, OUTLAST_STALE):
+        pass
+    assert time.monotonic() - start < 1.0
+
+
 def test_killed_between_mkdir_and_its_mark_is_recognised(lock: Path) -> None:
     # The state a holder leaves when killed right after mkdir: the pending mark
     # and a directory nobody touched since (mtime == ctime).
