@@ -12,7 +12,8 @@ team lead (so the entry is signed, as every lead send is) into a scratch home.
 
 Baseline: ``python -c pass`` with the same interpreter, the floor of any
 Python command. Also ``swarm --version``, which loads the CLI without a
-command. Prints the figure / goal / swarm / baseline / ratio table
+command, and a bare interpreter importing only the libraries a send needs
+(``LIBRARIES``): the floor of any ``swarm send`` that runs as a fresh process. Prints the figure / goal / swarm / baseline / ratio table
 (``scripts/benchtable.py``) and exits 0 whatever the figures.
 """
 
@@ -30,6 +31,10 @@ from pathlib import Path
 from benchtable import Figure, batch_medians, median_of, print_table
 
 BATCHES = 5
+LIBRARIES = ("import click, pydantic.main, pydantic.plugin._loader, "
+             "cryptography.hazmat.primitives.asymmetric.ed25519, cryptography.hazmat.primitives.serialization")
+"""The third-party part of a send: the CLI, the models (and pydantic's plugin loader, which every
+model's first validation imports) and the lead's signature. No swarm code can start below this."""
 
 
 def _swarm() -> str:
@@ -59,6 +64,7 @@ def main() -> int:
         warm = [_timed(send, env) for _ in range(calls)]
         version = [_timed([swarm, "--version"], env) for _ in range(calls)]
         bare = [_timed([sys.executable, "-c", "pass"], env) for _ in range(calls)]
+        libraries = [_timed([sys.executable, "-c", LIBRARIES], env) for _ in range(calls)]
     finally:
         shutil.rmtree(root, ignore_errors=True)
     floor = median_of(batch_medians(bare, BATCHES))
@@ -69,6 +75,8 @@ def main() -> int:
                median_of(batch_medians(warm, BATCHES)), floor, " ms", digits=0, met=lambda v: v <= 100),
         Figure("`swarm --version` (the CLI without a command)", "", median_of(batch_medians(version, BATCHES)),
                floor, " ms", digits=0),
+        Figure("a bare interpreter importing what a send needs (click, pydantic, cryptography)", "",
+               median_of(batch_medians(libraries, BATCHES)), floor, " ms", digits=0),
     ], notes=[f"{calls} calls each; baseline: `python -c pass` with the same interpreter",
               "the first `swarm team create` in the scratch home is not timed"])
     return 0
