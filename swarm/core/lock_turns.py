@@ -37,9 +37,10 @@ from pathlib import Path
 
 CC_RETRY_GAP = 0.1
 """Claude Code's longest pause between two tries at a lock (proper-lockfile's ``maxTimeout``)."""
-TURN_GAP = 0.2
-"""Seconds swarm leaves a shared lock free after ``MAX_RUN`` of back-to-back holds (> ``CC_RETRY_GAP``
-with room for a late timer on a loaded machine)."""
+TURN_GAP = 0.3
+"""Seconds swarm leaves a shared lock free after ``MAX_RUN`` of back-to-back holds: three times
+``CC_RETRY_GAP``, room for a Node timer that fires late on a loaded machine (at 0.2 s, one Claude Code
+write in 500 was refused during a storm in a full test run on 2 busy cores)."""
 MAX_RUN = 0.2
 """Seconds of back-to-back swarm holds on a shared lock before a ``TURN_GAP``."""
 FOREIGN_MEMORY = 3600.0
