@@ -25,7 +25,7 @@ from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.names import LEAD_NAME
 from swarm.core.permlog import PermissionEvent, PermissionLog
-from swarm.core.protocol import InboxEntry
+from swarm.core.protocol import InboxEntry, Member
 from swarm.core.teams import TeamStore
 from swarm.errors import ConflictError
 from swarm.runtime.desk import (
@@ -150,15 +150,32 @@ class Coordinator:
         self.on_decision(decision)
 
     def settled(self) -> bool:
-        """Every live teammate has finished a turn, is idle, has nothing queued and no open request."""
+        """Every live teammate has finished a turn, is idle, has nothing queued and no open request.
+
+        Read twice, and settled only if both readings agree. Within a reading the
+        inboxes come before the statuses: a teammate marks itself busy before it
+        prunes what it took, so an inbox seen empty because it was just taken is
+        followed by a status that shows the turn. Between two readings any turn
+        changes the activity record (busy, then idle with a new time and tokens).
+        """
+        first = self._reading()
+        return first is not None and self._reading() == first
+
+    def _reading(self) -> tuple[tuple[object, ...], ...] | None:
+        """What every live teammate is doing, or None while anything is pending or anyone works."""
         if self.permlog.pending() or self.mailbox.pending(LEAD_NAME):
-            return False
-        for member in TeamStore(self.home).get(self.team).members:
-            if member.name == LEAD_NAME or not member.present():
-                continue
-            if member.name not in self.idle_seen or not member.idle() or self.mailbox.pending(member.name):
-                return False
-        return True
+            return None
+        if any(self.mailbox.pending(m.name) for m in self._teammates()):  # the inboxes first ...
+            return None
+        reading = []
+        for member in self._teammates():  # ... then what each teammate says it is doing
+            if member.name not in self.idle_seen or not member.idle():
+                return None
+            reading.append((member.name, member.status, member.is_active, member.last_activity, member.tokens))
+        return tuple(reading)
+
+    def _teammates(self) -> list[Member]:
+        return [m for m in TeamStore(self.home).get(self.team).members if m.name != LEAD_NAME and m.present()]
 
 
 def _kind(frame: object) -> str:
