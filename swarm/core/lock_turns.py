@@ -37,10 +37,10 @@ from pathlib import Path
 
 CC_RETRY_GAP = 0.1
 """Claude Code's longest pause between two tries at a lock (proper-lockfile's ``maxTimeout``)."""
-TURN_GAP = 0.3
-"""Seconds swarm leaves a shared lock free after ``MAX_RUN`` of back-to-back holds: three times
-``CC_RETRY_GAP``, room for a Node timer that fires late on a loaded machine (at 0.2 s, one Claude Code
-write in 500 was refused during a storm in a full test run on 2 busy cores)."""
+TURN_GAP = 0.45
+"""Seconds swarm leaves a shared lock free after ``MAX_RUN`` of back-to-back holds: over four times
+``CC_RETRY_GAP``, room for a Node process that a loaded machine leaves unscheduled a while. In full
+test runs on 2 busy cores, a storm refused one Claude Code write in 500 at 0.2 s and again at 0.3 s."""
 MAX_RUN = 0.2
 """Seconds of back-to-back swarm holds on a shared lock before a ``TURN_GAP``."""
 FOREIGN_MEMORY = 3600.0
