@@ -244,8 +244,8 @@ def _clear_the_way(path: Path, turns: Turns, deadline: float) -> bool:
     return False
 
 
-def _remove_dead_holders(path: Path, left: bytes) -> bool:
-    """Remove the directory that ``left``, the mark of a holder that died holding, names; True if removed.
+def _remove_dead_holders(path: Path, left: bytes) -> None:
+    """Remove the directory that ``left``, the mark of a holder that died holding, names.
 
     Done before this holder writes a mark of its own: that overwrites the
     only proof the directory is a dead swarm's, and if this holder were killed
@@ -255,11 +255,10 @@ def _remove_dead_holders(path: Path, left: bytes) -> bool:
     try:
         found = os.lstat(path)
     except FileNotFoundError:
-        return False
-    if not stat.S_ISDIR(found.st_mode) or not _made_by_dead_holder(left, found):
-        return False
-    log.info("removed the lock of a dead swarm process", extra={"path": str(path)})
-    return _remove_directory(path)
+        return
+    if stat.S_ISDIR(found.st_mode) and _made_by_dead_holder(left, found):
+        log.info("removed the lock of a dead swarm process", extra={"path": str(path)})
+        _remove_directory(path)
 
 
 def _made_by_dead_holder(left: bytes, found: os.stat_result) -> bool:

@@ -85,7 +85,7 @@ class Mailbox:
               structured: bool) -> list[InboxEntry]:
         validate_name(sender, "sender name")
         _check_size(text)
-        team = self._team_file()
+        team = self._roster.current()  # re-read only when the team file changed: sends are frequent
         recipients = self.recipients(team, to, sender)
         shared = team.claude_code_writes()
         written = []
@@ -108,10 +108,6 @@ class Mailbox:
     def _lead_key(self) -> LeadKey | None:
         """The key this mailbox signs lead entries with (None: they go unsigned)."""
         return signing_key(self.home, self.team)
-
-    def _team_file(self) -> TeamFile:
-        """The team file, re-read only when it changed on disk (sends are frequent, member changes rare)."""
-        return self._roster.current()
 
     def recipients(self, team: TeamFile, to: str, sender: str) -> list[str]:
         """Names a message to ``to`` goes to; NotFoundError for a non-member."""

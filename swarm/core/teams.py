@@ -91,13 +91,14 @@ class TeamStore:
 
     def get(self, team: str) -> TeamFile:
         """The team file with each running member's activity (busy/idle, tokens) laid over it."""
-        return self._with_activity(team, self._read(team))
+        return self._with_activity(team, self.read_file(team))
 
     def roster(self, team: str) -> Roster:
         """A reader of ``team``'s file that reads it again only when it changed (see ``Roster``)."""
         return Roster(self, team)
 
-    def _read(self, team: str) -> TeamFile:
+    def read_file(self, team: str) -> TeamFile:
+        """The team file as on disk, without the activity overlay (NotFoundError / CorruptFileError as ``get``)."""
         found = self._file(team).read()
         if found is None:
             config = self.home.config_path(team)
@@ -227,6 +228,7 @@ class TeamStore:
 
         return self._file(team).update(guarded)
 
+
 class Roster:
     """One team's file as last read, read again only when the file on disk is another.
 
@@ -253,7 +255,7 @@ class Roster:
         signature = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         last = self._last
         if last is None or last[0] != signature:
-            last = self._last = (signature, self._store._read(self._team))
+            last = self._last = (signature, self._store.read_file(self._team))
         return last[1]
 
 

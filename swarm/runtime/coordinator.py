@@ -25,7 +25,7 @@ from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.names import LEAD_NAME
 from swarm.core.permlog import PermissionEvent, PermissionLog
-from swarm.core.protocol import InboxEntry, Member
+from swarm.core.protocol import InboxEntry, Member, TeamFile
 from swarm.core.teams import TeamStore
 from swarm.errors import ConflictError
 from swarm.runtime.desk import (
@@ -165,17 +165,18 @@ class Coordinator:
         """What every live teammate is doing, or None while anything is pending or anyone works."""
         if self.permlog.pending() or self.mailbox.pending(LEAD_NAME):
             return None
-        if any(self.mailbox.pending(m.name) for m in self._teammates()):  # the inboxes first ...
-            return None
+        if any(self.mailbox.pending(m.name) for m in self._teammates(TeamStore(self.home).read_file(self.team))):
+            return None  # the inboxes first ...
         reading = []
-        for member in self._teammates():  # ... then what each teammate says it is doing
+        for member in self._teammates(TeamStore(self.home).get(self.team)):  # ... then what each says it does
             if member.name not in self.idle_seen or not member.idle():
                 return None
             reading.append((member.name, member.status, member.is_active, member.last_activity, member.tokens))
         return tuple(reading)
 
-    def _teammates(self) -> list[Member]:
-        return [m for m in TeamStore(self.home).get(self.team).members if m.name != LEAD_NAME and m.present()]
+    @staticmethod
+    def _teammates(team: TeamFile) -> list[Member]:
+        return [m for m in team.members if m.name != LEAD_NAME and m.present()]
 
 
 def _kind(frame: object) -> str:
