@@ -187,6 +187,11 @@ FRAME_TYPES = frozenset(
 )
 
 
+
+def build_frames() -> None:
+    """Build the frame validator now rather than on first use (its ``defer_build``), as ``protocol.build_models``."""
+    _FRAME.rebuild(force=True)
+
 def parse_frame(text: str) -> Frame | str:
     """The typed frame carried by ``text``, or ``text`` itself if it is not one.
 

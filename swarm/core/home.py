@@ -8,7 +8,6 @@ outside the home.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from swarm.core.names import validate_name
@@ -41,11 +40,31 @@ def ensure_dir(path: Path) -> Path:
     return path
 
 
-@dataclass(frozen=True)
 class Home:
-    """Paths under one swarm home root."""
+    """Paths under one swarm home root. Immutable, compared and hashed by root.
 
+    A plain class rather than a dataclass: ``swarm`` finds its CLI server
+    through the home before importing anything else, and ``dataclasses``
+    alone (with ``inspect``) would cost that path ~7 ms.
+    """
+
+    __slots__ = ("root",)
     root: Path
+
+    def __init__(self, root: Path) -> None:
+        object.__setattr__(self, "root", root)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Home is immutable: cannot set {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Home) and other.root == self.root
+
+    def __hash__(self) -> int:
+        return hash(self.root)
+
+    def __repr__(self) -> str:
+        return f"Home(root={self.root!r})"
 
     @classmethod
     def from_env(cls, override: str | os.PathLike[str] | None = None) -> Home:
@@ -92,6 +111,26 @@ class Home:
 
     def transcript_path(self, team: str, agent: str) -> Path:
         return self.transcripts_dir(team) / f"{validate_name(agent, 'agent name')}.jsonl"
+
+    @property
+    def run_dir(self) -> Path:
+        """swarm: rendezvous files of this home's live processes (the CLI server's socket and lock)."""
+        return self.root / "run"
+
+    @property
+    def cli_socket_path(self) -> Path:
+        """swarm: the CLI server's unix socket (``swarm.cli.forkserver``)."""
+        return self.run_dir / "cli.sock"
+
+    @property
+    def cli_lock_path(self) -> Path:
+        """swarm: flocked by the live CLI server for its whole life; holds its pid."""
+        return self.run_dir / "cli.lock"
+
+    @property
+    def cli_log_path(self) -> Path:
+        """swarm: the CLI server's own errors (a served command's go to its caller's stderr)."""
+        return self.run_dir / "cli-server.log"
 
     @property
     def claude_config_dir(self) -> Path:

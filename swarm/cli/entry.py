@@ -1,0 +1,156 @@
+"""The ``swarm`` executable: a served command goes to the home's CLI server, everything else runs here.
+
+A fresh ``swarm send`` spends ~150 ms importing click, pydantic and
+cryptography for ~5 ms of work. When the home's CLI server
+(``swarm.cli.forkserver``) answers, this process imports none of that: it
+passes its argv, working directory, umask, environment and fds 0-2 to the
+server, whose forked child runs the command exactly as this process would,
+and exits with the child's status. Ctrl-C, SIGTERM and SIGHUP reach the
+child's process group as they would reach a local command.
+
+Only ``SERVED`` commands, given as the first argument (no global option
+before them), go to the server; ``SWARM_CLI_SERVER=0`` turns it off. With no
+server, or one that is stale or from another installation, the command runs
+here (and a missing server is started for the next call), so a served
+command never behaves differently, only sooner.
+
+Exactly once: the server's child runs only after this process has seen it
+start and answered "go"; until then nothing has run and running here is
+safe. After "go", the answer is the child's status, or one line and exit 1
+if the child ended without one.
+
+Wire format (unix stream socket): 8 ASCII digits, the body's length, sent
+with fds 0-2 (SCM_RIGHTS); the body, NUL-separated fields ``MAGIC``,
+``sys.prefix`` (the venv), the swarm package directory, cwd, umask (octal),
+argc, argv..., ``KEY=value``... The server answers ``S`` (stale, or another
+installation or ``PYTHONPATH``: nothing ran)
+or ``P<pid>``; the client answers ``G``; the server ends with ``X<status>``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+TYPE_CHECKING = False  # not ``typing.TYPE_CHECKING``: importing typing costs this path ~4 ms
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import BinaryIO
+
+SERVED = frozenset({"send", "inbox", "status", "tasks", "task", "permissions", "approve", "deny"})
+"""Short, non-interactive commands that start no process of their own; the rest always run here."""
+SWITCH = "SWARM_CLI_SERVER"
+"""``0`` turns the CLI server off (no use, no start)."""
+MAGIC = b"swarm-cli/1"
+START_TIMEOUT = 10.0
+"""Seconds to wait for the server's child to start; past that nothing has run and the command runs here."""
+FORWARDED_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT")
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    if args and args[0] in SERVED and os.environ.get(SWITCH, "1") != "0":
+        try:
+            status = _served()
+        except KeyboardInterrupt:  # before the child was told to go: nothing ran
+            os.write(2, b"swarm: error: interrupted\n")
+            status = 130
+        if status is not None:
+            sys.exit(status)
+    from swarm.cli.main import main as run_here
+
+    run_here()
+
+
+def _served() -> int | None:
+    """The served command's exit status, or None when it must run here (nothing ran elsewhere)."""
+    import socket
+
+    from swarm.core.home import Home
+
+    home = Home.from_env()
+    path = os.fsencode(home.cli_socket_path)
+    if len(path) > 100 or not hasattr(socket, "SO_PEERCRED"):
+        return None  # a unix socket path is limited to ~107 bytes; peer checks are Linux's
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.settimeout(START_TIMEOUT)
+        try:
+            conn.connect(path)
+        except OSError:
+            _start_server(home.root)
+            return None
+        body = b"\0".join([MAGIC, os.fsencode(sys.prefix), os.fsencode(_package_dir()), os.getcwdb(),
+                           b"%o" % _umask(), b"%d" % len(sys.argv), *map(os.fsencode, sys.argv),
+                           *(k + b"=" + v for k, v in os.environb.items())])
+        try:
+            socket.send_fds(conn, [b"%08d" % len(body)], [0, 1, 2])
+            conn.sendall(body)
+            reply = conn.makefile("rb")
+            started = reply.readline()
+            if not started.startswith(b"P"):
+                return None  # "S" (stale, another installation) or closed: nothing ran
+            _forward_signals(int(started[1:]))
+            conn.settimeout(None)
+            conn.sendall(b"G")
+        except (OSError, ValueError):
+            return None  # before "go": the child, if any, ends without running
+        return _status(reply)
+    finally:
+        conn.close()
+
+
+def _status(reply: BinaryIO) -> int:
+    try:
+        line = reply.readline()
+    except OSError:
+        line = b""
+    if line.startswith(b"X"):
+        return int(line[1:])
+    os.write(2, b"swarm: error: the command's process ended without an exit status (killed?); "
+                b"check the result, e.g. `swarm inbox`\n")
+    return 1
+
+
+def _forward_signals(pid: int) -> None:
+    import signal
+
+    def forward(signum: int, frame: object) -> None:
+        try:
+            os.killpg(pid, signum)
+        except OSError:
+            pass
+
+    for name in FORWARDED_SIGNALS:
+        signal.signal(getattr(signal, name), forward)
+
+
+def _package_dir() -> str:
+    import swarm
+
+    return os.path.dirname(os.path.abspath(swarm.__file__ or ""))
+
+
+def _umask() -> int:
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
+
+
+def _start_server(root: Path) -> None:
+    """Start the home's CLI server for the next call, detached; one that finds a live server exits at once."""
+    import subprocess
+
+    from swarm.backends.procs import PROC_TOKEN_VAR
+
+    env = {k: v for k, v in os.environ.items() if k not in (PROC_TOKEN_VAR, "SWARM_TEAM")}
+    try:
+        subprocess.Popen([sys.executable, "-P", "-m", "swarm.cli.forkserver", os.fspath(root)],
+                         env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+    except OSError:
+        pass  # no server: every call runs here, as before
+
+
+if __name__ == "__main__":
+    main()

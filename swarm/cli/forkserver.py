@@ -1,0 +1,390 @@
+"""The CLI server: a warm process that forks one child per served ``swarm`` command.
+
+``python -m swarm.cli.forkserver HOME_ROOT``, started detached by a client
+(``swarm.cli.entry``, which also documents the wire format) that found no
+server. It imports the CLI and every served command's modules once, then
+waits on ``Home.cli_socket_path``. Each request forks a child that takes over
+the client's fds 0-2, cwd, umask, environment and argv, and runs
+``swarm.cli.main.main()`` as a fresh process would: a send costs the fork and
+the work, not the ~150 ms of imports.
+
+One per home, and nothing left behind:
+- the server flocks ``Home.cli_lock_path`` for its whole life (and writes its
+  pid there); a second one exits at once;
+- it exits after ``IDLE_SECONDS`` with no request and no child, on SIGTERM,
+  when its socket file is removed or replaced, or when the home is gone;
+- its code must be what is installed: a request that finds a loaded swarm
+  module file or an import directory (site-packages) changed since start-up
+  is answered "stale" (the client runs the command itself) and the server
+  exits, so an upgrade is never served by old code;
+- a child whose client vanished (killed, terminal closed) gets SIGHUP, to its
+  process group, as a terminal's command would.
+
+Trust: the socket lives in the home's 0700 ``run`` directory with mode 0600,
+and a peer whose uid (SO_PEERCRED) is not the server's is refused.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import importlib
+import os
+import select
+import signal
+import socket
+import struct
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NoReturn
+
+from swarm.cli.entry import MAGIC, SERVED
+from swarm.core.home import Home, ensure_dir
+from swarm.startup import hold_collector, settle
+
+IDLE_SECONDS = 300.0
+"""How long a server with nothing to do stays; ``SWARM_CLI_SERVER_IDLE`` overrides (tests)."""
+TICK = 1.0
+REQUEST_TIMEOUT = 5.0
+"""A client that connected has this long to send its request, and its child this long to be told "go"."""
+MAX_BODY = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Request:
+    """One command as the client would have run it."""
+
+    prefix: str
+    """The client interpreter's ``sys.prefix``: its venv."""
+    package: str
+    cwd: bytes
+    umask: int
+    argv: list[str]
+    env: dict[bytes, bytes]
+
+    @classmethod
+    def parse(cls, body: bytes) -> Request:
+        fields = body.split(b"\0")
+        if len(fields) < 6 or fields[0] != MAGIC:
+            raise ValueError("not a swarm CLI request")
+        argc = int(fields[5])
+        argv, env = fields[6:6 + argc], fields[6 + argc:]
+        if len(argv) != argc or not all(b"=" in e for e in env):
+            raise ValueError("malformed swarm CLI request")
+        return cls(prefix=os.fsdecode(fields[1]), package=os.fsdecode(fields[2]), cwd=fields[3],
+                   umask=int(fields[4], 8), argv=[os.fsdecode(a) for a in argv],
+                   env=dict(e.split(b"=", 1) for e in env))
+
+
+def code_state() -> tuple[tuple[str, int, int], ...]:
+    """(path, mtime_ns, size) of every loaded swarm module file and every import directory: what an upgrade changes."""
+    paths = {m.__file__ for name, m in list(sys.modules.items())
+             if (name == "swarm" or name.startswith("swarm.")) and getattr(m, "__file__", None)}
+    paths.update(p for p in sys.path if p and os.path.isdir(p))
+    state = []
+    for path in sorted(p for p in paths if p):
+        try:
+            st = os.stat(path)
+        except OSError:
+            state.append((path, -1, -1))
+        else:
+            state.append((path, st.st_mtime_ns, st.st_size))
+    return tuple(state)
+
+
+@dataclass
+class Server:
+    home: Home
+    idle: float
+    listener: socket.socket
+    inode: int
+    """The socket file's inode as bound: another inode at that path means this server was replaced."""
+    lock_fd: int
+    wakeup: tuple[int, int]
+    code: tuple[tuple[str, int, int], ...]
+    children: dict[int, socket.socket] = field(default_factory=dict)
+    """Live child pid -> its client's connection (watched: EOF means the client is gone)."""
+    abandoned: dict[int, socket.socket] = field(default_factory=dict)
+    """Children whose client is gone: signalled, waiting to be reaped."""
+
+    def run(self) -> None:
+        last = time.monotonic()
+        while True:
+            poller = select.poll()
+            poller.register(self.listener, select.POLLIN)
+            poller.register(self.wakeup[0], select.POLLIN)
+            watched = {conn.fileno(): conn for conn in self.children.values()}
+            for fd in watched:
+                poller.register(fd, select.POLLRDHUP)  # the client hung up; its "go" byte is not an event
+            for fd, _ in poller.poll(TICK * 1000):
+                if fd == self.listener.fileno():
+                    last = time.monotonic()
+                    if not self._accept():
+                        return  # stale code: the client runs the command; the next call starts a new server
+                elif fd == self.wakeup[0]:
+                    _drain(self.wakeup[0])
+                elif fd in watched:
+                    self._client_gone(watched[fd])
+            self._reap()
+            if self.children:
+                last = time.monotonic()
+            if time.monotonic() - last > self.idle or not _still_ours(self.home, self.inode):
+                return
+
+    def _accept(self) -> bool:
+        """Fork a child for one connection (it reads the request: a silent client stalls nobody else)."""
+        try:
+            conn, _ = self.listener.accept()
+        except OSError:
+            return True
+        try:
+            if _peer_uid(conn) != os.getuid():
+                return True
+            if code_state() != self.code:
+                conn.sendall(b"S\n")  # nothing ran: the client runs the command itself
+                return False
+            sys.stderr.flush()
+            pid = os.fork()
+            if pid == 0:
+                self._child(conn)
+            try:
+                os.setpgid(pid, pid)  # also done by the child: a signal to the group never misses
+            except OSError:
+                pass
+            self.children[pid] = conn
+            conn = None  # type: ignore[assignment]  # kept, watched until the child is reaped
+            return True
+        except OSError:
+            return True  # a client that went away: nothing ran
+        finally:
+            if conn is not None:
+                conn.close()
+
+    def _client_gone(self, conn: socket.socket) -> None:
+        for pid, watched in list(self.children.items()):
+            if watched is conn:
+                try:
+                    os.killpg(pid, signal.SIGHUP)
+                except OSError:
+                    pass
+                self.abandoned[pid] = self.children.pop(pid)
+
+    def _reap(self) -> None:
+        while True:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            conn = self.children.pop(pid, None) or self.abandoned.pop(pid, None)
+            if conn is not None:
+                conn.close()
+
+    def _child(self, conn: socket.socket) -> NoReturn:
+        """Become the client's command: its fds, cwd, umask, environment and argv; then run the CLI."""
+        status = 1
+        fds: list[int] = []
+        try:
+            os.setpgid(0, 0)
+            signal.set_wakeup_fd(-1)
+            for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
+                signal.signal(signum, signal.SIG_DFL)
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            self.listener.close()
+            for fd in (self.lock_fd, *self.wakeup):
+                os.close(fd)
+            for other in (*self.children.values(), *self.abandoned.values()):
+                other.close()
+            conn.settimeout(REQUEST_TIMEOUT)
+            try:
+                request, fds = _receive(conn)
+            except (OSError, ValueError):
+                os._exit(1)  # gone or nonsense: nothing ran
+            if (request.prefix, request.package, request.env.get(b"PYTHONPATH")) != (
+                    sys.prefix, _package_dir(), os.environb.get(b"PYTHONPATH")):
+                conn.sendall(b"S\n")  # another installation shares this home: it runs its own commands
+                os._exit(0)
+            conn.sendall(b"P%d\n" % os.getpid())
+            if conn.recv(1) != b"G":
+                os._exit(1)  # the client gave up before "go": it runs the command itself
+            conn.settimeout(None)
+            _take_over(request, fds)
+            import swarm.cli.main
+
+            try:
+                swarm.cli.main.main()
+                status = 0
+            except SystemExit as exc:
+                status = _exit_status(exc)
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            try:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            except OSError:
+                pass
+            try:
+                conn.sendall(b"X%d\n" % status)
+            except OSError:
+                pass
+            os._exit(status)
+
+
+def _take_over(request: Request, fds: list[int]) -> None:
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    fds.clear()
+    encoding = sys.stdout.encoding or "utf-8"
+    sys.stdin = open(0, encoding=encoding, closefd=False)
+    sys.stdout = open(1, "w", buffering=1 if os.isatty(1) else -1, encoding=encoding, closefd=False)
+    sys.stderr = open(2, "w", buffering=1, encoding=encoding, errors="backslashreplace", closefd=False)
+    os.chdir(request.cwd)
+    os.umask(request.umask)
+    os.environ.clear()
+    os.environb.update(request.env)
+    sys.argv = request.argv
+
+
+def _exit_status(exc: SystemExit) -> int:
+    if exc.code is None:
+        return 0
+    if isinstance(exc.code, int):
+        return exc.code
+    print(exc.code, file=sys.stderr)
+    return 1
+
+
+def _receive(conn: socket.socket) -> tuple[Request, list[int]]:
+    head, fds, _, _ = socket.recv_fds(conn, 8, 3)
+    if len(fds) != 3:
+        for fd in fds:
+            os.close(fd)
+        raise ValueError("a request carries exactly fds 0-2")
+    try:
+        while len(head) < 8:
+            more = conn.recv(8 - len(head))
+            if not more:
+                raise ValueError("request cut short")
+            head += more
+        size = int(head)
+        if not 0 < size <= MAX_BODY:
+            raise ValueError("request too large")
+        chunks, left = [], size
+        while left:
+            chunk = conn.recv(min(left, 1 << 20))
+            if not chunk:
+                raise ValueError("request cut short")
+            chunks.append(chunk)
+            left -= len(chunk)
+        return Request.parse(b"".join(chunks)), fds
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
+
+
+def _peer_uid(conn: socket.socket) -> int:
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    return int(struct.unpack("3i", creds)[1])
+
+
+def _package_dir() -> str:
+    import swarm
+
+    return os.path.dirname(os.path.abspath(swarm.__file__ or ""))
+
+
+def _still_ours(home: Home, inode: int) -> bool:
+    try:
+        return os.stat(home.cli_socket_path).st_ino == inode and home.root.is_dir()
+    except OSError:
+        return False
+
+
+def _drain(fd: int) -> None:
+    try:
+        while os.read(fd, 512):
+            pass
+    except BlockingIOError:
+        pass
+
+
+def _listen(path: Path) -> socket.socket:
+    """Bind the home's socket (the caller holds the lock, so a leftover file is a dead server's)."""
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        listener.bind(os.fspath(path))
+    finally:
+        os.umask(old)
+    listener.listen(128)
+    return listener
+
+
+def _warm() -> None:
+    """Import the CLI and every served command's modules, as a served child would."""
+    from swarm.cli.main import COMMANDS
+    from swarm.core.frames import build_frames
+    from swarm.core.protocol import build_models
+
+    for name in sorted(SERVED):
+        module, _, attr = COMMANDS[name].partition(":")
+        getattr(importlib.import_module(module), attr)
+    build_models()
+    build_frames()
+    "".encode("utf-16-le")  # a codec the lead's signature uses, found late otherwise
+
+
+def serve(root: Path, idle: float) -> int:
+    home = Home(root.absolute())
+    os.chdir("/")  # hold no directory busy (sys.path is absolute by now); each child takes its client's
+    ensure_dir(home.run_dir)
+    lock_fd = os.open(home.cli_lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(lock_fd)
+        return 0  # this home has a server
+    os.ftruncate(lock_fd, 0)
+    os.pwrite(lock_fd, b"%d\n" % os.getpid(), 0)
+    log_fd = os.open(home.cli_log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    os.dup2(log_fd, 2)
+    os.close(log_fd)
+    hold_collector()
+    _warm()
+    settle()
+    wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda signum, frame: None)  # wakes the select through the pipe
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
+    listener = _listen(home.cli_socket_path)
+    server = Server(home=home, idle=idle, listener=listener, inode=os.stat(home.cli_socket_path).st_ino,
+                    lock_fd=lock_fd, wakeup=(wake_r, wake_w), code=code_state())
+    try:
+        server.run()
+    finally:
+        if _still_ours(home, server.inode):
+            home.cli_socket_path.unlink()  # before the lock goes: no new server can have bound it yet
+        listener.close()
+    return 0
+
+
+def main() -> int:
+    if len(sys.argv) != 2:
+        print("usage: python -m swarm.cli.forkserver HOME_ROOT (started by `swarm` itself)", file=sys.stderr)
+        return 2
+    idle = float(os.environ.get("SWARM_CLI_SERVER_IDLE", IDLE_SECONDS))
+    return serve(Path(sys.argv[1]), idle)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
