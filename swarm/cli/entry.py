@@ -139,6 +139,8 @@ def _umask() -> int:
 
 def _start_server(root: Path) -> None:
     """Start the home's CLI server for the next call, detached; one that finds a live server exits at once."""
+    if not os.path.isdir(root):
+        return  # no home yet (or a typo): a server would make one
     import subprocess
 
     from swarm.backends.procs import PROC_TOKEN_VAR

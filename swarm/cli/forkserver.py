@@ -347,6 +347,8 @@ def _warm() -> None:
 def serve(root: Path, idle: float) -> int:
     home = Home(root.absolute())
     os.chdir("/")  # hold no directory busy (sys.path is absolute by now); each child takes its client's
+    if not home.root.is_dir():
+        return 0  # a home is made by the commands that make teams, never by its server
     ensure_dir(home.run_dir)
     lock_fd = os.open(home.cli_lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:

@@ -70,6 +70,9 @@ class Served:
         while time.monotonic() < deadline:
             pid = self.server_pid()
             if pid and pid != other_than and _answers(self.home.cli_socket_path):
+                # the probe's connection got a child of its own (it ends on the probe's EOF): wait it out,
+                # so that a test counting the server's children counts only its own command's
+                _wait(lambda: not self.children_of_server(), "the probe's child to end")
                 return pid
             time.sleep(0.05)
         raise AssertionError(f"no CLI server came up; its log: {_log(self.home)}")
@@ -350,3 +353,11 @@ def test_switched_off_no_server_is_started(served: Served) -> None:
 def test_the_server_holds_no_directory_of_its_caller(served: Served) -> None:
     pid = served.start_server()
     assert psutil.Process(pid).cwd() == "/"
+
+
+def test_a_served_command_in_a_home_that_does_not_exist_leaves_no_trace(served: Served) -> None:
+    missing = served.home.root.parent / "typo"
+    result = served.run("status", "-t", TEAM, env={**served.env, "SWARM_HOME": str(missing)})
+    assert result.returncode == 1 and result.stderr.startswith("swarm: error:")
+    time.sleep(1)  # a server it started (it must not start one) would have made <home>/run by now
+    assert not missing.exists()
