@@ -139,7 +139,7 @@ class TeammateSession:
             while not self.lifecycle.stopping:
                 batch = self.delivery.collect()  # one read of the inbox decides and delivers
                 if not batch.seen:
-                    self.mailbox.wait(self.config.name, IDLE_WAIT, watcher=watcher)
+                    watcher.wait(IDLE_WAIT)  # then the collect above reads the inbox: no read of its own here
                     continue
                 self.lifecycle.busy(self.usage)  # before the inbox is pruned: "idle + empty inbox" means done
                 self._deliver(batch)
