@@ -13,6 +13,16 @@ agent's Write/Edit tools alike:
   optionally fsyncs, and ``os.replace``-s it over the target. On any failure
   (a full disk, an I/O error, a signal) the temp file is removed and the old
   file stays as it was.
+- ``swap_file`` is ``replace_file`` for records a power loss may lose (never
+  fsynced): on Linux the new file is exchanged with the old one
+  (``renameat2(RENAME_EXCHANGE)``) and the old one unlinked, instead of a
+  rename over it. Readers still see the old record or the new, never a gap;
+  what it saves is ext4's "replace via rename" flush (``auto_da_alloc``: the
+  new file's data is written out when it is renamed over an existing file),
+  ~150 us of a ~190 us replace here, so after a power loss the file may be
+  empty rather than old.
+- ``renameat2`` is the one binding of that system call (``core.flock`` moves
+  its lock directory with it).
 - ``write_all`` loops over short writes and raises when the disk refuses.
 
 Everything here raises ``OSError``; ``storage_error`` turns one into the
@@ -21,15 +31,22 @@ one-line ``StorageError`` the CLI prints, at the caller's boundary.
 
 from __future__ import annotations
 
+import ctypes
 import errno
+import functools
 import os
 import stat
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from swarm.core.home import FILE_MODE
 from swarm.errors import StorageError
 
 READ_CHUNK = 1 << 20
+AT_FDCWD = -100
+RENAME_NOREPLACE = 1
+RENAME_EXCHANGE = 2
 
 _KINDS = {stat.S_IFDIR: "a directory", stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket",
           stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device", stat.S_IFLNK: "a symlink"}
@@ -125,6 +142,63 @@ def replace_file(path: Path, data: bytes, *, fsync: bool = True, mode: int | Non
     except BaseException:
         _remove_quietly(tmp)
         raise
+
+
+def swap_file(path: Path, data: bytes, *, create_mode: int = FILE_MODE) -> None:
+    """Replace ``path`` with ``data`` atomically for readers, not fsynced, at the least cost (module docstring).
+
+    As ``replace_file``: a symlink at ``path`` is replaced, never followed; a
+    directory there is an error and stays; on failure the old file stays.
+    """
+    exchange = renameat2()
+    tmp, fd = _create_temp(path, create_mode)
+    try:
+        try:
+            write_all(fd, data)
+        finally:
+            os.close(fd)
+        if exchange is None:
+            os.replace(tmp, path)
+            return
+        try:
+            exchange(tmp, path, RENAME_EXCHANGE)
+        except FileNotFoundError:  # the first record: nothing to exchange with
+            os.replace(tmp, path)
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+                raise
+            os.replace(tmp, path)  # a filesystem without exchange
+            return
+    except BaseException:
+        _remove_quietly(tmp)
+        raise
+    try:
+        os.unlink(tmp)  # the old record, now under the temp name
+    except IsADirectoryError:
+        exchange(tmp, path, RENAME_EXCHANGE)  # a directory was there: put it back, as a rename over it fails
+        _remove_quietly(tmp)
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path)) from None
+    except FileNotFoundError:
+        pass
+
+
+@functools.cache
+def renameat2() -> Callable[[Path, Path, int], None] | None:
+    """``renameat2(source, target, flags)`` from libc, raising OSError like ``os.rename``; None off Linux or old libc."""
+    if sys.platform != "linux":
+        return None
+    try:
+        call = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return None
+
+    def move(source: Path, target: Path, flags: int) -> None:
+        if call(AT_FDCWD, os.fsencode(source), AT_FDCWD, os.fsencode(target), flags) != 0:
+            code = ctypes.get_errno()
+            raise OSError(code, os.strerror(code), str(target if code == errno.EEXIST else source))
+
+    return move
 
 
 def _create_temp(target: Path, create_mode: int) -> tuple[Path, int]:

@@ -67,20 +67,19 @@ Linux, an old libc) or the parked directory is gone, ``mkdir``/``rmdir`` is used
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import fcntl
 import functools
 import logging
 import os
 import stat
-import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from swarm.core.fileio import RENAME_NOREPLACE, renameat2
 from swarm.core.home import DIR_MODE, FILE_MODE
 from swarm.core.lock_turns import TURNS_SIZE, Turns, await_turn, target_inode
 
@@ -105,8 +104,6 @@ SWARM_SUFFIX = ".swarm"
 MARK_SIZE = 44
 """Bytes of the mark in the flock file: ``<kind> <number:20> <number:20>\\n``, or blanks."""
 BLANK = b" " * (MARK_SIZE - 1) + b"\n"
-AT_FDCWD = -100
-RENAME_NOREPLACE = 1
 CLOCK_SLACK_NS = 1_000_000_000
 """File timestamps come from a coarse kernel clock; a ``P`` mark's time is compared with this slack."""
 
@@ -345,25 +342,15 @@ def _unmake(path: Path) -> None:
 
 @functools.cache
 def _renameat2() -> Callable[[Path, Path], None] | None:
-    """``renameat2(..., RENAME_NOREPLACE)`` from libc, or None where there is none (not Linux, old libc)."""
-    if sys.platform != "linux":
+    """``renameat2(..., RENAME_NOREPLACE)`` (FileExistsError when the target is taken), or None where there is none."""
+    rename = renameat2()
+    if rename is None:
         return None
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        call = libc.renameat2
-    except (OSError, AttributeError):
-        return None
+    return functools.partial(_no_replace, rename)
 
-    def move(source: Path, target: Path) -> None:
-        if call(AT_FDCWD, os.fsencode(source), AT_FDCWD, os.fsencode(target), RENAME_NOREPLACE) != 0:
-            code = ctypes.get_errno()
-            if code == errno.EEXIST:
-                raise FileExistsError(code, os.strerror(code), str(target))
-            if code == errno.ENOENT:
-                raise FileNotFoundError(code, os.strerror(code), str(source))
-            raise OSError(code, os.strerror(code), str(target))
 
-    return move
+def _no_replace(rename: Callable[[Path, Path, int], None], source: Path, target: Path) -> None:
+    rename(source, target, RENAME_NOREPLACE)
 
 
 def _identity(found: os.stat_result) -> bytes:

@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 
 from swarm.core.clock import now_ms
 from swarm.core.codecs import ActivityCodec, TeamCodec
-from swarm.core.fileio import replace_file, storage_error
+from swarm.core.fileio import storage_error, swap_file
 from swarm.core.home import Home, ensure_dir
 from swarm.core.jsonfile import LockedJsonFile, encode_json
 from swarm.core.names import LEAD_NAME, agent_id, valid_name, validate_name
@@ -123,16 +123,18 @@ class TeamStore:
 
         Replaced atomically (readers see the old record or the new), but without
         the lock or a read first: the teammate is the file's one writer, and it
-        writes the whole record. Not fsynced: a crash only loses a stale busy/idle.
+        writes the whole record. ``swap_file``: not fsynced and no rename over
+        the old record (it is on the path from a message to the turn, twice a
+        turn); a power loss only loses a stale busy/idle.
         """
         path = self.home.activity_path(team, name)
         data = encode_json(ActivityCodec().encode(activity))
         try:
             try:
-                replace_file(path, data, fsync=False)
+                swap_file(path, data)
             except FileNotFoundError:  # the first record: its directory is made once
                 ensure_dir(path.parent)
-                replace_file(path, data, fsync=False)
+                swap_file(path, data)
         except OSError as exc:
             raise storage_error(exc, path, "write") from exc
 
