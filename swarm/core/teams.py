@@ -144,7 +144,10 @@ class TeamStore:
             if member.status not in ("idle", "busy") or not member.is_active:
                 continue  # starting, or gone: the team file knows best
             path = self.home.activity_path(team, member.name)
-            if not path.exists():
+            try:
+                if os.stat(path).st_size == 0:
+                    continue  # emptied by a power loss (``set_activity`` never writes it empty): none known
+            except FileNotFoundError:
                 continue
             activity = LockedJsonFile(path, ActivityCodec()).read()
             if activity is not None and activity.last_activity >= (member.last_activity or 0):

@@ -137,3 +137,32 @@ def _denied(team: TeamFile) -> list[str]:
 def test_roster_of_a_missing_team_says_how_to_find_one(home: Home) -> None:
     with pytest.raises(NotFoundError, match="swarm team list"):
         TeamStore(home).roster("nope").current()
+
+
+def _running(home: Home) -> TeamStore:
+    store = TeamStore(home)
+    store.create("t")
+    store.add_member("t", Member(agent_id="w@t", name="w", is_active=True, status="idle", last_activity=1))
+    return store
+
+
+def test_a_teammates_activity_is_laid_over_its_member_entry(home: Home) -> None:
+    from swarm.core.protocol import Activity
+
+    store = _running(home)
+    store.set_activity("t", "w", Activity(status="busy", last_activity=2, tokens=7))
+    member = store.get("t").member("w")
+    assert (member.status, member.last_activity, member.tokens) == ("busy", 2, 7)
+    assert json.loads(home.config_path("t").read_text())["members"][1]["status"] == "idle"  # the file is not rewritten
+
+
+def test_an_activity_record_a_power_loss_emptied_reads_as_none_known_at_once(
+        home: Home, caplog: pytest.LogCaptureFixture) -> None:
+    from swarm.core.protocol import Activity
+
+    store = _running(home)
+    store.set_activity("t", "w", Activity(status="busy", last_activity=2, tokens=7))
+    home.activity_path("t", "w").write_bytes(b"")  # what swap_file's record can be after a power loss
+    member = store.get("t").member("w")
+    assert (member.status, member.last_activity) == ("idle", 1)  # the team file's word
+    assert "unparsable" not in caplog.text  # no 0.5 s of re-reads and no warning on every `swarm status`
