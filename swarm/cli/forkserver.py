@@ -243,6 +243,8 @@ def _take_over(request: Request, fds: list[int]) -> None:
     sys.stdin = open(0, encoding=encoding, closefd=False)
     sys.stdout = open(1, "w", buffering=1 if os.isatty(1) else -1, encoding=encoding, closefd=False)
     sys.stderr = open(2, "w", buffering=1, encoding=encoding, errors="backslashreplace", closefd=False)
+    # the terminal size (shutil.get_terminal_size) is read from these: the caller's, not /dev/null
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr  # type: ignore[misc]
     os.chdir(request.cwd)
     os.umask(request.umask)
     os.environ.clear()
