@@ -36,6 +36,8 @@ from pathlib import Path
 
 from benchtable import Figure, batch_medians, median_of, print_table
 
+from swarm.core.home import Home
+
 BATCHES = 5
 LIBRARIES = ("import gc; gc.disable(); import click, pydantic.main, pydantic.plugin._loader, "
              "cryptography.hazmat.primitives.asymmetric.ed25519, cryptography.hazmat.primitives.serialization")
@@ -51,7 +53,7 @@ def _swarm() -> str:
 
 def _wait_for_server(home: Path) -> None:
     """Until the CLI server the cold call started answers on the home's socket (60 s at most)."""
-    path = str(home / "run" / "cli.sock")
+    path = str(Home(home).cli_socket_path)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
@@ -66,7 +68,7 @@ def _wait_for_server(home: Path) -> None:
 def _stop_server(home: Path) -> None:
     """SIGTERM the home's CLI server (its pid is in its lock file) and wait for it to go."""
     try:
-        pid = int((home / "run" / "cli.lock").read_text().strip())
+        pid = int(Home(home).cli_lock_path.read_text().strip())
         os.kill(pid, signal.SIGTERM)
     except (OSError, ValueError):
         return

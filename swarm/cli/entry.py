@@ -80,7 +80,7 @@ def _served() -> int | None:
         except OSError:
             _start_server(home.root)
             return None
-        body = b"\0".join([MAGIC, os.fsencode(sys.prefix), os.fsencode(_package_dir()), os.getcwdb(),
+        body = b"\0".join([MAGIC, os.fsencode(sys.prefix), os.fsencode(package_dir()), os.getcwdb(),
                            b"%o" % _umask(), b"%d" % len(sys.argv), *map(os.fsencode, sys.argv),
                            *(k + b"=" + v for k, v in os.environb.items())])
         try:
@@ -125,7 +125,8 @@ def _forward_signals(pid: int) -> None:
         signal.signal(getattr(signal, name), forward)
 
 
-def _package_dir() -> str:
+def package_dir() -> str:
+    """The directory of the swarm package this process runs: a server serves only callers of the same."""
     import swarm
 
     return os.path.dirname(os.path.abspath(swarm.__file__ or ""))

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
 
-from swarm.cli.entry import MAGIC, SERVED
+from swarm.cli.entry import MAGIC, SERVED, package_dir
 from swarm.core.home import Home, ensure_dir
 from swarm.startup import hold_collector, settle
 
@@ -204,7 +204,7 @@ class Server:
             except (OSError, ValueError):
                 os._exit(1)  # gone or nonsense: nothing ran
             if (request.prefix, request.package, request.env.get(b"PYTHONPATH")) != (
-                    sys.prefix, _package_dir(), os.environb.get(b"PYTHONPATH")):
+                    sys.prefix, package_dir(), os.environb.get(b"PYTHONPATH")):
                 conn.sendall(b"S\n")  # another installation shares this home: it runs its own commands
                 os._exit(0)
             conn.sendall(b"P%d\n" % os.getpid())
@@ -293,12 +293,6 @@ def _receive(conn: socket.socket) -> tuple[Request, list[int]]:
 def _peer_uid(conn: socket.socket) -> int:
     creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
     return int(struct.unpack("3i", creds)[1])
-
-
-def _package_dir() -> str:
-    import swarm
-
-    return os.path.dirname(os.path.abspath(swarm.__file__ or ""))
 
 
 def _still_ours(home: Home, inode: int) -> bool:

@@ -24,7 +24,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from swarm.cli.entry import MAGIC
+from swarm.cli.entry import MAGIC, package_dir
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from tests.cli.conftest import SWARM_EXE
@@ -227,10 +227,7 @@ def test_a_served_child_killed_mid_command_is_reported_not_hidden(served: Served
 
 def _request(argv: list[str], env: dict[str, str]) -> bytes:
     """A well-formed request, as swarm.cli.entry builds it."""
-    import swarm
-
-    package = os.path.dirname(os.path.abspath(swarm.__file__ or ""))
-    return b"\0".join([MAGIC, os.fsencode(sys.prefix), os.fsencode(package), b"/", b"22", b"%d" % len(argv),
+    return b"\0".join([MAGIC, os.fsencode(sys.prefix), os.fsencode(package_dir()), b"/", b"22", b"%d" % len(argv),
                        *map(os.fsencode, argv), *(f"{k}={v}".encode() for k, v in env.items())])
 
 
