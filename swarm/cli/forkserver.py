@@ -311,18 +311,25 @@ def _drain(fd: int) -> None:
 
 
 def _listen(path: Path) -> socket.socket:
-    """Bind the home's socket (the caller holds the lock, so a leftover file is a dead server's)."""
+    """Listen on the home's socket: bound and listening under a temp name, then renamed into place.
+
+    So a socket file at ``path`` always answers: a client never meets one that
+    refuses (and runs its command itself, starting a second server) while this
+    one starts. The caller holds the lock, so whatever is at ``path`` is a dead server's.
+    """
+    temp = path.with_name(f"{path.name}.{os.getpid()}")
     try:
-        path.unlink()
+        temp.unlink()
     except FileNotFoundError:
         pass
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old = os.umask(0o177)
     try:
-        listener.bind(os.fspath(path))
+        listener.bind(os.fspath(temp))
     finally:
         os.umask(old)
     listener.listen(128)
+    os.replace(temp, path)
     return listener
 
 

@@ -69,11 +69,8 @@ class Served:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             pid = self.server_pid()
-            if pid and pid != other_than and _answers(self.home.cli_socket_path):
-                # the probe's connection got a child of its own (it ends on the probe's EOF): wait it out,
-                # so that a test counting the server's children counts only its own command's
-                _wait(lambda: not self.children_of_server(), "the probe's child to end")
-                return pid
+            if pid and pid != other_than and self.home.cli_socket_path.exists():
+                return pid  # the socket file appears only once it listens (not probed: a probe gets a child)
             time.sleep(0.05)
         raise AssertionError(f"no CLI server came up; its log: {_log(self.home)}")
 
@@ -83,15 +80,6 @@ class Served:
 
     def lead_texts(self) -> list[str]:
         return [entry.text for entry in Mailbox(self.home, TEAM).read("team-lead")]
-
-
-def _answers(path: Path) -> bool:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-        try:
-            probe.connect(os.fspath(path))
-        except OSError:
-            return False
-    return True
 
 
 def _answer(conn: socket.socket) -> bytes:
@@ -117,11 +105,20 @@ def _wait(predicate: Callable[[], bool], what: str, timeout: float = 30) -> None
         time.sleep(0.05)
 
 
+def _gone(proc: psutil.Process | int) -> bool:
+    """Ended: no such process any more, or a zombie waiting for its parent (or init) to reap it."""
+    try:
+        return (proc if isinstance(proc, psutil.Process) else psutil.Process(proc)).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
 def _servers_of(home: Home) -> list[psutil.Process]:
+    """The home's live servers (and their forked children); a zombie waiting for init to reap it is gone."""
     found = []
-    for proc in psutil.process_iter(["cmdline"]):
+    for proc in psutil.process_iter(["cmdline", "status"]):
         cmd = proc.info["cmdline"] or []
-        if "swarm.cli.forkserver" in cmd and str(home.root) in cmd:
+        if "swarm.cli.forkserver" in cmd and str(home.root) in cmd and proc.info["status"] != psutil.STATUS_ZOMBIE:
             found.append(proc)
     return found
 
@@ -142,7 +139,7 @@ def served() -> Iterator[Served]:
             for child in proc.children(recursive=True):
                 child.kill()
             proc.terminate()
-        psutil.wait_procs(_servers_of(home), timeout=10)
+        _wait(lambda: not _servers_of(home), "the servers to end", timeout=10)
         shutil.rmtree(root, ignore_errors=True)
 
 
@@ -205,8 +202,7 @@ def test_a_client_killed_mid_command_takes_its_served_child_with_it(served: Serv
         child = served.children_of_server()[0]
         follow.kill()  # kill -9 of the `swarm` the user ran: nothing forwards a signal
         follow.communicate(timeout=30)
-        psutil.wait_procs([child], timeout=10)
-        assert not child.is_running() or child.status() == psutil.STATUS_ZOMBIE
+        _wait(lambda: _gone(child), "the served child of a killed client to end", timeout=10)
     finally:
         follow.kill()
         follow.communicate()
@@ -305,12 +301,12 @@ def test_changed_code_is_never_served(served: Served, tmp_path: Path) -> None:
         env = {**served.env, "PYTHONPATH": str(extra)}  # an import directory the server watches
         assert served.run("status", "-t", TEAM, env=env).returncode == 0
         old = served.wait_for_server()
+        time.sleep(0.05)  # past the file system's timestamp tick (a few ms): the server compares mtimes
         (extra / "upgraded.py").write_text("")  # what an upgrade does to an import directory
         result = served.run("send", "-t", TEAM, "team-lead", "after upgrade", env=env, importtime=True)
         assert result.returncode == 0, result.stderr
         assert _imported_pydantic(result)  # refused as stale: it ran here, on the new code
-        _wait(lambda: not psutil.pid_exists(old) or psutil.Process(old).status() == psutil.STATUS_ZOMBIE,
-              "the stale server to exit")
+        _wait(lambda: _gone(old), "the stale server to exit")
         assert served.run("status", "-t", TEAM, env=env).returncode == 0
         assert served.wait_for_server(other_than=old) != old
         assert served.lead_texts() == ["after upgrade"]
@@ -323,8 +319,8 @@ def test_changed_code_is_never_served(served: Served, tmp_path: Path) -> None:
 def test_an_idle_server_exits_and_removes_its_socket(served: Served) -> None:
     env = {**served.env, "SWARM_CLI_SERVER_IDLE": "0.5"}
     assert served.run("status", "-t", TEAM, env=env).returncode == 0
-    pid = served.wait_for_server()
-    psutil.wait_procs([psutil.Process(pid)], timeout=30)
+    served.wait_for_server()
+    _wait(lambda: served.server_pid() is None, "the idle server to exit")
     assert not served.home.cli_socket_path.exists()
     assert served.server_pid() is None
 
@@ -336,7 +332,7 @@ def test_many_first_calls_start_one_server(served: Served) -> None:
         assert call.returncode == 0
     served.wait_for_server()
     time.sleep(1)  # late starters find the lock taken and exit
-    assert len([p for p in _servers_of(served.home) if p.status() != psutil.STATUS_ZOMBIE]) == 1
+    assert len(_servers_of(served.home)) == 1
 
 
 def test_switched_off_no_server_is_started(served: Served) -> None:
@@ -358,3 +354,9 @@ def test_a_served_command_in_a_home_that_does_not_exist_leaves_no_trace(served: 
     assert result.returncode == 1 and result.stderr.startswith("swarm: error:")
     time.sleep(1)  # a server it started (it must not start one) would have made <home>/run by now
     assert not missing.exists()
+
+
+def test_a_server_whose_home_is_removed_exits(served: Served) -> None:
+    served.start_server()
+    shutil.rmtree(served.home.root)  # `rm -rf` of a scratch home: its server must not linger for the idle time
+    _wait(lambda: not _servers_of(served.home), "the server of a removed home to exit")
