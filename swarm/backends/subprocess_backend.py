@@ -99,7 +99,10 @@ class SubprocessBackend:
         if popen is not None and popen.poll() is not None:  # reaps it
             self._children.pop(handle.pid, None)
             return False
-        return is_pid_alive(handle.pid, handle.create_time)
+        alive = is_pid_alive(handle.pid, handle.create_time)
+        if not alive and popen is not None and popen.poll() is not None:  # it died since the poll above
+            self._children.pop(handle.pid, None)
+        return alive
 
     def stop(self, handle: Handle, grace: float = 3.0) -> None:
         if handle.pid is None:
