@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -113,39 +114,42 @@ def main() -> int:
     count = 40 if args.quick else 200
     grow = args.grow or (200 if args.quick else 2000)
     root = Path(tempfile.mkdtemp(prefix="swarm-bench-rt-"))
-    home = Home(root / "home")
-    work = root / "work"
-    work.mkdir()
-    book = root / "ping.toml"
-    book.write_text(PLAYBOOK)
-    TeamStore(home).create("rt")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-    env["SWARM_HOME"] = str(home.root)
-    mailbox = Mailbox(home, "rt")
-    member = spawn(home, SpawnRequest(team="rt", name="mate", prompt="hello", cwd=work, backend="subprocess",
-                                      playbook=book), env)
     try:
-        wait_joined(home, "rt", ["mate"])
-        _round_trips(mailbox, "mate", 5, start=100_000)  # warm: imports done, first turn behind it
-        proc = psutil.Process(member.pid or 0)
-        early = _round_trips(mailbox, "mate", count)
-        rss_early = proc.memory_info().rss / 2**20
-        for n in range(0, grow, 50):
-            _round_trips(mailbox, "mate", 50, start=200_000 + n)
-        late = _round_trips(mailbox, "mate", count, start=300_000)
-        rss_late = proc.memory_info().rss / 2**20
+        home = Home(root / "home")
+        work = root / "work"
+        work.mkdir()
+        book = root / "ping.toml"
+        book.write_text(PLAYBOOK)
+        TeamStore(home).create("rt")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+        env["SWARM_HOME"] = str(home.root)
+        mailbox = Mailbox(home, "rt")
+        member = spawn(home, SpawnRequest(team="rt", name="mate", prompt="hello", cwd=work, backend="subprocess",
+                                          playbook=book), env)
+        try:
+            wait_joined(home, "rt", ["mate"])
+            _round_trips(mailbox, "mate", 5, start=100_000)  # warm: imports done, first turn behind it
+            proc = psutil.Process(member.pid or 0)
+            early = _round_trips(mailbox, "mate", count)
+            rss_early = proc.memory_info().rss / 2**20
+            for n in range(0, grow, 50):
+                _round_trips(mailbox, "mate", 50, start=200_000 + n)
+            late = _round_trips(mailbox, "mate", count, start=300_000)
+            rss_late = proc.memory_info().rss / 2**20
+        finally:
+            shutdown(home, "rt", None, env, timeout=10)
+        records = Transcript(home.transcript_path("rt", "mate")).records()
+        compactions = sum(r.get("kind") == "compaction" for r in records)
+        TeamStore(home).add_member("rt", Member(agent_id="bare@rt", name="bare", is_active=True))
+        bare = subprocess.Popen([sys.executable, "-c", BARE, str(home.root), "rt"], env=env)
+        try:
+            _round_trips(mailbox, "bare", 5, start=100_000)
+            echo = _round_trips(mailbox, "bare", count)
+        finally:
+            mailbox.send("bare", "stop", sender=LEAD_NAME)
+            bare.wait(10)
     finally:
-        shutdown(home, "rt", None, env, timeout=10)
-    records = Transcript(home.transcript_path("rt", "mate")).records()
-    compactions = sum(r.get("kind") == "compaction" for r in records)
-    TeamStore(home).add_member("rt", Member(agent_id="bare@rt", name="bare", is_active=True))
-    bare = subprocess.Popen([sys.executable, "-c", BARE, str(home.root), "rt"], env=env)
-    try:
-        _round_trips(mailbox, "bare", 5, start=100_000)
-        echo = _round_trips(mailbox, "bare", count)
-    finally:
-        mailbox.send("bare", "stop", sender=LEAD_NAME)
-        bare.wait(10)
+        shutil.rmtree(root, ignore_errors=True)
     turns = grow + 2 * count + 5
     print_table(f"bench_roundtrip ({'--quick' if args.quick else 'full'}): lead -> real teammate -> lead", [
         Figure("lead -> teammate acts (its SendMessage reply stamped), p50", "<= 2 ms", early.p50("acted"),
