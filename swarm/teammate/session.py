@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import psutil
 
@@ -176,9 +176,14 @@ class TeammateSession:
         else:
             self.transcript.delivered(batch.keys)
         self.lead.took(batch.keys)
-        self.delivery.acknowledge(batch)
-        if texts:
-            self._turn()
+        if not texts:
+            self.delivery.acknowledge(batch)
+        else:
+            pruning = self.delivery.acknowledge_beside(batch)  # the turn need not wait for the prune...
+            try:
+                self._turn(before_idle=pruning.wait)  # ...but nobody may see this teammate idle before it
+            finally:
+                pruning.join()
         self.lifecycle.approve_owed()  # a turn that ended without answering a shutdown request approves it
 
     def _user_message(self, text: str) -> Message:
@@ -226,13 +231,18 @@ class TeammateSession:
 
     # -- turns -----------------------------------------------------------------
 
-    def _turn(self) -> None:
-        """Run the model on the conversation as it stands (it ends with the user's side)."""
+    def _turn(self, before_idle: Callable[[], None] | None = None) -> None:
+        """Run the model on the conversation as it stands (it ends with the user's side).
+
+        ``before_idle`` runs once the model is done, before the teammate is marked idle.
+        """
         self.ctx.cancel.clear()
         before = self._my_completed()
         try:
             run = run_agent(self.spec, self.conversation, self.ctx, inbound=self._inbound)
         except ModelError as exc:
+            if before_idle is not None:
+                before_idle()
             self.transcript.turn_end("model_error")
             self.lifecycle.idle(self.usage)
             self.lifecycle.notify_idle("failed", summary="model error", failure=str(exc))
@@ -241,6 +251,8 @@ class TeammateSession:
             self.ctx.granted_rules.clear()
             if self.ctx.models is not None:
                 self.ctx.models.reset()
+        if before_idle is not None:
+            before_idle()
         self.transcript.turn_end(run.stop_reason)
         self.usage = self.usage + run.usage
         self.lifecycle.idle(self.usage)
