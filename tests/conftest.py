@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from swarm.core.home import Home
@@ -26,6 +28,22 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Temp
                 "CLAUDE_CODE_SUBAGENT_MODEL", "SWARM_MODEL_HAIKU", "SWARM_MODEL_SONNET", "SWARM_MODEL_OPUS",
                 "ANTHROPIC_DEFAULT_HAIKU_MODEL", "ANTHROPIC_DEFAULT_SONNET_MODEL", "ANTHROPIC_DEFAULT_OPUS_MODEL"):
         monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _no_cli_server_outlives_its_test(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """A test that runs `swarm` with an environment of its own (no SWARM_CLI_SERVER=0) may start a CLI server
+    in one of its tmp homes; it is stopped when the test ends, as every process a test starts."""
+    yield
+    base = str(tmp_path_factory.getbasetemp())
+    servers = []
+    for proc in psutil.process_iter(["cmdline"]):
+        cmd = proc.info["cmdline"] or []
+        if "swarm.cli.forkserver" in cmd and cmd[-1].startswith(base):
+            servers.append(proc)
+            with contextlib.suppress(psutil.Error):
+                proc.terminate()
+    psutil.wait_procs(servers, timeout=10)
 
 
 @pytest.fixture
