@@ -81,7 +81,9 @@ class Terminal:
 
     async def _main(self) -> None:
         self._loop = asyncio.get_running_loop()
-        # Ctrl-C is a key while a prompt reads the terminal; between two prompts it is a signal: same meaning
+        # Ctrl-C is a key while a prompt reads the terminal; between two prompts it is a signal: same meaning.
+        # The prompts leave SIGINT alone (handle_sigint=False): prompt_toolkit's own handling ends by
+        # removing this handler, and a Ctrl-C just as a turn ended then left the session at once.
         self._loop.add_signal_handler(signal.SIGINT, self._ctrl_c, None)
         try:
             with patch_stdout(raw=True):
@@ -93,7 +95,7 @@ class Terminal:
                         continue
                     try:
                         self.prompt.app.erase_when_done = False
-                        text = await self.prompt.prompt_async("› ", default=self._saved)
+                        text = await self.prompt.prompt_async("› ", default=self._saved, handle_sigint=False)
                     except EOFError:
                         return
                     if text == _EXIT:
@@ -125,7 +127,7 @@ class Terminal:
             while True:
                 try:
                     self.answers.app.erase_when_done = False
-                    text = await self.answers.prompt_async(f"{choices} › ")
+                    text = await self.answers.prompt_async(f"{choices} › ", handle_sigint=False)
                 except EOFError:
                     return _EXIT
                 if text in (_EXIT, _WITHDRAWN):
