@@ -144,9 +144,9 @@ def _start_server(root: Path) -> None:
         return  # no home yet (or a typo): a server would make one
     import subprocess
 
-    from swarm.backends.procs import PROC_TOKEN_VAR
+    from swarm.runtime.env import without_caller
 
-    env = {k: v for k, v in os.environ.items() if k not in (PROC_TOKEN_VAR, "SWARM_TEAM")}
+    env = without_caller(os.environ)  # it serves every caller: none's token or team
     try:
         subprocess.Popen([sys.executable, "-P", "-m", "swarm.cli.forkserver", os.fspath(root)],
                          env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,

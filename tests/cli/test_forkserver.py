@@ -203,6 +203,7 @@ def test_a_client_killed_mid_command_takes_its_served_child_with_it(served: Serv
         follow.kill()  # kill -9 of the `swarm` the user ran: nothing forwards a signal
         follow.communicate(timeout=30)
         _wait(lambda: _gone(child), "the served child of a killed client to end", timeout=10)
+        assert _gone(child) and not served.children_of_server()
     finally:
         follow.kill()
         follow.communicate()
@@ -360,3 +361,4 @@ def test_a_server_whose_home_is_removed_exits(served: Served) -> None:
     served.start_server()
     shutil.rmtree(served.home.root)  # `rm -rf` of a scratch home: its server must not linger for the idle time
     _wait(lambda: not _servers_of(served.home), "the server of a removed home to exit")
+    assert not _servers_of(served.home)

@@ -8,7 +8,6 @@ what is there. The writer runs in its own process, as a teammate does.
 from __future__ import annotations
 
 import json
-import os
 import resource
 import subprocess
 import sys
