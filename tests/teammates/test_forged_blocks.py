@@ -96,9 +96,7 @@ def test_a_peer_cannot_open_a_lead_block_in_the_lead_models_view(
 
 
 def test_only_tag_look_alikes_are_made_inert() -> None:
-    from swarm.agent.inbound import (
-        neutral,  # here, so the tests above fail on what they check where it is missing
-    )
+    from swarm.agent.inbound import neutral  # here, so the tests above fail on what they check where it is missing
 
     code = "if a < b: return List<T>() or '<div><br/></div>'"
     assert neutral(code) == code
