@@ -2,13 +2,37 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from swarm.agent.transcript import Transcript
+from swarm.errors import StorageError
 from swarm.models.messages import Message, TextBlock, ToolResultBlock, Usage
 
 RESUMED_NOTE = "interrupted: the agent stopped before this tool ran; check its effects before running it again"
+
+
+class OwedSync:
+    """The fsync a message added with ``sync_later`` still owes; ``settle`` does it once, on any thread."""
+
+    def __init__(self, transcript: Transcript) -> None:
+        self._transcript = transcript
+        self._lock = threading.Lock()
+        self._settled = False
+        self._error: StorageError | None = None
+
+    def settle(self) -> None:
+        """Until the line is on disk: fsync it here, or wait for the thread already doing it; its error, if any."""
+        with self._lock:
+            if not self._settled:
+                try:
+                    self._transcript.sync()
+                except StorageError as exc:
+                    self._error = exc
+                self._settled = True
+        if self._error is not None:
+            raise self._error
 
 
 @dataclass
@@ -23,6 +47,8 @@ class Conversation:
     """After a failed compaction, ``context_tokens`` must reach this before the next try."""
     on_compacted: Callable[[int], None] | None = None
     """Called with how many messages a compaction summarised (a live view says so)."""
+    owed_sync: OwedSync | None = None
+    """The fsync a ``sync_later`` add still owes; ``make_durable`` settles it (tools run only after)."""
 
     @classmethod
     def resume(cls, transcript: Transcript) -> Conversation:
@@ -41,18 +67,31 @@ class Conversation:
         return conversation
 
     def add(self, message: Message, *, delivered: Sequence[str] = (), durable: bool = False,
-            usage: Usage | None = None) -> None:
+            usage: Usage | None = None, sync_later: bool = False) -> OwedSync | None:
         """Append ``message``; ``delivered`` inbox entries are recorded with it in one durable write.
 
         ``usage`` (a model reply's tokens, cache reads and writes included) goes into its transcript line.
+        ``sync_later`` (with ``delivered``) returns that write's fsync instead of waiting for it, for
+        another thread to ``settle`` while the model starts; ``make_durable`` waits for it before any tool.
         """
         self.messages.append(message)
         if self.observer is not None:
             self.observer(message)
         if usage is not None:
             self.context_tokens = usage.total
-        if self.transcript is not None:
-            self.transcript.message(message, delivered=delivered, durable=durable, usage=usage)
+        if self.transcript is None:
+            return None
+        self.transcript.message(message, delivered=delivered, durable=durable, usage=usage, sync_later=sync_later)
+        if not (sync_later and delivered and not durable):
+            return None
+        self.owed_sync = OwedSync(self.transcript)  # settling it covers any earlier one: fsync is per file
+        return self.owed_sync
+
+    def make_durable(self) -> None:
+        """Until every message added is on disk: a tool's effects never come before the input that asked for them."""
+        if self.owed_sync is not None:
+            self.owed_sync.settle()
+            self.owed_sync = None
 
     def replace(self, messages: list[Message], *, summarised: int, usage: Usage) -> None:
         """Continue from ``messages`` (a compaction, see ``agent.compaction``); the transcript keeps the old ones.

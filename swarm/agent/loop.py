@@ -120,6 +120,7 @@ def run_agent(spec: AgentSpec, conversation: Conversation, ctx: ToolContext,
             calls = assistant.tool_uses()
             if not calls:
                 return AgentRun(assistant.text(), "end_turn", turns, usage)
+            conversation.make_durable()  # a tool acts only on input that is on disk (see Conversation.add)
             results, ended = _run_calls(calls, tools, ctx, spec.gate)
             error_streak = error_streak + 1 if all(isinstance(r, MalformedCall) for r in results) else 0
             arrivals = inbound() if inbound is not None else Arrivals()

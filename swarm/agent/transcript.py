@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from swarm.core.clock import now_iso
-from swarm.core.jsonl import append_record, read_records
+from swarm.core.jsonl import append_record, read_records, sync_records
 from swarm.models.messages import Message, Usage
 
 log = logging.getLogger(__name__)
@@ -41,17 +41,23 @@ class Transcript:
         append_record(self.path, {"ts": now_iso(), **record}, durable=durable)
 
     def message(self, message: Message, *, delivered: Sequence[str] = (), durable: bool = False,
-                usage: Usage | None = None) -> None:
+                usage: Usage | None = None, sync_later: bool = False) -> None:
         """Record a conversation message; with ``delivered`` keys the line is fsynced before returning.
 
         ``usage`` is a model reply's tokens (cache reads and writes included), kept on its line.
+        ``sync_later`` leaves out that fsync: the caller owes a ``sync`` before anything
+        relies on the line being kept (a prune of the entries, a tool call).
         """
         record: dict[str, Any] = {"kind": "message", "message": message.model_dump(mode="json")}
         if usage is not None:
             record["usage"] = usage.model_dump(mode="json")
         if delivered:
             record["delivered"] = list(delivered)
-        self._append(record, durable=durable or bool(delivered))
+        self._append(record, durable=durable or (bool(delivered) and not sync_later))
+
+    def sync(self) -> None:
+        """fsync the file: every line written so far is on disk (StorageError if the disk refuses)."""
+        sync_records(self.path)
 
     def delivered(self, msg_ids: list[str]) -> None:
         """Record inbox entries as taken into the conversation (fsynced)."""

@@ -43,6 +43,19 @@ def append_record(path: Path, record: dict[str, Any], *, durable: bool) -> None:
         raise storage_error(exc, path, "append to") from exc
 
 
+def sync_records(path: Path) -> None:
+    """fsync ``path``: the records appended to it without ``durable`` are on disk when this returns."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            check_regular(os.fstat(fd).st_mode, path)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise storage_error(exc, path, "sync") from exc
+
+
 def _after_torn_line(fd: int, path: Path) -> bytes:
     """``b"\\n"`` when the file does not end with one (a torn last line), else ``b""``."""
     info = os.fstat(fd)

@@ -8,15 +8,23 @@ A crash before the record leaves the entries in the inbox (delivered again);
 a crash after it finds them recorded, in the conversation, and never runs them
 twice. Nothing is pruned that is not durably in the transcript.
 
-The prune before a turn (the inbox's lock and a rewrite: the longest step
-between a message and the turn that answers it) runs beside that turn on a
-thread of its own (``acknowledge_beside``); the teammate waits for it before it
-may look idle, so "idle and an empty inbox" still means done.
+Before a turn, the record's fsync and then the prune (the inbox's lock and a
+rewrite) run beside that turn, on the teammate's one delivery thread
+(``acknowledge_beside``): the model starts at once, and the turn's first tool
+waits for the fsync (``Conversation.make_durable``). The prune is bookkeeping,
+so it yields to the turn: it waits until the turn is over or ``PRUNE_GRACE``
+has passed, whichever comes first (a quick turn is not slowed by it, and a long
+one shows its message taken within the grace). The teammate waits for it before
+it may look idle, so "idle and an empty inbox" still means done. The order is
+the one inline code would have: nothing is pruned, and nothing acted on,
+before its record is on disk.
 """
 
 from __future__ import annotations
 
+import queue
 import threading
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -40,39 +48,56 @@ class Batch:
         return [delivery_key(e) for e in self.entries]
 
 
+PRUNE_GRACE = 0.05
+"""Seconds the prune behind a turn waits for the turn to end before it runs anyway."""
+
+
 class Pruning:
-    """A prune running on its own thread (``Delivery.acknowledge_beside``)."""
+    """One batch's fsync and prune, run on the delivery thread (``Delivery.acknowledge_beside``)."""
 
-    def __init__(self, prune: Callable[[], None]) -> None:
+    def __init__(self, sync: Callable[[], None] | None, prune: Callable[[], None], grace: float) -> None:
+        self._sync = sync
+        self._prune = prune
+        self._grace = grace
+        self._turn_over = threading.Event()
+        self._done = threading.Event()
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(prune,), name="swarm-prune", daemon=True)
-        self._thread.start()
 
-    def _run(self, prune: Callable[[], None]) -> None:
+    def run(self) -> None:
+        """The fsync, then (once the turn is over, or after the grace) the prune; a failed fsync prunes nothing."""
         try:
-            prune()
+            if self._sync is not None:
+                self._sync()
+            self._turn_over.wait(self._grace)
+            self._prune()
         except BaseException as exc:  # handed to whoever waits: a failed prune fails the teammate, as inline
             self._error = exc
+        finally:
+            self._done.set()
 
     def wait(self) -> None:
-        """Until the prune is done; then its error, if it failed (raised once)."""
-        self._thread.join()
+        """The turn is over: until the prune is done; then the error of the step that failed, if any (raised once)."""
+        self.join()
         error, self._error = self._error, None
         if error is not None:
             raise error
 
     def join(self) -> None:
-        """Until the prune is done, its error left unraised (another exception is on its way)."""
-        self._thread.join()
+        """As ``wait``, an error left unraised (another exception is on its way)."""
+        self._turn_over.set()
+        self._done.wait()
 
 
 class Delivery:
-    def __init__(self, mailbox: Mailbox, agent: str, transcript: Transcript) -> None:
+    def __init__(self, mailbox: Mailbox, agent: str, transcript: Transcript, *,
+                 prune_grace: float = PRUNE_GRACE) -> None:
         self._mailbox = mailbox
+        self.prune_grace = prune_grace
         self._agent = agent
         self._seen = transcript.delivered_ids()
         self._pruning: set[str] = set()
         """Keys a ``Pruning`` is removing now: a ``collect`` meanwhile does not prune them again."""
+        self._jobs: queue.SimpleQueue[Pruning | None] | None = None
 
     def collect(self) -> Batch:
         """New entries, each handed out once in this process; the inbox is not touched yet."""
@@ -87,8 +112,8 @@ class Delivery:
         if batch.seen:
             self._mailbox.acknowledge(self._agent, batch.seen)
 
-    def acknowledge_beside(self, batch: Batch) -> Pruning:
-        """``acknowledge`` on a thread of its own, so the turn that follows starts now; ``wait`` before idle.
+    def acknowledge_beside(self, batch: Batch, first: Callable[[], None] | None = None) -> Pruning:
+        """``first`` (the record's fsync), then ``acknowledge``, on the delivery thread; ``wait`` when the turn is over.
 
         The inbox lock excludes other threads of this process too (``core.flock``),
         so a send to this teammate or a prune by the turn waits for this one.
@@ -103,4 +128,24 @@ class Delivery:
             finally:
                 self._pruning.difference_update(keys)
 
-        return Pruning(prune)
+        pruning = Pruning(first, prune, self.prune_grace)
+        self._thread_queue().put(pruning)
+        return pruning
+
+    def _thread_queue(self) -> queue.SimpleQueue[Pruning | None]:
+        """The delivery thread's queue; the thread starts with the first job and ends with this object."""
+        if self._jobs is None:
+            self._jobs = queue.SimpleQueue()
+            threading.Thread(target=_serve, args=(self._jobs,), name="swarm-delivery", daemon=True).start()
+            weakref.finalize(self, self._jobs.put, None)
+        return self._jobs
+
+
+def _serve(jobs: queue.SimpleQueue[Pruning | None]) -> None:
+    """Run jobs in order until the ``None`` that ``Delivery`` sends when it is dropped."""
+    while True:
+        job = jobs.get()
+        if job is None:
+            return
+        job.run()
+        del job  # it refers to the Delivery (its prune): holding it here would keep that alive

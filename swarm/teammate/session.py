@@ -171,17 +171,17 @@ class TeammateSession:
     def _deliver(self, batch: Batch) -> None:
         """Take what is new in the inbox into the conversation (durably, then prune) and answer it."""
         texts = self._admit(batch.entries)
-        if texts:
-            self.conversation.add(self._user_message(batch_texts(texts)), delivered=batch.keys)
-        else:
-            self.transcript.delivered(batch.keys)
-        self.lead.took(batch.keys)
         if not texts:
+            self.transcript.delivered(batch.keys)
+            self.lead.took(batch.keys)
             self.delivery.acknowledge(batch)
-        else:
-            pruning = self.delivery.acknowledge_beside(batch)  # the turn need not wait for the prune...
+        else:  # the record's fsync and the prune run beside the turn; its first tool waits for the fsync...
+            owed = self.conversation.add(self._user_message(batch_texts(texts)), delivered=batch.keys,
+                                         sync_later=True)
+            self.lead.took(batch.keys)
+            pruning = self.delivery.acknowledge_beside(batch, first=owed.settle if owed else None)
             try:
-                self._turn(before_idle=pruning.wait)  # ...but nobody may see this teammate idle before it
+                self._turn(before_idle=pruning.wait)  # ...and nobody may see this teammate idle before the prune
             finally:
                 pruning.join()
         self.lifecycle.approve_owed()  # a turn that ended without answering a shutdown request approves it

@@ -1,0 +1,91 @@
+"""The delivery thread: the record's fsync first, then the prune, which yields to the turn for a grace.
+
+Real inbox files in a fresh home. The prune behind a turn is bookkeeping: it
+never runs after a refused fsync (the entry stays, to be delivered again), it
+waits for the turn to end (so a quick turn is not slowed by the inbox lock and
+rewrite), and it runs anyway once the grace is over (so a long turn shows its
+message taken).
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from swarm.agent.transcript import Transcript
+from swarm.core.home import Home
+from swarm.core.mailbox import Mailbox
+from swarm.core.protocol import Member
+from swarm.core.teams import TeamStore
+from swarm.errors import StorageError
+from swarm.teammate.delivery import Delivery
+from tests.backends.helpers import retry_until
+
+
+def _setup(home: Home, tmp_path: Path, grace: float) -> tuple[Mailbox, Delivery]:
+    TeamStore(home).create("t")
+    TeamStore(home).add_member("t", Member(agent_id="w@t", name="w", is_active=True))
+    mailbox = Mailbox(home, "t")
+    mailbox.send("w", "ping", sender="team-lead")
+    return mailbox, Delivery(mailbox, "w", Transcript(tmp_path / "w.jsonl"), prune_grace=grace)
+
+
+def _texts(mailbox: Mailbox) -> list[str]:
+    return [e.text for e in mailbox.read("w")]
+
+
+def test_the_prune_waits_for_the_turn_to_end(home: Home, tmp_path: Path) -> None:
+    mailbox, delivery = _setup(home, tmp_path, grace=60)
+    batch = delivery.collect()
+    synced = threading.Event()
+    pruning = delivery.acknowledge_beside(batch, first=synced.set)
+    assert synced.wait(5)  # the fsync ran at once, on the delivery thread...
+    time.sleep(0.3)
+    assert _texts(mailbox) == ["ping"]  # ...the prune waits while the turn goes on
+    assert delivery.collect().seen == []  # a collect during the turn does not prune it a second time
+    pruning.wait()  # the turn is over
+    assert _texts(mailbox) == []
+
+
+def test_the_prune_runs_once_the_grace_is_over(home: Home, tmp_path: Path) -> None:
+    mailbox, delivery = _setup(home, tmp_path, grace=0.05)
+    pruning = delivery.acknowledge_beside(delivery.collect())
+    retry_until(lambda: _texts(mailbox) == [], 5, what="the prune after its grace, the turn still running")
+    pruning.wait()
+    assert _texts(mailbox) == []
+
+
+def test_a_refused_fsync_prunes_nothing(home: Home, tmp_path: Path) -> None:
+    mailbox, delivery = _setup(home, tmp_path, grace=0)
+
+    def refuse() -> None:
+        raise StorageError("cannot sync w.jsonl: the disk is full")
+
+    pruning = delivery.acknowledge_beside(delivery.collect(), first=refuse)
+    with pytest.raises(StorageError, match="disk is full"):
+        pruning.wait()
+    assert _texts(mailbox) == ["ping"]  # still there, to be delivered again
+    pruning.wait()  # the error is raised once
+    pruning.join()
+
+
+def _delivery_threads() -> int:
+    return [t.name for t in threading.enumerate()].count("swarm-delivery")
+
+
+def test_one_thread_serves_every_turn_and_ends_with_its_delivery(home: Home, tmp_path: Path) -> None:
+    mailbox, delivery = _setup(home, tmp_path, grace=0)
+    before = _delivery_threads()
+    delivery.acknowledge_beside(delivery.collect()).wait()
+    for n in range(5):
+        mailbox.send("w", f"ping {n}", sender="team-lead")
+        delivery.acknowledge_beside(delivery.collect()).wait()
+    assert _texts(mailbox) == []
+    assert _delivery_threads() == before + 1
+    del delivery
+    gc.collect()
+    retry_until(lambda: _delivery_threads() == before, 5, what="the dropped delivery's thread to end")
