@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from swarm.agent.conversation import Conversation
-from swarm.agent.loop import AgentSpec, AgentRun, run_agent
+from swarm.agent.loop import AgentRun, AgentSpec, run_agent
 from swarm.agent.tools import core_tools
 from swarm.agent.tools.base import ToolContext
 from swarm.agent.transcript import Transcript
