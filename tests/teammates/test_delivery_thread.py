@@ -87,19 +87,21 @@ def test_a_refused_fsync_prunes_nothing(home: Home, tmp_path: Path) -> None:
     pruning.join()
 
 
-def _delivery_threads() -> int:
-    return [t.name for t in threading.enumerate()].count("swarm-delivery")
+def _delivery_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name == "swarm-delivery"}
 
 
 def test_one_thread_serves_every_turn_and_ends_with_its_delivery(home: Home, tmp_path: Path) -> None:
     mailbox, delivery = _setup(home, tmp_path, grace=0)
-    before = _delivery_threads()
+    before = _delivery_threads()  # other tests' threads may end meanwhile: only this one's is followed
     delivery.acknowledge_beside(delivery.collect()).wait()
+    [thread] = _delivery_threads() - before
     for n in range(5):
         mailbox.send("w", f"ping {n}", sender="team-lead")
         delivery.acknowledge_beside(delivery.collect()).wait()
     assert _texts(mailbox) == []
-    assert _delivery_threads() == before + 1
+    assert _delivery_threads() - before == {thread}
     del delivery
     gc.collect()
-    retry_until(lambda: _delivery_threads() == before, 5, what="the dropped delivery's thread to end")
+    thread.join(5)
+    assert not thread.is_alive()  # the dropped delivery's thread ended

@@ -137,6 +137,7 @@ def test_recorded_message_is_not_run_twice_after_a_crash(home: Home, team: str, 
     start("worker", "ping again", allowed_tools=["Bash"])
     retry_until(lambda: "pong again from worker" in _lead_texts(home, team), 20, what="respawned worker to answer")
     assert runs.read_text() == "alpha\n"  # the recorded job did not run a second time
+    wait_status(home, team, "worker", "idle")  # the prune runs beside the turn; idle comes only after it
     assert Mailbox(home, team).read("worker") == []
 
 
