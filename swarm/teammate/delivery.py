@@ -10,15 +10,14 @@ twice. Nothing is pruned that is not durably in the transcript.
 
 Before a turn, the record's fsync and then the prune (the inbox's lock and a
 rewrite) run beside that turn, on the teammate's one delivery thread
-(``acknowledge_beside``). Meanwhile the teammate marks itself busy and the
-model starts; the turn's first tool waits for the fsync
-(``Conversation.make_durable``). The prune waits for the busy mark
-(``Pruning.allow``), and, being bookkeeping, it yields to the turn: it waits
-until the turn is over or ``PRUNE_GRACE`` has passed, whichever comes first (a
-quick turn is not slowed by it; a long one shows its message taken within the
-grace). The teammate waits for the prune before it may look idle, so "idle and
-an empty inbox" still means done. The order is the one inline code would
-have: nothing is pruned, and nothing acted on, before its record is on disk.
+(``acknowledge_beside``): the model starts at once, and the turn's first tool
+waits for the fsync (``Conversation.make_durable``). The prune is bookkeeping,
+so it yields to the turn: it waits until the turn is over or ``PRUNE_GRACE``
+has passed, whichever comes first (a quick turn is not slowed by it, and a long
+one shows its message taken within the grace). The teammate waits for it before
+it may look idle, so "idle and an empty inbox" still means done. The order is
+the one inline code would have: nothing is pruned, and nothing acted on,
+before its record is on disk.
 """
 
 from __future__ import annotations
@@ -60,27 +59,21 @@ class Pruning:
         self._sync = sync
         self._prune = prune
         self._grace = grace
-        self._allowed = threading.Event()
         self._turn_over = threading.Event()
         self._done = threading.Event()
         self._error: BaseException | None = None
 
     def run(self) -> None:
-        """The fsync, then (once allowed, and the turn over or the grace past) the prune; a failed fsync prunes nothing."""
+        """The fsync, then (once the turn is over, or after the grace) the prune; a failed fsync prunes nothing."""
         try:
             if self._sync is not None:
                 self._sync()
-            self._allowed.wait()
             self._turn_over.wait(self._grace)
             self._prune()
         except BaseException as exc:  # handed to whoever waits: a failed prune fails the teammate, as inline
             self._error = exc
         finally:
             self._done.set()
-
-    def allow(self) -> None:
-        """The prune may run from now on (the teammate shows busy, so its emptied inbox will not look done)."""
-        self._allowed.set()
 
     def wait(self) -> None:
         """The turn is over: until the prune is done; then the error of the step that failed, if any (raised once)."""
@@ -91,7 +84,6 @@ class Pruning:
 
     def join(self) -> None:
         """As ``wait``, an error left unraised (another exception is on its way)."""
-        self._allowed.set()
         self._turn_over.set()
         self._done.wait()
 

@@ -141,6 +141,7 @@ class TeammateSession:
                 if not batch.seen:
                     watcher.wait(IDLE_WAIT)  # then the collect above reads the inbox: no read of its own here
                     continue
+                self.lifecycle.busy(self.usage)  # before the inbox is pruned: "idle + empty inbox" means done
                 self._deliver(batch)
                 self.lifecycle.idle(self.usage)
             return 0
@@ -171,7 +172,6 @@ class TeammateSession:
         """Take what is new in the inbox into the conversation (durably, then prune) and answer it."""
         texts = self._admit(batch.entries)
         if not texts:
-            self.lifecycle.busy(self.usage)  # before the inbox is pruned: "idle + empty inbox" means done
             self.transcript.delivered(batch.keys)
             self.lead.took(batch.keys)
             self.delivery.acknowledge(batch)
@@ -181,8 +181,6 @@ class TeammateSession:
             self.lead.took(batch.keys)
             pruning = self.delivery.acknowledge_beside(batch, first=owed.settle if owed else None)
             try:
-                self.lifecycle.busy(self.usage)  # while the fsync runs; the prune waits for it...
-                pruning.allow()
                 self._turn(before_idle=pruning.wait)  # ...and nobody may see this teammate idle before the prune
             finally:
                 pruning.join()

@@ -1,8 +1,8 @@
-"""The delivery thread: the record's fsync first, then the prune, once allowed, yielding to the turn for a grace.
+"""The delivery thread: the record's fsync first, then the prune, which yields to the turn for a grace.
 
 Real inbox files in a fresh home. The prune behind a turn is bookkeeping: it
-never runs after a refused fsync (the entry stays, to be delivered again) nor
-before the teammate shows busy (``allow``), it waits for the turn to end (so a quick turn is not slowed by the inbox lock and
+never runs after a refused fsync (the entry stays, to be delivered again), it
+waits for the turn to end (so a quick turn is not slowed by the inbox lock and
 rewrite), and it runs anyway once the grace is over (so a long turn shows its
 message taken).
 """
@@ -43,7 +43,6 @@ def test_the_prune_waits_for_the_turn_to_end(home: Home, tmp_path: Path) -> None
     batch = delivery.collect()
     synced = threading.Event()
     pruning = delivery.acknowledge_beside(batch, first=synced.set)
-    pruning.allow()
     assert synced.wait(5)  # the fsync ran at once, on the delivery thread...
     time.sleep(0.3)
     assert _texts(mailbox) == ["ping"]  # ...the prune waits while the turn goes on
@@ -55,22 +54,9 @@ def test_the_prune_waits_for_the_turn_to_end(home: Home, tmp_path: Path) -> None
 def test_the_prune_runs_once_the_grace_is_over(home: Home, tmp_path: Path) -> None:
     mailbox, delivery = _setup(home, tmp_path, grace=0.05)
     pruning = delivery.acknowledge_beside(delivery.collect())
-    pruning.allow()
     retry_until(lambda: _texts(mailbox) == [], 5, what="the prune after its grace, the turn still running")
     pruning.wait()
     assert _texts(mailbox) == []
-
-
-def test_the_prune_waits_for_the_busy_mark_whatever_the_grace(home: Home, tmp_path: Path) -> None:
-    mailbox, delivery = _setup(home, tmp_path, grace=0)
-    synced = threading.Event()
-    pruning = delivery.acknowledge_beside(delivery.collect(), first=synced.set)
-    assert synced.wait(5)
-    time.sleep(0.3)
-    assert _texts(mailbox) == ["ping"]  # not allowed yet: the teammate may still read idle
-    pruning.allow()
-    retry_until(lambda: _texts(mailbox) == [], 5, what="the prune once allowed")
-    pruning.wait()
 
 
 def test_a_refused_fsync_prunes_nothing(home: Home, tmp_path: Path) -> None:
