@@ -64,12 +64,12 @@ class Transcript:
         if msg_ids:
             self._append({"kind": "delivered", "msg_ids": msg_ids}, durable=True)
 
-    def event(self, name: str, **fields: Any) -> None:
-        """Record event ``name``; ``fields`` may not use the record's own keys (``kind``, ``event``, ``ts``)."""
+    def event(self, name: str, *, durable: bool = False, **fields: Any) -> None:
+        """Record event ``name`` (fsynced if ``durable``); ``fields`` may not use the record's own keys."""
         clash = {"kind", "event", "ts"} & set(fields)
         if clash:
             raise ValueError(f"transcript event fields may not be named {sorted(clash)}")
-        self._append({"kind": "event", "event": name, **fields})
+        self._append({"kind": "event", "event": name, **fields}, durable=durable)
 
     def records(self) -> list[dict[str, Any]]:
         return read_records(self.path)

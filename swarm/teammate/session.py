@@ -27,6 +27,7 @@ from swarm.agent.loop import AgentSpec, Arrivals, RunningAgent, run_agent
 from swarm.agent.memory import with_memory
 from swarm.agent.permissions.settings import settings_rules
 from swarm.agent.read_only import read_only_gate
+from swarm.agent.skills.slash import parse_slash
 from swarm.agent.toolpool import spawnable_types
 from swarm.agent.tools.base import ToolContext
 from swarm.agent.tools.skill_tool import expand_slash
@@ -41,7 +42,7 @@ from swarm.core.frames import (
     entry_frame,
 )
 from swarm.core.home import Home
-from swarm.core.mailbox import Mailbox
+from swarm.core.mailbox import Mailbox, delivery_key
 from swarm.core.names import LEAD_NAME
 from swarm.core.protocol import InboxEntry
 from swarm.core.signing import LeadVerifier, VerifyKey
@@ -67,6 +68,9 @@ class Terminated(BaseException):
 
 PLAN_NOTE = ("You start in plan mode: explore with read-only tools, then submit a plan with ExitPlanMode. "
              "You may edit files only after the lead approves it.")
+
+FORK_CUT_SHORT = ("[interrupted: this command's forked skill was started once already and was cut short when "
+                  "this teammate stopped; it was not run again. Check what it did before running it again.]")
 
 CHILD_GRACE = 1.0
 """Seconds the teammate's leftover child processes get after SIGTERM when it exits."""
@@ -208,14 +212,28 @@ class TeammateSession:
                 continue
             verified = entry.sender != LEAD_NAME or self.lead.verified(entry)
             if isinstance(frame, str) and entry.sender == LEAD_NAME and verified and frame.lstrip().startswith("/"):
-                entry = entry.model_copy(update={"text": self._slash(frame)})  # a person's /skill command
+                entry = entry.model_copy(update={"text": self._slash(entry, frame)})  # a person's /skill command
             texts.append(wrap(entry, verified=verified))
         return texts
 
-    def _slash(self, text: str) -> str:
+    def _slash(self, entry: InboxEntry, text: str) -> str:
+        """``text`` with its ``/skill`` commands expanded; a forked skill's run is started at most once per entry.
+
+        A fork acts (its subagent runs tools) before the entry is recorded as
+        delivered, so a teammate stopped mid-fork finds the entry again. The
+        durable ``slash_fork`` event, written before the fork starts, makes
+        that second delivery say the fork was cut short instead of running it
+        again (as a tool call cut short is answered with an "interrupted" error).
+        """
         def note(message: str) -> None:
             log.warning("%s", message)
 
+        expansion = parse_slash(text, self.catalogs.skills)
+        if expansion is not None and expansion.forks:
+            key = delivery_key(entry)
+            if any(event.get("key") == key for event in self.transcript.events("slash_fork")):
+                return f"{text}\n\n{FORK_CUT_SHORT}"
+            self.transcript.event("slash_fork", durable=True, key=key, skills=[s.name for s in expansion.skills])
         self.ctx.running = RunningAgent(self.spec, self.conversation)  # a fork is linked from this transcript
         return expand_slash(text, self.catalogs.skills, self.ctx, note)
 

@@ -39,6 +39,11 @@ class SlashExpansion:
     unknown: tuple[str, ...]
     """The ``/name`` that stopped expansion without naming a user-invocable skill (at most one), for a note."""
 
+    @property
+    def forks(self) -> bool:
+        """Expanding runs a subagent (a ``context: fork`` skill): it acts, so it must not run twice."""
+        return any(skill.context == "fork" for skill in self.skills)
+
 
 def parse_slash(prompt: str, catalog: SkillCatalog) -> SlashExpansion | None:
     """The slash commands ``prompt`` starts with (see the module docstring); None when it does not start with one."""
