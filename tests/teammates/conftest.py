@@ -104,6 +104,11 @@ def wait_status(home: Home, team: str, name: str, status: str, timeout: float = 
     retry_until(check, timeout, what=f"{name} to be {status}")
 
 
+def lead_texts(home: Home, team: str) -> list[str]:
+    """The text of every entry in the lead's inbox, oldest first."""
+    return [e.text for e in Mailbox(home, team).read("team-lead")]
+
+
 def idle_results(home: Home, team: str, name: str) -> list[str | None]:
     """The ``result`` of each idle notification ``name`` sent the lead, oldest first (one per finished turn)."""
     frames = [entry_frame(e) for e in Mailbox(home, team).read("team-lead")]

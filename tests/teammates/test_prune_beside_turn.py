@@ -18,11 +18,7 @@ from swarm.core.mailbox import Mailbox
 from swarm.core.protocol import Member
 from swarm.core.teams import TeamStore
 from tests.backends.helpers import retry_until
-from tests.teammates.conftest import wait_status
-
-
-def _lead_texts(home: Home, team: str) -> list[str]:
-    return [e.text for e in Mailbox(home, team).read("team-lead")]
+from tests.teammates.conftest import lead_texts, wait_status
 
 
 def _status(home: Home, team: str) -> str | None:
@@ -33,7 +29,7 @@ def _status(home: Home, team: str) -> str | None:
 def test_a_turn_answers_while_its_prune_waits_and_idle_comes_only_after_it(
         home: Home, team: str, start: Callable[..., Member]) -> None:
     start("w", prompt="ping first")
-    retry_until(lambda: "pong first from w" in _lead_texts(home, team), 30, what="the first answer")
+    retry_until(lambda: "pong first from w" in lead_texts(home, team), 30, what="the first answer")
     wait_status(home, team, "w", "idle")
     mailbox = Mailbox(home, team)
     inbox = home.inbox_path(team, "w")
@@ -43,7 +39,7 @@ def test_a_turn_answers_while_its_prune_waits_and_idle_comes_only_after_it(
         with lock_of(inbox, timeout=10):
             if not any(e.text == f"ping {token}" for e in mailbox.read("w")):
                 continue  # the prune was first: nothing to show with this one
-            retry_until(lambda t=token: f"pong {t} from w" in _lead_texts(home, team), 10,
+            retry_until(lambda t=token: f"pong {t} from w" in lead_texts(home, team), 10,
                         what="the answer, while the prune waits for the lock")
             for _ in range(10):  # the turn is over, its prune is not: still busy
                 assert _status(home, team) == "busy"

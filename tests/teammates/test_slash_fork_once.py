@@ -24,25 +24,7 @@ from swarm.core.mailbox import Mailbox
 from swarm.core.protocol import Member
 from swarm.teammate.session import FORK_CUT_SHORT
 from tests.backends.helpers import retry_until
-
-BOOK = r"""
-[[rules]]
-name = "ping"
-match = 'ping (?P<tok>\w+)'
-[[rules.steps]]
-tool_calls = [{ name = "SendMessage", input = { to = "team-lead", message = "pong {tok} from {agent_name}", summary = "pong" } }]
-[[rules.steps]]
-text = "answered ping {tok}"
-
-[[rules]]
-name = "the forked skill's body"
-match = 'Run the slow job (?P<tok>\w+)'
-tool_calls = [{ name = "Bash", input = { command = "echo {tok} >> forks.txt; sleep 60" } }]
-"""
-
-
-def _lead_texts(home: Home, team: str) -> list[str]:
-    return [e.text for e in Mailbox(home, team).read("team-lead")]
+from tests.teammates.conftest import lead_texts
 
 
 def _kill_hard(pid: int) -> None:
@@ -54,22 +36,20 @@ def _kill_hard(pid: int) -> None:
 
 
 def test_a_forked_slash_command_cut_short_by_a_kill_is_not_run_again(
-        home: Home, team: str, tmp_path: Path, workdir: Path, start: Callable[..., Member]) -> None:
+        home: Home, team: str, workdir: Path, start: Callable[..., Member]) -> None:
     folder = workdir / ".claude" / "skills" / "slowjob"
     folder.mkdir(parents=True)
     (folder / "SKILL.md").write_text("---\ndescription: runs the slow job\ncontext: fork\n---\nRun the slow job $0.\n")
-    book = tmp_path / "book.toml"
-    book.write_text(BOOK)
-    forks = workdir / "forks.txt"
-    member = start("w", "/slowjob alpha", book=book, allowed_tools=["Bash"])
+    forks = workdir / "runs.txt"  # the playbook's "slow job" rule: echo alpha >> runs.txt; sleep 30
+    member = start("w", "/slowjob alpha", allowed_tools=["Bash"])
     retry_until(lambda: forks.exists() and forks.read_text() == "alpha\n", 20, what="the fork's command to start")
     assert member.pid is not None
     _kill_hard(member.pid)
     retry_until(lambda: not is_pid_alive(member.pid or 0), 10, what="the teammate gone")
     assert any("/slowjob alpha" in e.text for e in Mailbox(home, team).read("w"))  # never recorded: still there
 
-    start("w", "ping again", book=book, allowed_tools=["Bash"])
-    retry_until(lambda: "pong again from w" in _lead_texts(home, team), 30, what="the new process to answer")
+    start("w", "ping again", allowed_tools=["Bash"])
+    retry_until(lambda: "pong again from w" in lead_texts(home, team), 30, what="the new process to answer")
     assert forks.read_text() == "alpha\n"  # the fork did not run a second time
     transcript = Transcript(home.transcript_path(team, "w"))
     told = [m.text() for m in transcript.messages() if m.role == "user" and FORK_CUT_SHORT in m.text()]
