@@ -136,12 +136,12 @@ class Delivery:
         """The delivery thread's queue; the thread starts with the first job and ends with this object."""
         if self._jobs is None:
             self._jobs = queue.SimpleQueue()
-            threading.Thread(target=_serve, args=(self._jobs,), name="swarm-delivery", daemon=True).start()
+            threading.Thread(target=_run_jobs, args=(self._jobs,), name="swarm-delivery", daemon=True).start()
             weakref.finalize(self, self._jobs.put, None)
         return self._jobs
 
 
-def _serve(jobs: queue.SimpleQueue[Pruning | None]) -> None:
+def _run_jobs(jobs: queue.SimpleQueue[Pruning | None]) -> None:
     """Run jobs in order until the ``None`` that ``Delivery`` sends when it is dropped."""
     while True:
         job = jobs.get()

@@ -46,7 +46,8 @@ class GatedTranscript(Transcript):
         super().sync()
 
 
-def _start(tmp_path: Path, transcript: GatedTranscript, claude: AnthropicProvider) -> tuple[threading.Thread, dict]:
+def _run_in_thread(tmp_path: Path, transcript: GatedTranscript,
+                   claude: AnthropicProvider) -> tuple[threading.Thread, dict]:
     conversation = Conversation(transcript=transcript)
     owed = conversation.add(Message.user_text("make the marker"), delivered=["msg-1"], sync_later=True)
     assert owed is not None
@@ -68,7 +69,7 @@ def test_the_first_tool_waits_for_the_delivery_fsync(tmp_path: Path, api: FakeAn
                                                     claude: AnthropicProvider) -> None:
     api.enqueue(tool_use_reply("Bash", {"command": "touch marker"}, tool_id="toolu_1"), text_reply("made it"))
     transcript = GatedTranscript(tmp_path / "t.jsonl")
-    thread, outcome = _start(tmp_path, transcript, claude)
+    thread, outcome = _run_in_thread(tmp_path, transcript, claude)
     retry_until(lambda: transcript.syncs == 1, 10, what="the loop settling the fsync before the tool")
     assert len(api.requests) == 1  # the model was asked while the fsync was still owed...
     thread.join(0.3)
@@ -88,7 +89,7 @@ def test_a_refused_fsync_runs_no_tool(tmp_path: Path, api: FakeAnthropicServer,
                                      claude: AnthropicProvider) -> None:
     api.enqueue(tool_use_reply("Bash", {"command": "touch marker"}, tool_id="toolu_1"), text_reply("made it"))
     transcript = GatedTranscript(tmp_path / "t.jsonl", failure="disk full")
-    thread, outcome = _start(tmp_path, transcript, claude)
+    thread, outcome = _run_in_thread(tmp_path, transcript, claude)
     thread.join(30)
     assert isinstance(outcome.get("error"), StorageError)
     assert not (tmp_path / "marker").exists()
