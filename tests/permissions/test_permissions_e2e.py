@@ -21,6 +21,7 @@ from swarm.core.teams import TeamStore
 from swarm.runtime.desk import apply_policy, approve, deny, pending
 from tests.backends.helpers import retry_until
 from tests.permissions.conftest import tool_results
+from tests.teammates.conftest import idle_results
 
 
 def _one_pending(home: Home, team: str, agent: str | None = None, timeout: float = 15) -> PermissionEvent:
@@ -88,6 +89,9 @@ def test_always_adds_the_rule_so_the_next_call_does_not_ask(home: Home, team: st
     member = TeamStore(home).get(team).member("w")
     assert member is not None and member.allowed_tools == ["Bash(touch:*)"]
     retry_until(lambda: (workdir / "one.txt").exists(), 10)
+    # after the turn: sent while the touch's shell is still exiting, it would reach the model with the tool's
+    # result, and the offline model finishes the rule in play ("ran it") rather than start another
+    retry_until(lambda: idle_results(home, team, "w") == ["ran it"], 10, what="the first turn to end")
     Mailbox(home, team).send("w", "run touch two.txt", sender="team-lead")
     retry_until(lambda: (workdir / "two.txt").exists(), 10, what="the second call to run without asking")
     requests = [e for e in PermissionLog(home, team).events() if e.event == "request"]
