@@ -27,7 +27,7 @@ from swarm.agent.loop import AgentSpec, Arrivals, RunningAgent, run_agent
 from swarm.agent.memory import with_memory
 from swarm.agent.permissions.settings import settings_rules
 from swarm.agent.read_only import read_only_gate
-from swarm.agent.skills.slash import parse_slash
+from swarm.agent.skills import parse_slash
 from swarm.agent.toolpool import spawnable_types
 from swarm.agent.tools.base import ToolContext
 from swarm.agent.tools.skill_tool import expand_slash
@@ -229,13 +229,15 @@ class TeammateSession:
             log.warning("%s", message)
 
         expansion = parse_slash(text, self.catalogs.skills)
-        if expansion is not None and expansion.forks:
+        if expansion is None:
+            return text
+        if expansion.forks:
             key = delivery_key(entry)
             if any(event.get("key") == key for event in self.transcript.events("slash_fork")):
                 return f"{text}\n\n{FORK_CUT_SHORT}"
             self.transcript.event("slash_fork", durable=True, key=key, skills=[s.name for s in expansion.skills])
         self.ctx.running = RunningAgent(self.spec, self.conversation)  # a fork is linked from this transcript
-        return expand_slash(text, self.catalogs.skills, self.ctx, note)
+        return expand_slash(text, self.catalogs.skills, self.ctx, note, parsed=expansion)
 
     def _inbound(self) -> Arrivals:
         """Messages that arrived during a turn, for the next model call (pruned once recorded)."""

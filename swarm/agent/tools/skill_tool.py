@@ -31,6 +31,7 @@ from pydantic import Field
 from swarm.agent.skills import (
     Skill,
     SkillCatalog,
+    SlashExpansion,
     catalog_text,
     parse_slash,
     render_skill,
@@ -93,14 +94,15 @@ def run_forked_skill(skill: Skill, args: str, ctx: ToolContext) -> str:
 
 
 def expand_slash(prompt: str, catalog: SkillCatalog, ctx: ToolContext,
-                 note: Callable[[str], None] = lambda _: None) -> str:
+                 note: Callable[[str], None] = lambda _: None, *, parsed: SlashExpansion | None = None) -> str:
     """A prompt that starts with ``/skill`` commands, expanded before the model sees it (slash commands).
 
     Each skill's body (with the shared arguments and its base directory) in
     order, or for a ``context: fork`` skill its subagent's framed answer. A
     ``/name`` that is no user-invocable skill stays text, and ``note`` hears of it.
+    ``parsed``: ``parse_slash(prompt, catalog)``, when the caller has it already.
     """
-    expansion = parse_slash(prompt, catalog)
+    expansion = parsed if parsed is not None else parse_slash(prompt, catalog)
     if expansion is None:
         return prompt
     for name in expansion.unknown:
