@@ -112,8 +112,8 @@ class Delivery:
         if batch.seen:
             self._mailbox.acknowledge(self._agent, batch.seen)
 
-    def acknowledge_beside(self, batch: Batch, first: Callable[[], None] | None = None) -> Pruning:
-        """``first`` (the record's fsync), then ``acknowledge``, on the delivery thread; ``wait`` when the turn is over.
+    def acknowledge_beside(self, batch: Batch, sync: Callable[[], None] | None = None) -> Pruning:
+        """``sync`` (the record's fsync), then ``acknowledge``, on the delivery thread; ``wait`` when the turn is over.
 
         The inbox lock excludes other threads of this process too (``core.flock``),
         so a send to this teammate or a prune by the turn waits for this one.
@@ -128,7 +128,7 @@ class Delivery:
             finally:
                 self._pruning.difference_update(keys)
 
-        pruning = Pruning(first, prune, self.prune_grace)
+        pruning = Pruning(sync, prune, self.prune_grace)
         self._thread_queue().put(pruning)
         return pruning
 

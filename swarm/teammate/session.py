@@ -183,7 +183,7 @@ class TeammateSession:
             owed = self.conversation.add(self._user_message(batch_texts(texts)), delivered=batch.keys,
                                          sync_later=True)
             self.lead.took(batch.keys)
-            pruning = self.delivery.acknowledge_beside(batch, first=owed.settle if owed else None)
+            pruning = self.delivery.acknowledge_beside(batch, sync=owed.settle if owed else None)
             try:
                 self._turn(before_idle=pruning.wait)  # ...and nobody may see this teammate idle before the prune
             finally:

@@ -42,7 +42,7 @@ def test_the_prune_waits_for_the_turn_to_end(home: Home, tmp_path: Path) -> None
     mailbox, delivery = _setup(home, tmp_path, grace=60)
     batch = delivery.collect()
     synced = threading.Event()
-    pruning = delivery.acknowledge_beside(batch, first=synced.set)
+    pruning = delivery.acknowledge_beside(batch, sync=synced.set)
     assert synced.wait(5)  # the fsync ran at once, on the delivery thread...
     time.sleep(0.3)
     assert _texts(mailbox) == ["ping"]  # ...the prune waits while the turn goes on
@@ -65,7 +65,7 @@ def test_a_refused_fsync_prunes_nothing(home: Home, tmp_path: Path) -> None:
     def refuse() -> None:
         raise StorageError("cannot sync w.jsonl: the disk is full")
 
-    pruning = delivery.acknowledge_beside(delivery.collect(), first=refuse)
+    pruning = delivery.acknowledge_beside(delivery.collect(), sync=refuse)
     with pytest.raises(StorageError, match="disk is full"):
         pruning.wait()
     assert _texts(mailbox) == ["ping"]  # still there, to be delivered again
