@@ -80,6 +80,7 @@ from swarm.core.mailbox import Mailbox
 from swarm.core.names import LEAD_NAME
 from swarm.core.teams import TeamStore
 from swarm.runtime.spawn import SpawnRequest, spawn
+from swarm.teammate.served import teammate_processes
 
 # -- targets ---------------------------------------------------------------------------
 
@@ -168,14 +169,8 @@ def spawn_env(home_root: Path) -> dict[str, str]:
 
 
 def teammate_procs(home: Home) -> list[psutil.Process]:
-    """Live (non-zombie) ``-m swarm.teammate`` processes of this home."""
-    found = []
-    for proc in psutil.process_iter(["cmdline", "status"]):
-        cmd = proc.info.get("cmdline") or []
-        if (cmd[1:3] == ["-m", "swarm.teammate"] and str(home.root) in cmd
-                and proc.info.get("status") != psutil.STATUS_ZOMBIE):
-            found.append(proc)
-    return found
+    """Live teammate processes of this home: launchers, forked workers and unserved teammates."""
+    return teammate_processes(str(home.root))
 
 
 def baseline_marker_procs(run_id: str) -> list[psutil.Process]:

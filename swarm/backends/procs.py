@@ -29,7 +29,7 @@ import os
 import shutil
 import signal
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import psutil
@@ -239,8 +239,11 @@ def _unique(procs: Iterable[psutil.Process]) -> list[psutil.Process]:
     return list(seen.values())
 
 
-def _targets(pid: int | None, create_time: float | None, token: str | None) -> tuple[set[int], list[psutil.Process]]:
+def _targets(pid: int | None, create_time: float | None, token: str | None,
+             also: Sequence[tuple[int, float | None]] = ()) -> tuple[set[int], list[psutil.Process]]:
     tree = _collect_tree(pid, create_time) if pid is not None else []
+    for other, started in also:
+        tree += _collect_tree(other, started)
     marked = tagged(token) if token else []
     groups = _led_groups([*tree, *marked])
     if pid is not None and not tree and process_create_time(pid) is None:
@@ -250,21 +253,24 @@ def _targets(pid: int | None, create_time: float | None, token: str | None) -> t
     return groups, _unique([*tree, *marked, *_group_members(groups)])
 
 
-def kill_tree(pid: int | None, grace: float, create_time: float | None = None, *, token: str | None = None) -> None:
+def kill_tree(pid: int | None, grace: float, create_time: float | None = None, *, token: str | None = None,
+              also: Sequence[tuple[int, float | None]] = ()) -> None:
     """SIGTERM ``pid``, its descendants, their groups and sessions, and every process carrying ``token``;
     SIGKILL the survivors after ``grace`` s. The one way swarm stops processes.
 
     ``create_time`` is the start time recorded with ``pid``: a pid that now
     belongs to a process started at another time is not signalled (its
     token-tagged processes still are). None only for a pid the caller holds
-    as its own unreaped child. Safe to call on what is already gone, and twice.
+    as its own unreaped child. ``also``: more (pid, create time) roots stopped
+    the same way (a forked teammate's worker beside its launcher). Safe to
+    call on what is already gone, and twice.
     """
-    groups, targets = _targets(pid, create_time, token)
+    groups, targets = _targets(pid, create_time, token, also)
     if not targets and not groups:
         return
     _signal_all(groups, targets, signal.SIGTERM)
     survivors = _wait_gone(targets, grace)
-    late = _targets(pid, create_time, token)[1] if token else []  # forked during the grace period
+    late = _targets(pid, create_time, token, also)[1] if token else []  # forked during the grace period
     survivors = _unique([*survivors, *(p for p in late if not _is_gone(p))])
     if survivors:
         log.info(

@@ -32,6 +32,8 @@ from __future__ import annotations
 import os
 import sys
 
+from swarm.teammate import TEAMMATE
+
 TYPE_CHECKING = False  # not ``typing.TYPE_CHECKING``: importing typing costs this path ~4 ms
 if TYPE_CHECKING:
     from pathlib import Path
@@ -49,20 +51,33 @@ FORWARDED_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT")
 
 def main() -> None:
     args = sys.argv[1:]
-    if args and args[0] in SERVED and os.environ.get(SWITCH, "1") != "0":
+    teammate = bool(args) and args[0] == TEAMMATE
+    if args and (teammate or args[0] in SERVED) and os.environ.get(SWITCH, "1") != "0":
         try:
-            status = _served()
+            status = _served(teammate)
         except KeyboardInterrupt:  # before the child was told to go: nothing ran
             os.write(2, b"swarm: error: interrupted\n")
             status = 130
         if status is not None:
             sys.exit(status)
+    if teammate:
+        _teammate_here(args[1:])
     from swarm.cli.main import main as run_here
 
     run_here()
 
 
-def _served() -> int | None:
+def _teammate_here(args: list[str]) -> None:
+    """Be the teammate: no server answered (or it is off), so this process imports and runs it."""
+    from swarm.startup import hold_collector
+
+    hold_collector()  # as ``python -m swarm.teammate`` does: start-up objects are kept for good
+    from swarm.teammate.__main__ import main as teammate
+
+    sys.exit(teammate(args))
+
+
+def _served(teammate: bool = False) -> int | None:
     """The served command's exit status, or None when it must run here (nothing ran elsewhere)."""
     import socket
 
@@ -95,19 +110,20 @@ def _served() -> int | None:
             conn.sendall(b"G")
         except (OSError, ValueError):
             return None  # before "go": the child, if any, ends without running
-        return _status(reply)
+        return _status(reply, teammate)
     finally:
         conn.close()
 
 
-def _status(reply: BinaryIO) -> int:
+def _status(reply: BinaryIO, teammate: bool) -> int:
     try:
         line = reply.readline()
     except OSError:
         line = b""
     if line.startswith(b"X"):
         return int(line[1:])
-    os.write(2, b"swarm: error: the command's process ended without an exit status (killed?); "
+    os.write(2, b"swarm: error: the teammate's process was killed; `swarm status` shows the team\n" if teammate else
+                b"swarm: error: the command's process ended without an exit status (killed?); "
                 b"check the result, e.g. `swarm inbox`\n")
     return 1
 
@@ -139,20 +155,32 @@ def _umask() -> int:
 
 
 def _start_server(root: Path) -> None:
-    """Start the home's CLI server for the next call, detached; one that finds a live server exits at once."""
+    """Start the home's CLI server for the next call; one that finds a live server exits at once.
+
+    Detached twice over: in a session of its own, and no descendant of this
+    process (a short-lived child starts it and exits), so stopping a
+    teammate's launcher, which stops its descendants, never stops the server.
+    """
     if not os.path.isdir(root):
         return  # no home yet (or a typo): a server would make one
-    import subprocess
-
     from swarm.runtime.env import without_caller
 
     env = without_caller(os.environ)  # it serves every caller: none's token or team
+    argv = [sys.executable, "-P", "-m", "swarm.cli.forkserver", os.fspath(root)]
+    null = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
     try:
-        subprocess.Popen([sys.executable, "-P", "-m", "swarm.cli.forkserver", os.fspath(root)],
-                         env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+        child = os.fork()
+        if child == 0:
+            try:
+                os.posix_spawn(sys.executable, argv, env, setsid=True,
+                               file_actions=[(os.POSIX_SPAWN_DUP2, null, fd) for fd in (0, 1, 2)])
+            finally:
+                os._exit(0)
+        os.waitpid(child, 0)
     except OSError:
         pass  # no server: every call runs here, as before
+    finally:
+        os.close(null)
 
 
 if __name__ == "__main__":

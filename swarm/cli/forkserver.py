@@ -43,6 +43,7 @@ from typing import NoReturn
 from swarm.cli.entry import MAGIC, SERVED, package_dir
 from swarm.core.home import Home, ensure_dir
 from swarm.startup import hold_collector, settle
+from swarm.teammate import TEAMMATE
 
 IDLE_SECONDS = 300.0
 """How long a server with nothing to do stays; ``SWARM_CLI_SERVER_IDLE`` overrides (tests)."""
@@ -212,13 +213,16 @@ class Server:
                 os._exit(1)  # the client gave up before "go": it runs the command itself
             conn.settimeout(None)
             _take_over(request, fds)
-            import swarm.cli.main
+            if request.argv[1:2] == [TEAMMATE]:
+                status = _teammate(conn)
+            else:
+                import swarm.cli.main
 
-            try:
-                swarm.cli.main.main()
-                status = 0
-            except SystemExit as exc:
-                status = _exit_status(exc)
+                try:
+                    swarm.cli.main.main()
+                    status = 0
+                except SystemExit as exc:
+                    status = _exit_status(exc)
         except BaseException:
             traceback.print_exc()
         finally:
@@ -232,6 +236,14 @@ class Server:
             except OSError:
                 pass
             os._exit(status)
+
+
+def _teammate(conn: socket.socket) -> int:
+    """Become the teammate the client launches, tied to that launcher's life (``swarm.teammate.served``)."""
+    from swarm.teammate.__main__ import main
+    from swarm.teammate.served import Launcher
+
+    return main(sys.argv[2:], launcher=Launcher.of(conn))
 
 
 def _take_over(request: Request, fds: list[int]) -> None:
@@ -315,7 +327,9 @@ def _listen(path: Path) -> socket.socket:
 
     So a socket file at ``path`` always answers: a client never meets one that
     refuses (and runs its command itself, starting a second server) while this
-    one starts. The caller holds the lock, so whatever is at ``path`` is a dead server's.
+    one starts; one that connects while the server still imports waits in the
+    backlog (a burst of teammates is served, not each importing on its own).
+    The caller holds the lock, so whatever is at ``path`` is a dead server's.
     """
     temp = path.with_name(f"{path.name}.{os.getpid()}")
     try:
@@ -334,7 +348,7 @@ def _listen(path: Path) -> socket.socket:
 
 
 def _warm() -> None:
-    """Import the CLI and every served command's modules, as a served child would."""
+    """Import the CLI, every served command's modules and a teammate's, as a served child would."""
     from swarm.cli.main import COMMANDS
     from swarm.core.frames import build_frames
     from swarm.core.protocol import build_models
@@ -342,6 +356,7 @@ def _warm() -> None:
     for name in sorted(SERVED):
         module, _, attr = COMMANDS[name].partition(":")
         getattr(importlib.import_module(module), attr)
+    importlib.import_module("swarm.teammate.__main__")
     build_models()
     build_frames()
     "".encode("utf-16-le")  # a codec the lead's signature uses, found late otherwise
@@ -364,6 +379,7 @@ def serve(root: Path, idle: float) -> int:
     log_fd = os.open(home.cli_log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     os.dup2(log_fd, 2)
     os.close(log_fd)
+    listener = _listen(home.cli_socket_path)  # before the imports: who connects meanwhile waits, not re-imports
     hold_collector()
     _warm()
     settle()
@@ -371,7 +387,6 @@ def serve(root: Path, idle: float) -> int:
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda signum, frame: None)  # wakes the select through the pipe
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
-    listener = _listen(home.cli_socket_path)
     server = Server(home=home, idle=idle, listener=listener, inode=os.stat(home.cli_socket_path).st_ino,
                     lock_fd=lock_fd, wakeup=(wake_r, wake_w), code=code_state())
     try:

@@ -82,6 +82,10 @@ class Member(CamelWire):
     # swarm additions (Claude Code ignores them):
     proc_start: float | None = None
     """The teammate process's create time, to tell a live pid from a reused one."""
+    worker_pid: int | None = None
+    """A teammate forked from the CLI server: its own pid; ``pid`` is then its launcher's (``teammate.served``)."""
+    worker_start: float | None = None
+    """``worker_pid``'s create time."""
     proc_token: str | None = None
     """Unique token in the teammate's environment (``SWARM_PROC_TOKEN``); every process carrying it is the teammate's."""
     stop_notice: str | None = None

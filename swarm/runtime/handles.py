@@ -2,7 +2,9 @@
 
 A member entry records the teammate's pid with its create time (``proc_start``)
 and a token (``proc_token``) that every process it started carries in its
-environment. Both checks go through ``swarm.backends.procs``: ``is_pid_alive``
+environment; a teammate forked from the CLI server also its worker's
+(``worker_pid``: ``swarm.teammate.served``), stopped with its launcher.
+Both checks go through ``swarm.backends.procs``: ``is_pid_alive``
 (a reused pid is not the teammate) and ``kill_tree`` (the teammate, its
 descendants, and every process carrying its token — also after the teammate
 itself was SIGKILLed and its children were reparented away).
@@ -124,7 +126,7 @@ def stop_processes(member: Member, backends: Backends, grace: float) -> None:
         log.info("stopped a Claude Code teammate", extra={"agent": member.name,
                                                            "done": backends.claude.stop(member, grace)})
         return
-    kill_tree(member.pid, grace, member.proc_start, token=member.proc_token)
+    kill_tree(member.pid, grace, member.proc_start, token=member.proc_token, also=_worker(member))
     if member.backend_type == "tmux" and member.tmux_pane_id:
         try:
             backends.of(member).stop(handle_of(member), grace=grace)
@@ -142,7 +144,12 @@ def stop_processes(member: Member, backends: Backends, grace: float) -> None:
 def sweep(member: Member, grace: float) -> None:
     """Stop what a gone member left behind (its token's processes); its recorded pid only if still its own."""
     if member.proc_token or member.pid is not None:
-        kill_tree(member.pid, grace, member.proc_start, token=member.proc_token)
+        kill_tree(member.pid, grace, member.proc_start, token=member.proc_token, also=_worker(member))
+
+
+def _worker(member: Member) -> list[tuple[int, float | None]]:
+    """A teammate forked from the CLI server: its own process, beside the launcher ``pid`` names."""
+    return [(member.worker_pid, member.worker_start)] if member.worker_pid is not None else []
 
 
 def claude_code_senders(team: TeamFile) -> frozenset[str]:

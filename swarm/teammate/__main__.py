@@ -1,4 +1,5 @@
-"""``python -m swarm.teammate ...``: the process a backend starts for a teammate."""
+"""``python -m swarm.teammate ...``: a teammate process (a backend starts it through ``swarm.cli.entry``,
+which forks it from the CLI server when one answers: ``swarm.teammate.served``)."""
 
 from __future__ import annotations
 
@@ -11,16 +12,28 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Callable
 from types import FrameType
 
 from swarm.core.home import Home, ensure_dir
 from swarm.errors import SwarmError
 from swarm.teammate.config import parse_args
+from swarm.teammate.served import Launcher
 from swarm.teammate.session import TeammateSession, Terminated
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
     raise Terminated(signal.Signals(signum).name)
+
+
+def _served_signal(launcher: Launcher) -> Callable[[int, FrameType | None], None]:
+    """A forked teammate's handler: a hang-up with its launcher gone is that launcher's kill, not a terminal's."""
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        if signum == signal.SIGHUP and launcher.gone():
+            os.kill(os.getpid(), signal.SIGKILL)
+        _on_signal(signum, frame)
+
+    return on_signal
 
 
 def _setup_logging(home: Home, team: str, name: str) -> None:
@@ -33,14 +46,18 @@ def _setup_logging(home: Home, team: str, name: str) -> None:
                         format=f"%(asctime)s {name} %(levelname)s %(name)s: %(message)s")
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, launcher: Launcher | None = None) -> int:
+    """Run a teammate until it stops; ``launcher``: this process was forked for it by the CLI server."""
     config = parse_args(sys.argv[1:] if argv is None else argv)
+    if launcher is not None:
+        launcher.bind()
     home = Home.from_env(config.home)
     _setup_logging(home, config.team, config.name)
+    handler = _on_signal if launcher is None else _served_signal(launcher)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, _on_signal)
+        signal.signal(sig, handler)
     try:
-        session = TeammateSession(config, home, dict(os.environ))
+        session = TeammateSession(config, home, dict(os.environ), launcher=launcher)
         settle()
         return session.run()
     except SwarmError as exc:

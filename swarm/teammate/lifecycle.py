@@ -74,11 +74,17 @@ class Lifecycle:
     def stopping(self) -> bool:
         return self.state in ("stopping", "gone")
 
-    def joined(self, pid: int, proc_start: float | None, usage: Usage) -> None:
-        """Membership (durable, in the team file), then a fresh activity record replacing an earlier process's."""
+    def joined(self, pid: int, proc_start: float | None, usage: Usage,
+               worker: tuple[int, float | None] | None = None) -> None:
+        """Membership (durable, in the team file), then a fresh activity record replacing an earlier process's.
+
+        ``worker``: this process when it is not ``pid`` itself but forked for it (``swarm.teammate.served``).
+        """
         stamp = now_ms()
+        worker_pid, worker_start = worker or (None, None)
         self.teams.update_member(
             self.config.team, self.config.name, is_active=True, pid=pid, proc_start=proc_start,
+            worker_pid=worker_pid, worker_start=worker_start,
             tmux_pane_id=self.pane_id, backend_type=self.config.backend, status="idle",
             last_activity=stamp, cwd=str(self.config.cwd), tokens=usage.total)
         self.state = "idle"

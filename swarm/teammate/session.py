@@ -58,6 +58,7 @@ from swarm.teammate.delivery import Batch, Delivery
 from swarm.teammate.gate import TeammateGate
 from swarm.teammate.lifecycle import Lifecycle
 from swarm.teammate.plan_tool import ExitPlanMode
+from swarm.teammate.served import Launcher
 
 log = logging.getLogger(__name__)
 
@@ -80,8 +81,10 @@ IDLE_WAIT = 3600.0
 
 
 class TeammateSession:
-    def __init__(self, config: TeammateConfig, home: Home, env: Mapping[str, str]) -> None:
+    def __init__(self, config: TeammateConfig, home: Home, env: Mapping[str, str],
+                 launcher: Launcher | None = None) -> None:
         self.config = config
+        self.launcher = launcher
         self.teams = TeamStore(home)
         self.mailbox = Mailbox(home, config.team)
         self.transcript = Transcript(home.transcript_path(config.team, config.name))
@@ -137,7 +140,11 @@ class TeammateSession:
         killed_by: str | None = None
         try:
             pid = os.getpid()
-            self.lifecycle.joined(pid, process_create_time(pid), self.usage)
+            if self.launcher is None:
+                self.lifecycle.joined(pid, process_create_time(pid), self.usage)
+            else:  # the member's pid stays the launcher's: the process its backend started
+                self.lifecycle.joined(self.launcher.pid, self.launcher.start, self.usage,
+                                      worker=(pid, process_create_time(pid)))
             log.info("joined team", extra={"team": self.config.team, "agent_id": self.config.agent_id})
             self._resume()
             while not self.lifecycle.stopping:

@@ -21,6 +21,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from swarm.teammate.served import teammate_processes
 from tests.backends.helpers import retry_until
 from tests.cli.conftest import SWARM_EXE
 
@@ -42,13 +43,7 @@ def _sockets(env: dict[str, str]) -> list[Path]:
 
 
 def _teammates(demo_tmp: Path) -> list[psutil.Process]:
-    found = []
-    for proc in psutil.process_iter(["cmdline", "status"]):
-        cmd = proc.info.get("cmdline") or []
-        if (cmd[1:3] == ["-m", "swarm.teammate"] and any(str(demo_tmp) in arg for arg in cmd)
-                and proc.info.get("status") != psutil.STATUS_ZOMBIE):
-            found.append(proc)
-    return found
+    return teammate_processes(str(demo_tmp))
 
 
 def _members(demo_tmp: Path) -> list[dict[str, object]]:

@@ -18,6 +18,7 @@ from swarm.core.mailbox import Mailbox
 from swarm.core.protocol import Member
 from swarm.core.teams import TeamStore
 from swarm.runtime.spawn import SpawnRequest, spawn
+from swarm.teammate.served import teammate_processes
 from tests.backends.helpers import retry_until
 
 PLAYBOOK = r"""
@@ -116,11 +117,5 @@ def idle_results(home: Home, team: str, name: str) -> list[str | None]:
 
 
 def teammate_pids(home: Home) -> list[int]:
-    """Live processes running swarm.teammate for this home (psutil scan of the machine)."""
-    found = []
-    for proc in psutil.process_iter(["cmdline", "status"]):
-        cmd = proc.info.get("cmdline") or []
-        if (cmd[1:3] == ["-m", "swarm.teammate"] and str(home.root) in cmd
-                and proc.info.get("status") != psutil.STATUS_ZOMBIE):
-            found.append(proc.pid)
-    return found
+    """Live teammate processes of this home: launchers, forked workers and unserved teammates."""
+    return [proc.pid for proc in teammate_processes(str(home.root))]

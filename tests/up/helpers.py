@@ -12,6 +12,8 @@ from typing import Any, TextIO
 
 import psutil
 
+from swarm.teammate.served import teammate_processes
+
 SWARM_EXE = Path(sys.executable).parent / "swarm"
 EXAMPLES = Path(__file__).resolve().parents[2] / "teams.example"
 RUN_TIMEOUT = 60.0
@@ -61,14 +63,8 @@ class Up:
 
 
 def teammate_pids(home: Path) -> list[int]:
-    """Live ``python -m swarm.teammate`` processes whose command line names this home."""
-    found = []
-    for proc in psutil.process_iter(["cmdline", "status"]):
-        cmd = proc.info.get("cmdline") or []
-        if (cmd[1:3] == ["-m", "swarm.teammate"] and str(home) in cmd
-                and proc.info.get("status") != psutil.STATUS_ZOMBIE):
-            found.append(proc.pid)
-    return found
+    """Live teammate processes of this home: launchers, forked workers and unserved teammates."""
+    return [proc.pid for proc in teammate_processes(str(home))]
 
 
 def processes_with(marker: str) -> list[int]:

@@ -1,0 +1,220 @@
+"""Teammates forked from the home's CLI server (``swarm.teammate.served``), for real.
+
+The first teammate of a home finds no server: it runs as its own interpreter
+and starts one. Later teammates are forked from that server: the process the
+backend started is a launcher, the teammate is the server's child. These tests
+check that the pair behaves as one process to everyone outside: it answers,
+``kill -9`` of either ends both, a stopped (SIGSTOPped) worker is still
+killed by ``swarm shutdown``'s SIGKILL, a closed tmux pane stops it as a
+terminal's hang-up would, and the server is never one of a teammate's processes.
+
+The home lives under a short /tmp path: a unix socket path is limited to ~107
+bytes, and a longer one silently means "no server".
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from swarm.backends.procs import kill_tree
+from swarm.core.home import Home
+from swarm.core.mailbox import Mailbox
+from swarm.core.protocol import Member
+from swarm.core.teams import TeamStore
+from swarm.runtime.handles import Backends, stop_processes
+from swarm.runtime.liveness import reap_dead
+from swarm.runtime.shutdown import shutdown
+from swarm.runtime.spawn import SpawnRequest, spawn
+from swarm.teammate.served import COMM, teammate_processes
+from tests.backends.helpers import retry_until
+from tests.teammates.conftest import PLAYBOOK
+
+TEAM = "t"
+
+
+def _server_pid(home: Home) -> int | None:
+    try:
+        pid = int(home.cli_lock_path.read_text().strip() or 0)
+        proc = psutil.Process(pid)
+        return pid if proc.status() != psutil.STATUS_ZOMBIE and "swarm.cli.forkserver" in proc.cmdline() else None
+    except (OSError, ValueError, psutil.Error):
+        return None
+
+
+def _gone(pid: int | None) -> bool:
+    if pid is None:
+        return True
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+class Team:
+    def __init__(self, home: Home, work: Path, playbook: Path, tmux: str) -> None:
+        self.home, self.work, self.playbook, self.tmux = home, work, playbook, tmux
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("SWARM_")}
+        self.env.update(SWARM_HOME=str(home.root), SWARM_CLI_SERVER="1")
+
+    def spawn(self, name: str, backend: str = "subprocess") -> Member:
+        request = SpawnRequest(team=TEAM, name=name, prompt="hello", backend=backend, cwd=self.work,
+                               playbook=self.playbook, tmux_socket=self.tmux)
+        spawn(self.home, request, self.env)
+        return self.joined(name)
+
+    def joined(self, name: str) -> Member:
+        retry_until(lambda: self.member(name).status == "idle", 30, what=f"{name} to join")
+        return self.member(name)
+
+    def member(self, name: str) -> Member:
+        member = TeamStore(self.home).get(TEAM).member(name)
+        assert member is not None
+        return member
+
+    def served(self, name: str, backend: str = "subprocess") -> Member:
+        """A teammate spawned once the server answers: forked from it."""
+        retry_until(lambda: _server_pid(self.home) is not None and self.home.cli_socket_path.exists(), 60,
+                    what="the CLI server")
+        member = self.spawn(name, backend)
+        assert member.worker_pid is not None, "spawned with a server running, yet not forked from it"
+        return member
+
+    def answers(self, name: str, token: str) -> None:
+        Mailbox(self.home, TEAM).send(name, f"ping {token}", sender="team-lead")
+        retry_until(lambda: f"pong {token} from {name}" in self.lead_texts(), 15, what=f"{name}'s pong {token}")
+
+    def lead_texts(self) -> list[str]:
+        return [e.text for e in Mailbox(self.home, TEAM).read("team-lead")]
+
+
+@pytest.fixture
+def team(tmp_path: Path) -> Iterator[Team]:
+    root = Path(tempfile.mkdtemp(prefix="swsv-", dir="/tmp"))
+    home = Home(root / "home")
+    TeamStore(home).create(TEAM)
+    playbook = tmp_path / "playbook.toml"
+    playbook.write_text(PLAYBOOK)
+    work = tmp_path / "work"
+    work.mkdir()
+    tmux = f"swarm-test-{uuid.uuid4().hex[:10]}"
+    made = Team(home, work, playbook, tmux)
+    try:
+        yield made
+    finally:
+        for member in TeamStore(home).get(TEAM).members:
+            also = [(member.worker_pid, member.worker_start)] if member.worker_pid else []
+            if member.pid or also:
+                kill_tree(member.pid, 1.0, member.proc_start, token=member.proc_token, also=also)
+        server = _server_pid(home)
+        if server:
+            os.kill(server, signal.SIGTERM)
+            retry_until(lambda: _gone(server), 10, what="the CLI server to stop")
+        subprocess.run(["tmux", "-L", tmux, "kill-server"], capture_output=True, check=False)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_the_first_teammate_starts_the_server_and_later_ones_are_forked_from_it(team: Team) -> None:
+    first = team.spawn("alice")
+    assert first.worker_pid is None  # no server yet: alice is an interpreter of her own
+    bob = team.served("bob")
+    server = _server_pid(team.home)
+    worker = psutil.Process(bob.worker_pid)
+    assert worker.ppid() == server and worker.name() == COMM.decode()
+    assert psutil.Process(bob.pid).cmdline()[1:4] == ["-m", "swarm.cli.entry", "_teammate"]
+    assert bob.proc_start == psutil.Process(bob.pid).create_time()  # the entry names the launcher, as spawn did
+    team.answers("bob", "b1")
+    team.answers("alice", "a1")
+    # the server alice's launcher started is none of alice's processes: stopping her leaves it serving
+    assert server not in [p.pid for p in psutil.Process(first.pid).children(recursive=True)]
+    stop_processes(first, Backends(team.env, team.home), grace=2.0)
+    assert _server_pid(team.home) == server
+    team.answers("bob", "b2")
+
+
+def test_kill_9_of_the_launcher_kills_the_forked_teammate(team: Team) -> None:
+    team.spawn("alice")
+    bob = team.served("bob")
+    os.kill(bob.pid, signal.SIGKILL)  # what a person or a test does to the pid `swarm status` shows
+    retry_until(lambda: _gone(bob.worker_pid), 10, what="the forked teammate to die with its launcher")
+    assert "teammate stopped" not in team.home.log_path(TEAM, "bob").read_text()  # killed, not asked to stop
+    assert reap_dead(team.home, TEAM) == ["bob"]
+    assert [p.pid for p in teammate_processes(str(team.home.root))
+            if p.pid in (bob.pid, bob.worker_pid)] == []
+
+
+def test_kill_9_of_the_forked_teammate_ends_its_launcher(team: Team) -> None:
+    team.spawn("alice")
+    bob = team.served("bob")
+    launcher = psutil.Process(bob.pid)
+    os.kill(bob.worker_pid or 0, signal.SIGKILL)
+    retry_until(lambda: _gone(bob.pid), 10, what="the launcher to exit")
+    assert "the teammate's process was killed" in team.home.log_path(TEAM, "bob").read_text()
+    assert not launcher.is_running() or launcher.status() == psutil.STATUS_ZOMBIE
+    assert reap_dead(team.home, TEAM) == ["bob"]
+
+
+def test_a_forked_teammate_outlives_its_server_and_still_dies_with_its_launcher(team: Team) -> None:
+    team.spawn("alice")
+    bob = team.served("bob")
+    server = _server_pid(team.home)
+    assert server is not None
+    os.kill(server, signal.SIGKILL)  # no server to SIGHUP bob when his launcher goes
+    retry_until(lambda: _gone(server), 10, what="the server to die")
+    team.answers("bob", "b1")  # the teammate does not depend on the server
+    os.kill(bob.pid, signal.SIGKILL)
+    retry_until(lambda: _gone(bob.worker_pid), 10, what="the forked teammate to die with its launcher, unwatched")
+
+
+def test_shutdown_sigkills_a_frozen_forked_teammate_itself_not_only_its_launcher(team: Team) -> None:
+    """A SIGSTOPped worker cannot run its watcher: only ``kill_tree``'s own SIGKILL of ``worker_pid`` ends it."""
+    team.spawn("alice")
+    bob = team.served("bob")
+    os.kill(bob.worker_pid or 0, signal.SIGSTOP)
+    try:
+        outcomes = shutdown(team.home, TEAM, ["bob"], team.env, timeout=1.0)
+        assert [o.result for o in outcomes] == ["killed"]
+        retry_until(lambda: _gone(bob.worker_pid) and _gone(bob.pid), 10, what="launcher and worker to go")
+    finally:
+        if not _gone(bob.worker_pid):
+            os.kill(bob.worker_pid or 0, signal.SIGKILL)
+
+
+def test_swarm_shutdown_approves_and_leaves_no_teammate_process(team: Team) -> None:
+    team.spawn("alice")
+    bob = team.served("bob")
+    outcomes = shutdown(team.home, TEAM, ["alice", "bob"], team.env, timeout=15.0)
+    assert sorted(o.result for o in outcomes) == ["approved", "approved"]
+    retry_until(lambda: not teammate_processes(str(team.home.root)), 10, what="every teammate process to end")
+    assert _gone(bob.worker_pid) and _gone(bob.pid)
+    assert _server_pid(team.home) is not None  # the server is the home's, not a teammate's
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux not installed")
+def test_a_forked_teammate_in_a_tmux_pane_stops_when_its_pane_is_closed(team: Team) -> None:
+    team.spawn("alice")
+    carol = team.served("carol", backend="tmux")
+    assert psutil.Process(carol.worker_pid).ppid() == _server_pid(team.home)
+    team.answers("carol", "c1")
+    subprocess.run(["tmux", "-L", team.tmux, "kill-pane", "-t", carol.tmux_pane_id], check=True)
+    retry_until(lambda: _gone(carol.worker_pid) and _gone(carol.pid), 10, what="carol's processes to end")
+    log = team.home.log_path(TEAM, "carol").read_text()
+    assert "teammate stopped by SIGHUP" in log  # a hang-up, handled as a terminal's: the teammate stopped itself
+
+
+def test_a_sigterm_to_the_launcher_stops_the_teammate_as_it_would_stop_itself(team: Team) -> None:
+    team.spawn("alice")
+    bob = team.served("bob")
+    os.kill(bob.pid, signal.SIGTERM)
+    retry_until(lambda: _gone(bob.pid) and _gone(bob.worker_pid), 10, what="launcher and worker to exit")
+    assert "teammate stopped by SIGTERM" in team.home.log_path(TEAM, "bob").read_text()
+    assert team.member("bob").status == "dead"  # it recorded its own end, as an unserved teammate does
