@@ -26,17 +26,20 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from benchtable import Figure, batch_medians, median_of, print_table
-
-from swarm.core.home import Home
+from benchtable import (
+    Figure,
+    batch_medians,
+    median_of,
+    print_table,
+    stop_cli_server,
+    wait_for_cli_server,
+)
 
 BATCHES = 5
 LIBRARIES = ("import gc; gc.disable(); import click, pydantic.main, pydantic.plugin._loader, "
@@ -49,36 +52,6 @@ swarm's entry point does. No swarm code can start below this."""
 def _swarm() -> str:
     beside = Path(sys.executable).with_name("swarm")
     return str(beside) if beside.exists() else (shutil.which("swarm") or "swarm")
-
-
-def _wait_for_server(home: Path) -> None:
-    """Until the CLI server the cold call started answers on the home's socket (60 s at most)."""
-    path = str(Home(home).cli_socket_path)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-            try:
-                probe.connect(path)
-                return
-            except OSError:
-                time.sleep(0.02)
-    raise SystemExit(f"bench_cli: no CLI server answered on {path}")
-
-
-def _stop_server(home: Path) -> None:
-    """SIGTERM the home's CLI server (its pid is in its lock file) and wait for it to go."""
-    try:
-        pid = int(Home(home).cli_lock_path.read_text().strip())
-        os.kill(pid, signal.SIGTERM)
-    except (OSError, ValueError):
-        return
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except OSError:
-            return
-        time.sleep(0.02)
 
 
 def _timed(argv: list[str], env: dict[str, str]) -> float:
@@ -100,7 +73,7 @@ def main() -> int:
         send = [swarm, "send", "team-lead", "hello from the shell", "--team", "bench"]
         subprocess.run([swarm, "team", "create", "bench"], env=env, capture_output=True, check=True)
         cold = _timed(send, env)
-        _wait_for_server(root / "home")
+        wait_for_cli_server(root / "home")
         first_served = _timed(send, env)
         warm, local = [], []
         off = {**env, "SWARM_CLI_SERVER": "0"}
@@ -111,7 +84,7 @@ def main() -> int:
         bare = [_timed([sys.executable, "-c", "pass"], env) for _ in range(calls)]
         libraries = [_timed([sys.executable, "-c", LIBRARIES], env) for _ in range(calls)]
     finally:
-        _stop_server(root / "home")
+        stop_cli_server(root / "home")
         shutil.rmtree(root, ignore_errors=True)
     floor = median_of(batch_medians(bare, BATCHES))
     print_table(f"bench_cli ({'--quick' if args.quick else 'full'}): a shell runs swarm", [

@@ -17,13 +17,22 @@ ready      seconds from the first ``spawn()`` call until every teammate is
            status before the notification, so this is the moment the last
            notification lands. The time at which every process had merely
            joined (status ``idle`` before the first turn) is in the details.
-RSS / USS  per idle teammate (psutil ``memory_full_info``), mean and max, MB.
+RSS / USS  per idle teammate (psutil ``memory_full_info``), mean and max, MB: the
+           teammate's own process (a forked teammate's worker, not its launcher;
+           the launchers' USS is in the details).
 CPU        user+system CPU of all N idle teammates over a window (10 s,
            ``--quick`` 3 s), as % of one core.
 shutdown   ``swarm.runtime.shutdown.shutdown`` of every teammate (timeout 30 s),
            wall time, and how many were approved (exited by themselves) or killed.
-leftovers  processes running ``-m swarm.teammate`` with this run's home in
-           their command line, and tmux panes left on the private socket.
+leftovers  teammate processes of this run's home (launchers, forked workers,
+           unserved teammates: ``swarm.teammate.served.teammate_processes``),
+           and tmux panes left on the private socket.
+
+Each run is made twice, with the home's CLI server on (the default: every
+teammate after the server is up is forked from it, ``swarm.teammate.served``)
+and off (``SWARM_CLI_SERVER=0``: every teammate its own interpreter), so the
+template is measured against what it replaces in the same run. A cold run
+with the server on starts with none running: its first teammate starts it.
 
 tmux runs on a PRIVATE server (``-S <tmpdir>/tmux.sock``, started with
 ``-f /dev/null`` and a keep-alive session so the server's own start-up is not
@@ -68,7 +77,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
-from benchtable import Figure, median_of
+from benchtable import Figure, median_of, stop_cli_server
 from benchtable import print_table as print_figure_table
 
 from swarm.backends.procs import kill_tree
@@ -117,6 +126,11 @@ class Row:
     n: int
     start: str = ""
     """``cold`` (no warm-up, no tmux server running before) or ``warm``."""
+    server: bool = True
+    """The home's CLI server on (teammates forked from it) or off (``SWARM_CLI_SERVER=0``)."""
+    forked: int = 0
+    """How many of the teammates were forked from the server (``worker_pid`` set)."""
+    launcher_uss: list[float] = field(default_factory=list)
     spawn_s: float | None = None
     ready_s: float | None = None
     ready_count: int = 0
@@ -278,9 +292,12 @@ def joined_at(home: Home, team: str, name: str) -> float | None:
     return None
 
 
-def run_swarm(ctx: Context, backend: str, n: int, start: str = "warm", run: int = 0) -> Row:
-    row = Row(backend, n, start)
-    team = f"{backend}-{n}-{start}-{run}"
+def run_swarm(ctx: Context, backend: str, n: int, start: str = "warm", run: int = 0, server: bool = True) -> Row:
+    row = Row(backend, n, start, server)
+    team = f"{backend}-{n}-{start}-{run}-{'on' if server else 'off'}"
+    env = ctx.env if server else {**ctx.env, "SWARM_CLI_SERVER": "0"}
+    if start == "cold":
+        stop_cli_server(ctx.home.root)  # cold: the first teammate finds no server and starts one
     TeamStore(ctx.home).create(team, cwd=str(ctx.workdir))
     mailbox = Mailbox(ctx.home, team)
     watcher = mailbox.watcher(LEAD_NAME)
@@ -293,7 +310,7 @@ def run_swarm(ctx: Context, backend: str, n: int, start: str = "warm", run: int 
         for name in names:
             request = SpawnRequest(team=team, name=name, prompt=f"hello {name}, wait for work", backend=backend,
                                    cwd=ctx.workdir, playbook=ctx.playbook, tmux_socket=socket)
-            spawn(ctx.home, request, ctx.env)
+            spawn(ctx.home, request, env)
         row.spawn_s = time.perf_counter() - t0
 
         deadline = t0 + 30.0 + 2.0 * n
@@ -310,19 +327,30 @@ def run_swarm(ctx: Context, backend: str, n: int, start: str = "warm", run: int 
             watcher.wait(0.25)  # woken by each write to the lead's inbox
 
         members = {m.name: m for m in TeamStore(ctx.home).get(team).members if m.name != LEAD_NAME}
-        by_name: dict[str, psutil.Process] = {}
+        by_name: dict[str, psutil.Process] = {}  # the teammate's own process: a forked one's worker
+        launchers: list[psutil.Process] = []
         for name in names:
-            pid = members[name].pid
+            member = members[name]
+            pid = member.worker_pid or member.pid
             if pid is not None:
                 with contextlib.suppress(psutil.Error):
                     by_name[name] = psutil.Process(pid)
+            if member.worker_pid is not None and member.pid is not None:
+                row.forked += 1
+                with contextlib.suppress(psutil.Error):
+                    launchers.append(psutil.Process(member.pid))
         procs = list(by_name.values())
+        row.details.append(f"forked from the CLI server: {row.forked}/{n}")
         if len(procs) < n:
             row.details.append(f"only {len(procs)}/{n} teammate processes found after start-up")
         _startup_details(ctx, row, team, names, by_name, wall0, notified)
 
         time.sleep(SETTLE_S)
         row.rss, row.uss = memory(procs)
+        _, row.launcher_uss = memory(launchers)
+        if launchers:
+            row.details.append(f"launchers' USS mean/max {mean_max(row.launcher_uss)} MB; CLI server "
+                               f"RSS {cli_server_rss(ctx.home):.1f} MB")
         server = tmux_server_proc(ctx) if backend == "tmux" else None
         server_rss = memory([server])[0] if server else []
         row.cpu_pct, server_cpu = cpu_window(procs, ctx.window, server)
@@ -335,7 +363,7 @@ def run_swarm(ctx: Context, backend: str, n: int, start: str = "warm", run: int 
         t1 = time.perf_counter()  # through the CLI, as a person or a script would: `swarm shutdown --all`
         done = subprocess.run([swarm_exe(), "shutdown", "--all", "--team", team, "--json",
                                "--timeout", str(SHUTDOWN_TIMEOUT), "--reason", "benchmark over"],
-                              env=ctx.env, cwd=ctx.workdir, capture_output=True, text=True, check=False,
+                              env=env, cwd=ctx.workdir, capture_output=True, text=True, check=False,
                               timeout=SHUTDOWN_TIMEOUT + 30)
         row.shutdown_s = time.perf_counter() - t1
         outcomes = json.loads(done.stdout) if done.returncode == 0 and done.stdout.strip() else []
@@ -349,7 +377,7 @@ def run_swarm(ctx: Context, backend: str, n: int, start: str = "warm", run: int 
             else:
                 row.other += 1
                 row.details.append(f"{outcome['name']}: {outcome['result']} {outcome.get('detail') or ''}".rstrip())
-        reap([p.pid for p in procs])
+        reap([m.pid for m in members.values() if m.pid is not None])
 
         left = teammate_procs(ctx.home)
         row.left_procs = len(left)
@@ -384,10 +412,19 @@ def _startup_details(ctx: Context, row: Row, team: str, names: list[str], by_nam
     if turn:
         row.details.append(f"per teammate, joined -> first idle_notification (first turn): mean/max {mean_max(turn)} s")
     used = [c for c in (cpu_seconds(p) for p in by_name.values()) if c is not None]
+    if row.forked:
+        row.details.append("CPU per teammate below is the teammate process's own (a forked one's worker: what "
+                           "it did after the fork); its launcher's is not in it (a thin client, ~0.03 s)")
     if used:
         row.details.append(f"CPU spent per teammate to get ready: mean {statistics.fmean(used):.2f} s, "
                            f"all {row.n}: {sum(used):.2f} s = {sum(used) / max(1, os.cpu_count() or 1):.2f} s "
                            f"on {os.cpu_count()} cores at best")
+
+
+def cli_server_rss(home: Home) -> float:
+    with contextlib.suppress(OSError, ValueError, psutil.Error):
+        return psutil.Process(int(home.cli_lock_path.read_text().strip())).memory_info().rss / MB
+    return float("nan")
 
 
 def mapped_extensions(proc: psutil.Process) -> list[str]:
@@ -495,7 +532,8 @@ def cells(row: Row) -> list[str]:
     if judge:
         left += verdict(row.left_procs is not None and left_total == TARGET_LEFTOVERS)
     spawn_s = "-" if row.spawn_s is None else f"{row.spawn_s:.2f}"
-    return [f"{row.kind} {row.start}".strip(), str(row.n), spawn_s, ready, rss, uss, cpu, down, outcome, left]
+    server = "" if row.baseline else (" server on" if row.server else " server off")
+    return [f"{row.kind} {row.start}{server}".strip(), str(row.n), spawn_s, ready, rss, uss, cpu, down, outcome, left]
 
 
 HEADERS = ["backend", "N", "spawn s", "ready s", "RSS MB mean / max", "USS MB mean / max",
@@ -524,7 +562,8 @@ def print_details(rows: list[Row]) -> None:
     print("\nDetails")
     for row in rows:
         if row.details:
-            print(f"  {row.kind} N={row.n}:")
+            server = "" if row.baseline else (", server on" if row.server else ", server off")
+            print(f"  {row.kind} {row.start} N={row.n}{server}:".replace("  N=", " N="))
             for line in row.details:
                 print(f"    - {line}")
 
@@ -695,14 +734,14 @@ def profile(ctx: Context) -> None:
         print(f"    {target:<22} {probe(py, env, ctx.workdir, 'swarm.teammate.__main__', target)}")
 
 
-def run_cold(ctx: Context, backend: str, n: int) -> Row:
-    """A cold start: nothing warmed up before it and, for tmux, a private server that does not run yet."""
+def run_cold(ctx: Context, backend: str, n: int, server: bool) -> Row:
+    """A cold start: nothing warmed up before it, no CLI server and, for tmux, no tmux server running yet."""
     if backend != "tmux":
-        return run_swarm(ctx, backend, n, "cold")
+        return run_swarm(ctx, backend, n, "cold", server=server)
     warm_socket = ctx.tmux_socket
     ctx.tmux_socket = ctx.root / "tmux-cold.sock"
     try:
-        return run_swarm(ctx, backend, n, "cold")
+        return run_swarm(ctx, backend, n, "cold", server=server)
     finally:
         with contextlib.suppress(Exception):
             tmux(ctx, "kill-server")
@@ -714,16 +753,20 @@ def print_figures(rows: list[Row], n: int, runs: int) -> None:
     base = next((r for r in rows if r.baseline and r.n == n), None)
     figures: list[Figure] = []
     for backend in ("tmux", "subprocess"):
-        cold = [r for r in rows if r.kind == backend and r.n == n and r.start == "cold"]
-        warm = [r for r in rows if r.kind == backend and r.n == n and r.start == "warm"]
-        if not cold and not warm:
+        every = [r for r in rows if r.kind == backend and r.n == n]
+        if not every:
             continue
-        for label, group in (("cold", cold), (f"warm, median of {len(warm)}", warm)):
-            ready = [r.ready_s for r in group if r.ready_s is not None]
-            figures.append(Figure(f"{n} {backend} teammates joined and idle, {label}", "<= 3 s",
-                                  median_of(ready) if ready and len(ready) == len(group) else None,
-                                  base.ready_s if base else None, " s", met=lambda v: v <= 3))
-        every = cold + warm
+        for server in (True, False):
+            cold = [r for r in every if r.start == "cold" and r.server == server]
+            warm = [r for r in every if r.start == "warm" and r.server == server]
+            way = "forked from the CLI server" if server else "server off, each its own interpreter"
+            for label, group in (("cold", cold), (f"warm, median of {len(warm)}", warm)):
+                ready = [r.ready_s for r in group if r.ready_s is not None]
+                forked = sum(r.forked for r in group)
+                figures.append(Figure(f"{n} {backend} teammates joined and idle, {label} ({way})", "<= 3 s",
+                                      median_of(ready) if ready and len(ready) == len(group) else None,
+                                      base.ready_s if base else None, " s", met=lambda v: v <= 3,
+                                      note=f"{forked} of {n * len(group)} forked" if server and group else ""))
         downs = [r.shutdown_s for r in every if r.shutdown_s is not None]
         figures.append(Figure(f"`swarm shutdown --all` of {n} ({backend}), median of {len(downs)}", "<= 2 s",
                               median_of(downs) if downs else None, base.shutdown_s if base else None, " s",
@@ -733,14 +776,23 @@ def print_figures(rows: list[Row], n: int, runs: int) -> None:
         left = sum((r.left_procs or 0) + (r.left_panes or 0) for r in every)
         figures.append(Figure(f"processes and panes left after every {backend} run", "0", float(left), None,
                               digits=0, met=lambda v: v == 0))
-        rss = [max(r.rss) for r in every if r.rss]
-        figures.append(Figure(f"idle teammate RSS, max ({backend})", "<= 40 MiB", max(rss) if rss else None,
-                              max(base.rss) if base and base.rss else None, " MiB", digits=1,
-                              met=lambda v: v <= 40))
+        for server in (True, False):
+            rss = [max(r.rss) for r in every if r.rss and r.server == server]
+            uss = [statistics.fmean(r.uss) + (statistics.fmean(r.launcher_uss) if r.launcher_uss else 0)
+                   for r in every if r.uss and r.server == server]
+            way = "server on" if server else "server off"
+            figures.append(Figure(f"idle teammate RSS, max ({backend}, {way})", "<= 40 MiB",
+                                  max(rss) if rss else None, max(base.rss) if base and base.rss else None, " MiB",
+                                  digits=1, met=lambda v: v <= 40))
+            figures.append(Figure(f"idle teammate USS (+ launcher's), mean ({backend}, {way})", "",
+                                  median_of(uss) if uss else None,
+                                  statistics.fmean(base.uss) if base and base.uss else None, " MiB", digits=1,
+                                  note="memory the teammate alone holds: pages shared with the server are not in it"))
     print_figure_table(f"bench_spawn: N={n}", figures, notes=[
         "cold: the first run of the process, no warm-up run before it and no tmux server running (the first "
         "spawn starts it); the subprocess cold run comes after the tmux one, so its files are in the page cache",
-        f"warm: a private tmux server already running, {runs} runs per backend",
+        f"warm: a private tmux server (and, server on, the home's CLI server) already running, {runs} runs "
+        "per backend and server setting",
         "baseline: bare interpreters that write one byte (ready) and are SIGTERMed (shutdown)",
         "shutdown is timed around the `swarm shutdown --all --team T` command, start to exit"])
 
@@ -769,6 +821,7 @@ def cleanup(ctx: Context | None, root: Path | None) -> None:
         with contextlib.suppress(Exception):
             for proc in [*teammate_procs(ctx.home), *baseline_marker_procs(ctx.run_id)]:
                 kill_tree(proc.pid, 1.0)
+        stop_cli_server(ctx.home.root)
         if ctx.tmux_socket is not None:
             with contextlib.suppress(Exception):
                 tmux(ctx, "kill-server")
@@ -847,8 +900,9 @@ def main(argv: list[str] | None = None) -> int:
             # cold first: no warm-up run before it, and (tmux) no server running: the first spawn starts it
             biggest = max(args.sizes)
             for backend in backends:
-                print(f"... {backend} N={biggest} cold", flush=True)
-                rows.append(run_cold(ctx, backend, biggest))
+                for server in (True, False):
+                    print(f"... {backend} N={biggest} cold, server {'on' if server else 'off'}", flush=True)
+                    rows.append(run_cold(ctx, backend, biggest, server))
             if "tmux" in backends:
                 try:
                     start_tmux(ctx)  # the warm runs find a private server running
@@ -858,8 +912,10 @@ def main(argv: list[str] | None = None) -> int:
             for backend in backends:
                 for n in args.sizes:
                     for run in range(args.runs):
-                        print(f"... {backend} N={n} warm {run + 1}/{args.runs}", flush=True)
-                        rows.append(run_swarm(ctx, backend, n, "warm", run))
+                        for server in (True, False):  # interleaved: both see the same machine state
+                            print(f"... {backend} N={n} warm {run + 1}/{args.runs}, server "
+                                  f"{'on' if server else 'off'}", flush=True)
+                            rows.append(run_swarm(ctx, backend, n, "warm", run, server))
             for n in args.sizes:
                 print(f"... baseline N={n}", flush=True)
                 rows.append(run_baseline(ctx, n))

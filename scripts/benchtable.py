@@ -5,14 +5,23 @@ in the table and the script still exits 0. Figures are medians of several
 batches (``median_of``), never the best batch, so a quiet moment does not
 flatter swarm. The machine's load average is printed with the table, since
 every figure here depends on what else the cores are doing.
+
+Also the one place the benchmarks wait for and stop a scratch home's CLI
+server (``wait_for_cli_server``, ``stop_cli_server``).
 """
 
 from __future__ import annotations
 
 import os
+import signal
+import socket
 import statistics
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+
+from swarm.core.home import Home
 
 
 @dataclass(frozen=True)
@@ -74,3 +83,33 @@ def batch_medians(values: Sequence[float], batches: int) -> list[float]:
     """``values`` cut into ``batches`` consecutive batches, each reduced to its median."""
     size = max(1, len(values) // batches)
     return [statistics.median(values[i:i + size]) for i in range(0, len(values) - size + 1, size)]
+
+
+def wait_for_cli_server(home: Path, timeout: float = 60.0) -> None:
+    """Until the CLI server of the home at ``home`` answers on its socket (SystemExit after ``timeout`` s)."""
+    path = str(Home(home).cli_socket_path)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            try:
+                probe.connect(path)
+                return
+            except OSError:
+                time.sleep(0.02)
+    raise SystemExit(f"no CLI server answered on {path}")
+
+
+def stop_cli_server(home: Path) -> None:
+    """SIGTERM the home's CLI server (its pid is in its lock file) and wait for it to go."""
+    try:
+        pid = int(Home(home).cli_lock_path.read_text().strip())
+        os.kill(pid, signal.SIGTERM)
+    except (OSError, ValueError):
+        return
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return
+        time.sleep(0.02)
