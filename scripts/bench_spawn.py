@@ -77,7 +77,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
-from benchtable import Figure, median_of, stop_cli_server
+from benchtable import Figure, median_of, start_cli_server, stop_cli_server
 from benchtable import print_table as print_figure_table
 
 from swarm.backends.procs import kill_tree
@@ -298,6 +298,8 @@ def run_swarm(ctx: Context, backend: str, n: int, start: str = "warm", run: int 
     env = ctx.env if server else {**ctx.env, "SWARM_CLI_SERVER": "0"}
     if start == "cold":
         stop_cli_server(ctx.home.root)  # cold: the first teammate finds no server and starts one
+    elif server:
+        start_cli_server(ctx.home.root)  # warm: it runs already (kept when it does)
     TeamStore(ctx.home).create(team, cwd=str(ctx.workdir))
     mailbox = Mailbox(ctx.home, team)
     watcher = mailbox.watcher(LEAD_NAME)
@@ -789,8 +791,9 @@ def print_figures(rows: list[Row], n: int, runs: int) -> None:
                                   statistics.fmean(base.uss) if base and base.uss else None, " MiB", digits=1,
                                   note="memory the teammate alone holds: pages shared with the server are not in it"))
     print_figure_table(f"bench_spawn: N={n}", figures, notes=[
-        "cold: the first run of the process, no warm-up run before it and no tmux server running (the first "
-        "spawn starts it); the subprocess cold run comes after the tmux one, so its files are in the page cache",
+        "cold: no warm-up run before it, no tmux server and no CLI server running (the first spawn starts "
+        "them; server on, the first teammate's launcher waits for the server it started); the later cold runs "
+        "find their files in the page cache",
         f"warm: a private tmux server (and, server on, the home's CLI server) already running, {runs} runs "
         "per backend and server setting",
         "baseline: bare interpreters that write one byte (ready) and are SIGTERMed (shutdown)",

@@ -6,8 +6,8 @@ batches (``median_of``), never the best batch, so a quiet moment does not
 flatter swarm. The machine's load average is printed with the table, since
 every figure here depends on what else the cores are doing.
 
-Also the one place the benchmarks wait for and stop a scratch home's CLI
-server (``wait_for_cli_server``, ``stop_cli_server``).
+Also the one place the benchmarks start, wait for and stop a scratch home's
+CLI server (``start_cli_server``, ``wait_for_cli_server``, ``stop_cli_server``).
 """
 
 from __future__ import annotations
@@ -97,6 +97,18 @@ def wait_for_cli_server(home: Path, timeout: float = 60.0) -> None:
             except OSError:
                 time.sleep(0.02)
     raise SystemExit(f"no CLI server answered on {path}")
+
+
+def start_cli_server(home: Path) -> None:
+    """Start the home's CLI server as its first client would (detached, in a session of its own) and wait
+    until it answers; one already running is kept (the new one exits at once)."""
+    import subprocess
+    import sys
+
+    subprocess.Popen([sys.executable, "-P", "-m", "swarm.cli.forkserver", str(home)],
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                     start_new_session=True)
+    wait_for_cli_server(home)
 
 
 def stop_cli_server(home: Path) -> None:

@@ -9,7 +9,10 @@ and exits with the child's status. Ctrl-C, SIGTERM and SIGHUP reach the
 child's process group as they would reach a local command.
 
 Only ``SERVED`` commands, given as the first argument (no global option
-before them), go to the server; ``SWARM_CLI_SERVER=0`` turns it off. With no
+before them), go to the server, and ``TEAMMATE`` (``swarm _teammate ARGS``,
+what a backend starts for a teammate: this process is then the launcher of a
+teammate forked from the server, ``swarm.teammate.served``, and stays until
+it ends); ``SWARM_CLI_SERVER=0`` turns it off. With no
 server, or one that is stale or from another installation, the command runs
 here (and a missing server is started for the next call), so a served
 command never behaves differently, only sooner.
@@ -36,6 +39,7 @@ from swarm.teammate import TEAMMATE
 
 TYPE_CHECKING = False  # not ``typing.TYPE_CHECKING``: importing typing costs this path ~4 ms
 if TYPE_CHECKING:
+    import socket
     from pathlib import Path
     from typing import BinaryIO
 
@@ -93,8 +97,9 @@ def _served(teammate: bool = False) -> int | None:
         try:
             conn.connect(path)
         except OSError:
-            _start_server(home.root)
-            return None
+            server = _start_server(home.root)
+            if not teammate or server is None or not _await_server(conn, path, server, home.cli_lock_path):
+                return None
         body = b"\0".join([MAGIC, os.fsencode(sys.prefix), os.fsencode(package_dir()), os.getcwdb(),
                            b"%o" % _umask(), b"%d" % len(sys.argv), *map(os.fsencode, sys.argv),
                            *(k + b"=" + v for k, v in os.environb.items())])
@@ -113,6 +118,49 @@ def _served(teammate: bool = False) -> int | None:
         return _status(reply, teammate)
     finally:
         conn.close()
+
+
+def _await_server(conn: socket.socket, path: bytes, server: int, lock: Path) -> bool:
+    """Connect ``conn`` once the server just started (pid ``server``) listens: True, or False if it is gone.
+
+    For a teammate, whose ~0.3 s of imports a burst of teammates would each
+    repeat while the server starts: waiting for it costs the first one about
+    the same and spares the rest. It listens before it imports; one that
+    found another server holding the home's lock exits, and that one is waited for.
+    """
+    import time
+
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        try:
+            conn.connect(path)
+            return True
+        except OSError:
+            pass
+        if not (_alive(server) or _alive(_lock_holder(lock))):
+            return False
+        time.sleep(0.005)
+    return False
+
+
+def _alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _lock_holder(lock: Path) -> int | None:
+    try:
+        with open(lock, "rb") as held:
+            return int(held.read().strip() or 0)
+    except (OSError, ValueError):
+        return None
 
 
 def _status(reply: BinaryIO, teammate: bool) -> int:
@@ -154,33 +202,44 @@ def _umask() -> int:
     return mask
 
 
-def _start_server(root: Path) -> None:
-    """Start the home's CLI server for the next call; one that finds a live server exits at once.
+def _start_server(root: Path) -> int | None:
+    """Start the home's CLI server; its pid, or None if it could not be started. One that finds a live
+    server exits at once.
 
     Detached twice over: in a session of its own, and no descendant of this
-    process (a short-lived child starts it and exits), so stopping a
-    teammate's launcher, which stops its descendants, never stops the server.
+    process (a short-lived child starts it, reports its pid and exits), so
+    stopping a teammate's launcher, which stops its descendants, never stops the server.
     """
     if not os.path.isdir(root):
-        return  # no home yet (or a typo): a server would make one
+        return None  # no home yet (or a typo): a server would make one
     from swarm.runtime.env import without_caller
 
     env = without_caller(os.environ)  # it serves every caller: none's token or team
     argv = [sys.executable, "-P", "-m", "swarm.cli.forkserver", os.fspath(root)]
     null = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
+    read_end, write_end = os.pipe()
     try:
         child = os.fork()
         if child == 0:
             try:
-                os.posix_spawn(sys.executable, argv, env, setsid=True,
-                               file_actions=[(os.POSIX_SPAWN_DUP2, null, fd) for fd in (0, 1, 2)])
+                os.close(read_end)
+                pid = os.posix_spawn(sys.executable, argv, env, setsid=True,
+                                     file_actions=[(os.POSIX_SPAWN_DUP2, null, fd) for fd in (0, 1, 2)])
+                os.write(write_end, b"%d" % pid)
             finally:
                 os._exit(0)
+        os.close(write_end)
+        write_end = -1
         os.waitpid(child, 0)
-    except OSError:
-        pass  # no server: every call runs here, as before
+        with os.fdopen(read_end, "rb") as answer:
+            read_end = -1
+            return int(answer.read() or 0) or None
+    except (OSError, ValueError):
+        return None  # no server: every call runs here, as before
     finally:
-        os.close(null)
+        for fd in (null, read_end, write_end):
+            if fd >= 0:
+                os.close(fd)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Teammates forked from the home's CLI server (``swarm.teammate.served``), for real.
 
-The first teammate of a home finds no server: it runs as its own interpreter
-and starts one. Later teammates are forked from that server: the process the
+The first teammate of a home finds no server: its launcher starts one and
+waits for it. Every teammate is forked from that server: the process the
 backend started is a launcher, the teammate is the server's child. These tests
 check that the pair behaves as one process to everyone outside: it answers,
 ``kill -9`` of either ends both, a stopped (SIGSTOPped) worker is still
@@ -123,9 +123,10 @@ def team(tmp_path: Path) -> Iterator[Team]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def test_the_first_teammate_starts_the_server_and_later_ones_are_forked_from_it(team: Team) -> None:
-    first = team.spawn("alice")
-    assert first.worker_pid is None  # no server yet: alice is an interpreter of her own
+def test_the_first_teammate_starts_the_server_and_every_one_is_forked_from_it(team: Team) -> None:
+    assert _server_pid(team.home) is None
+    first = team.spawn("alice")  # no server yet: alice's launcher starts one and waits for it
+    assert first.worker_pid is not None
     bob = team.served("bob")
     server = _server_pid(team.home)
     worker = psutil.Process(bob.worker_pid)
