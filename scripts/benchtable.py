@@ -86,13 +86,21 @@ def batch_medians(values: Sequence[float], batches: int) -> list[float]:
 
 
 def wait_for_cli_server(home: Path, timeout: float = 60.0) -> None:
-    """Until the CLI server of the home at ``home`` answers on its socket (SystemExit after ``timeout`` s)."""
+    """Until the CLI server of the home at ``home`` serves (SystemExit after ``timeout`` s).
+
+    It listens before it imports, so a connection alone does not say it is
+    ready: the probe sends nothing and waits for the server's child (forked
+    only once the imports are done) to close it.
+    """
     path = str(Home(home).cli_socket_path)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
             try:
+                probe.settimeout(max(0.1, deadline - time.monotonic()))
                 probe.connect(path)
+                probe.shutdown(socket.SHUT_WR)
+                probe.recv(1)
                 return
             except OSError:
                 time.sleep(0.02)
