@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
-from benchtable import Figure, batch_medians, median_of, print_table
+from benchtable import Figure, batch_medians, median_of, print_table, stop_cli_server
 
 from swarm.agent.transcript import Transcript
 from swarm.core.clock import iso_to_epoch
@@ -134,7 +134,9 @@ def main() -> int:
         try:
             wait_joined(home, "rt", ["mate"])
             _round_trips(mailbox, "mate", 5, start=100_000)  # warm: imports done, first turn behind it
-            proc = psutil.Process(member.pid or 0)
+            joined = TeamStore(home).get("rt").member("mate") or member
+            proc = psutil.Process(joined.worker_pid or joined.pid or 0)  # the teammate itself: a forked one's worker
+            forked = joined.worker_pid is not None
             early = _round_trips(mailbox, "mate", count)
             rss_early = proc.memory_info().rss / 2**20
             for n in range(0, grow, 50):
@@ -154,6 +156,7 @@ def main() -> int:
             mailbox.send("bare", "stop", sender=LEAD_NAME)
             bare.wait(10)
     finally:
+        stop_cli_server(root / "home")  # the teammate's launcher started it (unless SWARM_CLI_SERVER=0)
         shutil.rmtree(root, ignore_errors=True)
     turns = grow + 2 * count + 5
     print_table(f"bench_roundtrip ({'--quick' if args.quick else 'full'}): lead -> real teammate -> lead", [
@@ -170,7 +173,9 @@ def main() -> int:
                "x", met=lambda v: v <= 1.5,
                note=f"the teammate's conversation was compacted {compactions} time(s) on the way "
                     "(default window: the model's)"),
-        Figure("teammate RSS, early", "", rss_early, None, " MiB", digits=1),
+        Figure("teammate RSS, early", "", rss_early, None, " MiB", digits=1,
+               note="the teammate's own process: " + ("forked from the CLI server (pages shared with it count)"
+                                                      if forked else "its own interpreter (SWARM_CLI_SERVER=0)")),
         Figure(f"teammate RSS after {turns:,} turns", "<= 1.5x early", rss_late, rss_early, " MiB", digits=1,
                met=lambda v: v <= 1.5 * rss_early),
     ], notes=[f"{count} round trips per figure; p50 = median of {BATCHES} batch medians",
