@@ -215,16 +215,16 @@ class Server:
                 os._exit(1)  # the client gave up before "go": it runs the command itself
             conn.settimeout(None)
             _take_over(request, fds)
-            if request.argv[1:2] == [TEAMMATE]:
-                status = _teammate(conn)
-            else:
-                import swarm.cli.main
+            try:
+                if request.argv[1:2] == [TEAMMATE]:
+                    status = _teammate(conn)
+                else:
+                    import swarm.cli.main
 
-                try:
                     swarm.cli.main.main()
                     status = 0
-                except SystemExit as exc:
-                    status = _exit_status(exc)
+            except SystemExit as exc:  # click's and argparse's way out (--help, a usage error)
+                status = _exit_status(exc)
         except BaseException:
             traceback.print_exc()
         finally:

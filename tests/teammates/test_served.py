@@ -18,6 +18,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -219,3 +220,16 @@ def test_a_sigterm_to_the_launcher_stops_the_teammate_as_it_would_stop_itself(te
     retry_until(lambda: _gone(bob.pid) and _gone(bob.worker_pid), 10, what="launcher and worker to exit")
     assert "teammate stopped by SIGTERM" in team.home.log_path(TEAM, "bob").read_text()
     assert team.member("bob").status == "dead"  # it recorded its own end, as an unserved teammate does
+
+
+def test_a_bad_teammate_command_line_gets_the_same_answer_served_or_not(team: Team) -> None:
+    team.spawn("alice")  # the server is up
+    exe = Path(sys.executable).with_name("swarm")
+    served = subprocess.run([str(exe), "_teammate", "--no-such-option"], capture_output=True, text=True,
+                            env=team.env, timeout=60)
+    local = subprocess.run([str(exe), "_teammate", "--no-such-option"], capture_output=True, text=True,
+                           env={**team.env, "SWARM_CLI_SERVER": "0"}, timeout=60)
+    assert served.returncode == local.returncode == 2
+    assert "Traceback" not in served.stderr
+    assert served.stderr.splitlines()[-1] == local.stderr.splitlines()[-1]
+    assert "error: the following arguments are required" in served.stderr
