@@ -10,6 +10,7 @@ pydantic (``-X importtime``), or its command runs as a child of the server.
 from __future__ import annotations
 
 import os
+import select
 import shutil
 import signal
 import socket
@@ -215,6 +216,11 @@ def test_a_served_child_killed_mid_command_is_reported_not_hidden(served: Served
     follow = served.popen("inbox", "-t", TEAM, "team-lead", "--follow")
     try:
         _wait(lambda: len(served.children_of_server()) == 1, "the follow to run in the server's child")
+        # past "go" (a child killed before it is a command that never ran, and runs in the client instead)
+        Mailbox(served.home, TEAM).send("team-lead", "are you following", sender="tester")
+        assert follow.stdout is not None
+        ready, _, _ = select.select([follow.stdout], [], [], 30)
+        assert ready and "are you following" in follow.stdout.readline()
         served.children_of_server()[0].kill()
         _, err = follow.communicate(timeout=30)
     finally:

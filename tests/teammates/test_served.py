@@ -27,7 +27,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from swarm.backends.procs import kill_tree
+from swarm.backends.procs import kill_tree, tagged
+from swarm.core.frames import IdleNotification, entry_frame
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.protocol import Member
@@ -67,9 +68,9 @@ class Team:
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("SWARM_")}
         self.env.update(SWARM_HOME=str(home.root), SWARM_CLI_SERVER="1")
 
-    def spawn(self, name: str, backend: str = "subprocess") -> Member:
+    def spawn(self, name: str, backend: str = "subprocess", **extra: object) -> Member:
         request = SpawnRequest(team=TEAM, name=name, prompt="hello", backend=backend, cwd=self.work,
-                               playbook=self.playbook, tmux_socket=self.tmux)
+                               playbook=self.playbook, tmux_socket=self.tmux, **extra)  # type: ignore[arg-type]
         spawn(self.home, request, self.env)
         return self.joined(name)
 
@@ -82,17 +83,23 @@ class Team:
         assert member is not None
         return member
 
-    def served(self, name: str, backend: str = "subprocess") -> Member:
+    def served(self, name: str, backend: str = "subprocess", **extra: object) -> Member:
         """A teammate spawned once the server answers: forked from it."""
         retry_until(lambda: _server_pid(self.home) is not None and self.home.cli_socket_path.exists(), 60,
                     what="the CLI server")
-        member = self.spawn(name, backend)
+        member = self.spawn(name, backend, **extra)
         assert member.worker_pid is not None, "spawned with a server running, yet not forked from it"
+        assert member.pid is not None
         return member
 
     def answers(self, name: str, token: str) -> None:
         Mailbox(self.home, TEAM).send(name, f"ping {token}", sender="team-lead")
         retry_until(lambda: f"pong {token} from {name}" in self.lead_texts(), 15, what=f"{name}'s pong {token}")
+
+    def idle_notifications(self, name: str) -> int:
+        """How many turns ``name`` has ended (its idle notification is the last thing a turn writes)."""
+        frames = [entry_frame(e) for e in Mailbox(self.home, TEAM).read("team-lead")]
+        return sum(isinstance(f, IdleNotification) and f.sender == name for f in frames)
 
     def lead_texts(self) -> list[str]:
         return [e.text for e in Mailbox(self.home, TEAM).read("team-lead")]
@@ -146,7 +153,7 @@ def test_the_first_teammate_starts_the_server_and_every_one_is_forked_from_it(te
 def test_kill_9_of_the_launcher_kills_the_forked_teammate(team: Team) -> None:
     team.spawn("alice")
     bob = team.served("bob")
-    os.kill(bob.pid, signal.SIGKILL)  # what a person or a test does to the pid `swarm status` shows
+    os.kill(bob.pid or 0, signal.SIGKILL)  # what a person or a test does to the pid `swarm status` shows
     retry_until(lambda: _gone(bob.worker_pid), 10, what="the forked teammate to die with its launcher")
     assert "teammate stopped" not in team.home.log_path(TEAM, "bob").read_text()  # killed, not asked to stop
     assert reap_dead(team.home, TEAM) == ["bob"]
@@ -173,7 +180,7 @@ def test_a_forked_teammate_outlives_its_server_and_still_dies_with_its_launcher(
     os.kill(server, signal.SIGKILL)  # no server to SIGHUP bob when his launcher goes
     retry_until(lambda: _gone(server), 10, what="the server to die")
     team.answers("bob", "b1")  # the teammate does not depend on the server
-    os.kill(bob.pid, signal.SIGKILL)
+    os.kill(bob.pid or 0, signal.SIGKILL)
     retry_until(lambda: _gone(bob.worker_pid), 10, what="the forked teammate to die with its launcher, unwatched")
 
 
@@ -181,6 +188,9 @@ def test_shutdown_sigkills_a_frozen_forked_teammate_itself_not_only_its_launcher
     """A SIGSTOPped worker cannot run its watcher: only ``kill_tree``'s own SIGKILL of ``worker_pid`` ends it."""
     team.spawn("alice")
     bob = team.served("bob")
+    team.answers("bob", "b0")
+    # frozen between turns, after its last write: a process frozen inside a write would hold the team's lock
+    retry_until(lambda: team.idle_notifications("bob") >= 2, 15, what="bob's second turn to end")
     os.kill(bob.worker_pid or 0, signal.SIGSTOP)
     try:
         outcomes = shutdown(team.home, TEAM, ["bob"], team.env, timeout=1.0)
@@ -216,7 +226,7 @@ def test_a_forked_teammate_in_a_tmux_pane_stops_when_its_pane_is_closed(team: Te
 def test_a_sigterm_to_the_launcher_stops_the_teammate_as_it_would_stop_itself(team: Team) -> None:
     team.spawn("alice")
     bob = team.served("bob")
-    os.kill(bob.pid, signal.SIGTERM)
+    os.kill(bob.pid or 0, signal.SIGTERM)
     retry_until(lambda: _gone(bob.pid) and _gone(bob.worker_pid), 10, what="launcher and worker to exit")
     assert "teammate stopped by SIGTERM" in team.home.log_path(TEAM, "bob").read_text()
     assert team.member("bob").status == "dead"  # it recorded its own end, as an unserved teammate does
@@ -233,3 +243,18 @@ def test_a_bad_teammate_command_line_gets_the_same_answer_served_or_not(team: Te
     assert "Traceback" not in served.stderr
     assert served.stderr.splitlines()[-1] == local.stderr.splitlines()[-1]
     assert "error: the following arguments are required" in served.stderr
+
+
+def test_what_a_forked_teammates_bash_starts_carries_its_token_and_is_stopped_with_it(team: Team) -> None:
+    """The worker's /proc environ is the server's, but its children get the teammate's environment."""
+    team.spawn("alice")
+    bob = team.served("bob", allowed_tools=["Bash"])
+    Mailbox(team.home, TEAM).send("bob", "slow job j1", sender="team-lead")
+    runs = team.work / "runs.txt"
+    retry_until(lambda: runs.exists() and "j1" in runs.read_text(), 15, what="bob's Bash to start")
+    sleepers = [p for p in tagged(bob.proc_token or "") if "sleep" in " ".join(p.cmdline())]
+    assert sleepers, "the Bash tool's process does not carry the teammate's token"
+    assert bob.worker_pid not in [p.pid for p in tagged(bob.proc_token or "")]  # the worker itself is found by pid
+    stop_processes(team.member("bob"), Backends(team.env, team.home), grace=1.0)
+    retry_until(lambda: all(_gone(p.pid) for p in sleepers) and _gone(bob.worker_pid), 10,
+                what="the teammate and its Bash command to be stopped")
