@@ -182,6 +182,7 @@ def test_a_forked_teammate_outlives_its_server_and_still_dies_with_its_launcher(
     team.answers("bob", "b1")  # the teammate does not depend on the server
     os.kill(bob.pid or 0, signal.SIGKILL)
     retry_until(lambda: _gone(bob.worker_pid), 10, what="the forked teammate to die with its launcher, unwatched")
+    assert reap_dead(team.home, TEAM) == ["bob"]  # and the team sees it gone
 
 
 def test_shutdown_sigkills_a_frozen_forked_teammate_itself_not_only_its_launcher(team: Team) -> None:
