@@ -38,7 +38,7 @@ from swarm.runtime import claude_teammate, worktrees
 from swarm.runtime.env import teammate_env
 from swarm.runtime.handles import process_alive, sweep
 from swarm.runtime.liveness import reap_dead
-from swarm.teammate import launch_argv
+from swarm.teammate import teammate_command
 from swarm.teammate.config import PLAYBOOK_VARIABLES, TeammateConfig
 
 log = logging.getLogger(__name__)
@@ -236,7 +236,7 @@ def _launch(home: Home, request: SpawnRequest, member: Member, backend: str,
         allowed_tools=request.allowed_tools, disallowed_tools=request.disallowed_tools, skills=request.skills,
         permission_timeout=request.permission_timeout, lead_verify_key=verify_key_arg(home, request.team),
     )
-    return LaunchSpec(argv=launch_argv(sys.executable, config.argv()),
+    return LaunchSpec(argv=teammate_command(sys.executable, config.argv()),
                       env=teammate_env(env, str(home.root), member.proc_token), cwd=request.cwd.resolve(), team=request.team,
                       name=request.name, log_path=home.log_path(request.team, request.name), color=member.color)
 

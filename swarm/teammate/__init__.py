@@ -2,10 +2,10 @@
 
 TEAMMATE = "_teammate"
 """``swarm _teammate ARGS`` (ARGS as for ``python -m swarm.teammate``): the process a backend starts for a
-teammate (``launch_argv``). When the home's CLI server answers, that process is the launcher of a teammate
+teammate (``teammate_command``). When the home's CLI server answers, that process is the launcher of a teammate
 forked from the server (``swarm.teammate.served``); otherwise it is the teammate."""
 
 
-def launch_argv(python: str, args: list[str]) -> list[str]:
+def teammate_command(python: str, args: list[str]) -> list[str]:
     """The command a backend runs for a teammate with ``args`` (``TeammateConfig.argv()``)."""
     return [python, "-m", "swarm.cli.entry", TEAMMATE, *args]
