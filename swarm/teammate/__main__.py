@@ -12,7 +12,6 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Callable
 from types import FrameType
 
 from swarm.core.home import Home, ensure_dir
@@ -24,16 +23,6 @@ from swarm.teammate.session import TeammateSession, Terminated
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
     raise Terminated(signal.Signals(signum).name)
-
-
-def _served_signal(launcher: Launcher) -> Callable[[int, FrameType | None], None]:
-    """A forked teammate's handler: a hang-up with its launcher gone is that launcher's kill, not a terminal's."""
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        if signum == signal.SIGHUP and launcher.gone():
-            os.kill(os.getpid(), signal.SIGKILL)
-        _on_signal(signum, frame)
-
-    return on_signal
 
 
 def _setup_logging(home: Home, team: str, name: str) -> None:
@@ -49,11 +38,9 @@ def _setup_logging(home: Home, team: str, name: str) -> None:
 def main(argv: list[str] | None = None, launcher: Launcher | None = None) -> int:
     """Run a teammate until it stops; ``launcher``: this process was forked for it by the CLI server."""
     config = parse_args(sys.argv[1:] if argv is None else argv)
-    if launcher is not None:
-        launcher.bind()
+    handler = _on_signal if launcher is None else launcher.bind(_on_signal)
     home = Home.from_env(config.home)
     _setup_logging(home, config.team, config.name)
-    handler = _on_signal if launcher is None else _served_signal(launcher)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, handler)
     try:

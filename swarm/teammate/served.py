@@ -19,10 +19,10 @@ live and die together:
   status (1 if it was killed);
 - the launcher is killed (``kill -9``, or SIGKILL after ``kill_tree``'s
   grace): the worker, which holds the other end of the launcher's
-  connection, sees it close and SIGKILLs itself. A watcher thread does this
-  even with the server gone; the server's SIGHUP to an abandoned child
-  arrives as well, and the worker reads it the same way (its launcher is
-  gone), not as a terminal's hang-up.
+  connection, sees it close and SIGKILLs itself (``Launcher.bind``). A
+  watcher thread does this even with the server gone; the server's SIGHUP
+  to an abandoned child arrives as well, and the worker reads it the same
+  way (its launcher is gone), not as a terminal's hang-up.
 
 The worker records itself in the member entry as ``worker_pid`` and
 ``worker_start``, beside the launcher's ``pid``, so ``kill_tree`` stops it
@@ -38,12 +38,16 @@ import signal
 import socket
 import struct
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
+from types import FrameType
 
 import psutil
 
 from swarm.backends.procs import process_create_time
 from swarm.teammate import TEAMMATE
+
+Handler = Callable[[int, FrameType | None], None]
 
 COMM = b"swarm-teammate"
 """The worker's process name (``ps``, ``top``): its command line is the server's."""
@@ -70,10 +74,22 @@ class Launcher:
         poller.register(self.conn.fileno(), select.POLLRDHUP)
         return any(event & (select.POLLRDHUP | select.POLLHUP | select.POLLERR) for _, event in poller.poll(0))
 
-    def bind(self) -> None:
-        """Tie this process's life to the launcher's: a thread that SIGKILLs it once the launcher is gone."""
+    def bind(self, on_signal: Handler) -> Handler:
+        """Tie this process's life to the launcher's; ``on_signal`` wrapped for this process's signals.
+
+        A thread SIGKILLs this process once the launcher is gone, and a SIGHUP
+        that arrives with the launcher gone (the server's word for it) does the
+        same; any other signal goes to ``on_signal``.
+        """
         _name_process()
         threading.Thread(target=self._watch, name="swarm-launcher", daemon=True).start()
+
+        def handler(signum: int, frame: FrameType | None) -> None:
+            if signum == signal.SIGHUP and self.gone():
+                _killed()
+            on_signal(signum, frame)
+
+        return handler
 
     def _watch(self) -> None:
         try:
@@ -81,7 +97,12 @@ class Launcher:
                 pass  # the launcher sends nothing after "go": any byte is ignored, only the close counts
         except OSError:
             pass
-        os.kill(os.getpid(), signal.SIGKILL)  # as if the kill had reached this process itself
+        _killed()
+
+
+def _killed() -> None:
+    """The launcher was killed: so is this process, as if the kill had reached it itself."""
+    os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _name_process() -> None:
