@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from swarm.cli.entry import server_pid
 from swarm.core.home import Home
 
 
@@ -121,10 +122,12 @@ def start_cli_server(home: Path) -> None:
 
 def stop_cli_server(home: Path) -> None:
     """SIGTERM the home's CLI server (its pid is in its lock file) and wait for it to go."""
+    pid = server_pid(Home(home).cli_lock_path)
+    if pid is None:
+        return
     try:
-        pid = int(Home(home).cli_lock_path.read_text().strip())
         os.kill(pid, signal.SIGTERM)
-    except (OSError, ValueError):
+    except OSError:
         return
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:

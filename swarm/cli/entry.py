@@ -137,7 +137,7 @@ def _await_server(conn: socket.socket, path: bytes, server: int, lock: Path) -> 
             return True
         except OSError:
             pass
-        if not (_alive(server) or _alive(_lock_holder(lock))):
+        if not (_alive(server) or _alive(server_pid(lock))):
             return False
         time.sleep(0.005)
     return False
@@ -155,10 +155,11 @@ def _alive(pid: int | None) -> bool:
     return True
 
 
-def _lock_holder(lock: Path) -> int | None:
+def server_pid(lock: Path) -> int | None:
+    """The pid a CLI server wrote into the home's lock file (``Home.cli_lock_path``): it may be gone since."""
     try:
         with open(lock, "rb") as held:
-            return int(held.read().strip() or 0)
+            return int(held.read().strip() or 0) or None
     except (OSError, ValueError):
         return None
 

@@ -6,12 +6,28 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import psutil
 import pytest
 from click.testing import CliRunner, Result
 
+from swarm.cli.entry import server_pid
 from swarm.cli.main import cli
+from swarm.core.home import Home
 
 SWARM_EXE = Path(sys.executable).parent / "swarm"
+
+
+def live_cli_server(home: Home) -> int | None:
+    """The pid of the home's CLI server if it runs (a zombie waiting to be reaped does not), else None."""
+    pid = server_pid(home.cli_lock_path)
+    if pid is None:
+        return None
+    try:
+        proc = psutil.Process(pid)
+        alive = proc.status() != psutil.STATUS_ZOMBIE and "swarm.cli.forkserver" in proc.cmdline()
+    except psutil.Error:
+        return None
+    return pid if alive else None
 
 
 @pytest.fixture

@@ -28,7 +28,7 @@ import pytest
 from swarm.cli.entry import MAGIC, package_dir
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
-from tests.cli.conftest import SWARM_EXE
+from tests.cli.conftest import SWARM_EXE, live_cli_server
 
 TEAM = "t1"
 
@@ -50,16 +50,7 @@ class Served:
 
     def server_pid(self) -> int | None:
         """The live server's pid (from its lock file), or None."""
-        try:
-            pid = int(self.home.cli_lock_path.read_text().strip() or 0)
-        except (OSError, ValueError):
-            return None
-        try:
-            proc = psutil.Process(pid)
-            alive = proc.status() != psutil.STATUS_ZOMBIE and "swarm.cli.forkserver" in proc.cmdline()
-        except psutil.Error:
-            return None
-        return pid if alive else None
+        return live_cli_server(self.home)
 
     def start_server(self) -> int:
         """A first served call runs here and starts the server; wait until it answers."""

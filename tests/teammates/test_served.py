@@ -39,18 +39,10 @@ from swarm.runtime.shutdown import shutdown
 from swarm.runtime.spawn import SpawnRequest, spawn
 from swarm.teammate.served import COMM, teammate_processes
 from tests.backends.helpers import retry_until
+from tests.cli.conftest import live_cli_server
 from tests.teammates.conftest import PLAYBOOK
 
 TEAM = "t"
-
-
-def _server_pid(home: Home) -> int | None:
-    try:
-        pid = int(home.cli_lock_path.read_text().strip() or 0)
-        proc = psutil.Process(pid)
-        return pid if proc.status() != psutil.STATUS_ZOMBIE and "swarm.cli.forkserver" in proc.cmdline() else None
-    except (OSError, ValueError, psutil.Error):
-        return None
 
 
 def _gone(pid: int | None) -> bool:
@@ -85,7 +77,7 @@ class Team:
 
     def served(self, name: str, backend: str = "subprocess", **extra: object) -> Member:
         """A teammate spawned once the server answers: forked from it."""
-        retry_until(lambda: _server_pid(self.home) is not None and self.home.cli_socket_path.exists(), 60,
+        retry_until(lambda: live_cli_server(self.home) is not None and self.home.cli_socket_path.exists(), 60,
                     what="the CLI server")
         member = self.spawn(name, backend, **extra)
         assert member.worker_pid is not None, "spawned with a server running, yet not forked from it"
@@ -123,7 +115,7 @@ def team(tmp_path: Path) -> Iterator[Team]:
             also = [(member.worker_pid, member.worker_start)] if member.worker_pid else []
             if member.pid or also:
                 kill_tree(member.pid, 1.0, member.proc_start, token=member.proc_token, also=also)
-        server = _server_pid(home)
+        server = live_cli_server(home)
         if server:
             os.kill(server, signal.SIGTERM)
             retry_until(lambda: _gone(server), 10, what="the CLI server to stop")
@@ -132,11 +124,11 @@ def team(tmp_path: Path) -> Iterator[Team]:
 
 
 def test_the_first_teammate_starts_the_server_and_every_one_is_forked_from_it(team: Team) -> None:
-    assert _server_pid(team.home) is None
+    assert live_cli_server(team.home) is None
     first = team.spawn("alice")  # no server yet: alice's launcher starts one and waits for it
     assert first.worker_pid is not None
     bob = team.served("bob")
-    server = _server_pid(team.home)
+    server = live_cli_server(team.home)
     worker = psutil.Process(bob.worker_pid)
     assert worker.ppid() == server and worker.name() == COMM.decode()
     assert psutil.Process(bob.pid).cmdline()[1:4] == ["-m", "swarm.cli.entry", "_teammate"]
@@ -146,7 +138,7 @@ def test_the_first_teammate_starts_the_server_and_every_one_is_forked_from_it(te
     # the server alice's launcher started is none of alice's processes: stopping her leaves it serving
     assert server not in [p.pid for p in psutil.Process(first.pid).children(recursive=True)]
     stop_processes(first, Backends(team.env, team.home), grace=2.0)
-    assert _server_pid(team.home) == server
+    assert live_cli_server(team.home) == server
     team.answers("bob", "b2")
 
 
@@ -175,7 +167,7 @@ def test_kill_9_of_the_forked_teammate_ends_its_launcher(team: Team) -> None:
 def test_a_forked_teammate_outlives_its_server_and_still_dies_with_its_launcher(team: Team) -> None:
     team.spawn("alice")
     bob = team.served("bob")
-    server = _server_pid(team.home)
+    server = live_cli_server(team.home)
     assert server is not None
     os.kill(server, signal.SIGKILL)  # no server to SIGHUP bob when his launcher goes
     retry_until(lambda: _gone(server), 10, what="the server to die")
@@ -209,14 +201,14 @@ def test_swarm_shutdown_approves_and_leaves_no_teammate_process(team: Team) -> N
     assert sorted(o.result for o in outcomes) == ["approved", "approved"]
     retry_until(lambda: not teammate_processes(str(team.home.root)), 10, what="every teammate process to end")
     assert _gone(bob.worker_pid) and _gone(bob.pid)
-    assert _server_pid(team.home) is not None  # the server is the home's, not a teammate's
+    assert live_cli_server(team.home) is not None  # the server is the home's, not a teammate's
 
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux not installed")
 def test_a_forked_teammate_in_a_tmux_pane_stops_when_its_pane_is_closed(team: Team) -> None:
     team.spawn("alice")
     carol = team.served("carol", backend="tmux")
-    assert psutil.Process(carol.worker_pid).ppid() == _server_pid(team.home)
+    assert psutil.Process(carol.worker_pid).ppid() == live_cli_server(team.home)
     team.answers("carol", "c1")
     subprocess.run(["tmux", "-L", team.tmux, "kill-pane", "-t", carol.tmux_pane_id], check=True)
     retry_until(lambda: _gone(carol.worker_pid) and _gone(carol.pid), 10, what="carol's processes to end")
