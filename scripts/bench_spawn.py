@@ -149,6 +149,12 @@ class Row:
     def baseline(self) -> bool:
         return self.kind == "baseline"
 
+    @property
+    def label(self) -> str:
+        """``tmux cold server on``, ``baseline``: the row's name in the table and the details."""
+        server = "" if self.baseline else ("server on" if self.server else "server off")
+        return " ".join(part for part in (self.kind, self.start, server) if part)
+
 
 @dataclass
 class Context:
@@ -534,8 +540,7 @@ def cells(row: Row) -> list[str]:
     if judge:
         left += verdict(row.left_procs is not None and left_total == TARGET_LEFTOVERS)
     spawn_s = "-" if row.spawn_s is None else f"{row.spawn_s:.2f}"
-    server = "" if row.baseline else (" server on" if row.server else " server off")
-    return [f"{row.kind} {row.start}{server}".strip(), str(row.n), spawn_s, ready, rss, uss, cpu, down, outcome, left]
+    return [row.label, str(row.n), spawn_s, ready, rss, uss, cpu, down, outcome, left]
 
 
 HEADERS = ["backend", "N", "spawn s", "ready s", "RSS MB mean / max", "USS MB mean / max",
@@ -564,8 +569,7 @@ def print_details(rows: list[Row]) -> None:
     print("\nDetails")
     for row in rows:
         if row.details:
-            server = "" if row.baseline else (", server on" if row.server else ", server off")
-            print(f"  {row.kind} {row.start} N={row.n}{server}:".replace("  N=", " N="))
+            print(f"  {row.label}, N={row.n}:")
             for line in row.details:
                 print(f"    - {line}")
 
