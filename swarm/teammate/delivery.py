@@ -10,8 +10,8 @@ twice. Nothing is pruned that is not durably in the transcript.
 
 Before a turn, the record's fsync and then the prune (the inbox's lock and a
 rewrite) run beside that turn, on the teammate's one delivery thread
-(``acknowledge_beside``): the model starts at once, and the turn's first tool
-waits for the fsync (``Conversation.make_durable``). The prune is bookkeeping,
+(``acknowledge_beside``): the model starts as soon as the thread has taken up
+the fsync, and the turn's first tool waits for it (``Conversation.make_durable``). The prune is bookkeeping,
 so it yields to the turn: it waits until the turn is over or ``PRUNE_GRACE``
 has passed, whichever comes first (a quick turn is not slowed by it, and a long
 one shows its message taken within the grace). The teammate waits for it before
@@ -50,6 +50,8 @@ class Batch:
 
 PRUNE_GRACE = 0.05
 """Seconds the prune behind a turn waits for the turn to end before it runs anyway."""
+HANDOFF_WAIT = 0.002
+"""Seconds the turn waits for the delivery thread to take up the fsync before it goes on regardless."""
 
 
 class Pruning:
@@ -59,12 +61,14 @@ class Pruning:
         self._sync = sync
         self._prune = prune
         self._grace = grace
+        self._started = threading.Event()
         self._turn_over = threading.Event()
         self._done = threading.Event()
         self._error: BaseException | None = None
 
     def run(self) -> None:
         """The fsync, then (once the turn is over, or after the grace) the prune; a failed fsync prunes nothing."""
+        self._started.set()
         try:
             if self._sync is not None:
                 self._sync()
@@ -74,6 +78,16 @@ class Pruning:
             self._error = exc
         finally:
             self._done.set()
+
+    def taken_up(self, timeout: float) -> None:
+        """Until the delivery thread has started this job (or ``timeout`` passed).
+
+        The thread needs the interpreter's lock to start, and the turn, pure
+        Python until its first write, would hold it for hundreds of microseconds:
+        the fsync would start that late. Waiting here hands the lock over; the
+        thread soon releases it again in the fsync, which then runs beside the turn.
+        """
+        self._started.wait(timeout)
 
     def wait(self) -> None:
         """The turn is over: until the prune is done; then the error of the step that failed, if any (raised once)."""
@@ -90,9 +104,10 @@ class Pruning:
 
 class Delivery:
     def __init__(self, mailbox: Mailbox, agent: str, transcript: Transcript, *,
-                 prune_grace: float = PRUNE_GRACE) -> None:
+                 prune_grace: float = PRUNE_GRACE, handoff_wait: float = HANDOFF_WAIT) -> None:
         self._mailbox = mailbox
         self.prune_grace = prune_grace
+        self.handoff_wait = handoff_wait
         self._agent = agent
         self._seen = transcript.delivered_ids()
         self._pruning: set[str] = set()
@@ -115,6 +130,8 @@ class Delivery:
     def acknowledge_beside(self, batch: Batch, sync: Callable[[], None] | None = None) -> Pruning:
         """``sync`` (the record's fsync), then ``acknowledge``, on the delivery thread; ``wait`` when the turn is over.
 
+        Returns once the thread has started the job (``Pruning.taken_up``), so the fsync runs beside the turn.
+
         The inbox lock excludes other threads of this process too (``core.flock``),
         so a send to this teammate or a prune by the turn waits for this one.
         """
@@ -130,6 +147,7 @@ class Delivery:
 
         pruning = Pruning(sync, prune, self.prune_grace)
         self._thread_queue().put(pruning)
+        pruning.taken_up(self.handoff_wait)
         return pruning
 
     def _thread_queue(self) -> queue.SimpleQueue[Pruning | None]:

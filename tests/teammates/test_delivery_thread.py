@@ -26,12 +26,13 @@ from swarm.teammate.delivery import Delivery
 from tests.backends.helpers import retry_until
 
 
-def _setup(home: Home, tmp_path: Path, grace: float) -> tuple[Mailbox, Delivery]:
+def _setup(home: Home, tmp_path: Path, grace: float, handoff: float = 0.002) -> tuple[Mailbox, Delivery]:
     TeamStore(home).create("t")
     TeamStore(home).add_member("t", Member(agent_id="w@t", name="w", is_active=True))
     mailbox = Mailbox(home, "t")
     mailbox.send("w", "ping", sender="team-lead")
-    return mailbox, Delivery(mailbox, "w", Transcript(tmp_path / "w.jsonl"), prune_grace=grace)
+    return mailbox, Delivery(mailbox, "w", Transcript(tmp_path / "w.jsonl"), prune_grace=grace,
+                             handoff_wait=handoff)
 
 
 def _texts(mailbox: Mailbox) -> list[str]:
@@ -48,6 +49,23 @@ def test_the_prune_waits_for_the_turn_to_end(home: Home, tmp_path: Path) -> None
     assert _texts(mailbox) == ["ping"]  # ...the prune waits while the turn goes on
     assert delivery.collect().seen == []  # a collect during the turn does not prune it a second time
     pruning.wait()  # the turn is over
+    assert _texts(mailbox) == []
+
+
+def test_the_turn_goes_on_only_once_the_thread_has_taken_up_the_fsync(home: Home, tmp_path: Path) -> None:
+    """Else the fsync would start only when the turn first lets go of the interpreter, hundreds of µs later."""
+    mailbox, delivery = _setup(home, tmp_path, grace=0, handoff=30)
+    started, finish = threading.Event(), threading.Event()
+
+    def slow_fsync() -> None:
+        started.set()
+        finish.wait(30)
+
+    pruning = delivery.acknowledge_beside(delivery.collect(), sync=slow_fsync)
+    assert started.is_set()  # no wait of the test's own: the handoff returned only after the thread took the job
+    assert _texts(mailbox) == ["ping"]  # and the prune still follows the fsync
+    finish.set()
+    pruning.wait()
     assert _texts(mailbox) == []
 
 
