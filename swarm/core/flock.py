@@ -171,6 +171,53 @@ def locked(path: Path, timeout: float, *, shared: bool = False) -> Iterator[None
         release(held)
 
 
+def who_holds(path: Path) -> str:
+    """Who holds the lock ``path`` now and what to do about it, for an error after a wait ran out.
+
+    The flock's holder is read from ``/proc/locks`` (Linux): a swarm process,
+    named by pid, and said to be stopped when it is (Ctrl-Z, SIGSTOP: a stopped
+    holder keeps its lock until it is resumed or ended). With no flock holder,
+    a lock directory there is another program's (Claude Code's). Where neither
+    can be told, the words are general.
+    """
+    holder = _flock_holder(path)
+    if holder is not None:
+        pid, name, stopped = holder
+        if pid == os.getpid():
+            return f"process {pid} ({name}) holds {path.name}, another thread of this process — retry"
+        if stopped:
+            return (f"process {pid} ({name}) holds {path.name} and is stopped (Ctrl-Z or SIGSTOP) — "
+                    f"resume it (kill -CONT {pid}) or end it (kill {pid})")
+        return f"process {pid} ({name}) holds {path.name} — retry, or end it if it is stuck (kill {pid})"
+    if os.path.isdir(path):  # no swarm process holds it, and it is not a dead one's (the wait would have removed it)
+        return (f"another program (Claude Code) holds {path.name} — retry; a lock it left behind is taken "
+                f"over once untouched for {STALE_AFTER:g}s")
+    return f"another process holds {path.name} — retry, or stop the stuck process"
+
+
+def _flock_holder(path: Path) -> tuple[int, str, bool] | None:
+    """Pid, name and stopped-ness of the process holding the flock of the lock ``path`` (None: none seen)."""
+    try:
+        info = os.stat(swarm_lock_path(path))
+        with open("/proc/locks", encoding="ascii", errors="replace") as table:
+            lines = table.read().splitlines()
+    except OSError:
+        return None
+    import psutil  # an error path: not imported by every command that takes a lock
+
+    key = f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}:{info.st_ino}"
+    for line in lines:
+        fields = line.split()  # "1: FLOCK  ADVISORY  WRITE <pid> <major:minor:inode> 0 EOF" ("->" marks a waiter)
+        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == key and fields[4].isdigit():
+            pid = int(fields[4])
+            try:
+                process = psutil.Process(pid)
+                return pid, process.name(), process.status() in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP)
+            except psutil.Error:
+                return None  # it ended meanwhile
+    return None
+
+
 def swarm_lock_path(path: Path) -> Path:
     """The file swarm processes flock before they take the lock directory ``path``."""
     return path.with_name(path.name + SWARM_SUFFIX)

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
 from swarm.core.fileio import read_regular, replace_file, storage_error
-from swarm.core.flock import OUTLAST_STALE, LockTimeout, acquire, release
+from swarm.core.flock import OUTLAST_STALE, LockTimeout, acquire, release, who_holds
 from swarm.core.home import FILE_MODE, ensure_dir
 from swarm.errors import LockBusyError, LockTimeoutError
 
@@ -311,10 +311,7 @@ def lock_of(path: Path, timeout: float = DEFAULT_LOCK_TIMEOUT, *, shared: bool =
     try:
         held = acquire(lock, timeout, shared=shared)
     except LockTimeout as exc:
-        raise LockBusyError(
-            f"could not lock {path} within {timeout:g}s; "
-            f"another process holds {lock.name} — retry, or stop the stuck process"
-        ) from exc
+        raise LockBusyError(f"could not lock {path} within {timeout:g}s; {who_holds(lock)}") from exc
     except OSError as exc:  # e.g. a socket or FIFO where the lock directory belongs
         raise LockTimeoutError(f"cannot use the lock {lock}: {exc.strerror}; "
                                f"if another tool left it there, stop that tool and remove it") from exc

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from swarm.core.fileio import storage_error
+from swarm.core.flock import who_holds
 from swarm.core.home import ensure_dir
 from swarm.core.jsonfile import LockedJsonFile, encode_json
 from swarm.errors import LockBusyError, LockTimeoutError
@@ -199,10 +200,9 @@ class SpooledAppend:
         except FileNotFoundError:
             pass
         else:
-            raise LockTimeoutError(
-                f"could not lock {self.file.path} within {self.file.lock_timeout:g}s; the message was not "
-                f"sent — retry, or stop the process that holds {self.file.path.name}.lock"
-            )
+            lock = self.file.path.with_name(f"{self.file.path.name}.lock")
+            raise LockTimeoutError(f"could not lock {self.file.path} within {self.file.lock_timeout:g}s, so the "
+                                   f"message was not sent; {who_holds(lock)}")
         end = time.monotonic() + CLAIMED_GRACE
         while os.path.lexists(claimed):
             if time.monotonic() >= end:

@@ -295,10 +295,51 @@ def test_jsonfile_waits_for_a_claude_code_lock_instead_of_failing(tmp_path: Path
 
     inbox = tmp_path / "bob.json"
     claude_code_holds(tmp_path / "bob.json.lock")
-    with pytest.raises(LockTimeoutError, match="could not lock .*bob.json within 0.2s"):
+    with pytest.raises(LockTimeoutError, match=r"could not lock .*bob.json within 0.2s; another program \(Claude "
+                                               r"Code\) holds bob.json.lock — retry; a lock it left behind is taken "
+                                               r"over once untouched for 10s"):
         LockedJsonFile(inbox, InboxCodec(), lock_timeout=0.2).update(lambda entries: None)
     (tmp_path / "bob.json.lock").rmdir()
     LockedJsonFile(inbox, InboxCodec(), lock_timeout=0.2).update(lambda entries: None)
+    assert inbox.read_bytes() == b"[]"
+
+
+WAITING_HOLDER = """
+from pathlib import Path
+from swarm.core.flock import locked
+with locked(Path(sys.argv[1]), 5.0):
+    say("holding")
+    sys.stdin.readline()
+say("released")
+"""
+
+
+def test_a_wait_that_runs_out_names_a_stopped_holder_and_how_to_resume_it(workers: Workers, tmp_path: Path) -> None:
+    """A teammate frozen (Ctrl-Z, SIGSTOP) while it writes keeps the file's lock: the error says who and what to do."""
+    import signal
+
+    from swarm.core.codecs import InboxCodec
+    from swarm.core.jsonfile import LockedJsonFile
+    from swarm.errors import LockBusyError
+
+    inbox = tmp_path / "bob.json"
+    holder = workers.start("holder", WAITING_HOLDER, tmp_path / "bob.json.lock")
+    holder.expect("holding")
+    pid = holder.proc.pid
+    with pytest.raises(LockBusyError, match=rf"within 0.2s; process {pid} \(python[^)]*\) holds bob.json.lock — "
+                                            rf"retry, or end it if it is stuck \(kill {pid}\)$"):
+        LockedJsonFile(inbox, InboxCodec(), lock_timeout=0.2).update(lambda entries: None)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        with pytest.raises(LockBusyError, match=rf"process {pid} \(python[^)]*\) holds bob.json.lock and is stopped "
+                                                rf"\(Ctrl-Z or SIGSTOP\) — resume it \(kill -CONT {pid}\) or end it "
+                                                rf"\(kill {pid}\)$"):
+            LockedJsonFile(inbox, InboxCodec(), lock_timeout=0.2).update(lambda entries: None)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    holder.tell()
+    holder.expect("released")
+    LockedJsonFile(inbox, InboxCodec(), lock_timeout=5).update(lambda entries: None)  # resumed, it let go
     assert inbox.read_bytes() == b"[]"
 
 

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from pathlib import Path
@@ -133,7 +134,8 @@ def test_a_wait_that_runs_out_takes_the_entry_back(inbox: Path) -> None:
     impatient = SpooledAppend(LockedJsonFile(inbox, InboxAppendCodec(), lock_timeout=0.3),
                               key=lambda e: e.get("msg_id"))
     try:
-        with pytest.raises(LockTimeoutError, match="not sent"):
+        with pytest.raises(LockTimeoutError, match=rf"the message was not sent; process {os.getpid()} \(.*\) holds "
+                                                   rf"bob.json.lock, another thread of this process — retry$"):
             impatient.append(_entry("withdrawn"))
         assert _spooled(inbox) == [], "a withdrawn entry must not stay where the next holder would commit it"
     finally:
