@@ -210,6 +210,8 @@ def _flock_holder(path: Path) -> tuple[int, str, bool] | None:
         fields = line.split()  # "1: FLOCK  ADVISORY  WRITE <pid> <major:minor:inode> 0 EOF" ("->" marks a waiter)
         if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == key and fields[4].isdigit():
             pid = int(fields[4])
+            if pid <= 0:
+                return None  # a holder in a process namespace this one cannot see
             try:
                 process = psutil.Process(pid)
                 return pid, process.name(), process.status() in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP)

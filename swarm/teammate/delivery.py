@@ -11,10 +11,10 @@ twice. Nothing is pruned that is not durably in the transcript.
 Before a turn, the record's fsync and then the prune (the inbox's lock and a
 rewrite) run beside that turn, on the teammate's one delivery thread
 (``acknowledge_beside``): the model starts as soon as the thread has taken up
-the fsync, and the turn's first tool waits for it (``Conversation.make_durable``). The prune is bookkeeping,
-so it yields to the turn: it waits until the turn is over or ``PRUNE_GRACE``
-has passed, whichever comes first (a quick turn is not slowed by it, and a long
-one shows its message taken within the grace). The teammate waits for it before
+the fsync, and the turn's first tool waits for it (``Conversation.make_durable``).
+The prune is bookkeeping, so it yields to the turn: it waits until the turn is
+over or ``PRUNE_GRACE`` has passed, whichever comes first (a quick turn is not
+slowed by it, and a long one shows its message taken within the grace). The teammate waits for it before
 it may look idle, so "idle and an empty inbox" still means done. The order is
 the one inline code would have: nothing is pruned, and nothing acted on,
 before its record is on disk.
