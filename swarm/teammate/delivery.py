@@ -14,10 +14,10 @@ rewrite) run beside that turn, on the teammate's one delivery thread
 the fsync, and the turn's first tool waits for it (``Conversation.make_durable``).
 The prune is bookkeeping, so it yields to the turn: it waits until the turn is
 over or ``PRUNE_GRACE`` has passed, whichever comes first (a quick turn is not
-slowed by it, and a long one shows its message taken within the grace). The teammate waits for it before
-it may look idle, so "idle and an empty inbox" still means done. The order is
-the one inline code would have: nothing is pruned, and nothing acted on,
-before its record is on disk.
+slowed by it, and a long one shows its message taken within the grace). The
+teammate waits for it before it may look idle, so "idle and an empty inbox"
+still means done. The order is the one inline code would have: nothing is
+pruned, and nothing acted on, before its record is on disk.
 """
 
 from __future__ import annotations
