@@ -78,6 +78,7 @@ class Chat:
         self.ended = threading.Event()
         self.status = ""
         """The team's status lines (rebuilt when something changed)."""
+        self._rebuilding = threading.Lock()
         self._interrupted = False
         self._team_event = threading.Event()
         self._threads = [threading.Thread(target=self._work, name="lead-turns", daemon=True),
@@ -258,8 +259,14 @@ class Chat:
                 watcher.close()
 
     def refresh(self) -> None:
-        """Rebuild the status lines from the team's files and tell the screen."""
-        self.status = self._status()
+        """Rebuild the status lines from the team's files and tell the screen.
+
+        The inbox, activity and keyboard threads all rebuild them, one at a time:
+        a rebuild that read the files before another thread's change (a request
+        now offered) can never land after the rebuild that saw it.
+        """
+        with self._rebuilding:
+            self.status = self._status()
         self.on_change()
 
     def _status(self) -> str:

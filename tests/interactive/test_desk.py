@@ -151,3 +151,39 @@ def test_a_teammates_line_takes_its_colour_from_the_team_file_and_a_bad_one_fall
 
     assert [_colour(c) for c in ("orange", "#12ab34", "ansired", "no-such-colour", None)] == [
         "fg:orange", "fg:#12ab34", "fg:ansired", "class:tool", "class:tool"]
+
+
+def test_a_stale_status_rebuild_never_lands_after_a_fresh_one(tmp_path: Path) -> None:
+    """The inbox and activity threads both rebuild the status line: the rebuild that saw a request offered
+    must be what stays, even when the other thread read the team's files before the offer and finishes later.
+
+    Found as a flake: the status line kept "alice: busy" while alice's request was on screen. Only ``_status``
+    is replaced here (it reads a variable instead of the team's files), so the interleaving can be forced."""
+    from types import SimpleNamespace
+    from typing import Any, cast
+
+    from swarm.interactive.chat import Chat
+
+    state = {"alice": "busy"}
+    stale_read, go_on = threading.Event(), threading.Event()
+
+    class Forced(Chat):
+        def _status(self) -> str:
+            seen = state["alice"]
+            if threading.current_thread().name == "activity":
+                stale_read.set()
+                go_on.wait(10)  # held here with what it read before the offer
+            return f"team crew: alice: {seen}"
+
+    chat = Forced(cast(Any, None), cast(Any, SimpleNamespace(home=tmp_path)), cast(Any, None), Desk(), "s-1")
+    activity = threading.Thread(target=chat.refresh, name="activity")
+    activity.start()
+    assert stale_read.wait(10)
+    state["alice"] = "asking"  # the request is offered...
+    inbox = threading.Thread(target=chat.refresh, name="inbox")  # ...and the inbox thread rebuilds the line
+    inbox.start()
+    inbox.join(0.3)
+    go_on.set()
+    activity.join(10)
+    inbox.join(10)
+    assert chat.status == "team crew: alice: asking"
