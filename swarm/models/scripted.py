@@ -10,6 +10,12 @@ its tool calls run through the same agent loop and tools. Per call:
    message and whose ``match`` regex is found in the incoming text.
 3. Otherwise the ``[default]`` text reply, which quotes the first line.
 
+Messages that arrive during a turn reach the model as text blocks after the
+tool results (``arrivals``). A run that goes on takes no notice of them, but
+they are kept: the reply that ends the turn also starts the first rule their
+text matches (as a prompt), so a message sent to a busy teammate is answered in
+that turn, as a real model would, instead of being left unanswered.
+
 The incoming text is the latest user message: its text blocks (except
 ``<system-reminder>`` context blocks) and tool result contents, in order,
 joined with newlines. A rule's ``system`` regex, when given, must also be
@@ -54,6 +60,8 @@ class Incoming:
     text: str
     kind: Literal["prompt", "tool_result"]
     tool_result_ids: frozenset[str] = frozenset()
+    arrivals: str = ""
+    """In a tool result message, its text blocks: messages that arrived during the turn."""
 
     @property
     def first_line(self) -> str:
@@ -100,6 +108,8 @@ class ScriptedProvider:
         self._fired: set[int] = set()
         self._waiting: dict[str, _Run] = {}
         self._parked: _Run | None = None
+        self._arrivals: list[str] = []
+        """Messages that arrived while a run went on: started when a reply would end the turn."""
         self._tally = _Tally()
         self.usage = Usage()
 
@@ -123,10 +133,15 @@ class ScriptedProvider:
             return self._summary(request)
         incoming = incoming_of(request.messages)
         with self._lock:
-            run = self._continuation(incoming) or self._start(incoming, request.system)
+            run = self._continuation(incoming)
+            if run is not None and incoming.arrivals:
+                self._arrivals.append(incoming.arrivals)
+            run = run or self._start(incoming, request.system)
             reply, values = self._next_reply(run, incoming)
             content = self._render(reply, values)
             self._remember(run, content)
+            if self._arrivals and not any(isinstance(b, ToolUseBlock) for b in content):
+                content += self._answer_arrivals(request.system)
             usage = Usage(input_tokens=self._tally.input_tokens(request),
                           output_tokens=approx_tokens(content_text(content)))
             self.usage = self.usage + usage
@@ -157,6 +172,18 @@ class ScriptedProvider:
         run.next_step += 1
         log.debug("scripted rule played", extra={"rule": run.rule_index, "step": run.next_step})
         return reply, run.values
+
+    def _answer_arrivals(self, system: str) -> list[TextBlock | ToolUseBlock]:
+        """The turn would end: the first step of the rule the kept arrivals match (none: nothing more)."""
+        arrived = Incoming(text="\n".join(self._arrivals), kind="prompt")
+        self._arrivals.clear()
+        run = self._start(arrived, system)
+        if run is None:
+            return []
+        reply, values = self._next_reply(run, arrived)
+        content = self._render(reply, values)
+        self._remember(run, content)
+        return content
 
     def _continuation(self, incoming: Incoming) -> _Run | None:
         for tool_use_id in incoming.tool_result_ids:
@@ -226,17 +253,21 @@ def incoming_of(messages: list[Message]) -> Incoming:
 
 def _flatten(message: Message) -> Incoming:
     parts: list[str] = []
+    texts: list[str] = []
     result_ids: set[str] = set()
     for block in message.content:
         if isinstance(block, TextBlock) and block.text.startswith(CONTEXT_TAG):
             continue  # the context block (project instructions, git status): not what the agent was told to do
         if isinstance(block, TextBlock):
             parts.append(block.text)
+            texts.append(block.text)
         elif isinstance(block, ToolResultBlock):
             parts.append(block.content)
             result_ids.add(block.tool_use_id)
-    kind: Literal["prompt", "tool_result"] = "tool_result" if result_ids else "prompt"
-    return Incoming(text="\n".join(parts), kind=kind, tool_result_ids=frozenset(result_ids))
+    if not result_ids:
+        return Incoming(text="\n".join(parts), kind="prompt")
+    return Incoming(text="\n".join(parts), kind="tool_result", tool_result_ids=frozenset(result_ids),
+                    arrivals="\n".join(texts))
 
 
 def approx_tokens(text: str) -> int:

@@ -258,3 +258,50 @@ def test_per_call_work_does_not_grow_with_the_conversation() -> None:
     assert provider.complete(whole).usage.input_tokens == approx_tokens(request_text(whole)), "the running sum drifted"
     shorter = ModelRequest(messages=messages[:10])  # a compacted conversation: a new list, not a continuation
     assert provider.complete(shorter).usage.input_tokens == approx_tokens(request_text(shorter))
+
+
+PING_PONG = {"rules": [{"match": r"ping (?P<n>\d+)", "on": "prompt", "steps": [
+    {"tool_calls": [{"name": "SendMessage", "input": {"to": "team-lead", "message": "pong {n}"}}]},
+    {"text": "answered {n}"}]}]}
+
+
+def _results_with_arrivals(chat: Chat, content: str, *arrivals: str) -> ModelResponse:
+    """Tool results followed by messages that arrived during the turn, as the agent loop sends them."""
+    blocks: list[ContentBlock] = [ToolResultBlock(tool_use_id=u.id, content=content)
+                                  for u in chat.messages[-1].tool_uses()]
+    blocks += [TextBlock(text=f'<teammate-message teammate_id="team-lead">{a}</teammate-message>') for a in arrivals]
+    return chat._call(Message(role="user", content=blocks))
+
+
+def test_a_message_that_arrives_mid_turn_is_answered_in_that_turn() -> None:
+    """Left unanswered, a ping sent while the teammate finished the last one waited for ever (the benchmark hung)."""
+    chat = Chat(scripted(PING_PONG))
+    assert calls(chat.say("ping 1")) == [("SendMessage", {"to": "team-lead", "message": "pong 1"})]
+    ended_then_went_on = _results_with_arrivals(chat, "Message sent to team-lead.", "ping 2")
+    assert text_of(ended_then_went_on) == "answered 1"  # the run in play finishes...
+    assert calls(ended_then_went_on) == [("SendMessage", {"to": "team-lead", "message": "pong 2"})]  # ...and 2 starts
+    assert ended_then_went_on.stop_reason == "tool_use"
+    last = chat.results("Message sent to team-lead.")
+    assert (text_of(last), calls(last), last.stop_reason) == ("answered 2", [], "end_turn")
+
+
+def test_arrivals_wait_for_the_run_in_play_to_end() -> None:
+    chat = Chat(scripted({"rules": [
+        {"match": "build", "on": "prompt", "steps": [
+            {"tool_calls": [{"name": "Bash", "input": {"command": "make"}}]},
+            {"tool_calls": [{"name": "Bash", "input": {"command": "make test"}}]},
+            {"text": "built"}]},
+        *PING_PONG["rules"]]}))
+    chat.say("build")
+    going_on = _results_with_arrivals(chat, "ok", "ping 7")
+    assert calls(going_on) == [("Bash", {"command": "make test"})]  # the run's own next step, the ping kept
+    ending = chat.results("ok")
+    assert text_of(ending) == "built"
+    assert calls(ending) == [("SendMessage", {"to": "team-lead", "message": "pong 7"})]
+
+
+def test_only_arrivals_start_a_rule_not_what_a_tool_printed() -> None:
+    chat = Chat(scripted(PING_PONG))
+    chat.say("ping 1")
+    ending = chat.results("ping 99 was printed by a command")
+    assert (text_of(ending), calls(ending), ending.stop_reason) == ("answered 1", [], "end_turn")
