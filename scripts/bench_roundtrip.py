@@ -6,9 +6,10 @@ What is timed is the real path a message takes: ``swarm send``'s mailbox
 write, the teammate process waking on the inbox event, its delivery (the
 durable transcript record, the prune), its status updates, a turn of the agent
 loop on the offline scripted model, SendMessage into the lead's inbox, and the
-lead waking on that. Baseline, in the same run: a bare Python process that
-only waits, takes and answers through the same ``Mailbox`` (no agent loop, no
-transcript, no status): the floor the teammate's own work sits on.
+lead waking on that; the next ping goes as soon as the answer is in. Baseline,
+in the same run: a bare Python process that only waits, takes and answers
+through the same ``Mailbox`` (no agent loop, no transcript, no status): the
+floor the teammate's own work sits on.
 
 Also measured: the same round trip after the teammate's conversation has
 grown by ``--grow`` turns (cost should stay flat; the conversation is
@@ -54,6 +55,9 @@ text = "answered {n}"
 
 BATCHES = 5
 
+ANSWER_WAIT = 30.0
+"""Seconds the lead waits for an answer before the run stops with an error (never a hang)."""
+
 STAMP_CENTRE = 0.0005
 """An entry's stamp is cut to its millisecond (``now_iso``): the instant it stands for is, on average,
 half a millisecond later. Added, so "acts" is not understated by that half millisecond (nor its baseline)."""
@@ -92,7 +96,10 @@ class Trips:
 
 
 def _round_trips(mailbox: Mailbox, name: str, count: int, start: int = 0) -> Trips:
-    """``count`` round trips to ``name`` (its answer: ``pong <n>``)."""
+    """``count`` round trips to ``name`` (its answer: ``pong <n>``), the next ping as soon as the answer is in.
+
+    An answer that does not come within ``ANSWER_WAIT`` stops the run with an error, never a hang.
+    """
     watcher = mailbox.watcher(LEAD_NAME)
     trips = Trips()
     try:
@@ -100,8 +107,11 @@ def _round_trips(mailbox: Mailbox, name: str, count: int, start: int = 0) -> Tri
             sent_at = time.time()
             began = time.perf_counter()
             mailbox.send(name, f"ping {n}", sender=LEAD_NAME)
+            deadline = time.monotonic() + ANSWER_WAIT
             while not (answer := [e for e in mailbox.read(LEAD_NAME) if e.text == f"pong {n}"]):
-                watcher.wait(5.0)
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"bench_roundtrip: {name} did not answer 'ping {n}' within {ANSWER_WAIT:g}s")
+                watcher.wait(1.0)
             trips.total.append((time.perf_counter() - began) * 1000)
             stamped = (iso_to_epoch(answer[0].timestamp) or sent_at) + STAMP_CENTRE
             trips.acted.append(max(0.0, (stamped - sent_at) * 1000))
