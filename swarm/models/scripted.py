@@ -136,10 +136,7 @@ class ScriptedProvider:
             run = self._continuation(incoming)
             if run is not None and incoming.arrivals:
                 self._arrivals.append(incoming.arrivals)
-            run = run or self._start(incoming, request.system)
-            reply, values = self._next_reply(run, incoming)
-            content = self._render(reply, values)
-            self._remember(run, content)
+            content = self._play(run or self._start(incoming, request.system), incoming)
             if self._arrivals and not any(isinstance(b, ToolUseBlock) for b in content):
                 content += self._answer_arrivals(request.system)
             usage = Usage(input_tokens=self._tally.input_tokens(request),
@@ -178,9 +175,11 @@ class ScriptedProvider:
         arrived = Incoming(text="\n".join(self._arrivals), kind="prompt")
         self._arrivals.clear()
         run = self._start(arrived, system)
-        if run is None:
-            return []
-        reply, values = self._next_reply(run, arrived)
+        return [] if run is None else self._play(run, arrived)
+
+    def _play(self, run: _Run | None, incoming: Incoming) -> list[TextBlock | ToolUseBlock]:
+        """The next step of ``run`` (None: the default reply), rendered; an unfinished run is kept for later."""
+        reply, values = self._next_reply(run, incoming)
         content = self._render(reply, values)
         self._remember(run, content)
         return content
