@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from swarm.agent.assembly import Catalogs, Parent, Seat, assemble
 from swarm.agent.background import BackgroundAgents, QueueSink
 from swarm.agent.conversation import Conversation
 from swarm.agent.definitions import AgentCatalog, AgentDefinition
@@ -23,12 +24,8 @@ from swarm.agent.executor import ToolGate
 from swarm.agent.instructions import context_block
 from swarm.agent.limits import Limits
 from swarm.agent.loop import AgentRun, AgentSpec, Arrivals, RunningAgent, run_agent
-from swarm.agent.memory import memory_prompt, with_memory
-from swarm.agent.prompts import agent_system_prompt, system_prompt
-from swarm.agent.read_only import read_only_gate
-from swarm.agent.skills import SkillCatalog, preload_text
+from swarm.agent.skills import SkillCatalog
 from swarm.agent.subagents import AgentHost, forks_enabled
-from swarm.agent.toolpool import spawnable_types, tool_pool
 from swarm.agent.tools import core_tools, stop_background
 from swarm.agent.tools.base import Tool, ToolContext
 from swarm.agent.tools.skill_tool import expand_slash
@@ -36,8 +33,12 @@ from swarm.agent.tools.team_tools import TeamControl
 from swarm.agent.toolset import agent_tools
 from swarm.agent.transcript import Transcript
 from swarm.agent.turn_model import TurnModel
+from swarm.errors import UsageError
+from swarm.models.aliases import agent_model
 from swarm.models.base import ModelProvider
+from swarm.models.factory import Choice, choose_model, make_provider
 from swarm.models.messages import Message, TextBlock, Usage
+from swarm.models.scripted import SCRIPTED
 
 BACKGROUND_POLL = 0.2
 """Seconds between cancellation checks while waiting for background agents."""
@@ -59,17 +60,74 @@ class MainAgent:
     """Where remarks for the person go (an unknown ``/name`` in the prompt)."""
 
 
+@dataclass
+class MainSetup:
+    """What a process's main agent (``swarm run``, the interactive session) is built from.
+
+    The definitions and skills of its cwd, the definition it runs as
+    (``--agent``), and its provider, for the model the one rule chooses
+    (``swarm.models.aliases.agent_model``: ``--model`` > the definition's
+    ``model`` > the provider's default). ``choice`` says which model that is,
+    for the person.
+    """
+
+    env: dict[str, str]
+    catalogs: Catalogs
+    definition: AgentDefinition | None
+    model: str | None
+    playbook: Path | None
+    provider: ModelProvider
+    choice: Choice
+
+    @classmethod
+    def load(cls, env: dict[str, str], workdir: Path, *, agents_json: str | None, agent_name: str | None,
+             model: str | None, playbook: Path | None, note: Callable[[str], None],
+             on_text: Callable[[str], None] | None = None) -> MainSetup:
+        """Load definitions and skills (each warning to ``note``) and make the provider; UsageError for an
+        unknown ``agent_name``."""
+        catalogs = Catalogs.load(workdir, env, cli_json=agents_json, note=note)
+        definition = _definition(catalogs.agents, agent_name)
+        model = agent_model(env=env, asked=model, definition_model=definition.model if definition else None,
+                            parent_model=None, subagent=False)
+        provider = make_provider(model, playbook=playbook, env=env, variables={"agent_name": "agent", "team": ""},
+                                 on_text=on_text)
+        return cls(env, catalogs, definition, model, playbook, provider, choose_model(model, playbook=playbook, env=env))
+
+    def main_agent(self, agents_dir: Path, note: Callable[[str], None]) -> MainAgent:
+        return MainAgent(catalog=self.catalogs.agents, env=self.env, agents_dir=agents_dir,
+                         definition=self.definition, make_provider=self._child_providers(), skills=self.catalogs.skills,
+                         note=note)
+
+    def _child_providers(self) -> Callable[[str], ModelProvider]:
+        """How a subagent gets its provider: offline children play the parent's playbook, others their model."""
+        if self.provider.name == SCRIPTED:
+            return lambda _model: make_provider(self.model, playbook=self.playbook, env=self.env,
+                                                variables={"agent_name": "agent", "team": ""})
+        return lambda chosen: make_provider(chosen, playbook=None, env=self.env)
+
+
+def _definition(catalog: AgentCatalog, name: str | None) -> AgentDefinition | None:
+    if name is None:
+        return None
+    found = catalog.get(name)
+    if found is None:
+        raise UsageError(f"no agent definition {name!r}; `swarm agents` lists them ({', '.join(catalog.names())})")
+    return found
+
+
 def run_headless(prompt: str, provider: ModelProvider, *, cwd: Path, limits: Limits,
                  transcript: Path | None = None, confine_writes: bool = True,
                  cancel: threading.Event | None = None, main: MainAgent | None = None) -> AgentRun:
     """Run ``prompt`` to the end in ``cwd``; with ``main``, subagents too."""
-    ctx = ToolContext(cwd=cwd, write_roots=[cwd] if confine_writes else None, cancel=cancel or threading.Event())
-    conversation = Conversation(transcript=Transcript(transcript) if transcript else None)
     if main is None:
+        ctx = ToolContext(cwd=cwd, write_roots=[cwd] if confine_writes else None, cancel=cancel or threading.Event())
+        agent = assemble(None, Seat(role="main", cwd=cwd, env={}, skills=Catalogs.empty().skills),
+                         Parent(model=None, write_roots=ctx.write_roots), tools=core_tools())
+        conversation = Conversation(transcript=Transcript(transcript) if transcript else None)
         conversation.add_user_text(prompt)
-        spec = AgentSpec(provider=provider, tools=core_tools(), system=system_prompt(cwd), limits=limits)
         try:
-            return run_agent(spec, conversation, ctx)
+            return run_agent(AgentSpec(provider=provider, tools=agent.tools, system=agent.system, limits=limits),
+                             conversation, ctx)
         finally:
             stop_background(ctx)
     session = MainSession(provider, cwd=cwd, limits=limits, transcript=transcript, confine_writes=confine_writes,
@@ -97,11 +155,12 @@ class MainSession:
                  gate: ToolGate | None = None) -> None:
         self.main = main
         self.cwd = cwd
-        definition = main.definition
-        self.ctx = ToolContext(cwd=cwd, write_roots=with_memory([cwd] if confine_writes else None, definition, cwd,
-                                                                env=main.env),
-                               cancel=cancel or threading.Event(), team_control=team_control,
-                               spawnable=spawnable_types(definition.tools) if definition else None)
+        models = TurnModel(provider, main.make_provider, main.env)
+        agent = assemble(main.definition, Seat(role="main", cwd=cwd, env=main.env, skills=main.skills, note=main.note),
+                         Parent(model=None, write_roots=[cwd] if confine_writes else None, gate=gate),
+                         tools=[*agent_tools(main.catalog, main.skills), *extra_tools], kept=extra_tools,
+                         asked_model=provider.model)
+        self.omit_instructions = agent.omit_instructions
         self.conversation = (Conversation.resume(Transcript(transcript)) if resume and transcript is not None
                              else Conversation(transcript=Transcript(transcript) if transcript else None))
         self.sink = QueueSink()
@@ -111,17 +170,19 @@ class MainSession:
                               transcript_dir=main.agents_dir, background=BackgroundAgents(self.sink),
                               fork_enabled=forks_enabled(main.env), skills=main.skills, gate=gate,
                               note=main.note)
-        self.ctx.agents = self.host
-        self.ctx.models = TurnModel(provider, main.make_provider, main.env)
-        self.spec = _main_spec(main, self.ctx.models, cwd, limits, extra_tools)
-        self.spec.gate = read_only_gate(gate, definition)
+        self.ctx = ToolContext(cwd=cwd, write_roots=agent.write_roots, cancel=cancel or threading.Event(),
+                               team_control=team_control, spawnable=agent.spawnable, agents=self.host, models=models)
+        self.spec = AgentSpec(provider=models, tools=agent.tools, system=agent.system, gate=agent.gate,
+                              limits=Limits(max_turns=limits.max_turns or agent.max_turns, max_tokens=limits.max_tokens,
+                                            max_seconds=limits.max_seconds,
+                                            max_consecutive_tool_errors=limits.max_consecutive_tool_errors))
         self.usage = Usage()
 
     def start(self, prompt: str) -> AgentRun:
         """The first turn: ``/skill`` commands expanded, after the context block."""
-        omit = self.main.definition.omit_claude_md if self.main.definition else False
         text = self._expand(prompt)
-        self.conversation.add(_first_message(context_block(self.cwd, env=self.main.env, omit_instructions=omit),
+        self.conversation.add(_first_message(context_block(self.cwd, env=self.main.env,
+                                                           omit_instructions=self.omit_instructions),
                                              text))
         return self._serve()
 
@@ -153,26 +214,6 @@ class MainSession:
             self.ctx.models.reset()
         self.usage = self.usage + run.usage
         return run
-
-
-def _main_spec(main: MainAgent, provider: ModelProvider, cwd: Path, limits: Limits,
-               extra_tools: Sequence[Tool[Any]] = ()) -> AgentSpec:
-    tools = [*agent_tools(main.catalog, main.skills), *extra_tools]
-    if main.definition is None:
-        return AgentSpec(provider=provider, tools=tools, system=system_prompt(cwd), limits=limits)
-    kept = tool_pool([t.name for t in tools], tools=main.definition.tools,
-                     disallowed=main.definition.disallowed_tools, builtin=main.definition.builtin,
-                     background=False, main_thread=True).names
-    tools = [t for t in tools if t.name in kept or t in extra_tools]
-    turns = limits.max_turns or main.definition.max_turns or 0
-    preload, warnings = preload_text(main.definition.skills, main.skills, where=main.definition.origin)
-    for warning in warnings:
-        main.note(warning)
-    system = agent_system_prompt(main.definition, cwd, model=provider.model, tools=[t.name for t in tools],
-                                 memory=memory_prompt(main.definition, cwd, env=main.env), skills=preload)
-    return AgentSpec(provider=provider, tools=tools, system=system,
-                     limits=Limits(max_turns=turns, max_tokens=limits.max_tokens, max_seconds=limits.max_seconds,
-                                   max_consecutive_tool_errors=limits.max_consecutive_tool_errors))
 
 
 def _first_message(context: str, prompt: str) -> Message:

@@ -33,7 +33,7 @@ from collections.abc import Iterator, Mapping
 from datetime import date
 from pathlib import Path
 
-from swarm.agent.definitions import (
+from swarm.agent.config_files import (
     claude_config_dir,
     directories_down_to,
     repository_root,

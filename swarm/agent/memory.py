@@ -23,7 +23,8 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from swarm.agent.definitions import AgentDefinition, claude_config_dir, project_root
+from swarm.agent.config_files import claude_config_dir, project_root
+from swarm.agent.definitions import AgentDefinition
 from swarm.core.fileio import read_regular
 
 log = logging.getLogger(__name__)

@@ -5,10 +5,6 @@ from __future__ import annotations
 import platform
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from swarm.agent.definitions import AgentDefinition
 
 BASE = """You are a software engineering agent working on a user's machine through tools.
 Work in small verified steps: read before you edit, run what you change, and say plainly what you did.
@@ -97,9 +93,9 @@ Model: {model}
 Tools: {tools}"""
 
 
-def agent_system_prompt(definition: AgentDefinition, cwd: Path, *, model: str, tools: Sequence[str],
+def agent_system_prompt(body: str, cwd: Path, *, model: str, tools: Sequence[str],
                         memory: str = "", skills: str = "") -> str:
-    """The system prompt of an agent run from ``definition``.
+    """The system prompt of an agent run from a definition whose prompt is ``body``.
 
     The definition's body (``BASE`` when it is empty), then the environment
     details (cwd, platform, model, the tool names in the order given), then
@@ -110,7 +106,7 @@ def agent_system_prompt(definition: AgentDefinition, cwd: Path, *, model: str, t
     """
     environment = ENVIRONMENT.format(cwd=cwd, platform=platform.system().lower(), model=model,
                                      tools=", ".join(tools) if tools else "(none)")
-    parts = [definition.prompt.strip() or BASE, environment]
+    parts = [body.strip() or BASE, environment]
     for section in (memory, skills):
         if section:
             parts.append(section.strip())

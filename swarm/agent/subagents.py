@@ -42,6 +42,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from swarm.agent.assembly import Parent, Seat, assemble
 from swarm.agent.background import BackgroundAgents, BackgroundTask, Work
 from swarm.agent.conversation import Conversation
 from swarm.agent.definitions import AgentCatalog, AgentDefinition
@@ -49,17 +50,12 @@ from swarm.agent.executor import ToolGate
 from swarm.agent.instructions import context_block
 from swarm.agent.limits import Limits
 from swarm.agent.loop import AgentRun, AgentSpec, Arrivals, run_agent
-from swarm.agent.memory import memory_prompt, with_memory
-from swarm.agent.prompts import agent_system_prompt
-from swarm.agent.read_only import read_only_gate
-from swarm.agent.skills import Skill, SkillCatalog, preload_text
-from swarm.agent.toolpool import tool_pool
+from swarm.agent.skills import Skill, SkillCatalog
 from swarm.agent.tools.base import Tool, ToolContext, ToolError
 from swarm.agent.tools.shell import stop_background
 from swarm.agent.transcript import Transcript
 from swarm.agent.turn_model import TurnModel
 from swarm.errors import ModelError, SwarmError
-from swarm.models.aliases import resolve_model
 from swarm.models.base import ModelProvider, ModelRequest, ModelResponse
 from swarm.models.messages import (
     Message,
@@ -233,45 +229,16 @@ def plan_definition(host: AgentHost, parent: ToolContext, definition: AgentDefin
 
     Its first message is the context block and the prompt; ``context=False`` sends the prompt alone.
     """
-    all_tools = host.make_tools()
-    pool = tool_pool([t.name for t in all_tools], tools=definition.tools, disallowed=definition.disallowed_tools,
-                     builtin=definition.builtin, background=background,
-                     permission_mode=_child_mode(host.gate, definition))
-    tools = [t for t in all_tools if t.name in pool.names]
-    chosen = resolve_model(env=host.env, tool_model=model, definition_model=definition.model,
-                           parent_model=host.model)
     workdir = (cwd if cwd is not None else parent.cwd).resolve()
-    roots = with_memory(parent.write_roots, definition, workdir, env=host.env)
-    preload, warnings = preload_text(definition.skills, host.skills, where=definition.origin)
-    for warning in warnings:
-        host.note(warning)
-    system = agent_system_prompt(definition, workdir, model=chosen, tools=[t.name for t in tools],
-                                 memory=memory_prompt(definition, workdir, env=host.env), skills=preload)
-    blocks = [TextBlock(text=context_block(workdir, env=host.env, omit_instructions=definition.omit_claude_md))]
+    agent = assemble(definition, Seat(role="subagent", cwd=workdir, env=host.env, skills=host.skills, note=host.note),
+                     Parent(model=host.model, write_roots=parent.write_roots, gate=host.gate),
+                     tools=host.make_tools(), asked_model=model, background=background)
+    blocks = [TextBlock(text=context_block(workdir, env=host.env, omit_instructions=agent.omit_instructions))]
     first = Message(role="user", content=[*(blocks if context else []), TextBlock(text=prompt)])
-    return ChildPlan(id=host.new_id(), kind=definition.name, description=description, system=system, tools=tools,
-                     model=chosen, messages=[first], cwd=workdir, write_roots=roots,
-                     limits=Limits(max_turns=definition.max_turns or 0), isolation=definition.isolation,
-                     name=name, spawnable=pool.spawnable, gate=_child_gate(host.gate, definition))
-
-
-PARENT_MODES_KEPT = ("bypassPermissions", "acceptEdits")
-"""A parent in one of these modes passes it on: a child's definition does not narrow it."""
-
-
-def _child_mode(gate: ToolGate | None, definition: AgentDefinition) -> str | None:
-    """The child's permission mode: the definition's ``permissionMode`` unless the parent's is kept (or it has none)."""
-    if gate is not None and (definition.permission_mode is None or gate.mode in PARENT_MODES_KEPT):
-        return gate.mode
-    return definition.permission_mode
-
-
-def _child_gate(gate: ToolGate | None, definition: AgentDefinition) -> ToolGate | None:
-    """The parent's gate in the child's mode (``_child_mode``), read-only when the definition is."""
-    mode = _child_mode(gate, definition)
-    if gate is not None and mode is not None and mode != gate.mode:
-        gate = gate.with_mode(mode)
-    return read_only_gate(gate, definition)
+    return ChildPlan(id=host.new_id(), kind=definition.name, description=description, system=agent.system,
+                     tools=agent.tools, model=agent.model or host.model, messages=[first], cwd=workdir,
+                     write_roots=agent.write_roots, limits=Limits(max_turns=agent.max_turns),
+                     isolation=definition.isolation, name=name, spawnable=agent.spawnable, gate=agent.gate)
 
 
 def launch(host: AgentHost, parent: ToolContext, plan: ChildPlan) -> BackgroundTask:

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from swarm.agent.definitions import AgentDefinition, load_agents
-from swarm.cli.options import json_option
+from swarm.cli.options import json_option, warn
 from swarm.cli.render import emit_json, one_line, table
 
 
@@ -28,7 +28,7 @@ def agents(as_json: bool, cwd: Path | None, agents_json: str | None) -> None:
     """
     catalog = load_agents(cwd or Path.cwd(), env=os.environ, cli_json=agents_json)
     for warning in catalog.warnings:
-        click.echo(f"swarm: warning: {warning}", err=True)
+        warn(warning)
     found = [catalog.definitions[name] for name in catalog.names()]
     if as_json:
         emit_json([_as_dict(d) for d in found])

@@ -10,13 +10,13 @@ from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
-from swarm.agent.headless import MainSession
+from swarm.agent.headless import MainSession, MainSetup
 from swarm.agent.limits import Limits
 from swarm.agent.permissions.policy import RuleSet
 from swarm.agent.permissions.rules import parse_rules
 from swarm.agent.permissions.settings import settings_digests, settings_rules
 from swarm.agent.tools.team_tools import team_tools
-from swarm.cli.run import MainSetup
+from swarm.cli.options import say_model, warn
 from swarm.core.home import Home
 from swarm.core.protocol import LeadPolicy
 from swarm.interactive.chat import Chat
@@ -39,7 +39,8 @@ def run_chat(home: Home, *, resume: str | None, permission_mode: str, model: str
     stored = find_session(home, resume) if resume is not None else new_session(home)
     relay = _Relay()
     setup = MainSetup.load(env, workdir, agents_json=agents_json, agent_name=agent_name, model=model,
-                           playbook=playbook, on_text=relay)
+                           playbook=playbook, note=warn, on_text=relay)
+    say_model(setup.choice)
     provider = setup.provider
     terminal = sys.stdin.isatty() and sys.stdout.isatty()
     desk = Desk()

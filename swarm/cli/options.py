@@ -56,6 +56,11 @@ team_name_argument = click.argument("name", callback=_name_callback("team name")
 agent_name_callback = _name_callback("agent name")
 
 
+def warn(message: str) -> None:
+    """One warning line for the person on stderr (``swarm: warning: ...``)."""
+    click.echo(f"swarm: warning: {message}", err=True)
+
+
 def say_model(choice: Choice, who: str = "") -> None:
     """Tell the person which model an agent runs: always for the echoing offline default, else on a terminal."""
     if (choice.scripted and choice.playbook is None) or sys.stderr.isatty():

@@ -7,29 +7,22 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
 import click
 
-from swarm.agent.definitions import AgentCatalog, AgentDefinition, load_agents
-from swarm.agent.headless import MainAgent, MainSession
+from swarm.agent.headless import MainSession, MainSetup
 from swarm.agent.limits import Limits
 from swarm.agent.permissions.policy import PERMISSION_MODES
-from swarm.agent.skills import SkillCatalog, load_skills
 from swarm.agent.tools.team_tools import team_tools
-from swarm.cli.options import home_of, json_option, say_model, tmux_socket_option
+from swarm.cli.options import home_of, json_option, say_model, tmux_socket_option, warn
 from swarm.cli.render import emit_json
 from swarm.core.clock import now_ms
 from swarm.core.home import Home
 from swarm.core.protocol import LeadPolicy
 from swarm.core.teams import TeamStore
 from swarm.errors import SwarmError, UsageError
-from swarm.models.aliases import expand_alias
-from swarm.models.base import ModelProvider
-from swarm.models.factory import choose_model, make_provider
-from swarm.models.scripted import SCRIPTED
 from swarm.runtime.lead import LeadOutcome, LeadTeam, run_lead
 
 
@@ -121,9 +114,10 @@ def run(ctx: click.Context, prompt: str | None, resume: str | None, permission_m
     env = dict(os.environ)
     workdir = (cwd or Path.cwd()).resolve()
     setup = MainSetup.load(env, workdir, agents_json=agents_json, agent_name=agent_name, model=model,
-                           playbook=playbook)
+                           playbook=playbook, note=warn)
+    say_model(setup.choice)
     provider = setup.provider
-    main = setup.main_agent(_agents_dir(home_of(ctx), transcript), note=_note)
+    main = setup.main_agent(_agents_dir(home_of(ctx), transcript), note=warn)
     policy = LeadPolicy(allow=list(allow), deny=list(deny)) if allow or deny else None
     lead = LeadTeam(home_of(ctx), env, workdir, backend=backend, tmux_socket=tmux_socket, policy=policy,
                     playbooks=teammate_playbooks)
@@ -142,39 +136,6 @@ def run(ctx: click.Context, prompt: str | None, resume: str | None, permission_m
     _finish(home_of(ctx), outcome, remove=remove, as_json=as_json)
 
 
-@dataclass
-class MainSetup:
-    """What every ``swarm run`` builds its main agent from: definitions, skills, the chosen model's provider."""
-
-    env: dict[str, str]
-    catalog: AgentCatalog
-    skills: SkillCatalog
-    definition: AgentDefinition | None
-    model: str | None
-    playbook: Path | None
-    provider: ModelProvider
-
-    @classmethod
-    def load(cls, env: dict[str, str], workdir: Path, *, agents_json: str | None, agent_name: str | None,
-             model: str | None, playbook: Path | None, on_text: Callable[[str], None] | None = None) -> MainSetup:
-        """Load definitions and skills (warnings to stderr), pick the model and say which it is."""
-        catalog = load_agents(workdir, env=env, cli_json=agents_json)
-        skills = load_skills(workdir, env=env)
-        for warning in [*catalog.warnings, *skills.warnings]:
-            _note(warning)
-        definition = _definition(catalog, agent_name)
-        model = model or (definition.model if definition and definition.model not in (None, "inherit") else None)
-        provider = make_provider(expand_alias(model, env) if model else None, playbook=playbook, env=env,
-                                 variables={"agent_name": "agent", "team": ""}, on_text=on_text)
-        say_model(choose_model(model, playbook=playbook, env=env))
-        return cls(env, catalog, skills, definition, model, playbook, provider)
-
-    def main_agent(self, agents_dir: Path, note: Callable[[str], None]) -> MainAgent:
-        return MainAgent(catalog=self.catalog, env=self.env, agents_dir=agents_dir, definition=self.definition,
-                         make_provider=_child_providers(self.provider, self.model, self.playbook, self.env),
-                         skills=self.skills, note=note)
-
-
 def _finish(home: Home, outcome: LeadOutcome, *, remove: bool, as_json: bool) -> None:
     """Print the answer (or the JSON report) and fail when the run did not end well."""
     result = outcome.run
@@ -191,28 +152,6 @@ def _finish(home: Home, outcome: LeadOutcome, *, remove: bool, as_json: bool) ->
         raise SwarmError(f"agent stopped ({result.stop_reason}): {result.detail}")
     if not as_json:
         click.echo(result.text)
-
-
-def _note(message: str) -> None:
-    click.echo(f"swarm: warning: {message}", err=True)
-
-
-def _definition(catalog: AgentCatalog, name: str | None) -> AgentDefinition | None:
-    if name is None:
-        return None
-    found = catalog.get(name)
-    if found is None:
-        raise UsageError(f"no agent definition {name!r}; `swarm agents` lists them ({', '.join(catalog.names())})")
-    return found
-
-
-def _child_providers(parent: ModelProvider, model: str | None, playbook: Path | None,
-                     env: dict[str, str]) -> Callable[[str], ModelProvider]:
-    """How a subagent gets its provider: offline children play the parent's playbook, others their model."""
-    if parent.name == SCRIPTED:
-        return lambda _model: make_provider(model, playbook=playbook, env=env,
-                                            variables={"agent_name": "agent", "team": ""})
-    return lambda chosen: make_provider(chosen, playbook=None, env=env)
 
 
 def _agents_dir(home: Home, transcript: Path | None) -> Path:

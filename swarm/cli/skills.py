@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from swarm.agent.skills import Skill, load_skills
-from swarm.cli.options import json_option
+from swarm.cli.options import json_option, warn
 from swarm.cli.render import emit_json, one_line, table
 
 
@@ -27,7 +27,7 @@ def skills(as_json: bool, cwd: Path | None) -> None:
     """
     catalog = load_skills(cwd or Path.cwd(), env=os.environ)
     for warning in catalog.warnings:
-        click.echo(f"swarm: warning: {warning}", err=True)
+        warn(warning)
     found = [catalog.skills[name] for name in catalog.names()]
     if as_json:
         emit_json([_as_dict(skill) for skill in found])

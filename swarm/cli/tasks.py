@@ -11,7 +11,13 @@ from typing import Any
 
 import click
 
-from swarm.cli.options import agent_name_callback, home_of, json_option, team_option
+from swarm.cli.options import (
+    agent_name_callback,
+    home_of,
+    json_option,
+    team_option,
+    warn,
+)
 from swarm.cli.render import emit_json, one_line, table
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
@@ -64,7 +70,7 @@ def tasks(ctx: click.Context, team: str, as_json: bool) -> None:
     store = _store(ctx, team)
     found = store.list()
     for problem in store.problems():
-        click.echo(f"swarm: warning: {problem}", err=True)
+        warn(problem)
     if as_json:
         emit_json([task_document(t) for t in found])
         return

@@ -19,6 +19,7 @@ from swarm.cli.options import (
     say_teammate_model,
     team_option,
     tmux_socket_option,
+    warn,
 )
 from swarm.cli.render import emit_json, table
 from swarm.core.fileio import open_regular
@@ -82,7 +83,7 @@ def spawn(ctx: click.Context, name: str, team: str, prompt: str, backend: str, a
     home = home_of(ctx)
     spawned = spawn_reporting(home, request, dict(os.environ))
     for warning in spawned.warnings:
-        click.echo(f"swarm: warning: {warning}", err=True)
+        warn(warning)
     wait_joined(home, team, [name])
     say_teammate_model(request, os.environ)
     member = spawned.member

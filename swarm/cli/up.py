@@ -16,6 +16,7 @@ from swarm.cli.options import (
     say_teammate_model,
     team_name_argument,
     tmux_socket_option,
+    warn,
 )
 from swarm.cli.render import one_line, table
 from swarm.core.clock import now_ms
@@ -68,7 +69,7 @@ def up(ctx: click.Context, file: Path, detach: bool, headless: bool, timeout: fl
         ctx.exit(0 if report.ok else 1)
     started = start_team(home, spec, cwd=where, env=env, tmux_socket=tmux_socket, offline=offline)
     for warning in started.warnings:
-        click.echo(f"swarm: warning: {warning}", err=True)
+        warn(warning)
     say_models(started)
     click.echo(f"team {started.team} is up: {', '.join(started.members)}")
     if detach:

@@ -1,15 +1,16 @@
-"""Model names for subagents: the aliases ``haiku``/``sonnet``/``opus``, and which model a child runs.
+"""Model names: the aliases ``haiku``/``sonnet``/``opus``, and the one rule for which model an agent runs.
 
-``resolve_model`` is one chain, first set value wins (Claude Code's
-``getAgentModel``)::
+``agent_model`` is one chain for every kind of agent, first set value wins
+(Claude Code's ``getAgentModel``)::
 
     SWARM_SUBAGENT_MODEL, then CLAUDE_CODE_SUBAGENT_MODEL   (environment; forces every subagent)
-    > the Agent tool's ``model``
+    > the explicit ask (``--model``, a teammate's ``model``, the Agent tool's ``model``)
     > the definition's ``model``
-    > the parent's model                                    ("inherit")
+    > the parent's model                                    ("inherit"; none: the provider's default)
 
 ``inherit`` at any level means the parent's model at once; an empty or
-blank value counts as unset. The result is alias-expanded.
+blank value counts as unset. The result is alias-expanded, so no agent
+sends a bare alias to the API.
 
 An offline parent stays offline: when the parent runs the scripted model
 (``scripted`` or ``scripted:<playbook>``) the child gets exactly the
@@ -52,14 +53,22 @@ def expand_alias(model: str, env: Mapping[str, str]) -> str:
     return _first_set(env, (f"SWARM_MODEL_{upper}", f"ANTHROPIC_DEFAULT_{upper}_MODEL")) or DEFAULT_IDS[alias]
 
 
-def resolve_model(*, env: Mapping[str, str], tool_model: str | None, definition_model: str | None,
-                  parent_model: str) -> str:
-    """The model a child agent runs (see the module docstring for the chain and the scripted rule)."""
-    if is_scripted(parent_model):
+def agent_model(*, env: Mapping[str, str], asked: str | None, definition_model: str | None,
+                parent_model: str | None, subagent: bool = True) -> str | None:
+    """The model an agent runs (see the module docstring for the chain and the scripted rule).
+
+    ``parent_model`` None: the agent is its process's own (the main agent, a
+    teammate), which inherits the provider's default — None is returned then.
+    The environment's subagent override applies to ``subagent`` agents only.
+    """
+    if parent_model is not None and is_scripted(parent_model):
         return parent_model
-    candidates = (_first_set(env, SUBAGENT_MODEL_VARIABLES), tool_model, definition_model)
+    forced = _first_set(env, SUBAGENT_MODEL_VARIABLES) if subagent else None
+    candidates = (forced, asked, definition_model)
     chosen = next((c.strip() for c in candidates if c is not None and c.strip()), INHERIT)
-    return expand_alias(parent_model if chosen.lower() == INHERIT else chosen, env)
+    if chosen.lower() == INHERIT:
+        return expand_alias(parent_model, env) if parent_model is not None else None
+    return expand_alias(chosen, env)
 
 
 def is_scripted(model: str) -> bool:

@@ -13,18 +13,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from swarm.agent.assembly import (
+    AssembledAgent,
+    Catalogs,
+    Parent,
+    Seat,
+    TeamSeat,
+    assemble,
+)
 from swarm.agent.background import BackgroundAgents, BackgroundTask, notification_text
-from swarm.agent.definitions import AgentCatalog, AgentDefinition, load_agents
-from swarm.agent.memory import memory_prompt
-from swarm.agent.prompts import TEAMMATE, agent_system_prompt, system_prompt
-from swarm.agent.skills import SkillCatalog, load_skills, preload_text
+from swarm.agent.executor import ToolGate
 from swarm.agent.subagents import AgentHost, forks_enabled
-from swarm.agent.toolpool import tool_pool
-from swarm.agent.tools.agent_tool import GENERAL_PURPOSE
 from swarm.agent.tools.base import Tool
 from swarm.agent.tools.messaging import SendMessage, ShutdownAnswerer
 from swarm.agent.tools.tasks import TASK_TOOL_NAMES
@@ -33,7 +34,6 @@ from swarm.core.frames import TaskNotification
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.names import RUNTIME_NAME
-from swarm.models.aliases import expand_alias
 from swarm.models.base import ModelProvider
 from swarm.teammate.config import TeammateConfig
 
@@ -56,66 +56,26 @@ class InboxSink:
         self.mailbox.send_frame(self.name, frame, sender=RUNTIME_NAME, summary=f"agent {task.id} {task.status}")
 
 
-@dataclass(frozen=True)
-class Catalogs:
-    """The agent definitions and skills a teammate sees (from its cwd)."""
-
-    agents: AgentCatalog
-    skills: SkillCatalog
-
-    @classmethod
-    def load(cls, cwd: Path, env: Mapping[str, str]) -> Catalogs:
-        catalogs = cls(load_agents(cwd, env=env), load_skills(cwd, env=env))
-        for warning in [*catalogs.agents.warnings, *catalogs.skills.warnings]:
-            log.warning("%s", warning)
-        return catalogs
-
-
-@dataclass
-class TeammateAgent:
-    definition: AgentDefinition | None
-    tools: list[Tool[Any]]
-    system: str
-    model: str | None
-    """The model the teammate's provider is made for (None: the provider's default)."""
-
-
-def teammate_agent(config: TeammateConfig, catalogs: Catalogs, env: Mapping[str, str], *,
-                   shutdown: ShutdownAnswerer, plan_tool: Tool[Any] | None, extra: str) -> TeammateAgent:
-    """The teammate's own tools and system prompt, from its ``agent_type`` definition if there is one.
+def assemble_teammate(config: TeammateConfig, catalogs: Catalogs, env: Mapping[str, str], *,
+                   shutdown: ShutdownAnswerer, plan_tool: Tool[Any] | None, extra: str,
+                   gate: ToolGate | None) -> AssembledAgent:
+    """The teammate as an agent, from its ``agent_type`` definition if there is one (``swarm.agent.assembly``).
 
     An ``agent_type`` that names no definition (or ``general-purpose``) is a
     role label: the teammate gets every tool and swarm's teammate prompt.
     Skills named by the definition or the team file are preloaded into it.
+    A teammate writes in its cwd (anywhere in ``bypassPermissions``).
     """
     tools = [*agent_tools(catalogs.agents, catalogs.skills, messaging=SendMessage(shutdown=shutdown)),
              *([plan_tool] if plan_tool else [])]
     definition = catalogs.agents.get(config.agent_type)
-    preload = _preloaded(config, definition, catalogs.skills)
-    if definition is None or definition.name == GENERAL_PURPOSE:
-        if definition is None:
-            log.info("agent type is a role label: no definition of that name", extra={"agent_type": config.agent_type})
-        system = system_prompt(config.cwd, name=config.name, team=config.team, extra=extra)
-        return TeammateAgent(definition=definition, tools=tools, model=config.model,
-                             system="\n\n".join(p for p in (system, preload) if p))
-    kept = tool_pool([t.name for t in tools], tools=definition.tools, disallowed=definition.disallowed_tools,
-                     builtin=definition.builtin, background=False, main_thread=True).names
-    tools = [t for t in tools if t.name in kept or t.name in ALWAYS_KEPT or t is plan_tool]
-    chosen = definition.model if definition.model and definition.model != "inherit" else None
-    model = config.model or (expand_alias(chosen, env) if chosen else None)
-    parts = [agent_system_prompt(definition, config.cwd, model=model or "default", tools=[t.name for t in tools],
-                                 memory=memory_prompt(definition, config.cwd, env=env), skills=preload),
-             TEAMMATE.format(name=config.name, team=config.team), extra]
-    return TeammateAgent(definition=definition, tools=tools, model=model,
-                         system="\n\n".join(p for p in parts if p))
-
-
-def _preloaded(config: TeammateConfig, definition: AgentDefinition | None, skills: SkillCatalog) -> str:
-    names = [*(definition.skills if definition else []), *config.skills]
-    text, warnings = preload_text(list(dict.fromkeys(names)), skills)
-    for warning in warnings:
-        log.warning("%s", warning)
-    return text
+    if definition is None:
+        log.info("agent type is a role label: no definition of that name", extra={"agent_type": config.agent_type})
+    roots = None if config.permission_mode == "bypassPermissions" else [config.cwd]
+    return assemble(definition, Seat(role="teammate", cwd=config.cwd, env=env, skills=catalogs.skills),
+                    Parent(model=None, write_roots=roots, gate=gate), tools=tools,
+                    kept=[plan_tool] if plan_tool else [], kept_names=ALWAYS_KEPT, asked_model=config.model,
+                    also_preload=config.skills, team=TeamSeat(name=config.name, team=config.team, extra=extra))
 
 
 def teammate_host(config: TeammateConfig, home: Home, catalogs: Catalogs, env: Mapping[str, str], *,

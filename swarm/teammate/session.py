@@ -19,16 +19,14 @@ from collections.abc import Callable, Mapping
 
 import psutil
 
+from swarm.agent.assembly import Catalogs
 from swarm.agent.compaction import CompactionPolicy
 from swarm.agent.conversation import Conversation
 from swarm.agent.inbound import wrap
 from swarm.agent.instructions import context_block
 from swarm.agent.loop import AgentSpec, Arrivals, RunningAgent, run_agent
-from swarm.agent.memory import with_memory
 from swarm.agent.permissions.settings import settings_rules
-from swarm.agent.read_only import read_only_gate
 from swarm.agent.skills import parse_slash
-from swarm.agent.toolpool import spawnable_types
 from swarm.agent.tools.base import ToolContext
 from swarm.agent.tools.skill_tool import expand_slash
 from swarm.agent.transcript import Transcript
@@ -52,7 +50,7 @@ from swarm.errors import ModelError, SwarmError
 from swarm.models.base import ModelProvider
 from swarm.models.factory import make_provider
 from swarm.models.messages import Message, TextBlock, Usage
-from swarm.teammate.agents import Catalogs, teammate_agent, teammate_host
+from swarm.teammate.agents import assemble_teammate, teammate_host
 from swarm.teammate.config import PLAYBOOK_VARIABLES, TeammateConfig
 from swarm.teammate.delivery import Batch, Delivery
 from swarm.teammate.gate import TeammateGate
@@ -95,34 +93,30 @@ class TeammateSession:
         self.tasks = TaskStore(home, config.team)
         self.pane_id = env.get("TMUX_PANE", "") if config.backend == "tmux" else "subprocess"
         self.lifecycle = Lifecycle(config, home, self.mailbox, self.transcript, self.pane_id)
-        self.ctx = ToolContext(
-            cwd=config.cwd, agent_name=config.name, team=config.team, mailbox=self.mailbox,
-            write_roots=None if config.permission_mode == "bypassPermissions" else [config.cwd],
-            pane_id=self.pane_id, backend_type=config.backend, color=config.color,
-        )
         self.gate = TeammateGate(config, home, self.mailbox, self.transcript, settings_rules(
             config.cwd, self.teams.get(config.team).settings_digests or {},
             lambda path: self.transcript.event("settings_allow_ignored", path=str(path))), self.lifecycle, self.lead)
         self.env = env
         self.catalogs = Catalogs.load(config.cwd, env)
-        agent = teammate_agent(config, self.catalogs, env, shutdown=self.lifecycle,
-                               plan_tool=ExitPlanMode(self.gate) if config.plan_mode_required else None,
-                               extra=PLAN_NOTE if config.plan_mode_required else "")
-        definition = agent.definition
-        self.ctx.write_roots = with_memory(self.ctx.write_roots, definition, config.cwd, env=env)
-        self.ctx.spawnable = spawnable_types(definition.tools) if definition else None
+        agent = assemble_teammate(config, self.catalogs, env, shutdown=self.lifecycle,
+                                  plan_tool=ExitPlanMode(self.gate) if config.plan_mode_required else None,
+                                  extra=PLAN_NOTE if config.plan_mode_required else "", gate=self.gate)
         variables = self._playbook_variables()
 
         def make(model: str | None) -> ModelProvider:
             return make_provider(model, playbook=config.playbook, env=env, variables=variables)
 
         provider = TurnModel(make(agent.model), lambda chosen: make(chosen), env)
-        self.ctx.models = provider
-        self.ctx.agents = teammate_host(config, home, self.catalogs, env, mailbox=self.mailbox, provider=provider,
-                                        make_provider=lambda chosen: make(chosen), gate=self.gate)
-        self.omit_instructions = bool(agent.definition and agent.definition.omit_claude_md)
-        self.spec = AgentSpec(provider=provider, tools=agent.tools, gate=read_only_gate(self.gate, definition),
-                              system=agent.system, compaction=CompactionPolicy.from_env(env))
+        self.ctx = ToolContext(
+            cwd=config.cwd, agent_name=config.name, team=config.team, mailbox=self.mailbox,
+            write_roots=agent.write_roots, pane_id=self.pane_id, backend_type=config.backend, color=config.color,
+            spawnable=agent.spawnable, models=provider,
+            agents=teammate_host(config, home, self.catalogs, env, mailbox=self.mailbox, provider=provider,
+                                 make_provider=lambda chosen: make(chosen), gate=self.gate),
+        )
+        self.omit_instructions = agent.omit_instructions
+        self.spec = AgentSpec(provider=provider, tools=agent.tools, gate=agent.gate, system=agent.system,
+                              compaction=CompactionPolicy.from_env(env))
         self.usage = Usage()
 
     def _playbook_variables(self) -> dict[str, str]:

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from swarm.agent import prompts
+from swarm.agent.config_files import claude_config_dir
 from swarm.agent.definitions import (
     AgentDefinition,
     builtin_agents,
-    claude_config_dir,
     load_agents,
 )
 from swarm.errors import UsageError
@@ -215,11 +215,11 @@ def test_bad_cli_json_is_a_one_line_usage_error(repo: Path, env: dict[str, str],
 
 def test_system_prompt_is_the_body_then_the_environment(tmp_path: Path) -> None:
     custom = AgentDefinition(name="reviewer", prompt="You review diffs.\n", source="project")
-    text = prompts.agent_system_prompt(custom, tmp_path, model="claude-haiku-x", tools=["Read", "Grep"])
+    text = prompts.agent_system_prompt(custom.prompt, tmp_path, model="claude-haiku-x", tools=["Read", "Grep"])
     assert text.startswith("You review diffs.\n\n# Environment\n")
     assert f"Working directory: {tmp_path}" in text and f"Platform: {platform.system().lower()}" in text
     assert "Model: claude-haiku-x" in text and text.endswith("Tools: Read, Grep")
-    assert text == prompts.agent_system_prompt(custom, tmp_path, model="claude-haiku-x", tools=["Read", "Grep"])
+    assert text == prompts.agent_system_prompt(custom.prompt, tmp_path, model="claude-haiku-x", tools=["Read", "Grep"])
 
     empty = AgentDefinition(name="blank", source="cli")
-    assert prompts.agent_system_prompt(empty, tmp_path, model="m", tools=[]).startswith(prompts.BASE + "\n\n")
+    assert prompts.agent_system_prompt(empty.prompt, tmp_path, model="m", tools=[]).startswith(prompts.BASE + "\n\n")

@@ -70,7 +70,7 @@ def test_the_system_prompt_ends_with_the_memory_section(repo: Path, env: dict[st
     (directory / "MEMORY.md").write_text("remember: the CI runs on arm64\n")
     definition = agent("project")
     memory = memory_prompt(definition, repo, env=env)
-    text = agent_system_prompt(definition, repo, model="m", tools=["Read", "Write"], memory=memory)
+    text = agent_system_prompt(definition.prompt, repo, model="m", tools=["Read", "Write"], memory=memory)
     assert text.startswith("You review.\n\n# Environment\n")
     assert text.index("Tools: Read, Write") < text.index("# Persistent agent memory")
     assert text.endswith("remember: the CI runs on arm64")

@@ -31,3 +31,32 @@ def test_owned_names_are_imported_from_their_owner() -> None:
     wrong = {f"{name} in {file} from {module}"
              for name, owner in OWNERS.items() for file, module in _imports_of(name).items() if module != owner}
     assert not wrong, sorted(wrong)
+
+
+ASSEMBLED_BY = "agent/assembly.py"
+ASSEMBLY_STEPS = ("tool_pool", "spawnable_types", "preload_text", "with_memory", "memory_prompt", "system_prompt",
+                  "agent_system_prompt", "agent_model", "read_only_gate")
+"""What makes an agent what it is: only the assembler (and ``MainSetup``, choosing the main agent's model before
+its provider exists) calls these, so there is one rule for each, whatever the role."""
+ALSO_ALLOWED = {("agent_model", "agent/headless.py")}
+
+
+def _callers() -> dict[str, set[str]]:
+    """``{function name: swarm files that call it}`` (plain or attribute calls), leaving out the file defining it."""
+    found: dict[str, set[str]] = {}
+    for path in SOURCES.rglob("*.py"):
+        tree = ast.parse(path.read_text(), str(path))
+        defined = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+                if name and name not in defined:
+                    found.setdefault(name, set()).add(str(path.relative_to(SOURCES)))
+    return found
+
+
+def test_agents_are_assembled_in_one_place() -> None:
+    callers = _callers()
+    elsewhere = {f"{name} called in {file}" for name in ASSEMBLY_STEPS for file in callers.get(name, ())
+                 if file != ASSEMBLED_BY and (name, file) not in ALSO_ALLOWED}
+    assert not elsewhere, sorted(elsewhere)

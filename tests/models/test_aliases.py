@@ -10,9 +10,9 @@ from anthropic.types import ModelParam
 from swarm.models.aliases import (
     ALIASES,
     DEFAULT_IDS,
+    agent_model,
     expand_alias,
     is_scripted,
-    resolve_model,
 )
 
 HAIKU, SONNET, OPUS = DEFAULT_IDS["haiku"], DEFAULT_IDS["sonnet"], DEFAULT_IDS["opus"]
@@ -68,9 +68,9 @@ RESOLVE: list[tuple[str, dict[str, str], str | None, str | None, str, str]] = [
 
 @pytest.mark.parametrize(("env", "tool_model", "definition_model", "parent_model", "expected"),
                          [c[1:] for c in RESOLVE], ids=[c[0] for c in RESOLVE])
-def test_resolve_model(env: dict[str, str], tool_model: str | None, definition_model: str | None,
+def test_agent_model_for_a_subagent(env: dict[str, str], tool_model: str | None, definition_model: str | None,
                        parent_model: str, expected: str) -> None:
-    assert resolve_model(env=env, tool_model=tool_model, definition_model=definition_model,
+    assert agent_model(env=env, asked=tool_model, definition_model=definition_model,
                          parent_model=parent_model) == expected
 
 

@@ -33,8 +33,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from swarm.agent.definitions import (
-    DefinitionFileError,
+from swarm.agent.config_files import (
+    ConfigFileError,
     claude_config_dir,
     describe_field_error,
     directories_down_to,
@@ -176,17 +176,17 @@ def _first_paragraph(body: str) -> str:
 
 
 def parse_skill_file(path: Path, *, default_name: str, source: SkillSource) -> Skill:
-    """The skill in ``path`` (a SKILL.md or a command file); DefinitionFileError (``<field>: ...``) if it cannot load."""
+    """The skill in ``path`` (a SKILL.md or a command file); ConfigFileError (``<field>: ...``) if it cannot load."""
     data, body = split_frontmatter(read_markdown(path), required=False)
     try:
         fields = _Fields.model_validate(data)
     except ValidationError as exc:
-        raise DefinitionFileError(describe_field_error(exc, aliases=_ALIASES, hints=_HINTS)) from exc
+        raise ConfigFileError(describe_field_error(exc, aliases=_ALIASES, hints=_HINTS)) from exc
     try:
         name = fields.name or validate_name(default_name, "skill name")
     except InvalidNameError as exc:
         where = "folder" if path.name == SKILL_FILE else "file"
-        raise DefinitionFileError(f"name: {exc}; rename the {where} or set name in the frontmatter") from exc
+        raise ConfigFileError(f"name: {exc}; rename the {where} or set name in the frontmatter") from exc
     description = fields.description if fields.description is not None else _first_paragraph(body)
     return Skill(
         name=name, description=description, body=body, directory=path.parent.absolute(), path=path.absolute(),
@@ -212,7 +212,7 @@ def _listing(directory: Path, pattern: str, warnings: list[str]) -> list[Path]:
 def _load(path: Path, default_name: str, source: SkillSource, warnings: list[str]) -> Skill | None:
     try:
         return parse_skill_file(path, default_name=default_name, source=source)
-    except DefinitionFileError as exc:
+    except ConfigFileError as exc:
         warnings.append(f"{path}: {exc}")
         return None
 

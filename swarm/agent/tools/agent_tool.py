@@ -26,7 +26,7 @@ from typing import Literal
 from pydantic import Field
 
 from swarm.agent.background import BackgroundTask
-from swarm.agent.definitions import AgentCatalog
+from swarm.agent.definitions import GENERAL_PURPOSE_TYPE, AgentCatalog
 from swarm.agent.subagents import (
     FORK_REFUSED,
     AgentHost,
@@ -43,7 +43,6 @@ from swarm.agent.tools.base import Tool, ToolContext, ToolError
 from swarm.agent.tools.files import NoneOmitted, PosInt, ToolInput
 from swarm.core.text import one_line
 
-GENERAL_PURPOSE = "general-purpose"
 DEFAULT_OUTPUT_WAIT_MS = 30_000
 MAX_OUTPUT_WAIT_MS = 600_000
 
@@ -140,7 +139,7 @@ class AgentTool(Tool[AgentInput]):
             if args.cwd is not None:
                 raise ToolError("a fork works in your own directory; pass subagent_type to choose another cwd")
             return plan_fork(host, ctx, args.prompt, args.description), args.run_in_background
-        kind = args.subagent_type or GENERAL_PURPOSE
+        kind = args.subagent_type or GENERAL_PURPOSE_TYPE
         definition = host.catalog.get(kind)
         allowed = [n for n in host.catalog.names() if ctx.spawnable is None or n in ctx.spawnable]
         if definition is None or kind not in allowed:

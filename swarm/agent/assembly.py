@@ -1,0 +1,207 @@
+"""The one agent assembler: what every kind of agent is, built from a definition (or none) in one place.
+
+Every role calls ``assemble`` — a process's main agent (``swarm run``, the
+lead), a teammate, a subagent — with the definition it runs as, where it
+sits (``Seat``: role, cwd, environment, skills) and what it inherits from
+whoever starts it (``Parent``: model, write roots, permission gate). It
+returns an ``AssembledAgent``: the tool list, the system prompt, the model,
+the write roots, the agent types it may start, the gate, the turn limit.
+A fork is not assembled: it is a copy of its parent
+(``swarm.agent.subagents.plan_fork``).
+
+The rules, each stated once here:
+
+- **model**: ``swarm.models.aliases.agent_model`` (explicit ask >
+  definition > parent; aliases expanded; an offline parent keeps its children
+  offline);
+- **tools**: the process's full list, cut by the definition's ``tools`` /
+  ``disallowedTools`` through ``swarm.agent.toolpool.tool_pool`` (a subagent
+  also passes the three gates; a main agent or teammate does not), plus the
+  tools the role always keeps (a lead's Team tools, a teammate's messaging
+  and task tools, the plan tool);
+- **permission mode**: a subagent runs in its definition's ``permissionMode``
+  unless its parent's is kept (``PARENT_MODES_KEPT``); a read-only
+  definition wraps the gate read-only (``swarm.agent.read_only``);
+- **write roots**: the parent's (or the person's), plus the definition's
+  memory directory (``swarm.agent.memory.with_memory``);
+- **system prompt**: the definition's body + environment + memory + preloaded
+  skills (``swarm.agent.prompts.agent_system_prompt``), or swarm's own prompt
+  when there is no definition; a teammate's team section is added after it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from swarm.agent.definitions import (
+    GENERAL_PURPOSE_TYPE,
+    AgentCatalog,
+    AgentDefinition,
+    load_agents,
+)
+from swarm.agent.executor import ToolGate
+from swarm.agent.memory import memory_prompt, with_memory
+from swarm.agent.prompts import TEAMMATE, agent_system_prompt, system_prompt
+from swarm.agent.read_only import read_only_gate
+from swarm.agent.skills import SkillCatalog, load_skills, preload_text
+from swarm.agent.toolpool import tool_pool
+from swarm.agent.tools.base import Tool
+from swarm.models.aliases import agent_model
+
+log = logging.getLogger(__name__)
+
+Role = Literal["main", "teammate", "subagent"]
+
+PARENT_MODES_KEPT = ("bypassPermissions", "acceptEdits")
+"""A parent in one of these modes passes it on: a child's definition does not narrow it."""
+
+
+@dataclass(frozen=True)
+class Catalogs:
+    """The agent definitions and skills an agent sees from its cwd (its worktree, for a teammate that has one)."""
+
+    agents: AgentCatalog
+    skills: SkillCatalog
+
+    @classmethod
+    def load(cls, cwd: Path, env: Mapping[str, str], *, cli_json: str | None = None,
+             note: Callable[[str], None] | None = None) -> Catalogs:
+        """Definitions and skills for ``cwd``; each warning (a bad file, say) goes to ``note`` (default: the log)."""
+        catalogs = cls(load_agents(cwd, env=env, cli_json=cli_json), load_skills(cwd, env=env))
+        for warning in [*catalogs.agents.warnings, *catalogs.skills.warnings]:
+            (note or _log_warning)(warning)
+        return catalogs
+
+    @classmethod
+    def empty(cls) -> Catalogs:
+        return cls(AgentCatalog(definitions={}, warnings=[]), SkillCatalog(skills={}, warnings=[]))
+
+
+@dataclass(frozen=True)
+class Seat:
+    """Where an agent is built: its role, its cwd, the process environment and the skills it may preload."""
+
+    role: Role
+    cwd: Path
+    env: Mapping[str, str]
+    skills: SkillCatalog
+    note: Callable[[str], None] = field(default=lambda text: _log_warning(text))
+    """Where remarks for the person go (a definition's ``skills:`` naming no skill)."""
+
+
+@dataclass(frozen=True)
+class Parent:
+    """What an agent inherits: from the agent that starts it, or for a process's own agent from the person."""
+
+    model: str | None
+    """The parent's model; None for a process's own agent (its provider's default then)."""
+    write_roots: list[Path] | None
+    """Where the parent may write (None: anywhere)."""
+    gate: ToolGate | None = None
+    """The parent's permission gate (None: every call runs)."""
+
+
+@dataclass(frozen=True)
+class TeamSeat:
+    """A teammate's place in its team, for its system prompt."""
+
+    name: str
+    team: str
+    extra: str = ""
+    """Role text added last (plan mode's note)."""
+
+
+@dataclass
+class AssembledAgent:
+    """What the loop needs to run one agent (``swarm.agent.loop.AgentSpec`` is made from it)."""
+
+    definition: AgentDefinition | None
+    tools: list[Tool[Any]]
+    system: str
+    model: str | None
+    """The model to make the provider for (None: the provider's default)."""
+    write_roots: list[Path] | None
+    spawnable: frozenset[str] | None
+    """Agent types it may start (``Agent(Explore, Plan)`` in its definition); None: any."""
+    gate: ToolGate | None
+    max_turns: int
+    """Most model calls the definition allows; 0: no limit of its own."""
+    omit_instructions: bool
+    """Leave CLAUDE.md out of its context block (the definition's ``omitClaudeMd``)."""
+
+
+def assemble(definition: AgentDefinition | None, seat: Seat, parent: Parent, *, tools: Sequence[Tool[Any]],
+             kept: Sequence[Tool[Any]] = (), kept_names: Sequence[str] = (), asked_model: str | None = None,
+             also_preload: Sequence[str] = (), team: TeamSeat | None = None,
+             background: bool = False) -> AssembledAgent:
+    """The agent ``definition`` makes in ``seat`` under ``parent`` (see the module docstring for each rule).
+
+    ``tools``: every tool this process can give an agent, fresh, in the
+    order the model sees them; ``kept`` (objects) and ``kept_names`` survive
+    the definition's cut. ``asked_model``: an explicit choice (``--model``,
+    a teammate's ``model``, the Agent tool's ``model``). ``also_preload``:
+    skills preloaded beside the definition's (a team file's ``skills``).
+    ``background``: a subagent that runs in the background (gate 3).
+    """
+    as_definition = definition is not None and not (seat.role == "teammate"
+                                                    and definition.name == GENERAL_PURPOSE_TYPE)
+    mode = child_mode(parent.gate, definition) if seat.role == "subagent" and definition is not None else None
+    chosen, spawnable = list(tools), None
+    if definition is not None and as_definition:
+        pool = tool_pool([t.name for t in tools], tools=definition.tools, disallowed=definition.disallowed_tools,
+                         builtin=definition.builtin, background=background, main_thread=seat.role != "subagent",
+                         permission_mode=mode)
+        keep = {id(t) for t in kept}
+        chosen = [t for t in tools if t.name in pool.names or id(t) in keep or t.name in kept_names]
+        spawnable = pool.spawnable
+    model = agent_model(env=seat.env, asked=asked_model,
+                        definition_model=definition.model if definition is not None and as_definition else None,
+                        parent_model=parent.model, subagent=seat.role == "subagent")
+    preload = _preload(definition, also_preload, seat)
+    if definition is not None and as_definition:
+        system = agent_system_prompt(definition.prompt, seat.cwd, model=model or "default",
+                                     tools=[t.name for t in chosen],
+                                     memory=memory_prompt(definition, seat.cwd, env=seat.env), skills=preload)
+        if team is not None:
+            system = "\n\n".join(p for p in (system, TEAMMATE.format(name=team.name, team=team.team), team.extra) if p)
+    else:
+        system = system_prompt(seat.cwd, name=team.name if team else None, team=team.team if team else None,
+                               extra=team.extra if team else "")
+        system = "\n\n".join(p for p in (system, preload) if p)
+    return AssembledAgent(
+        definition=definition, tools=chosen, system=system, model=model,
+        write_roots=with_memory(parent.write_roots, definition, seat.cwd, env=seat.env),
+        spawnable=spawnable, gate=_gate(parent.gate, definition, mode),
+        max_turns=definition.max_turns or 0 if definition is not None else 0,
+        omit_instructions=bool(definition is not None and definition.omit_claude_md))
+
+
+def child_mode(gate: ToolGate | None, definition: AgentDefinition) -> str | None:
+    """A subagent's permission mode: its definition's ``permissionMode`` unless the parent's is kept (or it has none)."""
+    if gate is not None and (definition.permission_mode is None or gate.mode in PARENT_MODES_KEPT):
+        return gate.mode
+    return definition.permission_mode
+
+
+def _gate(gate: ToolGate | None, definition: AgentDefinition | None, mode: str | None) -> ToolGate | None:
+    """The parent's gate in the agent's mode, read-only when the definition is."""
+    if gate is not None and mode is not None and mode != gate.mode:
+        gate = gate.with_mode(mode)
+    return read_only_gate(gate, definition)
+
+
+def _preload(definition: AgentDefinition | None, also: Sequence[str], seat: Seat) -> str:
+    """The text of the skills the definition (and ``also``) preload; a name that is no skill is a remark."""
+    names = list(dict.fromkeys([*(definition.skills if definition else []), *also]))
+    text, warnings = preload_text(names, seat.skills, where=definition.origin if definition else "")
+    for warning in warnings:
+        seat.note(warning)
+    return text
+
+
+def _log_warning(text: str) -> None:
+    log.warning("%s", text)

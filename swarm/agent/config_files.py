@@ -1,0 +1,138 @@
+"""Claude Code's configuration files: where they are, and how their Markdown with YAML frontmatter is read.
+
+One owner for what agent definitions (``swarm.agent.definitions``), skills
+(``swarm.agent.skills``), CLAUDE.md instructions (``swarm.agent.instructions``)
+and agent memory (``swarm.agent.memory``) all need: the user's Claude
+directory, the project's root and the directories down to the cwd, and the
+frontmatter reader whose errors say which field is wrong and what to do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from swarm.backends.git import git
+from swarm.core.fileio import read_regular
+from swarm.errors import BackendError
+
+
+class ConfigFileError(ValueError):
+    """A definition or skill file that cannot be loaded; the message is ``<field>: <problem>; <what to do>``."""
+
+
+def split_frontmatter(text: str, *, required: bool = True) -> tuple[dict[str, Any], str]:
+    """The YAML frontmatter (a mapping) and the body of a Markdown file; ConfigFileError if malformed.
+
+    Not ``required``: a file that does not start with ``---`` is all body, with no fields.
+    """
+    lines = text.lstrip("\ufeff").splitlines(keepends=True)
+    if not required and (not lines or lines[0].strip() != "---"):
+        return {}, "".join(lines).strip("\n")
+    if not lines or lines[0].strip() != "---":
+        raise ConfigFileError("frontmatter: missing; start the file with a --- line, the YAML fields "
+                                  "(at least description), and another --- line")
+    end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)
+    if end is None:
+        raise ConfigFileError("frontmatter: not closed; end the YAML fields with a --- line")
+    import yaml  # here: only a definition or skill file with frontmatter needs the YAML parser
+
+    try:
+        data = yaml.safe_load("".join(lines[1:end]))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 2}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "cannot be parsed"
+        raise ConfigFileError(f"frontmatter: invalid YAML{where} ({problem}); fix the YAML between "
+                                  "the --- lines (quote values that contain ': ')") from exc
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigFileError(f"frontmatter: expected key: value fields, got a {type(data).__name__}; "
+                                  "write one field per line, e.g. description: ...")
+    return {str(key): value for key, value in data.items()}, "".join(lines[end + 1:]).strip("\n")
+
+
+def read_markdown(path: Path) -> str:
+    """The text of the regular UTF-8 file ``path``; ConfigFileError (``file: ...``) if it cannot be read."""
+    try:
+        read = read_regular(path)
+    except OSError as exc:
+        raise ConfigFileError(f"file: cannot read it ({exc.strerror or exc}); check that it is a "
+                                  "readable regular file") from exc
+    if read is None:
+        raise ConfigFileError("file: it disappeared while loading; nothing to do")
+    try:
+        return read[0].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigFileError("file: not UTF-8 text; save it as UTF-8") from exc
+
+
+def describe_field_error(exc: ValidationError, *, aliases: Mapping[str, str], hints: Mapping[str, str]) -> str:
+    """``<field>: <what is wrong>; <what to do>`` for the first error, in the file's own key names.
+
+    ``aliases`` maps a model field to the file's key; ``hints`` maps a file key to what to do.
+    """
+    error = exc.errors()[0]
+    key = str(error["loc"][0]) if error["loc"] else "frontmatter"
+    key = aliases.get(key, key)
+    if error["type"] == "missing":
+        return f"{key}: missing; {hints.get(key, 'add it')}"
+    message = str(error["msg"]).removeprefix("Value error, ")
+    got = error.get("input")
+    shown = error["type"] != "value_error" and not isinstance(got, dict) and len(repr(got)) <= 60
+    got_text = f" (got {got!r})" if shown else ""
+    return f"{key}: {message[:1].lower()}{message[1:]}{got_text}; {hints.get(key, 'fix or remove it')}"
+
+
+def claude_config_dir(env: Mapping[str, str]) -> Path:
+    """The user-level Claude directory: ``$CLAUDE_CONFIG_DIR`` if set, else ``~/.claude`` (the one resolver)."""
+    configured = env.get("CLAUDE_CONFIG_DIR", "").strip()
+    if configured:
+        return Path(configured).expanduser()
+    home = env.get("HOME", "").strip()
+    return (Path(home) if home else Path.home()) / ".claude"
+
+
+def repository_root(cwd: Path) -> Path | None:
+    """The top of the git working tree holding ``cwd`` (a linked worktree's own top); None outside one."""
+    try:
+        top = git(cwd, "rev-parse", "--show-toplevel").strip()
+    except BackendError:  # not a repository, or no git installed: both mean "no repository"
+        return None
+    return Path(top).resolve() if top else None
+
+
+def project_root(cwd: Path) -> Path:
+    """The project an agent in ``cwd`` works on: its repository's top, or ``cwd`` itself outside one."""
+    return repository_root(cwd) or cwd.resolve()
+
+
+def directories_down_to(cwd: Path) -> list[Path]:
+    """Every directory from the repository root (the filesystem root outside one) down to ``cwd``, in order."""
+    here = cwd.resolve()
+    top = repository_root(here) or Path(here.anchor)
+    chain = [here, *here.parents]
+    if top not in chain:  # cwd is not below the reported top (should not happen); use cwd alone
+        return [here]
+    return list(reversed(chain[: chain.index(top) + 1]))
+
+
+def split_names(text: str, *, spaces: bool = False) -> list[str]:
+    """Split on commas outside parentheses, so ``Agent(Explore, Plan), Read`` is two entries.
+
+    ``spaces``: whitespace outside parentheses separates too (``Read Grep Bash(git *)``, skills' form).
+    """
+    parts, depth, current = [], 0, ""
+    for char in text:
+        depth += (char == "(") - (char == ")")
+        if depth == 0 and (char == "," or (spaces and char.isspace())):
+            parts.append(current)
+            current = ""
+        else:
+            current += char
+    parts.append(current)
+    return [part.strip() for part in parts if part.strip()]
