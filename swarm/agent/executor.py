@@ -13,7 +13,8 @@ from typing import Protocol
 from pydantic import BaseModel, ValidationError
 
 from swarm.agent.limits import EndRun
-from swarm.agent.tools.base import Tool, ToolContext, ToolError
+from swarm.agent.tools.base import Tool
+from swarm.agent.tools.context import ToolContext, ToolError
 from swarm.models.messages import ToolResultBlock, ToolUseBlock
 
 log = logging.getLogger(__name__)

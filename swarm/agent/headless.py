@@ -27,9 +27,15 @@ from swarm.agent.loop import AgentRun, AgentSpec, Arrivals, RunningAgent, run_ag
 from swarm.agent.skills import SkillCatalog
 from swarm.agent.subagents import AgentHost, forks_enabled
 from swarm.agent.tools import core_tools, stop_background
-from swarm.agent.tools.base import Tool, ToolContext
+from swarm.agent.tools.base import Tool
+from swarm.agent.tools.context import (
+    AgentIdentity,
+    AgentServices,
+    TeamControl,
+    ToolContext,
+    TurnState,
+)
 from swarm.agent.tools.skill_tool import expand_slash
-from swarm.agent.tools.team_tools import TeamControl
 from swarm.agent.toolset import agent_tools
 from swarm.agent.transcript import Transcript
 from swarm.agent.turn_model import TurnModel
@@ -120,9 +126,10 @@ def run_headless(prompt: str, provider: ModelProvider, *, cwd: Path, limits: Lim
                  cancel: threading.Event | None = None, main: MainAgent | None = None) -> AgentRun:
     """Run ``prompt`` to the end in ``cwd``; with ``main``, subagents too."""
     if main is None:
-        ctx = ToolContext(cwd=cwd, write_roots=[cwd] if confine_writes else None, cancel=cancel or threading.Event())
+        ctx = ToolContext(AgentIdentity(cwd=cwd, write_roots=[cwd] if confine_writes else None),
+                          turn=TurnState(cancel=cancel or threading.Event()))
         agent = assemble(None, Seat(role="main", cwd=cwd, env={}, skills=Catalogs.empty().skills),
-                         Parent(model=None, write_roots=ctx.write_roots), tools=core_tools())
+                         Parent(model=None, write_roots=ctx.identity.write_roots), tools=core_tools())
         conversation = Conversation(transcript=Transcript(transcript) if transcript else None)
         conversation.add_user_text(prompt)
         try:
@@ -170,8 +177,9 @@ class MainSession:
                               transcript_dir=main.agents_dir, background=BackgroundAgents(self.sink),
                               fork_enabled=forks_enabled(main.env), skills=main.skills, gate=gate,
                               note=main.note)
-        self.ctx = ToolContext(cwd=cwd, write_roots=agent.write_roots, cancel=cancel or threading.Event(),
-                               team_control=team_control, spawnable=agent.spawnable, agents=self.host, models=models)
+        self.ctx = ToolContext(AgentIdentity(cwd=cwd, write_roots=agent.write_roots, spawnable=agent.spawnable),
+                               services=AgentServices(team_control=team_control, agents=self.host, models=models),
+                               turn=TurnState(cancel=cancel or threading.Event()))
         self.spec = AgentSpec(provider=models, tools=agent.tools, system=agent.system, gate=agent.gate,
                               limits=Limits(max_turns=limits.max_turns or agent.max_turns, max_tokens=limits.max_tokens,
                                             max_seconds=limits.max_seconds,
@@ -195,7 +203,7 @@ class MainSession:
     def _expand(self, text: str) -> str:
         """``text`` with its leading ``/skill`` commands expanded, as this agent (a fork is linked from its
         transcript, as when the model calls Skill)."""
-        self.ctx.running = RunningAgent(self.spec, self.conversation)
+        self.ctx.turn.running = RunningAgent(self.spec, self.conversation)
         return expand_slash(text, self.main.skills, self.ctx, self.main.note)
 
     def turn(self, text: str) -> AgentRun:
@@ -209,9 +217,9 @@ class MainSession:
 
     def _serve(self) -> AgentRun:
         run = _serve(self.spec, self.conversation, self.ctx, self.host, self.sink)
-        self.ctx.granted_rules.clear()
-        if self.ctx.models is not None:
-            self.ctx.models.reset()
+        self.ctx.turn.granted_rules.clear()
+        if self.ctx.services.models is not None:
+            self.ctx.services.models.reset()
         self.usage = self.usage + run.usage
         return run
 
@@ -228,7 +236,7 @@ def _serve(spec: AgentSpec, conversation: Conversation, ctx: ToolContext, host: 
 
     run = run_agent(spec, conversation, ctx, inbound=inbound)
     while run.ok and (host.background.unfinished() or _waiting(sink)):
-        texts = _next_notifications(sink, host, ctx.cancel)
+        texts = _next_notifications(sink, host, ctx.turn.cancel)
         if not texts:
             break
         conversation.add_user_text("\n\n".join(texts))

@@ -25,7 +25,8 @@ from swarm.agent.compaction import CompactionPolicy, compact_if_due
 from swarm.agent.conversation import Conversation
 from swarm.agent.executor import MalformedCall, ToolGate, execute
 from swarm.agent.limits import AgentStop, EndRun, Interrupted, Limits, TooManyToolErrors
-from swarm.agent.tools.base import Tool, ToolContext
+from swarm.agent.tools.base import Tool
+from swarm.agent.tools.context import ToolContext
 from swarm.models.base import ModelProvider, ModelRequest
 from swarm.models.messages import (
     Message,
@@ -99,12 +100,12 @@ def run_agent(spec: AgentSpec, conversation: Conversation, ctx: ToolContext,
     """
     tools = {tool.name: tool for tool in spec.tools}
     specs = [tool.spec() for tool in spec.tools]
-    ctx.running = RunningAgent(spec, conversation)
+    ctx.turn.running = RunningAgent(spec, conversation)
     started = time.monotonic()
     usage, turns, error_streak = Usage(), 0, 0
     try:
         while True:
-            if ctx.cancel.is_set():
+            if ctx.turn.cancel.is_set():
                 raise Interrupted("cancelled before the next model call")
             spec.limits.check(turns=turns, usage=usage, started=started)
             usage = usage + compact_if_due(spec.compaction, spec.provider, conversation, system=spec.system,
@@ -145,7 +146,7 @@ def _run_calls(calls: list[ToolUseBlock], tools: dict[str, Tool[BaseModel]], ctx
     results: list[ToolResultBlock] = []
     ended: EndRun | None = None
     for call in calls:
-        if ended is not None or ctx.cancel.is_set():
+        if ended is not None or ctx.turn.cancel.is_set():
             results.append(ToolResultBlock(tool_use_id=call.id, is_error=True,
                                            content="not run: the agent was asked to stop"))
             continue

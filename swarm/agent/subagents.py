@@ -51,7 +51,13 @@ from swarm.agent.instructions import context_block
 from swarm.agent.limits import Limits
 from swarm.agent.loop import AgentRun, AgentSpec, Arrivals, run_agent
 from swarm.agent.skills import Skill, SkillCatalog
-from swarm.agent.tools.base import Tool, ToolContext, ToolError
+from swarm.agent.tools.base import Tool
+from swarm.agent.tools.context import (
+    AgentServices,
+    ToolContext,
+    ToolError,
+    TurnState,
+)
 from swarm.agent.tools.shell import stop_background
 from swarm.agent.transcript import Transcript
 from swarm.agent.turn_model import TurnModel
@@ -182,7 +188,7 @@ def fork_directive(prompt: str) -> str:
 
 def plan_fork(host: AgentHost, parent: ToolContext, prompt: str, description: str) -> ChildPlan:
     """A fork child: the parent's system prompt, tools and whole conversation, then its own directive."""
-    running = parent.running
+    running = parent.turn.running
     if running is None or not running.conversation.messages:
         raise ToolError("fork needs the parent's conversation; pass subagent_type to start a fresh agent")
     history = _complete_history(running.conversation.messages)
@@ -192,8 +198,8 @@ def plan_fork(host: AgentHost, parent: ToolContext, prompt: str, description: st
     by_name = {tool.name: tool for tool in host.make_tools()}
     tools = [by_name.get(tool.name, tool) for tool in running.spec.tools]  # the same list, fresh where possible
     return ChildPlan(id=host.new_id(), kind="fork", description=description, system=running.spec.system,
-                     tools=tools, model=host.model, messages=messages, cwd=parent.cwd,
-                     write_roots=parent.write_roots, limits=running.spec.limits, gate=host.gate)
+                     tools=tools, model=host.model, messages=messages, cwd=parent.identity.cwd,
+                     write_roots=parent.identity.write_roots, limits=running.spec.limits, gate=host.gate)
 
 
 def _complete_history(messages: list[Message]) -> list[Message]:
@@ -229,9 +235,9 @@ def plan_definition(host: AgentHost, parent: ToolContext, definition: AgentDefin
 
     Its first message is the context block and the prompt; ``context=False`` sends the prompt alone.
     """
-    workdir = (cwd if cwd is not None else parent.cwd).resolve()
+    workdir = (cwd if cwd is not None else parent.identity.cwd).resolve()
     agent = assemble(definition, Seat(role="subagent", cwd=workdir, env=host.env, skills=host.skills, note=host.note),
-                     Parent(model=host.model, write_roots=parent.write_roots, gate=host.gate),
+                     Parent(model=host.model, write_roots=parent.identity.write_roots, gate=host.gate),
                      tools=host.make_tools(), asked_model=model, background=background)
     blocks = [TextBlock(text=context_block(workdir, env=host.env, omit_instructions=agent.omit_instructions))]
     first = Message(role="user", content=[*(blocks if context else []), TextBlock(text=prompt)])
@@ -245,7 +251,7 @@ def launch(host: AgentHost, parent: ToolContext, plan: ChildPlan) -> BackgroundT
     """Start ``plan`` in the background; the parent hears of its end once (see ``swarm.agent.background``)."""
     task = BackgroundTask(id=plan.id, description=plan.description, agent_type=plan.kind, name=plan.name,
                           output_file=host.transcript_dir / f"agent-{plan.id}.jsonl")
-    task.cancel = LinkedCancel(parent.cancel)
+    task.cancel = LinkedCancel(parent.turn.cancel)
     return host.background.start(task, _background_work(host, parent, plan, resume=False))
 
 
@@ -264,7 +270,7 @@ def message_child(host: AgentHost, parent: ToolContext, to: str, text: str) -> s
     if plan is None:
         raise ToolError(f"{to} cannot be resumed: its plan is gone")
     follow_up = replace(plan, messages=[Message.user_text(note)])
-    host.background.resume(task, LinkedCancel(parent.cancel), _background_work(host, parent, follow_up, resume=True))
+    host.background.resume(task, LinkedCancel(parent.turn.cancel), _background_work(host, parent, follow_up, resume=True))
     return f"{to} resumed in the background with your message; you will be notified when it completes."
 
 
@@ -290,8 +296,8 @@ def run_child(host: AgentHost, parent: ToolContext, plan: ChildPlan, cancel: thr
     """
     started = time.monotonic()
     transcript = Transcript(host.transcript_dir / f"agent-{plan.id}.jsonl")
-    if not resume and parent.running is not None and parent.running.conversation.transcript is not None:
-        parent.running.conversation.transcript.event("subagent", agent_id=plan.id, agent_type=plan.kind,
+    if not resume and parent.turn.running is not None and parent.turn.running.conversation.transcript is not None:
+        parent.turn.running.conversation.transcript.event("subagent", agent_id=plan.id, agent_type=plan.kind,
                                                      description=plan.description, transcript=str(transcript.path))
     counter = _Progress(task)
     tree: Any = None
@@ -301,11 +307,9 @@ def run_child(host: AgentHost, parent: ToolContext, plan: ChildPlan, cancel: thr
         if plan.isolation == "worktree":
             tree = stack.enter_context(_isolated(plan))
             workdir, roots = tree.path, [tree.path]
-        ctx = ToolContext(cwd=workdir, agent_name=parent.agent_name, team=parent.team, write_roots=roots,
-                          mailbox=parent.mailbox, cancel=cancel, pane_id=parent.pane_id,
-                          backend_type=parent.backend_type, color=parent.color, agents=host,
-                          spawnable=plan.spawnable, granted_rules=list(plan.granted_rules), models=models,
-                          subagent=True)
+        identity = replace(parent.identity, cwd=workdir, write_roots=roots, spawnable=plan.spawnable, subagent=True)
+        ctx = ToolContext(identity, services=AgentServices(mailbox=parent.services.mailbox, agents=host, models=models),
+                          turn=TurnState(cancel=cancel, granted_rules=list(plan.granted_rules)))
         stack.callback(stop_background, ctx)
         conversation = Conversation.resume(transcript) if resume else Conversation(transcript=transcript)
         conversation.observer = counter.saw

@@ -101,8 +101,8 @@ class Chat:
         """Stop the running turn (True), or say there was none (False)."""
         if not self.busy.is_set():
             return False
-        self.session.ctx.cancel.set()
-        self.session.ctx.interrupt.set()
+        self.session.ctx.turn.cancel.set()
+        self.session.ctx.turn.interrupt.set()
         return True
 
     def answer(self, question: Question, reply: PersonAnswer) -> None:
@@ -128,8 +128,8 @@ class Chat:
 
     def close(self) -> list[str]:
         """End the session: stop the turn, shut the team down; returns what was kept, one line each."""
-        self.session.ctx.cancel.set()
-        self.session.ctx.interrupt.set()
+        self.session.ctx.turn.cancel.set()
+        self.session.ctx.turn.interrupt.set()
         self.inputs.put(None)
         deadline = time.monotonic() + CLOSE_WAIT
         while self.busy.is_set() and time.monotonic() < deadline:
@@ -161,8 +161,8 @@ class Chat:
 
     def _turn(self, item: LeadInput) -> None:
         self.busy.set()
-        self.session.ctx.cancel.clear()
-        self.session.ctx.interrupt.clear()
+        self.session.ctx.turn.cancel.clear()
+        self.session.ctx.turn.interrupt.clear()
         text = item.text
         if self._interrupted:
             text, self._interrupted = f"{INTERRUPTED_NOTE}\n\n{text}", False
@@ -184,7 +184,7 @@ class Chat:
 
     def stream(self, piece: str) -> None:
         """The provider's ``on_text``: shown live; stops the stream once the turn is interrupted."""
-        if self.session.ctx.cancel.is_set():
+        if self.session.ctx.turn.cancel.is_set():
             raise Interrupted("interrupted while the model was writing")
         self.view.stream(piece)
 

@@ -114,7 +114,7 @@ class Commands:
         self.chat.view.block("\n".join(f"/{s.name}: {flat(s.description, 100)}" for s in skills))
 
     def _model(self, wanted: str) -> None:
-        models = self.chat.session.ctx.models
+        models = self.chat.session.ctx.services.models
         assert models is not None  # a MainSession always has its TurnModel
         if not wanted:
             self.chat.view.note(f"model: {models.model}")

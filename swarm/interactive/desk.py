@@ -21,7 +21,8 @@ from pydantic import BaseModel
 from swarm.agent.permissions.describe import describe
 from swarm.agent.permissions.policy import CallFacts, RuleSet, decide
 from swarm.agent.permissions.rules import parse_rules, suggest
-from swarm.agent.tools.base import Tool, ToolContext, ToolError
+from swarm.agent.tools.base import Tool
+from swarm.agent.tools.context import ToolContext, ToolError
 from swarm.core.permlog import PermissionEvent
 from swarm.runtime.coordinator import Answer
 from swarm.runtime.desk import what_is_asked
@@ -150,8 +151,8 @@ class PersonGate:
 
     def authorize(self, tool: Tool[BaseModel], args: BaseModel, tool_use_id: str, ctx: ToolContext) -> BaseModel:
         facts = CallFacts(tool=tool.name, args=args.model_dump(mode="json", by_alias=True, exclude_none=True),
-                          read_only=tool.read_only, cwd=ctx.cwd, write_roots=ctx.write_roots)
-        own = RuleSet(allow=tuple(parse_rules([*self.granted, *ctx.granted_rules])))
+                          read_only=tool.read_only, cwd=ctx.identity.cwd, write_roots=ctx.identity.write_roots)
+        own = RuleSet(allow=tuple(parse_rules([*self.granted, *ctx.turn.granted_rules])))
         decision = decide(facts, self._mode, self.rules.merged(own))
         if decision.verdict == "allow":
             return args
@@ -160,7 +161,7 @@ class PersonGate:
         rules = suggest(tool.name, facts.args, facts.cwd)
         question = Question("permission", LEAD_ASKER, tool.name, describe(tool.name, facts.args, facts.cwd),
                             rule=rules[0] if rules else None)
-        reply = self.desk.ask(question, ctx.cancel)
+        reply = self.desk.ask(question, ctx.turn.cancel)
         _record(ctx, question, reply)
         if reply is None:
             raise ToolError("not run: the turn was interrupted before the person answered")
@@ -174,7 +175,7 @@ class PersonGate:
 def _record(ctx: ToolContext, question: Question, reply: PersonAnswer | None) -> None:
     """The person's answer to the lead's own call, in the session's transcript (a teammate's goes to the team's
     permission record instead)."""
-    transcript = ctx.running.conversation.transcript if ctx.running is not None else None
+    transcript = ctx.turn.running.conversation.transcript if ctx.turn.running is not None else None
     if transcript is not None:
         transcript.event("permission_answered", tool=question.tool, input_described=question.what,
                          decision=reply.choice if reply else "interrupted", reason=reply.reason if reply else None,

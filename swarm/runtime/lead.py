@@ -30,7 +30,7 @@ from pathlib import Path
 from swarm.agent.headless import MainSession
 from swarm.agent.inbound import teammate_block
 from swarm.agent.loop import AgentRun
-from swarm.agent.tools.base import ToolContext, ToolError
+from swarm.agent.tools.context import ToolContext, ToolError
 from swarm.core.clock import now_ms
 from swarm.core.frames import (
     IdleNotification,
@@ -94,7 +94,7 @@ class LeadTeam:
             raise ToolError(str(exc)) from exc
         self.team = name
         self.led.append(name)
-        ctx.team, ctx.agent_name, ctx.mailbox = name, LEAD_NAME, Mailbox(self.home, name)
+        ctx.with_team(name, LEAD_NAME, Mailbox(self.home, name))
         return (f"Team {name!r} created; you are its lead ({LEAD_NAME}). Write the task list with TaskCreate, "
                 f"then start teammates with Agent(team_name={name!r}, name=..., prompt=...).")
 
@@ -105,7 +105,8 @@ class LeadTeam:
             raise ToolError(f"team {team!r} still has active teammates ({', '.join(active)}); ask them to shut "
                             "down with SendMessage {type: 'shutdown_request'} and wait for their answers")
         TeamStore(self.home).delete(team)
-        self.team, ctx.team, ctx.mailbox = None, None, None
+        self.team = None
+        ctx.with_team(None, ctx.identity.name, None)
         return f"Team {team!r} deleted."
 
     def spawn(self, ctx: ToolContext, *, name: str, prompt: str, agent_type: str | None, model: str | None,
@@ -243,7 +244,7 @@ def _lead_loop(session: MainSession, lead: LeadTeam, inbox: LeadInbox, run: Agen
     while (coordinator := inbox.follow()) is not None:
         if time.monotonic() >= deadline:
             return run, "timeout"
-        if session.ctx.cancel.is_set():
+        if session.ctx.turn.cancel.is_set():
             return run, "interrupted"
         coordinator.pump(min(PUMP, max(0.0, deadline - time.monotonic())))
         texts = [t for t in (render(m) for m in inbox.fresh()) if t]

@@ -26,7 +26,8 @@ from swarm.agent.permissions.rules import (
     suggest,
 )
 from swarm.agent.permissions.settings import rules_of
-from swarm.agent.tools.base import Tool, ToolContext, ToolError
+from swarm.agent.tools.base import Tool
+from swarm.agent.tools.context import ToolContext, ToolError
 from swarm.agent.transcript import Transcript
 from swarm.core.clock import now_iso, now_ms
 from swarm.core.frames import (
@@ -73,8 +74,8 @@ class TeammateGate:
 
     def authorize(self, tool: Tool[BaseModel], args: BaseModel, tool_use_id: str, ctx: ToolContext) -> BaseModel:
         facts = CallFacts(tool=tool.name, args=args.model_dump(mode="json", by_alias=True, exclude_none=True),
-                          read_only=tool.read_only, cwd=ctx.cwd, write_roots=ctx.write_roots)
-        decision = decide(facts, self.mode, self._rules(ctx.granted_rules))
+                          read_only=tool.read_only, cwd=ctx.identity.cwd, write_roots=ctx.identity.write_roots)
+        decision = decide(facts, self.mode, self._rules(ctx.turn.granted_rules))
         if decision.verdict == "allow":
             return args
         if decision.verdict == "deny":
@@ -116,7 +117,7 @@ class TeammateGate:
         self._send(event, frame, f"permission: {frame.description}"[:100])
         response = self._await(request_id, PermissionResponse, event)
         if response is None and self._shutdown_owed():
-            ctx.cancel.set()
+            ctx.turn.cancel.set()
             raise ToolError("not run: the lead asked this teammate to shut down")
         if response is None:
             raise ToolError(f"permission denied: the lead did not answer within {self.config.permission_timeout:g}s")

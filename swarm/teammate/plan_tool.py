@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from swarm.agent.tools.base import Tool, ToolContext
+from swarm.agent.tools.base import Tool
+from swarm.agent.tools.context import ToolContext
 from swarm.teammate.gate import TeammateGate
 
 

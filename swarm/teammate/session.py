@@ -27,7 +27,7 @@ from swarm.agent.instructions import context_block
 from swarm.agent.loop import AgentSpec, Arrivals, RunningAgent, run_agent
 from swarm.agent.permissions.settings import settings_rules
 from swarm.agent.skills import parse_slash
-from swarm.agent.tools.base import ToolContext
+from swarm.agent.tools.context import AgentIdentity, AgentServices, ToolContext
 from swarm.agent.tools.skill_tool import expand_slash
 from swarm.agent.transcript import Transcript
 from swarm.agent.turn_model import TurnModel
@@ -108,12 +108,12 @@ class TeammateSession:
 
         provider = TurnModel(make(agent.model), lambda chosen: make(chosen), env)
         self.ctx = ToolContext(
-            cwd=config.cwd, agent_name=config.name, team=config.team, mailbox=self.mailbox,
-            write_roots=agent.write_roots, pane_id=self.pane_id, backend_type=config.backend, color=config.color,
-            spawnable=agent.spawnable, models=provider,
-            agents=teammate_host(config, home, self.catalogs, env, mailbox=self.mailbox, provider=provider,
-                                 make_provider=lambda chosen: make(chosen), gate=self.gate),
-        )
+            AgentIdentity(cwd=config.cwd, name=config.name, team=config.team, write_roots=agent.write_roots,
+                          pane_id=self.pane_id, backend_type=config.backend, color=config.color,
+                          spawnable=agent.spawnable),
+            services=AgentServices(mailbox=self.mailbox, models=provider, agents=teammate_host(
+                config, home, self.catalogs, env, mailbox=self.mailbox, provider=provider,
+                make_provider=lambda chosen: make(chosen), gate=self.gate)))
         self.omit_instructions = agent.omit_instructions
         self.spec = AgentSpec(provider=provider, tools=agent.tools, gate=agent.gate, system=agent.system,
                               compaction=CompactionPolicy.from_env(env))
@@ -155,8 +155,8 @@ class TeammateSession:
             raise
         finally:
             watcher.close()
-            if self.ctx.agents is not None:
-                self.ctx.agents.background.stop_all()
+            if self.ctx.services.agents is not None:
+                self.ctx.services.agents.background.stop_all()
             self.spec.provider.close()
             _stop_children()
             self.lifecycle.gone(self.usage, killed_by)
@@ -237,7 +237,7 @@ class TeammateSession:
             if any(event.get("key") == key for event in self.transcript.events("slash_fork")):
                 return f"{text}\n\n{FORK_CUT_SHORT}"
             self.transcript.event("slash_fork", durable=True, key=key, skills=[s.name for s in expansion.skills])
-        self.ctx.running = RunningAgent(self.spec, self.conversation)  # a fork is linked from this transcript
+        self.ctx.turn.running = RunningAgent(self.spec, self.conversation)  # a fork is linked from this transcript
         return expand_slash(text, self.catalogs.skills, self.ctx, note, parsed=expansion)
 
     def _inbound(self) -> Arrivals:
@@ -257,7 +257,7 @@ class TeammateSession:
 
         ``before_idle`` runs once the model is done, before the teammate is marked idle.
         """
-        self.ctx.cancel.clear()
+        self.ctx.turn.cancel.clear()
         before = self._my_completed()
         try:
             run = run_agent(self.spec, self.conversation, self.ctx, inbound=self._inbound)
@@ -269,9 +269,9 @@ class TeammateSession:
             self.lifecycle.notify_idle("failed", summary="model error", failure=str(exc))
             return
         finally:  # an active skill's grants and model last until the turn ends
-            self.ctx.granted_rules.clear()
-            if self.ctx.models is not None:
-                self.ctx.models.reset()
+            self.ctx.turn.granted_rules.clear()
+            if self.ctx.services.models is not None:
+                self.ctx.services.models.reset()
         if before_idle is not None:
             before_idle()
         self.transcript.turn_end(run.stop_reason)

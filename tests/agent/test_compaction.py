@@ -9,7 +9,7 @@ from swarm.agent.compaction import SUMMARY_INSTRUCTION, CompactionPolicy
 from swarm.agent.conversation import Conversation
 from swarm.agent.loop import AgentSpec, run_agent
 from swarm.agent.tools import core_tools
-from swarm.agent.tools.base import ToolContext
+from swarm.agent.tools.context import AgentIdentity, ToolContext, TurnState
 from swarm.agent.transcript import Transcript
 from swarm.models.anthropic_provider import AnthropicProvider
 from swarm.models.playbook import load_playbook
@@ -49,7 +49,8 @@ def test_a_real_sdk_run_is_compacted_mid_turn_with_the_prefix_unchanged(
     conversation.add_user_text("work in steps")
     spec = AgentSpec(provider=claude, tools=core_tools(), system="You are careful.",
                      compaction=CompactionPolicy(window=1_000, percent=100))
-    result = run_agent(spec, conversation, ToolContext(cwd=tmp_path, cancel=threading.Event()))
+    ctx = ToolContext(AgentIdentity(cwd=tmp_path), turn=TurnState(cancel=threading.Event()))
+    result = run_agent(spec, conversation, ctx)
 
     assert result.ok and result.text == "done"
     bodies = [r.body for r in api.requests]
@@ -90,7 +91,7 @@ def test_two_thousand_turns_with_the_scripted_model_stay_bounded(tmp_path: Path)
     transcript = Transcript(tmp_path / "t.jsonl")
     conversation = Conversation(transcript=transcript)
     spec = AgentSpec(provider=provider, tools=[], system="s", compaction=CompactionPolicy(window=2_000, percent=100))
-    ctx = ToolContext(cwd=tmp_path, cancel=threading.Event())
+    ctx = ToolContext(AgentIdentity(cwd=tmp_path), turn=TurnState(cancel=threading.Event()))
     measured, held = [], []
     for turn in range(2_000):
         before = provider._tally.measured
@@ -120,7 +121,8 @@ def test_a_failed_summary_leaves_the_conversation_whole_and_is_not_retried_every
     conversation = Conversation(transcript=transcript)
     conversation.add_user_text("go")
     spec = AgentSpec(provider=claude, tools=core_tools(), compaction=CompactionPolicy(window=1_000, percent=100))
-    result = run_agent(spec, conversation, ToolContext(cwd=tmp_path, cancel=threading.Event()))
+    ctx = ToolContext(AgentIdentity(cwd=tmp_path), turn=TurnState(cancel=threading.Event()))
+    result = run_agent(spec, conversation, ctx)
     assert result.ok and len(conversation.messages) == 6
     assert sum(SUMMARY_MARK in str(r.body["messages"][-1]) for r in api.requests) == 1
     [failed] = transcript.events("compaction_failed")

@@ -19,7 +19,7 @@ import pytest
 from swarm.agent.conversation import Conversation
 from swarm.agent.loop import AgentRun, AgentSpec, run_agent
 from swarm.agent.tools import core_tools
-from swarm.agent.tools.base import ToolContext
+from swarm.agent.tools.context import AgentIdentity, ToolContext
 from swarm.agent.transcript import Transcript
 from swarm.errors import StorageError
 from swarm.models.anthropic_provider import AnthropicProvider
@@ -56,7 +56,7 @@ def _run_in_thread(tmp_path: Path, transcript: GatedTranscript,
     def run() -> None:
         try:
             outcome["run"] = run_agent(AgentSpec(provider=claude, tools=core_tools()), conversation,
-                                       ToolContext(cwd=tmp_path))
+                                       ToolContext(AgentIdentity(cwd=tmp_path)))
         except BaseException as exc:
             outcome["error"] = exc
 

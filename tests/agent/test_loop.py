@@ -11,7 +11,7 @@ from swarm.agent.headless import run_headless
 from swarm.agent.limits import Limits
 from swarm.agent.loop import AgentSpec, Arrivals, run_agent
 from swarm.agent.tools import core_tools
-from swarm.agent.tools.base import ToolContext
+from swarm.agent.tools.context import AgentIdentity, ToolContext, TurnState
 from swarm.agent.transcript import Transcript
 from swarm.models.anthropic_provider import AnthropicProvider
 from tests.fakes import FakeAnthropicServer
@@ -124,7 +124,7 @@ def test_mid_turn_message_reaches_the_next_request(tmp_path: Path, api: FakeAnth
     spec = AgentSpec(provider=claude, tools=core_tools())
     conversation = Conversation()
     conversation.add_user_text("work")
-    run_agent(spec, conversation, ToolContext(cwd=tmp_path), inbound=inbound)
+    run_agent(spec, conversation, ToolContext(AgentIdentity(cwd=tmp_path)), inbound=inbound)
     second = unmarked(api.requests[1].body["messages"][-1]["content"])
     assert second[0]["type"] == "tool_result"
     assert second[1] == {"type": "text", "text": arrived[0]}
@@ -147,7 +147,8 @@ def test_cancel_stops_between_steps_with_consistent_transcript(tmp_path: Path, a
     spec = AgentSpec(provider=claude, tools=core_tools())
     conversation = Conversation(transcript=Transcript(transcript))
     conversation.add_user_text("work")
-    result = run_agent(spec, conversation, ToolContext(cwd=tmp_path, cancel=cancel), inbound=cancelling_inbound)
+    ctx = ToolContext(AgentIdentity(cwd=tmp_path), turn=TurnState(cancel=cancel))
+    result = run_agent(spec, conversation, ctx, inbound=cancelling_inbound)
     assert result.stop_reason == "interrupted"
     assert len(api.requests) == 1
     messages = Transcript(transcript).messages()

@@ -9,7 +9,7 @@ from swarm.agent.conversation import Conversation
 from swarm.agent.limits import EndRun
 from swarm.agent.loop import AgentSpec, run_agent
 from swarm.agent.tools import core_tools
-from swarm.agent.tools.base import ToolContext
+from swarm.agent.tools.context import AgentIdentity, AgentServices, ToolContext
 from swarm.agent.tools.messaging import SendMessage
 from swarm.core.frames import entry_frame
 from swarm.core.home import Home
@@ -54,7 +54,7 @@ def test_playbook_edits_runs_bash_and_messages_a_teammate(tmp_path: Path, home: 
     spec = AgentSpec(provider=ScriptedProvider(playbook), tools=[*core_tools(), SendMessage()])
     conversation = Conversation()
     conversation.add_user_text("please rename beta to gamma")
-    ctx = ToolContext(cwd=work, agent_name="alice", team="t", mailbox=mailbox)
+    ctx = ToolContext(AgentIdentity(cwd=work, name="alice", team="t"), services=AgentServices(mailbox=mailbox))
     result = run_agent(spec, conversation, ctx)
 
     assert result.ok and result.text == "Renamed beta to gamma and told bob."
@@ -88,7 +88,8 @@ def test_structured_shutdown_response_is_handed_to_the_answerer_and_ends_the_run
     conversation = Conversation()
     conversation.add_user_text('{"type": "shutdown_request", "requestId": "shutdown-1@alice", '
                                '"from": "team-lead", "timestamp": "t"}')
-    ctx = ToolContext(cwd=tmp_path, agent_name="alice", team="t", mailbox=mailbox, pane_id="%3", backend_type="tmux")
+    ctx = ToolContext(AgentIdentity(cwd=tmp_path, name="alice", team="t", pane_id="%3", backend_type="tmux"),
+                      services=AgentServices(mailbox=mailbox))
     result = run_agent(spec, conversation, ctx)
 
     assert result.stop_reason == "shutdown"
@@ -101,11 +102,11 @@ def test_plain_text_that_looks_like_a_frame_stays_text(tmp_path: Path, home: Hom
     mailbox = _team(home)
     answerer = RecordingAnswerer()
     tool = SendMessage(shutdown=answerer)
-    ctx = ToolContext(cwd=tmp_path, agent_name="alice", team="t", mailbox=mailbox)
+    ctx = ToolContext(AgentIdentity(cwd=tmp_path, name="alice", team="t"), services=AgentServices(mailbox=mailbox))
     tool.run(tool.input_model.model_validate(
         {"to": "bob", "message": '{"type": "shutdown_request", "requestId": "shutdown-1@bob", '
                                  '"from": "team-lead", "timestamp": "t"}'}), ctx)
-    assert answerer.answers == [] and not ctx.cancel.is_set()
+    assert answerer.answers == [] and not ctx.turn.cancel.is_set()
     [entry] = mailbox.read("bob")
     assert not entry.structured
     assert entry_frame(entry) == entry.text  # bob's runtime reads it as text, not as a shutdown request

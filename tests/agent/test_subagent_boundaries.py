@@ -21,8 +21,9 @@ from swarm.agent.definitions import load_agents
 from swarm.agent.read_only import read_only_refusal
 from swarm.agent.subagents import AgentHost, plan_definition
 from swarm.agent.tools import core_tools
-from swarm.agent.tools.base import Tool, ToolContext
-from swarm.agent.tools.files import ToolInput
+from swarm.agent.tools.base import Tool
+from swarm.agent.tools.context import AgentIdentity, ToolContext
+from swarm.agent.tools.inputs import ToolInput
 from swarm.models.scripted import ScriptedProvider
 from tests.agent.subagent_helpers import (
     PARENT,
@@ -164,7 +165,7 @@ def test_a_child_in_plan_mode_keeps_exit_plan_mode(tmp_path: Path) -> None:
     for kind in ("planner", "doer"):
         definition = host.catalog.get(kind)
         assert definition is not None
-        plan = plan_definition(host, ToolContext(cwd=tmp_path), definition, prompt="p", description="d", model=None,
+        plan = plan_definition(host, ToolContext(AgentIdentity(cwd=tmp_path)), definition, prompt="p", description="d", model=None,
                                background=False, cwd=None, name=None)
         names[kind] = [t.name for t in plan.tools]
     assert "ExitPlanMode" in names["planner"] and "ExitPlanMode" not in names["doer"]

@@ -248,7 +248,7 @@ def test_a_fork_drops_calls_in_the_inherited_history_that_never_got_results(tmp_
     from swarm.agent.conversation import Conversation
     from swarm.agent.loop import AgentSpec, RunningAgent
     from swarm.agent.subagents import AgentHost, plan_fork
-    from swarm.agent.tools.base import ToolContext
+    from swarm.agent.tools.context import AgentIdentity, ToolContext
     from swarm.models.messages import Message, TextBlock, ToolUseBlock
     from swarm.models.scripted import ScriptedProvider
 
@@ -261,8 +261,8 @@ def test_a_fork_drops_calls_in_the_inherited_history_that_never_got_results(tmp_
     host = AgentHost(catalog=load_agents(tmp_path, env=env), env=env, model="scripted",
                      make_provider=lambda m: ScriptedProvider(), make_tools=list, transcript_dir=tmp_path,
                      background=BackgroundAgents(QueueSink()))
-    ctx = ToolContext(cwd=tmp_path)
-    ctx.running = RunningAgent(AgentSpec(provider=ScriptedProvider(), tools=[]), Conversation(messages=history))
+    ctx = ToolContext(AgentIdentity(cwd=tmp_path))
+    ctx.turn.running = RunningAgent(AgentSpec(provider=ScriptedProvider(), tools=[]), Conversation(messages=history))
     plan = plan_fork(host, ctx, "part one", "d")
     assert [b.type for b in plan.messages[1].content] == ["text"]  # the unanswered call is gone
     assert plan.messages[3] == history[3] and [b.type for b in plan.messages[4].content] == ["tool_result", "text"]

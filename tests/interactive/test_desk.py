@@ -10,7 +10,7 @@ import pytest
 from swarm.agent.loop import AgentRun
 from swarm.agent.permissions.policy import RuleSet
 from swarm.agent.permissions.rules import parse_rules
-from swarm.agent.tools.base import ToolContext, ToolError
+from swarm.agent.tools.context import AgentIdentity, ToolContext, ToolError
 from swarm.agent.tools.shell import BashInput
 from swarm.agent.tools.shell import BashTool as Bash
 from swarm.core.permlog import PermissionEvent
@@ -76,7 +76,7 @@ def test_the_question_shows_the_call_that_would_run_not_the_requesters_descripti
 def test_the_leads_own_call_waits_for_the_person_and_an_always_answer_is_remembered(tmp_path: Path) -> None:
     desk = Desk()
     gate = PersonGate(desk, RuleSet())
-    ctx = ToolContext(cwd=tmp_path)
+    ctx = ToolContext(AgentIdentity(cwd=tmp_path))
     args = BashInput(command="pytest -q")
     answered: list[Question] = []
 
@@ -102,11 +102,11 @@ def test_a_rule_decides_without_asking_and_an_allowed_prefix_never_hides_a_tail(
     desk = Desk()
     gate = PersonGate(desk, RuleSet(allow=tuple(parse_rules(["Bash(git status:*)"])),
                                     deny=tuple(parse_rules(["Bash(git push:*)"]))))
-    ctx = ToolContext(cwd=tmp_path)
+    ctx = ToolContext(AgentIdentity(cwd=tmp_path))
     assert gate.authorize(Bash(), BashInput(command="git status"), "t1", ctx)
     with pytest.raises(ToolError, match="permission denied"):
         gate.authorize(Bash(), BashInput(command="git status && git push --force"), "t2", ctx)
-    ctx.cancel.set()  # nobody answers: the asked call is refused when the turn is interrupted
+    ctx.turn.cancel.set()  # nobody answers: the asked call is refused when the turn is interrupted
     with pytest.raises(ToolError, match="interrupted before the person answered"):
         gate.authorize(Bash(), BashInput(command="git status & touch /tmp/x"), "t3", ctx)
     assert desk.open() == []
@@ -115,7 +115,7 @@ def test_a_rule_decides_without_asking_and_an_allowed_prefix_never_hides_a_tail(
 def test_a_denial_tells_the_model_the_persons_reason(tmp_path: Path) -> None:
     desk = Desk(on_change=lambda: None)
     gate = PersonGate(desk, RuleSet())
-    ctx = ToolContext(cwd=tmp_path)
+    ctx = ToolContext(AgentIdentity(cwd=tmp_path))
 
     def person() -> None:
         while (question := desk.current()) is None:

@@ -17,6 +17,7 @@ from swarm.agent.permissions.describe import describe
 from swarm.agent.permissions.policy import CallFacts, RuleSet, decide
 from swarm.agent.permissions.rules import parse_rules
 from swarm.agent.tools import GrepTool, ToolContext
+from swarm.agent.tools.context import AgentIdentity
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.permlog import PermissionEvent, PermissionLog
@@ -123,7 +124,7 @@ def test_grep_never_follows_a_symlink_out_of_the_cwd(tmp_path: Path) -> None:
     secret.write_text("password=hunter2\n")
     (work / "notes.txt").write_text("no password here\n")
     (work / "pw").symlink_to(secret)
-    context = ToolContext(cwd=work)
+    context = ToolContext(AgentIdentity(cwd=work))
     rg = shutil.which("rg")
     for tool in [GrepTool(rg_path=None), *([GrepTool(rg_path=rg)] if rg else [])]:
         found = tool.run(tool.input_model.model_validate({"pattern": "password", "output_mode": "content"}), context)

@@ -19,7 +19,7 @@ from swarm.agent.permissions.settings import (
     settings_digests,
     settings_rules,
 )
-from swarm.agent.tools.base import ToolContext, ToolError
+from swarm.agent.tools.context import AgentIdentity, ToolContext, ToolError
 from swarm.agent.tools.walking import glob_regex
 from swarm.core.protocol import TeamFile
 from swarm.errors import UsageError
@@ -200,7 +200,7 @@ def test_one_write_root_check_for_policy_and_tools(tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
     (work / "escape").symlink_to(tmp_path)
-    ctx = ToolContext(cwd=work, write_roots=[work])
+    ctx = ToolContext(AgentIdentity(cwd=work, write_roots=[work]))
     with pytest.raises(ToolError):
         ctx.check_writable(work / "escape" / "x")
     call = CallFacts("Write", {"file_path": "escape/x"}, read_only=False, cwd=work, write_roots=[work])

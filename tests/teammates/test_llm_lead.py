@@ -22,6 +22,7 @@ from swarm.agent.headless import MainAgent, MainSession
 from swarm.agent.limits import Limits
 from swarm.agent.skills import load_skills
 from swarm.agent.tools import ToolContext, ToolError
+from swarm.agent.tools.context import AgentIdentity
 from swarm.agent.tools.team_tools import TeamCreate, TeamDelete, team_tools
 from swarm.agent.transcript import Transcript
 from swarm.backends.procs import kill_tree
@@ -190,7 +191,7 @@ def test_a_run_that_does_not_finish_in_time_stops_its_teammates(home: Home, api:
 def test_a_lead_leads_one_team_at_a_time_and_deletes_it_only_once_its_teammates_are_gone(
         home: Home, tmp_path: Path) -> None:
     lead = LeadTeam(home, dict(os.environ), tmp_path)
-    ctx = ToolContext(cwd=tmp_path)
+    ctx = ToolContext(AgentIdentity(cwd=tmp_path))
     create, delete = TeamCreate(lead), TeamDelete(lead)
 
     def call(tool: Any, **raw: Any) -> str:
@@ -206,8 +207,8 @@ def test_a_lead_leads_one_team_at_a_time_and_deletes_it_only_once_its_teammates_
     assert TeamStore(home).exists("first") and lead.team == "first"
     TeamStore(home).update_member("first", "busy", is_active=False)
     assert call(delete) == "Team 'first' deleted."
-    assert not TeamStore(home).exists("first") and (lead.team, ctx.team) == (None, None)
-    assert call(create, team_name="second").startswith("Team 'second' created") and ctx.team == "second"
+    assert not TeamStore(home).exists("first") and (lead.team, ctx.identity.team) == (None, None)
+    assert call(create, team_name="second").startswith("Team 'second' created") and ctx.identity.team == "second"
 
 
 def test_a_lead_that_deletes_its_team_and_creates_another_follows_the_new_one_to_the_end(

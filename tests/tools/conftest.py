@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from swarm.agent.tools import Tool, ToolContext, stop_command
+from swarm.agent.tools.context import AgentIdentity
 
 Call = Callable[..., str]
 
@@ -27,7 +28,7 @@ def work(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def ctx(work: Path) -> Iterator[ToolContext]:
-    context = ToolContext(cwd=work)
+    context = ToolContext(AgentIdentity(cwd=work))
     yield context
     for proc in context.background:
         stop_command(proc, grace=0.5)

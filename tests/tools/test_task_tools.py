@@ -6,6 +6,7 @@ the model's JSON; the store, the team file and the inboxes are real files.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,7 @@ def team_ctx(home: Home, ctx: ToolContext) -> ToolContext:
     teams.create(TEAM, cwd=str(home.root))
     for name in ("alice", "bob"):
         teams.add_member(TEAM, Member(agent_id=f"{name}@{TEAM}", name=name, is_active=True))
-    ctx.agent_name, ctx.team, ctx.mailbox = "alice", TEAM, Mailbox(home, TEAM)
+    ctx.with_team(TEAM, "alice", Mailbox(home, TEAM))
     return ctx
 
 
@@ -55,7 +56,7 @@ def store(home: Home) -> TaskStore:
 
 
 def as_agent(ctx: ToolContext, name: str) -> ToolContext:
-    ctx.agent_name = name
+    ctx.identity = replace(ctx.identity, name=name)
     return ctx
 
 

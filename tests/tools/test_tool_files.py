@@ -7,6 +7,7 @@ import stat
 import time
 import tracemalloc
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -153,7 +154,7 @@ def test_write_translates_os_errors(work: Path, call: Call) -> None:
 
 
 def test_write_outside_write_roots_is_refused(tmp_path: Path, work: Path, ctx: ToolContext, call: Call) -> None:
-    ctx.write_roots = [work]
+    ctx.identity = replace(ctx.identity, write_roots=(work,))
     outside = tmp_path / "outside.txt"
     outside.write_text("keep")
     with pytest.raises(ToolError, match="outside"):
@@ -219,7 +220,7 @@ def test_edit_keeps_mode(work: Path, call: Call) -> None:
 
 
 def test_edit_outside_write_roots_is_refused(tmp_path: Path, work: Path, ctx: ToolContext, call: Call) -> None:
-    ctx.write_roots = [work]
+    ctx.identity = replace(ctx.identity, write_roots=(work,))
     outside = tmp_path / "outside.py"
     outside.write_text("a = 1\n")
     with pytest.raises(ToolError, match="outside"):

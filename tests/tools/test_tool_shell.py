@@ -7,6 +7,7 @@ import os
 import signal
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import psutil
@@ -78,7 +79,7 @@ def test_runs_in_cwd_with_inherited_env_and_no_stdin(work: Path, call: Call, mon
 
 
 def test_bad_cwd_is_a_tool_error(tmp_path: Path, call: Call, ctx: ToolContext) -> None:
-    ctx.cwd = tmp_path / "gone"
+    ctx.identity = replace(ctx.identity, cwd=tmp_path / "gone")
     with pytest.raises(ToolError, match="could not start"):
         call(BashTool(), command="true")
 

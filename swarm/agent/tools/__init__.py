@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from swarm.agent.tools.base import Tool, ToolContext, ToolError
+from swarm.agent.tools.base import Tool
+from swarm.agent.tools.context import ToolContext, ToolError
 from swarm.agent.tools.files import (
     EditInput,
     EditTool,

@@ -3,7 +3,7 @@
 Agent only routes (seed 000, "the decision tree in call()"), in this order:
 
 1. ``team_name`` + ``name`` → a teammate in that team, started by the
-   lead's ``TeamControl`` (``ctx.team_control``: ``swarm run``'s lead, see
+   lead's ``TeamControl`` (``ctx.services.team_control``: ``swarm run``'s lead, see
    ``swarm.runtime.lead``) in the team it leads. A teammate process cannot
    start teammates, nor can an agent that leads no team (or another team):
    each is a tool error saying what to use instead.
@@ -39,8 +39,9 @@ from swarm.agent.subagents import (
     result_text,
     run_child,
 )
-from swarm.agent.tools.base import Tool, ToolContext, ToolError
-from swarm.agent.tools.files import NoneOmitted, PosInt, ToolInput
+from swarm.agent.tools.base import Tool
+from swarm.agent.tools.context import ToolContext, ToolError
+from swarm.agent.tools.inputs import NoneOmitted, PosInt, ToolInput
 from swarm.core.text import one_line
 
 DEFAULT_OUTPUT_WAIT_MS = 30_000
@@ -102,12 +103,12 @@ class AgentTool(Tool[AgentInput]):
         return cls("\n".join(lines))
 
     def run(self, args: AgentInput, ctx: ToolContext) -> str:
-        host = ctx.agents
+        host = ctx.services.agents
         if host is None:
             raise ToolError("subagents are not available to this agent")
         if args.team_name is not None:
             return self._teammate(args, ctx)
-        if ctx.running is not None and in_fork_child(ctx.running.conversation.messages):
+        if ctx.turn.running is not None and in_fork_child(ctx.turn.running.conversation.messages):
             raise ToolError(FORK_REFUSED)
         plan, background = self._plan(host, args, ctx)
         if args.isolation:
@@ -118,11 +119,11 @@ class AgentTool(Tool[AgentInput]):
                     "The agent is working in the background. You will be notified automatically when it "
                     "completes; TaskOutput reads its progress, TaskStop stops it"
                     f"{', SendMessage to ' + repr(task.name) + ' gives it more work' if task.name else ''}.")
-        outcome = run_child(host, ctx, plan, LinkedCancel(ctx.cancel))
+        outcome = run_child(host, ctx, plan, LinkedCancel(ctx.turn.cancel))
         return result_text(plan, outcome)
 
     def _teammate(self, args: AgentInput, ctx: ToolContext) -> str:
-        control = ctx.team_control
+        control = ctx.services.team_control
         if control is None:
             raise ToolError(_no_team_spawn(ctx))
         if control.team != args.team_name:
@@ -141,7 +142,7 @@ class AgentTool(Tool[AgentInput]):
             return plan_fork(host, ctx, args.prompt, args.description), args.run_in_background
         kind = args.subagent_type or GENERAL_PURPOSE_TYPE
         definition = host.catalog.get(kind)
-        allowed = [n for n in host.catalog.names() if ctx.spawnable is None or n in ctx.spawnable]
+        allowed = [n for n in host.catalog.names() if ctx.identity.spawnable is None or n in ctx.identity.spawnable]
         if definition is None or kind not in allowed:
             why = "unknown" if definition is None else "not allowed here"
             raise ToolError(f"agent type {kind!r} is {why}; available: {', '.join(allowed) or '(none)'}")
@@ -162,8 +163,8 @@ def _cwd(raw: str | None, ctx: ToolContext) -> Path | None:
 
 
 def _no_team_spawn(ctx: ToolContext) -> str:
-    if ctx.mailbox is not None:
-        return (f"{ctx.agent_name} is a teammate, and only the team lead starts teammates; "
+    if ctx.services.mailbox is not None:
+        return (f"{ctx.identity.name} is a teammate, and only the team lead starts teammates; "
                 "ask the lead with SendMessage, or start a subagent without team_name")
     return ("this agent leads no team; create one with TeamCreate first (or start teammates with "
             "`swarm spawn NAME --team TEAM`), or start a subagent without team_name")
@@ -211,10 +212,10 @@ class TaskStop(Tool[TaskStopInput]):
 
 
 def _task(ctx: ToolContext, task_id: str, tool: str) -> tuple[AgentHost, BackgroundTask]:
-    if ctx.subagent:
+    if ctx.identity.subagent:
         raise ToolError(f"{tool} is for the main agent only: a subagent or fork cannot read or stop its "
                         "parent's background agents")
-    host = ctx.agents
+    host = ctx.services.agents
     if host is None:
         raise ToolError("this agent has no background agents")
     task = host.background.get(task_id)

@@ -15,12 +15,13 @@ import os
 from collections.abc import Iterator
 from itertools import islice
 from pathlib import Path
-from typing import Annotated, Any, BinaryIO
+from typing import BinaryIO
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.json_schema import SkipJsonSchema
+from pydantic import Field
 
-from swarm.agent.tools.base import Tool, ToolContext, ToolError
+from swarm.agent.tools.base import Tool
+from swarm.agent.tools.context import ToolContext, ToolError
+from swarm.agent.tools.inputs import NoneOmitted, NonNegInt, PosInt, ToolInput
 from swarm.core.fileio import replace_file
 
 DEFAULT_LIMIT = 2000
@@ -31,29 +32,6 @@ SKIP_CHUNK_BYTES = 256 * 1024
 
 
 # --- helpers shared with the other tool modules ------------------------------
-
-
-def _tidy_schema(schema: dict[str, Any], model: type[BaseModel]) -> None:
-    """Drop pydantic's per-field titles and ``null`` defaults: noise to the model."""
-    for prop in schema.get("properties", {}).values():
-        prop.pop("title", None)
-        if "default" in prop and prop["default"] is None:
-            del prop["default"]
-
-
-class ToolInput(BaseModel):
-    """Base of the tool input models.
-
-    Unknown fields are ignored (models add stray ones); optional fields are
-    typed ``X | SkipJsonSchema[None]`` so the schema shows a plain type.
-    """
-
-    model_config = ConfigDict(extra="ignore", populate_by_name=True, json_schema_extra=_tidy_schema)
-
-
-NonNegInt = Annotated[int, Field(ge=0)]
-PosInt = Annotated[int, Field(ge=1)]
-NoneOmitted = SkipJsonSchema[None]
 
 
 def os_error(exc: OSError, path: Path, verb: str) -> ToolError:

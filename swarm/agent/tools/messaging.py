@@ -15,7 +15,8 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from swarm.agent.subagents import message_child
-from swarm.agent.tools.base import Tool, ToolContext, ToolError
+from swarm.agent.tools.base import Tool
+from swarm.agent.tools.context import ToolContext, ToolError
 from swarm.agent.tools.team_tools import require_team
 from swarm.core.names import BROADCAST
 from swarm.errors import SwarmError
@@ -81,12 +82,12 @@ class SendMessage(Tool[SendMessageInput]):
 
     def run(self, args: SendMessageInput, ctx: ToolContext) -> str:
         message = args.message
-        if isinstance(message, str) and ctx.agents is not None and not ctx.subagent:  # a child's are its parent's
-            answer = message_child(ctx.agents, ctx, args.to, message)
+        if isinstance(message, str) and ctx.services.agents is not None and not ctx.identity.subagent:  # a child's are its parent's
+            answer = message_child(ctx.services.agents, ctx, args.to, message)
             if answer is not None:
                 return answer
-        mailbox = ctx.mailbox
-        if mailbox is None or ctx.team is None:
+        mailbox = ctx.services.mailbox
+        if mailbox is None or ctx.identity.team is None:
             raise ToolError(f"no subagent named {args.to!r}, and this agent is not in a team: SendMessage reaches "
                             "your background subagents (by name or agentId) and, in a team, your teammates")
         try:
@@ -99,7 +100,7 @@ class SendMessage(Tool[SendMessageInput]):
             if isinstance(message, PlanApprovalReply):
                 return require_team(ctx).answer_plan(message.request_id, message.approve, message.feedback,
                                                      message.permission_mode)
-            written = mailbox.send(args.to, message, sender=ctx.agent_name, summary=args.summary, color=ctx.color)
+            written = mailbox.send(args.to, message, sender=ctx.identity.name, summary=args.summary, color=ctx.identity.color)
         except SwarmError as exc:
             raise ToolError(str(exc)) from exc
         who = "everyone" if args.to == BROADCAST else args.to

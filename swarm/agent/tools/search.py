@@ -41,14 +41,10 @@ from typing import Literal
 
 from pydantic import Field
 
-from swarm.agent.tools.base import Tool, ToolContext, ToolError
-from swarm.agent.tools.files import (
-    SNIFF_BYTES,
-    NoneOmitted,
-    NonNegInt,
-    ToolInput,
-    truncate_line,
-)
+from swarm.agent.tools.base import Tool
+from swarm.agent.tools.context import ToolContext, ToolError
+from swarm.agent.tools.files import SNIFF_BYTES, truncate_line
+from swarm.agent.tools.inputs import NoneOmitted, NonNegInt, ToolInput
 from swarm.agent.tools.walking import (
     VCS_DIRS,
     glob_regex,
@@ -64,7 +60,7 @@ OutputMode = Literal["content", "files_with_matches", "count"]
 
 
 def _search_root(ctx: ToolContext, path: str | None) -> Path:
-    root = ctx.resolve(path) if path else ctx.cwd
+    root = ctx.resolve(path) if path else ctx.identity.cwd
     if not root.exists():
         raise ToolError(f"path not found: {root}")
     return root

@@ -21,7 +21,7 @@ Results, following Claude Code:
 - non-zero exit → an *error* result (``ToolError``) with the output and
   ``exit code N`` (or ``killed by signal SIGNAME``) on the last line;
 - timeout → an error result saying so, with the output so far;
-- interrupted (``ctx.interrupt``: the person's Ctrl-C in a session) → the
+- interrupted (``ctx.turn.interrupt``: the person's Ctrl-C in a session) → the
   command is stopped at once and the error result says so; a plain
   ``cancel`` (shutdown, ``swarm run -p``'s first Ctrl-C) lets it finish;
 - ``run_in_background`` → returns at once with the pid and a log file; the
@@ -45,8 +45,9 @@ from typing import IO, cast
 
 from pydantic import Field
 
-from swarm.agent.tools.base import Tool, ToolContext, ToolError
-from swarm.agent.tools.files import NoneOmitted, PosInt, ToolInput
+from swarm.agent.tools.base import Tool
+from swarm.agent.tools.context import ToolContext, ToolError
+from swarm.agent.tools.inputs import NoneOmitted, PosInt, ToolInput
 from swarm.backends.procs import kill_tree, process_create_time
 
 DEFAULT_TIMEOUT_MS = 120_000
@@ -107,13 +108,13 @@ class BashTool(Tool[BashInput]):
         capture = OutputCapture(cast(IO[bytes], proc.stdout), MAX_OUTPUT_CHARS)
         timed_out = lingering = False
         try:
-            timed_out = not _wait(proc, timeout_ms / 1000, ctx.interrupt)
+            timed_out = not _wait(proc, timeout_ms / 1000, ctx.turn.interrupt)
             lingering = not timed_out and not capture.join(DRAIN_SECONDS)
         finally:
             if timed_out or lingering or proc.returncode is None:
                 stop_command(proc, self._kill_grace, created)
                 capture.join(DRAIN_SECONDS)
-        if timed_out and ctx.interrupt.is_set():
+        if timed_out and ctx.turn.interrupt.is_set():
             raise ToolError(f"Command interrupted by the user and was killed.\n{_body(capture.text())}")
         if timed_out:
             raise ToolError(f"Command timed out after {timeout_ms} ms and was killed.\n{_body(capture.text())}")
@@ -132,12 +133,12 @@ class BashTool(Tool[BashInput]):
     def _spawn(self, command: str, ctx: ToolContext, stdout: int | IO[bytes]) -> Popen:
         try:
             return subprocess.Popen(
-                [self._shell, "-c", command], cwd=ctx.cwd, env=dict(os.environ),
+                [self._shell, "-c", command], cwd=ctx.identity.cwd, env=dict(os.environ),
                 stdin=subprocess.DEVNULL, stdout=stdout, stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
         except OSError as exc:
-            raise ToolError(f"could not start {self._shell} in {ctx.cwd}: {exc.strerror or exc}") from exc
+            raise ToolError(f"could not start {self._shell} in {ctx.identity.cwd}: {exc.strerror or exc}") from exc
 
     def _new_log(self) -> Path:
         try:

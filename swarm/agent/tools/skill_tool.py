@@ -18,7 +18,7 @@ request prefix stays cacheable; a skill's body is sent only when it is used.
 
 Either way a subagent that uses a skill is switched like the main agent
 (``run_child`` gives it grants and a ``TurnModel``). Slash commands are
-expanded as the agent they are for (``ctx.running`` set by its session), so a
+expanded as the agent they are for (``ctx.turn.running`` set by its session), so a
 fork started by one is linked from that agent's transcript like any subagent.
 """
 
@@ -37,8 +37,9 @@ from swarm.agent.skills import (
     render_skill,
 )
 from swarm.agent.subagents import LinkedCancel, plan_skill_fork, run_child
-from swarm.agent.tools.base import Tool, ToolContext, ToolError
-from swarm.agent.tools.files import NoneOmitted, ToolInput
+from swarm.agent.tools.base import Tool
+from swarm.agent.tools.context import ToolContext, ToolError
+from swarm.agent.tools.inputs import NoneOmitted, ToolInput
 
 
 class SkillInput(ToolInput):
@@ -75,19 +76,19 @@ def use_skill(skill: Skill, args: str, ctx: ToolContext) -> str:
     """What using ``skill`` gives the agent: its body (and its grants for the turn), or a forked run's answer."""
     if skill.context == "fork":
         return f"Skill {skill.name} ran in a separate context and returned: {run_forked_skill(skill, args, ctx)}"
-    ctx.granted_rules.extend(skill.allowed_tools)
-    if skill.model and ctx.models is not None:
-        ctx.models.use(skill.model)
+    ctx.turn.granted_rules.extend(skill.allowed_tools)
+    if skill.model and ctx.services.models is not None:
+        ctx.services.models.use(skill.model)
     return render_skill(skill, args)
 
 
 def run_forked_skill(skill: Skill, args: str, ctx: ToolContext) -> str:
     """Run a ``context: fork`` skill in a subagent; its final answer, as the subagent gave it."""
-    host = ctx.agents
+    host = ctx.services.agents
     if host is None:
         raise ToolError(f"skill {skill.name} runs in a subagent, and subagents are not available here")
     plan = plan_skill_fork(host, ctx, skill, render_skill(skill, args))
-    outcome = run_child(host, ctx, plan, LinkedCancel(ctx.cancel))
+    outcome = run_child(host, ctx, plan, LinkedCancel(ctx.turn.cancel))
     if not outcome.run.ok and not outcome.run.text:
         raise ToolError(f"skill {skill.name} stopped before answering ({outcome.run.stop_reason})")
     return outcome.run.text

@@ -1,7 +1,7 @@
 """TaskCreate, TaskGet, TaskList, TaskUpdate: the team's shared task list (``core.tasks``).
 
 Every agent of a team has them, lead and teammates alike; the list is the
-team's (``TaskStore(home, ctx.team)``). Inputs keep Claude Code's field
+team's (``TaskStore(home, ctx.identity.team)``). Inputs keep Claude Code's field
 names (``taskId``, ``activeForm``, ``addBlocks``, ``addBlockedBy``).
 
 - A claim is one TaskUpdate setting ``status: in_progress`` with ``owner``
@@ -27,7 +27,8 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from swarm.agent.tools.base import Tool, ToolContext, ToolError
+from swarm.agent.tools.base import Tool
+from swarm.agent.tools.context import ToolContext, ToolError
 from swarm.core.mailbox import Mailbox
 from swarm.core.protocol import Task
 from swarm.core.tasks import (
@@ -134,12 +135,12 @@ class TaskUpdate(Tool[TaskUpdateInput]):
         task_id = _call(lambda: parse_task_id(str(args.task_id)))
         owner = _owner_given(args)
         if args.status == "in_progress" and owner is UNSET and _call(lambda: store.get(task_id)).owner is None:
-            owner = ctx.agent_name  # in_progress on a free task is a claim (the store checks it under the lock)
-        elif isinstance(owner, str) and owner != ctx.agent_name:
+            owner = ctx.identity.name  # in_progress on a free task is a claim (the store checks it under the lock)
+        elif isinstance(owner, str) and owner != ctx.identity.name:
             _call(lambda: check_assignee(_mailbox(ctx), owner))
         given = args.model_fields_set
         change = _call(lambda: store.update(
-            task_id, by=ctx.agent_name, owner=owner,
+            task_id, by=ctx.identity.name, owner=owner,
             subject=args.subject if "subject" in given and args.subject is not None else UNSET,
             description=args.description if "description" in given and args.description is not None else UNSET,
             active_form=args.active_form if "active_form" in given else UNSET,
@@ -151,7 +152,7 @@ class TaskUpdate(Tool[TaskUpdateInput]):
         if task is None:
             return f"Task #{task_id} deleted."
         if change.assigned_to is not None:
-            _call(lambda: send_assignment(_mailbox(ctx), task, ctx.agent_name))
+            _call(lambda: send_assignment(_mailbox(ctx), task, ctx.identity.name))
         return _update_result(task, change.assigned_to, store)
 
 
@@ -213,16 +214,16 @@ def _open(ids: list[str], tasks: list[Task]) -> list[str]:
 
 
 def _store(ctx: ToolContext) -> TaskStore:
-    if ctx.team is None or ctx.mailbox is None:
+    if ctx.identity.team is None or ctx.services.mailbox is None:
         raise ToolError("no team: the task list belongs to a team, and this agent is in none "
                         "(a lead creates one with TeamCreate)")
-    return TaskStore(ctx.mailbox.home, ctx.team)
+    return TaskStore(ctx.services.mailbox.home, ctx.identity.team)
 
 
 def _mailbox(ctx: ToolContext) -> Mailbox:
-    if ctx.mailbox is None:
+    if ctx.services.mailbox is None:
         raise ToolError("no team: this agent has no mailbox to tell a teammate with")
-    return ctx.mailbox
+    return ctx.services.mailbox
 
 
 def _owner_given(args: TaskUpdateInput) -> str | None | Unset:

@@ -9,32 +9,11 @@ one (a teammate, a subagent) does not get these tools.
 
 from __future__ import annotations
 
-from typing import Protocol
-
 from pydantic import Field
 
-from swarm.agent.tools.base import Tool, ToolContext, ToolError
-from swarm.agent.tools.files import NoneOmitted, ToolInput
-
-
-class TeamControl(Protocol):
-    """What a lead agent may do with its team."""
-
-    @property
-    def team(self) -> str | None:
-        """The team this lead leads, once created."""
-        ...
-
-    def create(self, name: str, description: str | None, ctx: ToolContext) -> str: ...
-
-    def delete(self, ctx: ToolContext) -> str: ...
-
-    def spawn(self, ctx: ToolContext, *, name: str, prompt: str, agent_type: str | None, model: str | None,
-              runtime: str | None, isolation: str | None, plan_mode_required: bool, mode: str | None, cwd: str | None) -> str: ...
-
-    def answer_plan(self, request_id: str, approve: bool, feedback: str | None, mode: str | None) -> str: ...
-
-    def request_shutdown(self, name: str, reason: str | None) -> str: ...
+from swarm.agent.tools.base import Tool
+from swarm.agent.tools.context import TeamControl, ToolContext, ToolError
+from swarm.agent.tools.inputs import NoneOmitted, ToolInput
 
 
 class TeamCreateInput(ToolInput):
@@ -81,6 +60,6 @@ def team_tools(control: TeamControl) -> list[Tool[TeamCreateInput] | Tool[TeamDe
 
 def require_team(ctx: ToolContext) -> TeamControl:
     """The lead's team control; a tool error for an agent that leads no team."""
-    if ctx.team_control is None:
+    if ctx.services.team_control is None:
         raise ToolError("only a team lead can do this, and this agent leads no team")
-    return ctx.team_control
+    return ctx.services.team_control
