@@ -1,7 +1,7 @@
 """Raw file I/O that every swarm file goes through: read, replace, append.
 
-The guarantees the on-disk contract asks for (PROTOCOL.md, "Locking and
-writes") live here once, for the JSON files, the JSON Lines records and the
+The guarantees the on-disk contract asks for (docs/protocol.md, "How
+files are written") live here once, for the JSON files, the JSON Lines records and the
 agent's Write/Edit tools alike:
 
 - ``read_regular`` reads only a regular file. A directory, FIFO, socket or

@@ -1,4 +1,4 @@
-"""The frames an inbox entry's text may carry (spec/PROTOCOL.md), and who may send which.
+"""The frames an inbox entry's text may carry (docs/protocol.md, "Frames"), and who may send which.
 
 ``parse_frame`` turns an inbox entry's text into a typed frame or leaves it as
 plain text; a malformed frame is text, never an exception.

@@ -1,4 +1,4 @@
-"""Pydantic models for the records on disk (spec/PROTOCOL.md): inbox entries, team file, members, tasks.
+"""Pydantic models for the records on disk (docs/protocol.md): inbox entries, team file, members, tasks.
 
 Models keep unknown fields (``extra="allow"``) and are dumped with
 ``exclude_unset`` so a rewrite preserves what another writer put there. The

@@ -1,4 +1,4 @@
-"""Lead signatures on inbox entries: Claude Code's scheme (spec/CLAUDE_CODE.md, "Inbox entries and provenance").
+"""Lead signatures on inbox entries: Claude Code's scheme (docs/protocol.md, "Lead signatures").
 
     lead side                                   teammate side
     ---------                                   -------------

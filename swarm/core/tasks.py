@@ -1,11 +1,11 @@
-"""A team's shared task list: ``<home>/tasks/<team>/<id>.json`` (PROTOCOL.md, "Tasks").
+"""A team's shared task list: ``<home>/tasks/<team>/<id>.json`` (docs/protocol.md, "Tasks").
 
 - Ids are consecutive integers as strings, handed out from ``.highwatermark``
   and never reused: the next id is one past the highest of the watermark and
   every id with a file (live or quarantined), so a watermark lost in a crash
   cannot bring an id back.
 - Every change holds the lock Claude Code takes on the whole list (of
-  ``<list>/.lock``, CLAUDE_CODE.md), so invariants across tasks — edges kept
+  ``<list>/.lock``, docs/protocol.md), so invariants across tasks — edges kept
   symmetric, no cycles, a claim seeing its blockers completed — are checked
   and written in one cycle. It is computed in memory first and written only
   when every check passed: a refused change writes nothing. Claude Code

@@ -8,7 +8,7 @@ therefore names nothing, and acting on it on swarm's default server can kill
 the user's own pane. So such a teammate is judged by its process:
 
 - Claude Code starts it as ``claude --agent-id <name>@<team> ...``
-  (CLAUDE_CODE.md) and that command line stays as it was (2.1.332 renames
+  (docs/protocol.md) and that command line stays as it was (2.1.332 renames
   only its ``comm`` and the pane's title). A process of this user with the
   member's agent id — and, when its environment can be read, this home as
   its config dir — is the teammate: it is ``alive``; with none, ``gone``.

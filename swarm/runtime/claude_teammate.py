@@ -14,8 +14,8 @@ Spawn asks this module three things and otherwise treats the teammate like any o
   its ``.claude.json`` is seeded so that no first-run dialog waits for a keypress
   (onboarding done, the teammate's directory trusted, ``$ANTHROPIC_API_KEY`` approved);
 - **which command line** (``launch_spec``): the flags and environment Claude Code's own
-  lead starts a pane teammate with (spec/CLAUDE_CODE.md, "Starting a Claude Code
-  teammate"). A Claude Code teammate is a terminal program: it needs tmux.
+  lead starts a pane teammate with (docs/protocol.md, "Claude Code
+  interop"). A Claude Code teammate is a terminal program: it needs tmux.
 
 What Claude Code leaves in ``<home>/claude/`` (session transcripts under ``projects/``,
 ``sessions/``, backups) stays there; the user's ``~/.claude`` is not touched.

@@ -3,7 +3,7 @@
 A Claude Code lead outside tmux puts its teammates on its own tmux server ``-L
 claude-swarm-<lead pid>`` and records only the pane id (``%0``), which the user's own
 server numbers from ``%0`` too. Here the real ``claude`` (the pinned version) runs in
-such a pane with the command line Claude Code gives a teammate (CLAUDE_CODE.md) and this
+such a pane with the command line Claude Code gives a teammate (docs/protocol.md) and this
 home as its config dir; the "lead" is a stand-in process with Claude Code's session
 record. Claude Code renames its process (``process.title``): its argv, which swarm goes
 by, must stay. swarm's status shows the teammate running, and its shutdown stops that

@@ -1,6 +1,6 @@
 """swarm on a home in Claude Code's exact shapes: its members, tombstones, file modes and frames.
 
-The home is written here as Claude Code 2.1.328 writes it (spec/CLAUDE_CODE.md): 2-space JSON,
+The home is written here as Claude Code 2.1.328 writes it (docs/protocol.md): 2-space JSON,
 mode 0644, members without pids (in-process, and a tmux pane teammate), a `<team>.deleted-<uuid>`
 tombstone, and a permission request from a Claude Code teammate in the lead's inbox (no swarm
 marker on the entry). The lead is a live process with Claude Code's session record

@@ -1,6 +1,6 @@
 """swarm and Claude Code on one task list: the real ``proper-lockfile`` from npm, locked as Claude Code 2.1.332 does.
 
-Read from its shipped code (CLAUDE_CODE.md, "Locking"): creating a task locks
+Read from its shipped code (docs/protocol.md, "Claude Code interop"): creating a task locks
 the whole list through ``<list>/.lock`` (a file it makes with ``wx``; the lock
 directory is ``.lock.lock``), changing one task locks only that task
 (``<id>.json.v5-lock-anchor`` with ``lockfilePath`` ``<id>.json.lock``), both

@@ -1,4 +1,4 @@
-"""The task tools as the model calls them: PROTOCOL.md's input names, results, claims, assignment frames.
+"""The task tools as the model calls them: docs/protocol.md's input names, results, claims, assignment frames.
 
 Inputs go through each tool's input model (``call``), as the loop does with
 the model's JSON; the store, the team file and the inboxes are real files.

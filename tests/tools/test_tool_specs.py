@@ -1,4 +1,4 @@
-"""What the model sees: names, input fields (PROTOCOL.md), validation."""
+"""What the model sees: names, input fields (docs/protocol.md), validation."""
 
 from __future__ import annotations
 
