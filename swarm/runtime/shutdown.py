@@ -114,6 +114,7 @@ def _await(home: Home, team: str, members: list[Member], requests: dict[str, str
     outcomes = []
     machine = Machine(env, home)
     while waiting and time.monotonic() < deadline:
+        machine = Machine(env, home)  # each round looks again (a batch scans Claude Code's processes once)
         rejected = _rejections(home, team, requests)
         approved = _approvals(home, team, requests)
         for name, member in list(waiting.items()):

@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -161,6 +162,23 @@ def test_an_in_process_teammate_runs_and_stops_with_its_lead(home: Home, sleeper
     after = Machine(os.environ, home)  # a new batch: the lead is looked at again
     assert not member_kind(team.member("mia"), after).running()  # type: ignore[arg-type]
     assert member_kind(team.member("mia"), after).state() == "stopped"  # type: ignore[arg-type]
+
+
+def test_a_claude_code_leads_teammate_that_leaves_during_the_wait_is_seen_gone(home: Home, tmp_path: Path) -> None:
+    """Found by its agent id (no pid recorded): each round of the shutdown wait looks at the processes again."""
+    TeamStore(home).create(TEAM)
+    TeamStore(home).add_member(TEAM, Member(agent_id=f"cc@{TEAM}", name="cc", backend_type="tmux",
+                                            tmux_pane_id="%9", is_active=False))
+    teammate = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1.5)", "--agent-id", f"cc@{TEAM}"],
+                                env={**os.environ, "CLAUDE_CONFIG_DIR": str(home.root)})
+    try:
+        cc = member_kind(TeamStore(home).get(TEAM).member("cc"), Machine(os.environ, home))  # type: ignore[arg-type]
+        assert isinstance(cc, LeadsPaneTeammate) and cc.running() and cc.state() == "idle"
+        (outcome,) = shutdown(home, TEAM, ["cc"], os.environ, timeout=20)
+    finally:
+        teammate.kill()
+        teammate.wait()
+    assert outcome.result == "approved", outcome  # it left by itself; it was not forced at the timeout
 
 
 # -- the live bug ---------------------------------------------------------------------------------
