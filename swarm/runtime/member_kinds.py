@@ -40,6 +40,7 @@ worktree is kept as it is ("orphaned"): only ``swarm worktrees prune`` removes i
 from __future__ import annotations
 
 import logging
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -91,7 +92,7 @@ class Machine:
         return self._claude
 
 
-class MemberKind:
+class MemberKind(ABC):
     """A member, judged as its kind is: what every kind answers."""
 
     kind: ClassVar[MemberKindName]
@@ -104,17 +105,17 @@ class MemberKind:
         self.member = member
         self.machine = machine
 
+    @abstractmethod
     def process_runs(self) -> bool:
         """Its process runs, whatever its entry says."""
-        raise NotImplementedError
 
     def running(self) -> bool:
         """Running in the team: what ``swarm shutdown`` asks to stop and ``swarm status`` shows as live."""
         return self.process_runs()
 
+    @abstractmethod
     def state(self) -> str:
         """The one word status, ``team show`` and ``team list`` use (see ``status.MemberStatus.state``)."""
-        raise NotImplementedError
 
     def ended(self) -> bool:
         """swarm recorded its process and that process is gone (False when swarm recorded none)."""
@@ -128,9 +129,9 @@ class MemberKind:
         """Asked to shut down (and ``approved`` when it said yes): has it left?"""
         return not self.running()
 
+    @abstractmethod
     def stop(self, grace: float) -> None:
         """Force it down: SIGTERM, then SIGKILL after ``grace`` s; BackendError (nothing changed) when it survives."""
-        raise NotImplementedError
 
     def after_exit(self, grace: float) -> None:
         """Clean up after it left by itself (background jobs, daemons, its pane)."""
