@@ -259,10 +259,12 @@ class TmuxBackend:
     # -- liveness and stop ------------------------------------------------------
 
     def _server_for(self, handle: Handle) -> TmuxClient:
+        """The server a handle names: a socket path, or a socket name as ``-L`` takes it (never a relative path)."""
         socket = handle.extra.get("socket")
-        if not socket or socket == self._tmux.socket_path:
+        path = socket_path_for(socket, self._env) if socket else self._tmux.socket_path
+        if path == self._tmux.socket_path:
             return self._tmux
-        return TmuxClient(socket, self._binary)
+        return TmuxClient(path, self._binary)
 
     def _own_pane(self, tmux: TmuxClient, handle: Handle) -> Pane | None:
         """The handle's pane, unless that pane id now belongs to another process."""

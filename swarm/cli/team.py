@@ -12,9 +12,9 @@ from swarm.core.clock import now_ms
 from swarm.core.protocol import TeamFile
 from swarm.core.signing import rotate_lead_key
 from swarm.core.teams import TeamStore
-from swarm.runtime.handles import Backends
+from swarm.runtime.member_kinds import Machine, member_kind
 from swarm.runtime.shutdown import delete_team
-from swarm.runtime.status import member_state, running
+from swarm.runtime.status import running
 
 
 @click.group()
@@ -46,9 +46,9 @@ def list_(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         emit_json([_team_json(t) for t in teams])
     elif teams:
-        backends = Backends(os.environ, home_of(ctx))
+        machine = Machine(os.environ, home_of(ctx))
         table(["team", "members", "running", "age", "description"], [
-            [t.name, len(t.members), sum(1 for m in t.members if running(member_state(m, backends))),
+            [t.name, len(t.members), sum(1 for m in t.members if running(member_kind(m, machine).state())),
              _age(t.created_at), t.description or ""]
             for t in teams
         ])
@@ -71,10 +71,10 @@ def show(ctx: click.Context, name: str, as_json: bool) -> None:
         emit_json(_team_json(found))
         return
     click.echo(f"team {found.name}" + (f": {found.description}" if found.description else ""))
-    backends = Backends(os.environ, home_of(ctx))
+    machine = Machine(os.environ, home_of(ctx))
     table(["name", "type", "backend", "pane/pid", "state", "color", "cwd"], [
         [m.name, m.agent_type or "", m.backend_type or "", m.tmux_pane_id or (m.pid or ""),
-         member_state(m, backends), m.color or "", m.cwd]
+         member_kind(m, machine).state(), m.color or "", m.cwd]
         for m in found.members
     ])
 

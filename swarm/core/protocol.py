@@ -19,6 +19,11 @@ CLAUDE_RUNTIME = "claude"
 """``Member.runtime`` of a teammate that is a Claude Code CLI session."""
 CLAUDE_JOINED = "running"
 """``Member.status`` of a claude teammate from when it took its initial prompt until it leaves."""
+MemberKindName = Literal["lead", "swarm", "claude-pane", "claude-lead-pane", "in-process"]
+"""Which kind of member an entry is (``Member.kind``); ``runtime.member_kinds`` has one class for each."""
+CLAUDE_CODE_KINDS: frozenset[MemberKindName] = frozenset({"claude-pane", "claude-lead-pane", "in-process"})
+"""Kinds whose process is a Claude Code session: it writes the team's files as Claude Code does, and
+its frames about itself carry no swarm marker (``TeamFile.unmarked_senders``)."""
 GoneStatus = Literal["stopped", "dead", "killed"]
 GONE_STATUSES: tuple[GoneStatus, ...] = ("stopped", "dead", "killed")
 """``Member.status`` values of a member that left the team."""
@@ -117,26 +122,45 @@ class Member(CamelWire):
     """``claude``: a Claude Code CLI swarm started in a pane (``runtime.claude_teammate``). Claude Code
     owns ``isActive`` there (busy, not alive); swarm's ``status`` says whether it is still in the team."""
 
-    def present(self) -> bool:
-        """Running in the team: started, and not stopped, dead or killed since.
+    @property
+    def kind(self) -> MemberKindName:
+        """Which kind of member this is, from its entry alone: the one place it is judged.
 
-        For swarm's own teammates that is ``isActive``; for a Claude Code teammate swarm started,
-        whose ``isActive`` Claude Code flips between busy and idle, it is swarm's ``status``.
+        - ``lead``: the team's lead;
+        - ``claude-pane``: a Claude Code CLI swarm started in a pane (``runtime: claude``);
+        - ``in-process`` / ``claude-lead-pane``: a teammate Claude Code's own lead started, inside
+          that lead or in a pane of its: swarm recorded no process of it (no pid, no ``procToken``);
+        - ``swarm``: swarm's own teammate (its ``procToken`` from the start, its pid once it runs).
         """
+        if self.name == LEAD_NAME:
+            return "lead"
         if self.runtime == CLAUDE_RUNTIME:
+            return "claude-pane"
+        if self.pid is None and self.proc_token is None:
+            if self.backend_type == "in-process":
+                return "in-process"
+            if self.backend_type == "tmux":
+                return "claude-lead-pane"
+        return "swarm"
+
+    def present(self) -> bool:
+        """Running in the team by its entry: started, and not stopped, dead or killed since.
+
+        For most kinds that is ``isActive``; for a Claude Code teammate swarm started, whose
+        ``isActive`` Claude Code flips between busy and idle, it is swarm's ``status``.
+        """
+        if self.kind == "claude-pane":
             return self.status == CLAUDE_JOINED
         return bool(self.is_active)
 
     def is_claude_code(self) -> bool:
-        """A Claude Code teammate: one swarm started (``runtime: claude``), or one Claude Code's own lead
-        started (no pid recorded: that lead keeps it), in a pane or in-process."""
-        if self.runtime == CLAUDE_RUNTIME:
-            return True
-        return self.pid is None and self.backend_type in ("tmux", "in-process") and self.name != LEAD_NAME
+        """A Claude Code teammate (``CLAUDE_CODE_KINDS``): one swarm started, or one Claude Code's own lead
+        started, in a pane or in-process. Its frames about itself count without swarm's marker."""
+        return self.kind in CLAUDE_CODE_KINDS
 
     def idle(self) -> bool:
-        """Between turns: swarm's own teammates say so in ``status``, Claude Code in ``isActive``."""
-        if self.runtime == CLAUDE_RUNTIME:
+        """Between turns: swarm's own teammates say so in ``status``, a Claude Code pane swarm started in ``isActive``."""
+        if self.kind == "claude-pane":
             return self.present() and not self.is_active
         return self.status == "idle"
 
@@ -189,6 +213,11 @@ class TeamFile(CamelWire):
 
     def member(self, name: str) -> Member | None:
         return next((m for m in self.members if m.name == name), None)
+
+    def unmarked_senders(self) -> frozenset[str]:
+        """Names whose frames about themselves count without swarm's marker (``frames.entry_frame``'s
+        ``unmarked_from``): the Claude Code teammates (``Member.is_claude_code``)."""
+        return frozenset(m.name for m in self.members if m.is_claude_code())
 
     def claude_code_writes(self) -> bool:
         """Claude Code processes write this team's files: its lead (a team Claude Code made has

@@ -42,9 +42,8 @@ from swarm.interactive.desk import Desk, PersonAnswer, Question
 from swarm.interactive.view import View
 from swarm.runtime import desk as team_desk
 from swarm.runtime.coordinator import Coordinator, LeadMessage
-from swarm.runtime.handles import Backends
 from swarm.runtime.lead import SHUTDOWN_TIMEOUT, LeadInbox, LeadTeam, render
-from swarm.runtime.status import member_state
+from swarm.runtime.member_kinds import Machine, member_kind
 from swarm.runtime.worktrees import of_member
 
 log = logging.getLogger(__name__)
@@ -280,10 +279,10 @@ class Chat:
             return ""
         self.view.colors = {m.name: m.color for m in members if m.color}
         asking = {q.asker for q in self.desk.open()}
-        backends = Backends(self.lead.env, self.lead.home)
+        machine = Machine(self.lead.env, self.lead.home)
         rows = []
         for member in members:
-            state = "asking" if member.name in asking else member_state(member, backends)
+            state = "asking" if member.name in asking else member_kind(member, machine).state()
             task = next((t for t in tasks if t.owner == member.name and t.status == "in_progress"), None)
             parts = [f"{member.name}: {state}"]
             if task is not None:

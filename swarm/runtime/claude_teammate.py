@@ -40,12 +40,12 @@ from swarm.core.home import Home, ensure_dir
 from swarm.core.jsonfile import LockedJsonFile
 from swarm.core.mailbox import Mailbox
 from swarm.core.names import LEAD_NAME
-from swarm.core.protocol import CLAUDE_JOINED, CLAUDE_RUNTIME, Member
+from swarm.core.protocol import CLAUDE_JOINED, Member
 from swarm.core.signing import verify_key_arg
 from swarm.core.teams import TeamStore
 from swarm.errors import BackendError, StorageError, UsageError
 from swarm.runtime.env import teammate_env
-from swarm.runtime.handles import process_alive
+from swarm.runtime.member_kinds import MemberKind
 
 log = logging.getLogger(__name__)
 
@@ -264,10 +264,11 @@ def launch_spec(home: Home, member: Member, team: str, *, binary: Path, lead_ses
                       team=team, name=member.name, log_path=log_path, color=member.color)
 
 
-def joined(home: Home, team: str, member: Member) -> bool:
-    """Has claude teammate ``member`` joined? Its pane runs and it took its initial prompt; then it is
-    marked ``running`` (``Member.present``). False for any other member."""
-    if member.runtime != CLAUDE_RUNTIME or member.pid is None or not process_alive(member):
+def joined(home: Home, team: str, teammate: MemberKind) -> bool:
+    """Has claude teammate ``teammate`` joined? Its pane's process runs and it took its initial prompt; then it
+    is marked ``running`` (``Member.present``). False for any other kind of member."""
+    member = teammate.member
+    if teammate.kind != "claude-pane" or not teammate.process_runs():
         return False
     if member.status == CLAUDE_JOINED:
         return True

@@ -35,8 +35,7 @@ from swarm.runtime.desk import (
     deny,
     ingest_requests,
 )
-from swarm.runtime.handles import claude_code_senders
-from swarm.runtime.liveness import reap_dead
+from swarm.runtime.member_kinds import reap_dead
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +98,7 @@ class Coordinator:
         reap_dead(self.home, self.team)
 
     def _record(self, entry: InboxEntry) -> None:
-        senders = claude_code_senders(TeamStore(self.home).get(self.team))
+        senders = TeamStore(self.home).get(self.team).unmarked_senders()
         frame = entry_frame(entry, unmarked_from=senders)
         if isinstance(frame, PermissionRequest) and senders:
             ingest_requests(self.home, self.team, [entry])  # a Claude Code teammate keeps no permission record

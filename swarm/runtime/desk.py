@@ -40,7 +40,6 @@ from swarm.core.protocol import InboxEntry, LeadPolicy, TeamFile
 from swarm.core.teams import TeamStore
 from swarm.core.text import one_line
 from swarm.errors import ConflictError, UsageError
-from swarm.runtime.handles import claude_code_senders
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +76,7 @@ def ingest_requests(home: Home, team: str, entries: Iterable[InboxEntry] | None 
     caller took from the inbox already; default, the inbox as it is.
     """
     team_file = TeamStore(home).get(team)
-    senders = claude_code_senders(team_file)
+    senders = team_file.unmarked_senders()
     if not senders:
         return []
     permlog = PermissionLog(home, team)

@@ -7,9 +7,9 @@ process tree, its pane killed, and the lead is told with ``teammate_terminated``
 Either way a stopped teammate's worktree is then settled: removed if
 unchanged, kept and reported to the lead if changed.
 
-Whatever a teammate started stops with it: stopping goes through
-``handles.stop_processes`` (its process tree and every process carrying its
-token), and members that are not running get what they left behind swept.
+Whatever a teammate started stops with it: each member is judged, stopped
+and swept as its kind says (``member_kinds``: its process tree and every
+process carrying its token, for what swarm started).
 A member is marked gone (``core.members.mark_gone``) only after its
 processes are gone: a stop that fails leaves the member as it was.
 ``delete_team`` is ``swarm team delete``: with ``force`` a teammate that
@@ -37,15 +37,7 @@ from swarm.core.names import LEAD_NAME
 from swarm.core.protocol import GONE_STATUSES, Member
 from swarm.core.teams import TeamStore
 from swarm.errors import NotFoundError
-from swarm.runtime.handles import (
-    Backends,
-    claude_code_senders,
-    is_running,
-    started_by_claude_code,
-    stop_processes,
-    sweep,
-)
-from swarm.runtime.liveness import reap_dead
+from swarm.runtime.member_kinds import Machine, member_kind, reap_dead
 from swarm.runtime.worktrees import Worktree, settle
 
 log = logging.getLogger(__name__)
@@ -88,9 +80,9 @@ def shutdown(home: Home, team: str, names: Iterable[str] | None, env: Mapping[st
     """
     reap_dead(home, team)
     members = live_members(home, team, names)
-    backends = Backends(env, home)
-    running = [m for m in members if is_running(m, backends)]
-    outcomes = [_sweep_gone(home, team, m) for m in members if m not in running]
+    machine = Machine(env, home)
+    running = [m for m in members if member_kind(m, machine).running()]
+    outcomes = [_sweep_gone(home, team, m, machine) for m in members if m not in running]
     requests = {m.name: request_shutdown(home, team, m.name, reason) for m in running}
     outcomes += _await(home, team, running, requests, env, timeout, escalate)
     return outcomes
@@ -106,9 +98,10 @@ def delete_team(home: Home, team: str, env: Mapping[str, str], *, force: bool, t
     return outcomes
 
 
-def _sweep_gone(home: Home, team: str, member: Member) -> Outcome:
-    sweep(member, KILL_GRACE)
-    if member.status not in GONE_STATUSES and not started_by_claude_code(member):  # it was starting: never ran
+def _sweep_gone(home: Home, team: str, member: Member, machine: Machine) -> Outcome:
+    kind = member_kind(member, machine)
+    kind.sweep(KILL_GRACE)
+    if member.status not in GONE_STATUSES and kind.records_end:  # it was starting: never ran
         mark_gone(home, team, member.name, "killed")
     # a teammate that stopped by itself (it approved a shutdown) leaves its worktree to be settled here
     return Outcome(member.name, "not_running", member.status or "", worktree=settle(home, team, member))
@@ -119,17 +112,17 @@ def _await(home: Home, team: str, members: list[Member], requests: dict[str, str
     deadline = time.monotonic() + timeout
     waiting = {m.name: m for m in members}
     outcomes = []
-    backends = Backends(env, home)
+    machine = Machine(env, home)
     while waiting and time.monotonic() < deadline:
+        machine = Machine(env, home)  # each round looks again (a batch scans Claude Code's processes once)
         rejected = _rejections(home, team, requests)
         approved = _approvals(home, team, requests)
         for name, member in list(waiting.items()):
-            in_process = member.backend_type == "in-process"
-            if (in_process and name in approved) or (not in_process and not is_running(member, backends)):
-                outcomes.append(_finish(home, team, member, backends, "approved"))
+            if member_kind(member, machine).left(approved=name in approved):
+                outcomes.append(_finish(home, team, member, machine, "approved"))
                 del waiting[name]
             elif name in rejected and escalate:
-                outcomes.append(force_stop(home, team, member, env, backends=backends,
+                outcomes.append(force_stop(home, team, member, env, machine=machine,
                                            why=f"it rejected the shutdown ({rejected[name]}) and was forced"))
                 del waiting[name]
             elif name in rejected:
@@ -137,11 +130,11 @@ def _await(home: Home, team: str, members: list[Member], requests: dict[str, str
                 del waiting[name]
         time.sleep(POLL)
     for member in waiting.values():
-        if member.backend_type == "in-process":  # it lives inside a Claude Code lead: nothing to signal
+        if not member_kind(member, machine).forcible:  # it lives inside a Claude Code lead: nothing to signal
             outcomes.append(Outcome(member.name, "no_answer", "an in-process teammate stops with its lead"))
             continue
         outcomes.append(force_stop(home, team, member, env, why=f"did not shut down within {timeout:g}s",
-                                   backends=backends))
+                                   machine=machine))
     return outcomes
 
 
@@ -157,7 +150,7 @@ def _answers(home: Home, team: str, requests: dict[str, str], kind: type[F]) -> 
     """Answers of ``kind`` to our requests in the lead's inbox, by teammate (each from the teammate asked)."""
     by_id = {rid: name for name, rid in requests.items()}
     found: dict[str, F] = {}
-    senders = claude_code_senders(TeamStore(home).get(team))
+    senders = TeamStore(home).get(team).unmarked_senders()
     for entry in Mailbox(home, team).read(LEAD_NAME):
         frame = entry_frame(entry, unmarked_from=senders)
         if isinstance(frame, kind) and getattr(frame, "request_id", None) in by_id \
@@ -166,15 +159,14 @@ def _answers(home: Home, team: str, requests: dict[str, str], kind: type[F]) -> 
     return found
 
 
-def _finish(home: Home, team: str, member: Member, backends: Backends, result: str) -> Outcome:
-    if not started_by_claude_code(member):  # Claude Code's own teammate left nothing swarm knows of to stop
-        stop_processes(member, backends, KILL_GRACE)  # its leftovers (background jobs, daemons) and its pane
+def _finish(home: Home, team: str, member: Member, machine: Machine, result: str) -> Outcome:
+    member_kind(member, machine).after_exit(KILL_GRACE)  # its leftovers (background jobs, daemons) and its pane
     mark_gone(home, team, member.name, "stopped")  # a teammate that exits cleanly has already marked itself
     return Outcome(member.name, result, worktree=settle(home, team, member))
 
 
 def force_stop(home: Home, team: str, member: Member, env: Mapping[str, str], *, why: str,
-               backends: Backends | None = None) -> Outcome:
+               machine: Machine | None = None) -> Outcome:
     """SIGTERM, then SIGKILL the teammate and everything it started, remove its pane, tell the lead (once).
 
     The member is marked ``killed`` only once its processes are gone; when
@@ -185,7 +177,7 @@ def force_stop(home: Home, team: str, member: Member, env: Mapping[str, str], *,
     notice = f"{member.name} was terminated: {why}"
     begin_stop(home, team, member.name, notice)
     try:
-        stop_processes(member, backends or Backends(env, home), KILL_GRACE)
+        member_kind(member, machine or Machine(env, home)).stop(KILL_GRACE)
     except BaseException:
         cancel_stop(home, team, member.name)
         raise

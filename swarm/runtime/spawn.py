@@ -36,8 +36,7 @@ from swarm.errors import BackendError, SwarmError, UsageError
 from swarm.models.playbook import load_playbook
 from swarm.runtime import claude_teammate, worktrees
 from swarm.runtime.env import teammate_env
-from swarm.runtime.handles import process_alive, sweep
-from swarm.runtime.liveness import reap_dead
+from swarm.runtime.member_kinds import Machine, member_kind, reap_dead
 from swarm.teammate import teammate_command
 from swarm.teammate.config import PLAYBOOK_VARIABLES, TeammateConfig
 
@@ -142,14 +141,16 @@ def wait_joined(home: Home, team: str, names: list[str], timeout: float = JOIN_T
     """
     deadline = time.monotonic() + timeout
     waiting = set(names)
+    machine = Machine({}, home)  # teammates swarm started: judged by their recorded pids
     while waiting:
         for member in TeamStore(home).get(team).members:
             if member.name not in waiting:
                 continue
-            if member.status in ("idle", "busy") or claude_teammate.joined(home, team, member):
+            teammate = member_kind(member, machine)
+            if member.status in ("idle", "busy") or claude_teammate.joined(home, team, teammate):
                 waiting.discard(member.name)
-            elif member.pid is not None and not process_alive(member):
-                sweep(member, JOIN_KILL_GRACE)
+            elif teammate.ended():
+                teammate.sweep(JOIN_KILL_GRACE)
                 mark_gone(home, team, member.name, "dead")  # reported here, not as a later death
                 raise BackendError(f"{member.name} exited while starting: {_last_log_line(home, team, member.name)} "
                                    f"(`swarm logs {member.name} --team {team}` shows all)")
@@ -161,9 +162,10 @@ def wait_joined(home: Home, team: str, names: list[str], timeout: float = JOIN_T
 
 
 def _give_up(home: Home, team: str, names: set[str]) -> None:
+    machine = Machine({}, home)
     for member in TeamStore(home).get(team).members:
         if member.name in names:
-            sweep(member, JOIN_KILL_GRACE)
+            member_kind(member, machine).sweep(JOIN_KILL_GRACE)
             mark_gone(home, team, member.name, "killed")
 
 

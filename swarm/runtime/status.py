@@ -10,17 +10,10 @@ from pydantic import BaseModel
 from swarm.core.clock import now_ms
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
-from swarm.core.names import LEAD_NAME
-from swarm.core.protocol import GONE_STATUSES, Member
+from swarm.core.protocol import Member
 from swarm.core.teams import TeamStore
 from swarm.errors import SwarmError
-from swarm.runtime.handles import (
-    Backends,
-    claude_code_member,
-    is_running,
-    process_alive,
-)
-from swarm.runtime.liveness import reap_dead
+from swarm.runtime.member_kinds import Machine, member_kind, reap_dead
 from swarm.runtime.worktrees import of_member
 
 
@@ -31,7 +24,7 @@ class MemberStatus(BaseModel):
     pid: int | None
     pane: str
     state: str
-    """``lead``, ``starting``, ``idle``, ``busy``, ``dead``, ``stopped`` or ``killed``."""
+    """``lead``, ``starting``, ``idle``, ``busy``, ``dead``, ``stopped`` or ``killed`` (``MemberKind.state``)."""
     undelivered: int
     last_activity_ms: int | None
     idle_for_s: float | None
@@ -56,15 +49,15 @@ def team_status(home: Home, team: str, env: Mapping[str, str] | None = None) -> 
     """Status of every member; dead teammates are detected (and reported once) first."""
     reap_dead(home, team)
     mailbox = Mailbox(home, team)
-    backends = Backends(os.environ if env is None else env, home)
-    return [_row(team, m, len(mailbox.pending(m.name)), backends) for m in TeamStore(home).get(team).members]
+    machine = Machine(os.environ if env is None else env, home)
+    return [_row(team, m, len(mailbox.pending(m.name)), machine) for m in TeamStore(home).get(team).members]
 
 
-def _row(team: str, member: Member, undelivered: int, backends: Backends) -> MemberStatus:
+def _row(team: str, member: Member, undelivered: int, machine: Machine) -> MemberStatus:
     last = member.last_activity
     row = MemberStatus(
         name=member.name, agent_type=member.agent_type, backend=member.backend_type or "",
-        pid=member.pid, pane=member.tmux_pane_id, state=member_state(member, backends), undelivered=undelivered,
+        pid=member.pid, pane=member.tmux_pane_id, state=member_kind(member, machine).state(), undelivered=undelivered,
         last_activity_ms=last, idle_for_s=(now_ms() - last) / 1000 if last else None,
         tokens=member.tokens or 0, cache_read_tokens=member.cache_read_tokens or 0,
         cache_creation_tokens=member.cache_creation_tokens or 0, color=member.color, cwd=member.cwd,
@@ -89,24 +82,9 @@ def _add_worktree(team: str, member: Member, row: MemberStatus) -> None:
 
 
 RUNNING_STATES = ("starting", "idle", "busy")
-"""``member_state`` values of a teammate that is in the team and running."""
+"""``MemberKind.state`` values of a teammate that is in the team and running."""
 
 
 def running(state: str) -> bool:
-    """Whether a ``member_state`` is that of a running teammate (the lead's ``lead`` is not judged)."""
+    """Whether a ``MemberKind.state`` is that of a running teammate (the lead's ``lead`` is not judged)."""
     return state in RUNNING_STATES
-
-
-def member_state(member: Member, backends: Backends) -> str:
-    """The one word status, ``team show`` and ``team list`` use for a member (see ``MemberStatus.state``)."""
-    if member.name == LEAD_NAME:
-        return "lead"
-    if claude_code_member(member):  # Claude Code's isActive means busy, not alive
-        if member.status in (*GONE_STATUSES, "starting"):
-            return member.status
-        return ("busy" if member.is_active else "idle") if is_running(member, backends) else "stopped"
-    if member.is_active and process_alive(member):
-        return member.status if member.status in ("idle", "busy", "starting") else "idle"
-    if member.is_active and member.pid is None:
-        return "starting"
-    return member.status if member.status in ("stopped", "killed", "dead") else "stopped"

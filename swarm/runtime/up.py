@@ -28,7 +28,7 @@ from swarm.core.teams import TeamStore
 from swarm.errors import ConflictError, SwarmError
 from swarm.runtime import claude_teammate
 from swarm.runtime.coordinator import Coordinator, LeadMessage
-from swarm.runtime.handles import process_alive
+from swarm.runtime.member_kinds import Machine, member_kind
 from swarm.runtime.shutdown import Outcome, shutdown
 from swarm.runtime.spawn import SpawnRequest, spawn_reporting, wait_joined
 from swarm.runtime.upfile import MemberTable, UpFile
@@ -122,8 +122,8 @@ def _prepare_team(home: Home, spec: UpFile, cwd: Path) -> None:
     teams = TeamStore(home)
     name = spec.team.name
     if teams.exists(name):
-        live = [m.name for m in teams.get(name).members
-                if m.name != LEAD_NAME and m.present() and process_alive(m)]
+        machine = Machine({}, home)  # a team swarm made: its teammates are judged by their recorded pids
+        live = [m.name for m in teams.get(name).members if m.name != LEAD_NAME and member_kind(m, machine).running()]
         if live:
             raise ConflictError(f"team {name!r} is already up ({', '.join(live)} running); `swarm down {name}` first")
     else:

@@ -41,8 +41,7 @@ from swarm.core.names import LEAD_NAME
 from swarm.core.protocol import Member
 from swarm.core.teams import TeamStore
 from swarm.errors import BackendError, SwarmError, UsageError
-from swarm.runtime.handles import process_alive
-from swarm.runtime.liveness import reap_dead
+from swarm.runtime.member_kinds import Machine, member_kind, reap_dead
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +160,7 @@ def _recorded(team: str, member: Member) -> Worktree | None:
 
 def _state(member: Member, tree: Worktree) -> str:
     starting = member.pid is None and member.status == "starting"
-    if process_alive(member) or (starting and _young(tree.path)):
+    if member_kind(member, Machine({})).process_runs() or (starting and _young(tree.path)):
         return "live"
     if member.status == "dead" or starting:
         return "orphaned"

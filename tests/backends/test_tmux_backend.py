@@ -6,6 +6,7 @@ import os
 import shutil
 import stat
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -140,6 +141,18 @@ def test_stop_one_of_two_keeps_the_other(server: Server, tmux_backend: TmuxBacke
     tmux_backend.stop(first, grace=GRACE)
     assert tmux_backend.list_panes(TEAM) == [second.pane_id]
     assert tmux_backend.is_alive(second) and not tmux_backend.is_alive(first)
+
+
+def test_a_handle_naming_its_server_by_socket_name_is_found_there(
+        server: Server, tmux_backend: TmuxBackend, launcher: Launcher, tmux_env: dict[str, str]) -> None:
+    """A socket name in a handle is the server ``-L`` names, not a file of that name in the current directory."""
+    handle = launcher.start(tmux_backend, launcher.spec("alice"))
+    assert server.socket_name is not None and "/" not in server.socket_name
+    named = replace(handle, extra={"socket": server.socket_name})
+    elsewhere = TmuxBackend("another-server", tmux_env)  # asked about a handle on another server
+    assert elsewhere.is_alive(named) and tmux_backend.is_alive(named)
+    elsewhere.stop(named, grace=GRACE)
+    assert tmux_backend.list_panes(TEAM) == [] and not tmux_backend.is_alive(handle)
 
 
 def test_is_alive_false_after_kill_pane(server: Server, tmux_backend: TmuxBackend, launcher: Launcher) -> None:

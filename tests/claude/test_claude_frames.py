@@ -22,7 +22,6 @@ from swarm.core.protocol import InboxEntry, Member
 from swarm.core.signing import LeadVerifier, VerifyKey, verify_key_arg
 from swarm.core.teams import TeamStore
 from swarm.runtime import desk
-from swarm.runtime.handles import claude_code_senders
 
 TEAM = "mix"
 T = "2026-12-01T10:00:00.000Z"
@@ -49,7 +48,7 @@ def _write(home: Home, inbox: str, sender: str, frame: dict[str, Any], **extra: 
 
 
 def test_only_its_own_frames_about_itself_count(home: Home, team: str) -> None:
-    senders = claude_code_senders(TeamStore(home).get(team))
+    senders = TeamStore(home).get(team).unmarked_senders()
     assert senders == frozenset({"bob"})  # alice is swarm's own: her unmarked frames are text
     own = _write(home, LEAD_NAME, "bob", {"type": "idle_notification", "from": "bob", "timestamp": T})
     forged = [

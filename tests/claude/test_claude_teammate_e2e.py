@@ -41,7 +41,6 @@ from swarm.core.protocol import InboxEntry
 from swarm.core.tasks import TaskStore
 from swarm.core.teams import TeamStore
 from swarm.runtime import desk
-from swarm.runtime.handles import claude_code_senders
 from swarm.runtime.sample import make_sample_repo
 from swarm.runtime.shutdown import shutdown
 from swarm.runtime.spawn import SpawnRequest, spawn, wait_joined
@@ -164,7 +163,7 @@ def _token_processes(tokens: set[str]) -> list[int]:
 
 
 def _lead_frames(home: Home) -> list[tuple[InboxEntry, Any]]:
-    senders = claude_code_senders(TeamStore(home).get(TEAM))
+    senders = TeamStore(home).get(TEAM).unmarked_senders()
     return [(e, entry_frame(e, unmarked_from=senders)) for e in Mailbox(home, TEAM).read(LEAD_NAME)]
 
 

@@ -10,8 +10,14 @@ import swarm
 SOURCES = Path(swarm.__file__).parent
 
 OWNERS = {
+    "CLAUDE_CODE_KINDS": "swarm.core.protocol",
+    "Machine": "swarm.runtime.member_kinds",
+    "MemberKind": "swarm.runtime.member_kinds",
+    "MemberKindName": "swarm.core.protocol",
     "PERMISSION_MODES": "swarm.agent.permissions.policy",
     "kill_tree": "swarm.backends.procs",
+    "member_kind": "swarm.runtime.member_kinds",
+    "reap_dead": "swarm.runtime.member_kinds",
     "teammate_block": "swarm.agent.inbound",
     "what_is_asked": "swarm.runtime.desk",
 }

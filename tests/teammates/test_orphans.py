@@ -110,7 +110,7 @@ def test_a_sigkilled_teammates_processes_die_when_the_team_is_stopped(
 
 def test_the_coordinator_noticing_a_death_reaps_what_the_teammate_left(
         home: Home, team: str, tok: str, escaper: Path, start: Callable[..., Member]) -> None:
-    from swarm.runtime.liveness import reap_dead
+    from swarm.runtime.member_kinds import reap_dead
 
     _start_escaper(start, tok, escaper)
     [pid] = teammate_pids(home)

@@ -33,8 +33,7 @@ from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.protocol import Member
 from swarm.core.teams import TeamStore
-from swarm.runtime.handles import Backends, stop_processes
-from swarm.runtime.liveness import reap_dead
+from swarm.runtime.member_kinds import Machine, member_kind, reap_dead
 from swarm.runtime.shutdown import shutdown
 from swarm.runtime.spawn import SpawnRequest, spawn
 from swarm.teammate.served import COMM, teammate_processes
@@ -137,7 +136,7 @@ def test_the_first_teammate_starts_the_server_and_every_one_is_forked_from_it(te
     team.answers("alice", "a1")
     # the server alice's launcher started is none of alice's processes: stopping her leaves it serving
     assert server not in [p.pid for p in psutil.Process(first.pid).children(recursive=True)]
-    stop_processes(first, Backends(team.env, team.home), grace=2.0)
+    member_kind(first, Machine(team.env, team.home)).stop(grace=2.0)
     assert live_cli_server(team.home) == server
     team.answers("bob", "b2")
 
@@ -248,6 +247,6 @@ def test_what_a_forked_teammates_bash_starts_carries_its_token_and_is_stopped_wi
     sleepers = [p for p in tagged(bob.proc_token or "") if "sleep" in " ".join(p.cmdline())]
     assert sleepers, "the Bash tool's process does not carry the teammate's token"
     assert bob.worker_pid not in [p.pid for p in tagged(bob.proc_token or "")]  # the worker itself is found by pid
-    stop_processes(team.member("bob"), Backends(team.env, team.home), grace=1.0)
+    member_kind(team.member("bob"), Machine(team.env, team.home)).stop(grace=1.0)
     retry_until(lambda: all(_gone(p.pid) for p in sleepers) and _gone(bob.worker_pid), 10,
                 what="the teammate and its Bash command to be stopped")
