@@ -7,7 +7,9 @@ Every process is traced with ``strace -f -e trace=openat,execve,clone,...``
 (children and forks included: the CLI server, its forked teammates, tmux).
 What is counted is ``openat`` of a team's ``config.json`` and of its
 ``activity/<name>.json`` files for reading (``O_RDONLY``; a writer's temp
-files and lock files are not reads). Each is attributed to a process kind:
+files and lock files are not reads); "(locked)" is how many of the
+config.json reads were made holding the file's lock (read-modify-write,
+which always reads the file itself). Each is attributed to a process kind:
 
 lead        the command's own process (``swarm demo`` / ``swarm up``) and its threads
 teammate    a process that wrote a teammate's activity record (its temp file),
@@ -55,6 +57,8 @@ class Figures:
     """Read-opens of team files in one traced run, by process kind."""
 
     config: Counter[str] = field(default_factory=Counter)
+    locked: Counter[str] = field(default_factory=Counter)
+    """Of the config.json reads, those made holding its lock (a read-modify-write: always from disk)."""
     activity: Counter[str] = field(default_factory=Counter)
     lead_messages: int = 0
     teammates: int = 0
@@ -83,7 +87,9 @@ def count(log: Path) -> Figures:
     """pid -> whether the clone it has in flight makes a thread."""
     root: int | None = None
     teammates: set[int] = set()
-    opens: list[tuple[int, str]] = []
+    opens: list[tuple[int, str, bool]] = []
+    holding: set[int] = set()
+    """Threads that opened a config.json lock and have not read the file since."""
     lead_inbox_writers: list[int] = []
     for raw in log.read_text(errors="replace").splitlines():
         matched = LINE.match(raw)
@@ -116,9 +122,13 @@ def count(log: Path) -> Figures:
             teammates.add(pid)
         elif "/inboxes/team-lead.json.tmp" in path and "O_CREAT" in flags:
             lead_inbox_writers.append(pid)
+        elif path.endswith("/config.json.lock.swarm"):
+            holding.add(tid)
         elif "O_RDONLY" in flags and (path.endswith("/config.json") or
                                       ("/activity/" in path and path.endswith(".json"))):
-            opens.append((pid, path))
+            locked = path.endswith("/config.json") and tid in holding
+            holding.discard(tid)
+            opens.append((pid, path, locked))
 
     def kind_of(pid: int) -> str:
         if pid in teammates:
@@ -131,8 +141,9 @@ def count(log: Path) -> Figures:
         return "other"
 
     figures = Figures(teammates=len(teammates))
-    for pid, path in opens:
+    for pid, path, locked in opens:
         (figures.config if path.endswith("/config.json") else figures.activity)[kind_of(pid)] += 1
+        figures.locked[kind_of(pid)] += locked
     figures.lead_messages = sum(1 for pid in lead_inbox_writers if kind_of(pid) != "lead")
     return figures
 
@@ -179,10 +190,11 @@ def run_team(work: Path, size: int, messages: int) -> Figures:
 def show(title: str, figures: Figures) -> None:
     kinds = sorted(set(figures.config) | set(figures.activity))
     print(f"{title}: {figures.lead_messages} messages to the lead, {figures.teammates} teammate processes")
-    print(f"  {'process':<11} {'config.json':>11} {'activity':>9}")
+    print(f"  {'process':<11} {'config.json':>11} {'(locked)':>9} {'activity':>9}")
     for name in kinds:
-        print(f"  {name:<11} {figures.config[name]:>11} {figures.activity[name]:>9}")
-    print(f"  {'total':<11} {sum(figures.config.values()):>11} {sum(figures.activity.values()):>9}")
+        print(f"  {name:<11} {figures.config[name]:>11} {figures.locked[name]:>9} {figures.activity[name]:>9}")
+    print(f"  {'total':<11} {sum(figures.config.values()):>11} {sum(figures.locked.values()):>9} "
+          f"{sum(figures.activity.values()):>9}")
     if figures.lead_messages:
         per = figures.lead_messages
         print(f"  lead, per message to it: config.json {figures.config['lead'] / per:.1f}, "
