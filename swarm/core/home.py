@@ -57,7 +57,7 @@ class Home:
     or a comparison says.
     """
 
-    __slots__ = ("root", "_team_view")
+    __slots__ = ("_team_view", "root")
     root: Path
     _team_view: TeamView | None
 
@@ -88,7 +88,9 @@ class Home:
         """
         view = self._team_view
         if view is None:
-            from swarm.core.team_view import TeamView  # the models and codecs: not on the CLI server's path
+            from swarm.core.team_view import (
+                TeamView,  # the models and codecs: not on the CLI server's path
+            )
 
             view = TeamView(self)
             object.__setattr__(self, "_team_view", view)

@@ -91,8 +91,8 @@ class TeamView:
 
     def current(self, team: str) -> TeamFile:
         """The team file as on disk, shared: do not change it (NotFoundError / CorruptFileError as ``read_file``)."""
-        kept, fresh = self._team(team)
-        return fresh if kept is None else kept.value
+        found, _ = self._team(team)
+        return found
 
     def read_file(self, team: str) -> TeamFile:
         """The team file as on disk, without the activity overlay: the caller's own copy.
@@ -100,9 +100,9 @@ class TeamView:
         NotFoundError if there is no such team; CorruptFileError if its file
         does not parse (left in place) or was moved aside as corrupt.
         """
-        kept, fresh = self._team(team)
+        found, kept = self._team(team)
         if kept is None:
-            return fresh
+            return found  # read now and not kept: nobody else has it
         copy = self._team_codec.decode(kept.document, self.home.config_path(team))
         assert copy is not None  # a kept document is an object
         return copy
@@ -120,19 +120,19 @@ class TeamView:
                 member.cache_creation_tokens = activity.cache_creation_tokens
         return found
 
-    def _team(self, team: str) -> tuple[_Kept, None] | tuple[None, TeamFile]:
-        """What is kept of ``team``'s file (still the version on disk), or the file as read now, if not kept."""
+    def _team(self, team: str) -> tuple[TeamFile, _Kept | None]:
+        """``team``'s file as on disk, and what the view keeps of it if that is what was returned (shared)."""
         path = self.home.config_path(team)
         kept, signature, settled = self._check(path)
         if kept is not None:
-            return kept, None
+            return kept.value, kept
         found = LockedJsonFile(path, self._team_codec).read()
         if found is None:
             raise self._unreadable(team, path)
         if not settled:
-            return None, found
+            return found, None
         kept = self._kept[path] = _Kept(signature, found, self._team_codec.encode(found))
-        return kept, None
+        return found, kept
 
     @staticmethod
     def _unreadable(team: str, config: Path) -> Exception:
@@ -187,17 +187,17 @@ class TeamView:
             if kept.signature == signature:
                 return kept, signature, True
             self._kept.pop(path, None)
-        return None, signature, st.st_ctime_ns + _granularity(st.st_ctime_ns) <= began
+        return None, signature, _settled(signature.ctime_ns, began)
 
 
 def settled(path: Path) -> bool:
     """Whether the version of ``path`` on disk now has settled (a read of it now is kept; module docstring)."""
     began = _file_time_now()
     try:
-        ctime = os.stat(path).st_ctime_ns
+        st = os.stat(path)
     except OSError:
         return False
-    return ctime + _granularity(ctime) <= began
+    return _settled(_signature(st).ctime_ns, began)
 
 
 def _signature(st: os.stat_result) -> Signature:
@@ -214,12 +214,28 @@ def _file_time_now() -> int:
     return time.time_ns() - int(SETTLE * 1e9)
 
 
+def _settled(ctime_ns: int, began: int) -> bool:
+    """Whether every write after ``began`` (``_file_time_now``) must stamp a later ctime than ``ctime_ns``.
+
+    It is stamped at least the file clock's ``began``, cut to the filesystem's
+    step: later than ``ctime_ns`` (itself a whole step) once ``began`` is a
+    step past it.
+    """
+    return ctime_ns + _granularity(ctime_ns) <= began
+
+
 def _granularity(ns: int) -> int:
-    """The filesystem's time step, as guessed from one of its times (ns): 2 s for whole seconds (FAT's
-    two-second steps included), 10 ms for whole milliseconds (exFAT), else 1 ms (nanosecond times; the
-    rest is margin)."""
-    if ns % 1_000_000_000 == 0:
-        return 2_000_000_000
-    if ns % 1_000_000 == 0:
-        return 10_000_000
-    return 1_000_000
+    """The filesystem's time step as guessed from one of its times (ns), or more.
+
+    Nanosecond times (ext4, xfs, btrfs, tmpfs) are whole milliseconds once in a
+    million: 1 ms of margin. Coarser ones always are whole steps: ten times the
+    largest power of ten that divides ``ns`` covers the step (10 ms for whole
+    milliseconds, 100 ms for exFAT's 10 ms), up to 2 s for whole seconds
+    (FAT's two-second steps, ext3's small inodes).
+    """
+    step = 1_000_000
+    while step < 1_000_000_000 and ns % (step * 10) == 0:
+        step *= 10
+    if ns % step:
+        return 1_000_000
+    return min(step * 10, 2_000_000_000)
