@@ -28,7 +28,10 @@ demo        ``swarm demo --backend subprocess`` (the lead model, an implementer,
 team N      ``swarm up --headless --offline`` of a generated team of N teammates,
             each of which sends the lead ``--messages`` messages and finishes
 
-Needs ``strace``. Prints a table; exits 0 whatever the figures.
+Needs ``strace``. Prints a table; exits 0 whatever the figures. Every
+process runs the swarm that ``import swarm`` finds, so a figure for another
+checkout (the one before a change) is ``PYTHONPATH=<checkout>
+.venv/bin/python scripts/count_opens.py``.
 """
 
 from __future__ import annotations
