@@ -1,4 +1,10 @@
-"""The team file: create, list, show, delete, and member changes, all locked."""
+"""The team file: create, list, show, delete, and member changes, all locked.
+
+Reads go through the process's view of the home (``Home.team_view``,
+``swarm.core.team_view``), which opens a file again only when it changed;
+changes read the file itself under its lock, and drop what they wrote from
+the view.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +21,7 @@ from swarm.core.home import Home, ensure_dir
 from swarm.core.jsonfile import LockedJsonFile, encode_json
 from swarm.core.names import LEAD_NAME, agent_id, valid_name, validate_name
 from swarm.core.protocol import COLORS, Activity, Member, TeamFile
+from swarm.core.team_view import TeamView
 from swarm.errors import ConflictError, CorruptFileError, NotFoundError, StorageError
 
 log = logging.getLogger(__name__)
@@ -36,6 +43,11 @@ class TeamStore:
 
     def _file(self, team: str) -> LockedJsonFile[TeamFile | None]:
         return LockedJsonFile(self.home.config_path(team), TeamCodec(), indent=2)
+
+    @property
+    def view(self) -> TeamView:
+        """The team files as this process last read them (shared by every store of the same ``Home``)."""
+        return self.home.team_view
 
     # -- teams -------------------------------------------------------------
 
@@ -61,7 +73,10 @@ class TeamStore:
                 raise ConflictError(f"team {team!r} already exists")
             return fresh, fresh
 
-        return self._file(team).transform(put)
+        try:
+            return self._file(team).transform(put)
+        finally:
+            self.view.forget(self.home.config_path(team))
 
     def list(self) -> list[TeamFile]:
         """Every team in the home whose team file can be read, by name (``survey`` also says which cannot)."""
@@ -90,28 +105,24 @@ class TeamStore:
         return Survey(teams, unreadable)
 
     def get(self, team: str) -> TeamFile:
-        """The team file with each running member's activity (busy/idle, tokens) laid over it."""
-        return self._with_activity(team, self.read_file(team))
+        """The team file with each running member's activity (busy/idle, tokens) laid over it.
+
+        The caller's own copy; read from disk only when the file (or an
+        activity record) changed since this process last read it.
+        """
+        return self.view.get(team)
 
     def roster(self, team: str) -> Roster:
         """A reader of ``team``'s file that reads it again only when it changed (see ``Roster``)."""
         return Roster(self, team)
 
     def read_file(self, team: str) -> TeamFile:
-        """The team file as on disk, without the activity overlay (NotFoundError / CorruptFileError as ``get``)."""
-        found = self._file(team).read()
-        if found is None:
-            config = self.home.config_path(team)
-            broken = sorted(config.parent.glob(f"{config.name}.corrupt-*")) if config.parent.is_dir() else []
-            if config.is_file():  # it stayed unparsable through the re-read window; readers leave it in place
-                raise CorruptFileError(f"team {team!r}: {config} does not parse; repair it (or wait for the program "
-                                       f"rewriting it), or `swarm team delete {team}`")
-            if broken:
-                raise CorruptFileError(f"team {team!r} has no usable config.json: it did not parse and was moved "
-                                       f"to {broken[-1]}; repair and move it back, or `swarm team delete {team}`")
-            raise NotFoundError(f"team {team!r} not found; `swarm team list` shows the teams, "
-                                f"`swarm team create {team}` makes it")
-        return found
+        """The team file as on disk, without the activity overlay (the caller's own copy).
+
+        NotFoundError if there is no such team; CorruptFileError if its file
+        does not parse (left in place) or was moved aside as corrupt.
+        """
+        return self.view.read_file(team)
 
     def exists(self, team: str) -> bool:
         return self._file(team).exists()
@@ -137,24 +148,8 @@ class TeamStore:
                 swap_file(path, data)
         except OSError as exc:
             raise storage_error(exc, path, "write") from exc
-
-    def _with_activity(self, team: str, found: TeamFile) -> TeamFile:
-        """The team file with each running member's activity laid over its entry."""
-        for member in found.members:
-            if member.status not in ("idle", "busy") or not member.is_active:
-                continue  # starting, or gone: the team file knows best
-            path = self.home.activity_path(team, member.name)
-            try:
-                if os.stat(path).st_size == 0:
-                    continue  # emptied by a power loss (``set_activity`` never writes it empty): none known
-            except FileNotFoundError:
-                continue
-            activity = LockedJsonFile(path, ActivityCodec()).read()
-            if activity is not None and activity.last_activity >= (member.last_activity or 0):
-                member.status, member.last_activity = activity.status, activity.last_activity
-                member.tokens, member.cache_read_tokens = activity.tokens, activity.cache_read_tokens
-                member.cache_creation_tokens = activity.cache_creation_tokens
-        return found
+        finally:
+            self.view.forget(path)
 
     def delete(self, team: str, *, force: bool = False) -> TeamFile:
         """Remove the team directory (inboxes, logs, transcripts) and its tasks.
@@ -174,6 +169,7 @@ class TeamStore:
         removed = self.modify(team, check)
         tomb = self.home.teams_dir / f".deleted-{team}-{now_ms()}"
         os.replace(self.home.team_dir(team), tomb)
+        self.view.forget(self.home.config_path(team))
         shutil.rmtree(tomb, ignore_errors=True)
         shutil.rmtree(self.home.tasks_dir(team), ignore_errors=True)
         return removed
@@ -231,37 +227,29 @@ class TeamStore:
                 raise NotFoundError(f"team {team!r} not found; `swarm team list` shows the teams")
             return change(current)
 
-        return self._file(team).update(guarded)
+        try:
+            return self._file(team).update(guarded)
+        finally:
+            self.view.forget(self.home.config_path(team))
 
 
 class Roster:
-    """One team's file as last read, read again only when the file on disk is another.
+    """One team's file as this process last read it, read again only when the file on disk is another.
 
     For the frequent readers that need membership, names and rules but not
     activity: every send (recipients) and every tool call's permission check.
-    "Another" is told by inode, size, mtime and ctime: each swarm write
-    replaces the file (a new inode), and an in-place rewrite by another
-    program moves the ctime, which no process can set back. The activity
-    overlay of ``TeamStore.get`` is not applied (it lives in other files).
-    Callers must not change the returned object: the next call returns it again.
+    The shared object of the process's view (``swarm.core.team_view``): the
+    activity overlay of ``TeamStore.get`` is not applied (it lives in other
+    files), and callers must not change the returned object: the next call
+    returns it again.
     """
 
     def __init__(self, store: TeamStore, team: str) -> None:
         self._store = store
         self._team = team
-        self._last: tuple[tuple[int, int, int, int], TeamFile] | None = None
 
     def current(self) -> TeamFile:
-        path = self._store.home.config_path(self._team)
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            return self._store.get(self._team)  # raises NotFoundError with the usual hint
-        signature = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-        last = self._last
-        if last is None or last[0] != signature:
-            last = self._last = (signature, self._store.read_file(self._team))
-        return last[1]
+        return self._store.view.current(self._team)
 
 
 def _require_member(team_file: TeamFile, team: str, name: str) -> Member:
