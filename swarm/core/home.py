@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from swarm.core.names import validate_name
 
-if TYPE_CHECKING:
-    from swarm.core.team_view import TeamView
+T = TypeVar("T")
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -51,19 +51,19 @@ class Home:
     through the home before importing anything else, and ``dataclasses``
     alone (with ``inspect``) would cost that path ~7 ms.
 
-    It also carries this process's view of the home's team files
-    (``team_view``): a process makes one home and passes it down, so every
-    reader of a team shares that view. The view never changes what a path
-    or a comparison says.
+    It also carries what this process keeps of the home (``kept``: the view
+    of the team files, ``swarm.core.team_view``): a process makes one home
+    and passes it down, so every reader of a team shares that view. What is
+    kept never changes what a path or a comparison says.
     """
 
-    __slots__ = ("_team_view", "root")
+    __slots__ = ("_kept", "root")
     root: Path
-    _team_view: TeamView | None
+    _kept: dict[Any, Any]
 
     def __init__(self, root: Path) -> None:
         object.__setattr__(self, "root", root)
-        object.__setattr__(self, "_team_view", None)
+        object.__setattr__(self, "_kept", {})
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"Home is immutable: cannot set {name!r}")
@@ -77,24 +77,17 @@ class Home:
     def __repr__(self) -> str:
         return f"Home(root={self.root!r})"
 
-    @property
-    def team_view(self) -> TeamView:
-        """The team files and activity records as this process last read them (``swarm.core.team_view``).
+    def kept(self, make: Callable[[Home], T]) -> T:
+        """The one ``make(self)`` this home keeps for the process (made on first use), e.g. the team view.
 
-        Made on first use (a home that only finds the CLI server never
-        imports the models). Two threads that race here may each make one;
-        the one kept last serves from then on, and a view dropped that way
-        only costs a read.
+        Two threads that race here may each make one; the one stored last
+        serves from then on, and one dropped that way only costs a read.
         """
-        view = self._team_view
-        if view is None:
-            from swarm.core.team_view import (
-                TeamView,  # the models and codecs: not on the CLI server's path
-            )
-
-            view = TeamView(self)
-            object.__setattr__(self, "_team_view", view)
-        return view
+        found = self._kept.get(make)
+        if found is None:
+            found = make(self)
+            self._kept[make] = found
+        return found  # type: ignore[no-any-return]
 
     @classmethod
     def from_env(cls, override: str | os.PathLike[str] | None = None) -> Home:

@@ -1,6 +1,6 @@
 """The team file: create, list, show, delete, and member changes, all locked.
 
-Reads go through the process's view of the home (``Home.team_view``,
+Reads go through the process's view of the home (``Home.kept(TeamView)``,
 ``swarm.core.team_view``), which opens a file again only when it changed;
 changes read the file itself under its lock, and drop what they wrote from
 the view.
@@ -47,7 +47,7 @@ class TeamStore:
     @property
     def view(self) -> TeamView:
         """The team files as this process last read them (shared by every store of the same ``Home``)."""
-        return self.home.team_view
+        return self.home.kept(TeamView)
 
     # -- teams -------------------------------------------------------------
 

@@ -18,7 +18,7 @@ from swarm.core.home import Home
 from swarm.core.jsonfile import LockedJsonFile, encode_json
 from swarm.core.mailbox import Mailbox
 from swarm.core.protocol import Activity, Member, TeamFile
-from swarm.core.team_view import settled
+from swarm.core.team_view import TeamView, settled
 from swarm.core.teams import TeamStore
 from tests.core.conftest import RECIPIENT, TEAM, Workers
 
@@ -89,13 +89,13 @@ def test_each_caller_of_get_has_its_own_team(home: Home) -> None:
 
 def test_every_store_and_mailbox_of_a_home_shares_one_view(home: Home, opens: Opens) -> None:
     running(home, ["bob"])
-    assert TeamStore(home).view is TeamStore(home).view is home.team_view
+    assert TeamStore(home).view is TeamStore(home).view is home.kept(TeamView)
     TeamStore(home).get(TEAM)
     opens.clear()
     TeamStore(home).get(TEAM)  # another store, as the 61 places that make one do
     Mailbox(home, TEAM).send(RECIPIENT, "hi", sender="team-lead")  # the recipients come from the same view
     assert opens["config.json"] == 0
-    assert Home(home.root).team_view is not home.team_view  # one view per Home object: per process, as passed down
+    assert Home(home.root).kept(TeamView) is not home.kept(TeamView)  # one view per Home object: per process, as passed down
 
 
 def test_a_change_by_another_process_is_seen_on_the_next_read(team: Home, workers: Workers) -> None:
