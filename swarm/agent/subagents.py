@@ -338,7 +338,7 @@ def run_child(host: AgentHost, parent: ToolContext, plan: ChildPlan, cancel: thr
                           mailbox=parent.mailbox, cancel=cancel, pane_id=parent.pane_id,
                           backend_type=parent.backend_type, color=parent.color, agents=host,
                           spawnable=plan.spawnable, granted_rules=list(plan.granted_rules), models=models,
-                          subagent=True)
+                          subagent=True, completed_tasks=parent.completed_tasks)
         stack.callback(stop_background, ctx)
         conversation = Conversation.resume(transcript) if resume else Conversation(transcript=transcript)
         conversation.observer = counter.saw

@@ -67,6 +67,9 @@ class ToolContext:
     """The team this agent leads (TeamCreate, teammates through Agent, shutdown and plan answers); None: no team."""
     models: TurnModel | None = None
     """The agent's provider, when a skill may switch its model for the rest of the turn."""
+    completed_tasks: list[str] = field(default_factory=list)
+    """Ids of the tasks this agent completed with TaskUpdate and still holds, oldest first (its subagents share
+    the list); a teammate's session clears it when a turn starts and reports the turn's in its idle notification."""
 
     def resolve(self, file_path: str) -> Path:
         """``file_path`` made absolute against ``cwd`` (no symlink resolution)."""
