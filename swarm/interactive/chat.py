@@ -201,11 +201,11 @@ class Chat:
     # -- the team ---------------------------------------------------------------------------
 
     def _follow_inbox(self) -> None:
-        inbox = self._follower
+        follower = self._follower  # this thread pumps its coordinator; ``close`` shares it
         try:
             while not self.ended.is_set():
-                before = inbox.coordinator
-                coordinator = inbox.follow()
+                before = follower.coordinator
+                coordinator = follower.follow()
                 if coordinator is None:
                     self._team_event.wait(WATCH_WAIT)
                     self._team_event.clear()
@@ -218,7 +218,7 @@ class Chat:
                     log.warning("lead inbox", extra={"reason": str(exc)})
                     self._team_event.wait(WATCH_WAIT)
                     continue
-                fresh = inbox.fresh()
+                fresh = follower.fresh()
                 self._show(fresh)
                 offered = self.desk.offered_ids()
                 gone = self.desk.withdraw(offered - {r.request_id for r in coordinator.permlog.pending()}) \
@@ -228,7 +228,7 @@ class Chat:
                 if fresh or gone:
                     self.refresh()
         finally:
-            inbox.close()
+            follower.close()
 
     def _show(self, fresh: list[LeadMessage]) -> None:
         for message in fresh:

@@ -80,6 +80,7 @@ class Coordinator:
         reap_dead(self.home, self.team)
 
     def _saw(self, message: LeadMessage) -> None:
+        """One message the inbox recorded (on the thread that collected it): what it says of its sender."""
         frame = message.frame
         if isinstance(frame, IdleNotification):
             self.idle_seen.add(frame.sender)
