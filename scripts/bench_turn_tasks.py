@@ -105,8 +105,8 @@ def main() -> None:
         Figure("turn, 10 tasks", "", few, unit=" ms"),
         Figure("turn, 1,000 tasks", f"<= {GOAL}x 10 tasks", many, few, unit=" ms",
                met=lambda ms: ms <= GOAL * few),
-    ], notes=[f"median of {BATCHES} batch medians of {per_batch} turns each; a turn answers one line and touches "
-              "no task (the scripted model)"])
+    ], notes=[(f"median of {BATCHES} batch medians of {per_batch} turns each; a turn answers one line and "
+               "touches no task (the scripted model)")])
 
 
 if __name__ == "__main__":

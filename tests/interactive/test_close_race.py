@@ -16,6 +16,7 @@ import threading
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -82,9 +83,11 @@ def test_a_rejection_taken_by_the_inbox_watcher_still_reaches_the_shutdown_at_cl
     lead.create("t", None, ctx)
     lead.spawn(ctx, name="mule", prompt="hello", agent_type=None, model=None, runtime=None, isolation=None,
                plan_mode_required=False, mode=None, cwd=None)
-    retry_until(lambda: TeamStore(home).get("t").member("mule").idle(), 20, what="mule to finish its first turn")
+    retry_until(lambda: bool((m := TeamStore(home).get("t").member("mule")) and m.idle()), 20,
+                what="mule to finish its first turn")
     Mailbox(home, "t").take("team-lead")  # its first idle notification would be a turn of the lead: none runs here
-    chat = Chat(_Session(work), lead, View(work, plain=True), Desk(), "s1", shutdown_timeout=8.0)  # type: ignore[arg-type]
+    session: Any = _Session(work)
+    chat = Chat(session, lead, View(work, plain=True), Desk(), "s1", shutdown_timeout=8.0)
     chat.start()
     retry_until(_watcher_in_pump, 5, what="the inbox watcher's pump to be in flight")
     [pid] = teammate_pids(home)
