@@ -309,7 +309,8 @@ def run_child(host: AgentHost, parent: ToolContext, plan: ChildPlan, cancel: thr
             workdir, roots = tree.path, [tree.path]
         identity = replace(parent.identity, cwd=workdir, write_roots=roots, spawnable=plan.spawnable, subagent=True)
         ctx = ToolContext(identity, services=AgentServices(mailbox=parent.services.mailbox, agents=host, models=models),
-                          turn=TurnState(cancel=cancel, granted_rules=list(plan.granted_rules)))
+                          turn=TurnState(cancel=cancel, granted_rules=list(plan.granted_rules),
+                                         completed_tasks=parent.turn.completed_tasks))
         stack.callback(stop_background, ctx)
         conversation = Conversation.resume(transcript) if resume else Conversation(transcript=transcript)
         conversation.observer = counter.saw

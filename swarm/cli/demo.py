@@ -11,8 +11,8 @@ import click
 
 from swarm.cli.render import one_line
 from swarm.core.permlog import PermissionEvent
-from swarm.runtime.coordinator import LeadMessage
 from swarm.runtime.demo import DemoRun, abort, cleanup, run_demo
+from swarm.runtime.lead_inbox import LeadMessage
 
 
 @click.command()

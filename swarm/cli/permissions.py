@@ -1,4 +1,8 @@
-"""``swarm permissions | approve | deny | plan approve|reject``: the lead's desk."""
+"""``swarm permissions | approve | deny | plan approve|reject``: the lead's desk.
+
+Each command first records what Claude Code teammates asked in the lead's
+inbox (``lead_inbox.catch_up``: this process's one look at it, leaving it as it is).
+"""
 
 from __future__ import annotations
 
@@ -11,8 +15,6 @@ from swarm.cli.options import home_of, json_option, team_option
 from swarm.cli.render import emit_json, table
 from swarm.core.clock import now_ms
 from swarm.core.home import Home
-from swarm.core.mailbox import Mailbox
-from swarm.core.names import LEAD_NAME
 from swarm.core.permlog import PermissionEvent
 from swarm.core.teams import TeamStore
 from swarm.runtime.desk import (
@@ -24,6 +26,7 @@ from swarm.runtime.desk import (
 )
 from swarm.runtime.desk import approve as approve_request
 from swarm.runtime.desk import deny as deny_request
+from swarm.runtime.lead_inbox import LeadInbox, catch_up
 
 
 @click.command()
@@ -35,23 +38,25 @@ def permissions(ctx: click.Context, team: str, as_json: bool, watch: bool) -> No
     """List pending permission and plan requests (the team's lead policy answers what it covers first)."""
     home = home_of(ctx)
     if not watch:
+        catch_up(home, team)
         _report(apply_policy(home, team), as_json)
         _list(home, team, pending(home, team), as_json)
         return
     shown: set[str] = set()
-    watcher = Mailbox(home, team).watcher(LEAD_NAME)
+    inbox = LeadInbox(home, team, prune=False)  # this process's one consumer of the lead's inbox, as it watches
     try:
+        inbox.collect()
         while True:
             _report(apply_policy(home, team), as_json)
             fresh = [r for r in pending(home, team) if r.request_id not in shown]
             shown.update(r.request_id for r in fresh)
             if fresh:
                 _list(home, team, fresh, as_json)
-            watcher.wait(5.0)
+            inbox.pump(5.0)
     except KeyboardInterrupt:
         return
     finally:
-        watcher.close()
+        inbox.close()
 
 
 def _report(decisions: list[PermissionEvent], as_json: bool) -> None:
@@ -85,6 +90,7 @@ def _list(home: Home, team: str, requests: list[PermissionEvent], as_json: bool)
 @click.pass_context
 def approve(ctx: click.Context, request_id: str, team: str, always: bool) -> None:
     """Approve permission request REQUEST_ID."""
+    catch_up(home_of(ctx), team)
     event = approve_request(home_of(ctx), team, request_id, always=always)
     extra = f"; rule {event.rule_added} added for {event.agent}" if event.rule_added else ""
     click.echo(f"approved {request_id} ({event.agent} {event.tool}){extra}")
@@ -97,6 +103,7 @@ def approve(ctx: click.Context, request_id: str, team: str, always: bool) -> Non
 @click.pass_context
 def deny(ctx: click.Context, request_id: str, team: str, reason: str | None) -> None:
     """Deny permission request REQUEST_ID."""
+    catch_up(home_of(ctx), team)
     event = deny_request(home_of(ctx), team, request_id, reason=reason)
     click.echo(f"denied {request_id} ({event.agent} {event.tool}): {event.reason}")
 
@@ -115,6 +122,7 @@ def plan() -> None:
 @click.pass_context
 def plan_approve(ctx: click.Context, request_id: str, team: str, mode: str | None, feedback: str | None) -> None:
     """Approve plan REQUEST_ID: the teammate may start editing."""
+    catch_up(home_of(ctx), team)
     event = answer_plan(home_of(ctx), team, request_id, approved=True, feedback=feedback, mode=mode)
     click.echo(f"approved plan {request_id} of {event.agent}")
 
@@ -126,5 +134,6 @@ def plan_approve(ctx: click.Context, request_id: str, team: str, mode: str | Non
 @click.pass_context
 def plan_reject(ctx: click.Context, request_id: str, team: str, feedback: str) -> None:
     """Reject plan REQUEST_ID with feedback: the teammate stays in plan mode."""
+    catch_up(home_of(ctx), team)
     event = answer_plan(home_of(ctx), team, request_id, approved=False, feedback=feedback)
     click.echo(f"rejected plan {request_id} of {event.agent}")

@@ -23,8 +23,9 @@ from swarm.core.clock import now_ms
 from swarm.core.home import Home
 from swarm.core.permlog import PermissionEvent, PermissionLog
 from swarm.core.teams import TeamStore
-from swarm.runtime.coordinator import Answer, Coordinator, LeadMessage
+from swarm.runtime.coordinator import Answer, Coordinator
 from swarm.runtime.desk import requester_cwd, what_is_asked
+from swarm.runtime.lead_inbox import LeadMessage
 from swarm.runtime.shutdown import Outcome
 from swarm.runtime.status import team_status
 from swarm.runtime.up import Report, Started, run_headless, start_team, stop_team
@@ -139,7 +140,7 @@ def _foreground(home: Home, team: str, env: dict[str, str], shutdown_timeout: fl
         click.echo("\nstopping the team (Ctrl-C again to force)…")
     finally:
         coordinator.close()
-    _print_outcomes(stop_team(home, team, env, timeout=shutdown_timeout))
+    _print_outcomes(stop_team(home, team, env, timeout=shutdown_timeout, inbox=coordinator.inbox))
     _print_totals(home, team, since)
 
 

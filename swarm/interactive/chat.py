@@ -13,7 +13,9 @@
   answered elsewhere. A second watcher follows the teammates' activity
   files; the status line is rebuilt only when one of them saw a change.
 - ``close`` ends the session: the turn is interrupted, the team shut down
-  (handshake, then force), and what was kept is said.
+  (handshake, then force) — the answers heard through the watcher's own
+  coordinator, the one consumer of the lead's inbox here, even while its pump
+  is still in flight — and what was kept (or refused to stop) is said.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from pathlib import Path
 from swarm.agent.headless import MainSession
 from swarm.agent.limits import Interrupted
 from swarm.core.clock import now_ms
-from swarm.core.frames import IdleNotification, PlanApprovalRequest
+from swarm.core.frames import IdleNotification, PlanApprovalRequest, ShutdownRejected
 from swarm.core.home import ensure_dir
 from swarm.core.names import LEAD_NAME
 from swarm.core.permlog import PermissionEvent
@@ -41,8 +43,9 @@ from swarm.errors import ConflictError, SwarmError
 from swarm.interactive.desk import Desk, PersonAnswer, Question
 from swarm.interactive.view import View
 from swarm.runtime import desk as team_desk
-from swarm.runtime.coordinator import Coordinator, LeadMessage
-from swarm.runtime.lead import SHUTDOWN_TIMEOUT, LeadInbox, LeadTeam, render
+from swarm.runtime.coordinator import Coordinator
+from swarm.runtime.lead import SHUTDOWN_TIMEOUT, LeadTeam, TeamFollower, render
+from swarm.runtime.lead_inbox import LeadMessage
 from swarm.runtime.member_kinds import Machine, member_kind
 from swarm.runtime.worktrees import of_member
 
@@ -80,6 +83,8 @@ class Chat:
         self._rebuilding = threading.Lock()
         self._interrupted = False
         self._team_event = threading.Event()
+        self._follower = TeamFollower(lead, lambda team: Coordinator(lead.home, team, on_request=self._offer))
+        """The coordinator of the lead's team: pumped by the inbox thread, shared with the shutdown at ``close``."""
         self._threads = [threading.Thread(target=self._work, name="lead-turns", daemon=True),
                          threading.Thread(target=self._follow_inbox, name="lead-inbox", daemon=True),
                          threading.Thread(target=self._follow_activity, name="team-activity", daemon=True)]
@@ -138,8 +143,13 @@ class Chat:
         team = self.lead.team
         if team is not None and TeamStore(self.lead.home).exists(team):
             self.view.note(f"shutting down team {team!r} (each teammate is asked, then stopped)")
-        stopped = self.lead.stop_teams(timeout=self.shutdown_timeout, reason="the lead's session ended")
+        # the inbox thread's coordinator (made now if it had none yet): the one consumer of the lead's inbox here
+        coordinator = self._follower.follow()
+        stopped = self.lead.stop_teams(timeout=self.shutdown_timeout, reason="the lead's session ended",
+                                       inboxes={coordinator.team: coordinator.inbox} if coordinator else None)
         if team is not None and team in stopped:
+            kept += [f"{o.name} refused to shut down: {o.detail}; it is still running "
+                     f"(`swarm kill {o.name} --team {team}` stops it)" for o in stopped[team] if o.result == "rejected"]
             for member in TeamStore(self.lead.home).get(team).members:  # also those that stopped earlier
                 tree = of_member(team, member)
                 if tree is not None and tree.state != "removed":
@@ -190,11 +200,11 @@ class Chat:
     # -- the team ---------------------------------------------------------------------------
 
     def _follow_inbox(self) -> None:
-        inbox = LeadInbox(self.lead, lambda team: Coordinator(self.lead.home, team, on_request=self._offer))
+        follower = self._follower  # this thread pumps its coordinator; ``close`` shares it
         try:
             while not self.ended.is_set():
-                before = inbox.coordinator
-                coordinator = inbox.follow()
+                before = follower.coordinator
+                coordinator = follower.follow()
                 if coordinator is None:
                     self._team_event.wait(WATCH_WAIT)
                     self._team_event.clear()
@@ -207,7 +217,7 @@ class Chat:
                     log.warning("lead inbox", extra={"reason": str(exc)})
                     self._team_event.wait(WATCH_WAIT)
                     continue
-                fresh = inbox.fresh()
+                fresh = follower.fresh()
                 self._show(fresh)
                 offered = self.desk.offered_ids()
                 gone = self.desk.withdraw(offered - {r.request_id for r in coordinator.permlog.pending()}) \
@@ -217,7 +227,7 @@ class Chat:
                 if fresh or gone:
                     self.refresh()
         finally:
-            inbox.close()
+            follower.close()
 
     def _show(self, fresh: list[LeadMessage]) -> None:
         for message in fresh:
@@ -308,8 +318,8 @@ def _line(message: LeadMessage) -> str:
         return "submitted a plan for approval"
     if message.kind == "shutdown_approved":
         return "shut down"
-    if message.kind == "shutdown_rejected":
-        return f"refused to shut down: {flat(message.text, 160)}"
+    if isinstance(frame, ShutdownRejected):
+        return f"refused to shut down: {flat(frame.reason, 160)}"
     if message.kind == "terminated":
         return f"terminated: {flat(message.text, 160)}"
     return flat(message.text, 240) if message.kind == "message" else ""

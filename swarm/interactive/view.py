@@ -33,7 +33,7 @@ from swarm.agent.loop import AgentRun
 from swarm.agent.permissions.describe import MODEL_NOTE, describe
 from swarm.core.text import flat
 from swarm.models.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
-from swarm.runtime.coordinator import LeadMessage
+from swarm.runtime.lead_inbox import LeadMessage
 
 STYLE = Style.from_dict({
     "dim": "#888888", "answer": "bold ansigreen", "tool": "ansicyan", "error": "ansired", "ok": "ansigreen",

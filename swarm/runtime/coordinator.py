@@ -1,40 +1,31 @@
 """The lead's side of a running team: read what reaches the lead, answer requests, know when work is done.
 
-One ``Coordinator.pump`` call: wait (event-driven) on the lead's inbox, take
-the lead's messages and record them, answer each open request (the lead policy
-first, then the person — or, headless, a denial), and notice teammates that died.
+One ``Coordinator.pump`` call: wait (event-driven) on the lead's inbox and
+record what arrived (its ``LeadInbox``, the one consumer of that file in this
+process), answer each open request (the lead policy first, then the person —
+or, headless, a denial), and notice teammates that died. What it knows of the
+teammates (``idle_seen``, ``results``, ``failures``) it learns as a subscriber
+of its ``LeadInbox``, so a message another thread collected through it (a
+shutdown waiting for answers) counts the same.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
-from swarm.core.frames import (
-    IdleNotification,
-    PermissionRequest,
-    PlanApprovalRequest,
-    ShutdownApproved,
-    ShutdownRejected,
-    TeammateTerminated,
-    entry_frame,
-)
+from swarm.core.frames import IdleNotification
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.names import LEAD_NAME
 from swarm.core.permlog import PermissionEvent, PermissionLog
-from swarm.core.protocol import InboxEntry, Member, TeamFile
+from swarm.core.protocol import Member, TeamFile
 from swarm.core.teams import TeamStore
 from swarm.errors import ConflictError
-from swarm.runtime.desk import (
-    answer_by_policy,
-    answer_plan,
-    approve,
-    deny,
-    ingest_requests,
-)
+from swarm.runtime.desk import answer_by_policy, answer_plan, approve, deny
+from swarm.runtime.lead_inbox import LeadInbox, LeadMessage
 from swarm.runtime.member_kinds import reap_dead
 
 log = logging.getLogger(__name__)
@@ -51,18 +42,6 @@ class Asker(Protocol):
 
 
 @dataclass
-class LeadMessage:
-    sender: str
-    kind: str
-    """message, idle, permission_request, plan_request, shutdown_approved, shutdown_rejected, terminated, frame"""
-    text: str
-    summary: str | None
-    timestamp: str
-    frame: Any = field(default=None, repr=False, compare=False)
-    """The admitted frame the entry carried (None for plain text)."""
-
-
-@dataclass
 class Coordinator:
     home: Home
     team: str
@@ -75,7 +54,6 @@ class Coordinator:
     pending and are handed here (every pump, until answered); ``asker`` is not used."""
     on_message: Callable[[LeadMessage], None] = lambda m: None
     on_decision: Callable[[PermissionEvent], None] = lambda d: None
-    messages: list[LeadMessage] = field(default_factory=list)
     results: dict[str, str] = field(default_factory=dict)
     failures: dict[str, str] = field(default_factory=dict)
     idle_seen: set[str] = field(default_factory=set)
@@ -83,36 +61,33 @@ class Coordinator:
     def __post_init__(self) -> None:
         self.mailbox = Mailbox(self.home, self.team)
         self.permlog = PermissionLog(self.home, self.team)
-        self._watcher = self.mailbox.watcher(LEAD_NAME)
+        self.inbox = LeadInbox(self.home, self.team)
+        """The one consumer of the lead's inbox in this process; a shutdown run here waits on it too."""
+        self.inbox.subscribe(self._saw)
+
+    @property
+    def messages(self) -> list[LeadMessage]:
+        """Everything that reached the lead, oldest first (recorded by ``inbox``, whoever collected it)."""
+        return self.inbox.messages
 
     def close(self) -> None:
-        self._watcher.close()
+        self.inbox.close()
 
     def pump(self, timeout: float) -> None:
         """Handle everything that reached the lead, waiting up to ``timeout`` s for something to arrive."""
-        if not self.mailbox.pending(LEAD_NAME):
-            self._watcher.wait(timeout)
-        for entry in self.mailbox.take(LEAD_NAME):
-            self._record(entry)
+        self.inbox.pump(timeout)
         self._answer_pending()
         reap_dead(self.home, self.team)
 
-    def _record(self, entry: InboxEntry) -> None:
-        senders = TeamStore(self.home).get(self.team).unmarked_senders()
-        frame = entry_frame(entry, unmarked_from=senders)
-        if isinstance(frame, PermissionRequest) and senders:
-            ingest_requests(self.home, self.team, [entry])  # a Claude Code teammate keeps no permission record
-        message = LeadMessage(entry.sender, _kind(frame), entry.text, entry.summary, entry.timestamp,
-                              frame=None if isinstance(frame, str) else frame)
+    def _saw(self, message: LeadMessage) -> None:
+        """One message the inbox recorded (on the thread that collected it): what it says of its sender."""
+        frame = message.frame
         if isinstance(frame, IdleNotification):
             self.idle_seen.add(frame.sender)
             if frame.result is not None:
                 self.results[frame.sender] = frame.result
             if frame.idle_reason == "failed":
                 self.failures[frame.sender] = frame.failure_reason or "failed"
-        if isinstance(frame, TeammateTerminated):
-            message.text = frame.message
-        self.messages.append(message)
         self.on_message(message)
 
     def _answer_pending(self) -> None:
@@ -162,7 +137,7 @@ class Coordinator:
 
     def _reading(self) -> tuple[tuple[object, ...], ...] | None:
         """What every live teammate is doing, or None while anything is pending or anyone works."""
-        if self.permlog.pending() or self.mailbox.pending(LEAD_NAME):
+        if self.permlog.pending() or self.inbox.waiting():
             return None
         if any(self.mailbox.pending(m.name) for m in self._teammates(TeamStore(self.home).read_file(self.team))):
             return None  # the inboxes first ...
@@ -177,13 +152,3 @@ class Coordinator:
     def _teammates(team: TeamFile) -> list[Member]:
         return [m for m in team.members if m.name != LEAD_NAME and m.present()]
 
-
-def _kind(frame: object) -> str:
-    kinds: Mapping[type, str] = {
-        IdleNotification: "idle", PermissionRequest: "permission_request", PlanApprovalRequest: "plan_request",
-        ShutdownApproved: "shutdown_approved", ShutdownRejected: "shutdown_rejected",
-        TeammateTerminated: "terminated",
-    }
-    if isinstance(frame, str):
-        return "message"
-    return kinds.get(type(frame), "frame")

@@ -37,7 +37,7 @@ from swarm.core.teams import TeamStore
 from swarm.errors import BackendError, SwarmError
 from swarm.models.base import ModelProvider
 from swarm.models.scripted import SCRIPTED, ScriptedProvider
-from swarm.runtime.coordinator import LeadMessage
+from swarm.runtime.lead_inbox import LeadMessage
 from swarm.runtime.lead import LeadOutcome, LeadTeam, run_lead
 from swarm.runtime.sample import examples_dir, make_sample_repo
 from swarm.runtime.up import Report, stop_team

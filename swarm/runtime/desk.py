@@ -9,6 +9,11 @@ described from the request's input by the one describer
 (``agent.permissions.describe``), never the description its sender wrote —
 ``swarm permissions``, the ``swarm up`` prompt and the interactive desk all
 show that line, whole.
+
+The desk never reads the lead's inbox: the requests Claude Code teammates
+send there are recorded by the process's one consumer of it
+(``runtime.lead_inbox``; in the CLI, ``lead_inbox.catch_up``) before the desk
+lists or answers them.
 """
 
 from __future__ import annotations
@@ -62,18 +67,18 @@ def requester_cwd(team_file: TeamFile, agent: str) -> Path:
 
 
 def pending(home: Home, team: str) -> list[PermissionEvent]:
+    """The requests nobody answered yet (those of Claude Code teammates once the lead's inbox was collected)."""
     TeamStore(home).get(team)
-    ingest_requests(home, team)
     return PermissionLog(home, team).pending()
 
 
-def ingest_requests(home: Home, team: str, entries: Iterable[InboxEntry] | None = None) -> list[PermissionEvent]:
+def ingest_requests(home: Home, team: str, entries: Iterable[InboxEntry]) -> list[PermissionEvent]:
     """Record the permission and plan-approval requests Claude Code teammates wrote to the lead's inbox.
 
     swarm's teammates record their requests in ``permissions.jsonl`` themselves;
     Claude Code's only write the frame, so the lead side records them here
-    (once each) and they are answered like any other. ``entries``: those a
-    caller took from the inbox already; default, the inbox as it is.
+    (once each) and they are answered like any other. ``entries``: what the
+    lead's inbox consumer (``runtime.lead_inbox``) collected.
     """
     team_file = TeamStore(home).get(team)
     senders = team_file.unmarked_senders()
@@ -82,7 +87,7 @@ def ingest_requests(home: Home, team: str, entries: Iterable[InboxEntry] | None 
     permlog = PermissionLog(home, team)
     known = {event.request_id for event in permlog.events()}
     added = []
-    for entry in Mailbox(home, team).read(LEAD_NAME) if entries is None else entries:
+    for entry in entries:
         frame = entry_frame(entry, unmarked_from=senders)
         if not isinstance(frame, (PermissionRequest, PlanApprovalRequest)) or frame.request_id in known \
                 or entry.sender not in senders:
@@ -105,7 +110,6 @@ def approve(home: Home, team: str, request_id: str, *, always: bool = False, by:
             updated_input: dict[str, Any] | None = None) -> PermissionEvent:
     """Let the call run; ``always`` also adds the suggested rule for that teammate."""
     permlog = PermissionLog(home, team)
-    ingest_requests(home, team)
     request = _permission(permlog, request_id)
     own = request.permission_suggestions if always else []  # a Claude Code teammate applies its own suggestions
     rule = _rule_to_add(request) if always and not own else None
@@ -122,7 +126,6 @@ def approve(home: Home, team: str, request_id: str, *, always: bool = False, by:
 
 def deny(home: Home, team: str, request_id: str, *, reason: str | None = None, by: str = "lead") -> PermissionEvent:
     permlog = PermissionLog(home, team)
-    ingest_requests(home, team)
     request = _permission(permlog, request_id)
     why = reason or "denied by the lead"
 
@@ -137,7 +140,6 @@ def answer_plan(home: Home, team: str, request_id: str, *, approved: bool, feedb
     if mode is not None and mode not in PERMISSION_MODES:
         raise UsageError(f"unknown permission mode {mode!r}; use one of {', '.join(PERMISSION_MODES)}")
     permlog = PermissionLog(home, team)
-    ingest_requests(home, team)
     request = permlog.request(request_id)
     if request.kind != "plan":
         raise UsageError(f"{request_id} is a permission request; answer it with `swarm approve` or `swarm deny`")

@@ -7,7 +7,7 @@ answers plans through the desk and asks teammates to stop.
 
 ``run_lead`` is the lead's loop. After each of its turns, while it leads a
 team, it waits — event-driven, on its inbox in the team it leads *now*
-(``LeadInbox``: a lead may delete its team and create another) — and what the
+(``TeamFollower``: a lead may delete its team and create another) — and what the
 teammates sent becomes its next turn: messages as ``<teammate-message>``,
 idle notifications in a compact form, plan requests to answer, deaths.
 Permission requests never reach the model: the team's lead policy (and
@@ -22,6 +22,7 @@ there; the team directory and task list stay.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -47,8 +48,9 @@ from swarm.core.protocol import CLAUDE_RUNTIME, LeadPolicy
 from swarm.core.signing import rotate_lead_key
 from swarm.core.teams import TeamStore
 from swarm.errors import SwarmError
-from swarm.runtime.coordinator import Coordinator, LeadMessage
+from swarm.runtime.coordinator import Coordinator
 from swarm.runtime.desk import answer_plan
+from swarm.runtime.lead_inbox import LeadInbox, LeadMessage
 from swarm.runtime.shutdown import Outcome
 from swarm.runtime.spawn import SpawnRequest, spawn_reporting, wait_joined
 from swarm.runtime.up import Report, stop_team, team_report
@@ -147,9 +149,14 @@ class LeadTeam:
         request_id = request_shutdown(self.home, team, name, reason)
         return f"Asked {name} to shut down ({request_id}); its answer arrives as a message."
 
-    def stop_teams(self, *, timeout: float, reason: str = "team going down") -> dict[str, list[Outcome]]:
-        """The shutdown handshake for every team this lead created that is still there, by team."""
-        return {team: stop_team(self.home, team, self.env, timeout=timeout, reason=reason)
+    def stop_teams(self, *, timeout: float, reason: str = "team going down",
+                   inboxes: Mapping[str, LeadInbox] | None = None) -> dict[str, list[Outcome]]:
+        """The shutdown handshake for every team this lead created that is still there, by team.
+
+        ``inboxes``: the lead's inbox of a team as this process's coordinator consumes it, by team.
+        """
+        return {team: stop_team(self.home, team, self.env, timeout=timeout, reason=reason,
+                                inbox=(inboxes or {}).get(team))
                 for team in dict.fromkeys(self.led) if TeamStore(self.home).exists(team)}
 
     def _team(self) -> str:
@@ -158,12 +165,13 @@ class LeadTeam:
         return self.team
 
 
-class LeadInbox:
-    """The lead's inbox in the team it leads *now*: a ``Coordinator`` for ``lead.team``.
+class TeamFollower:
+    """The coordinator of the team the lead leads *now* (``lead.team``): one per team, so one consumer of its inbox.
 
     A lead may delete its team and create another; ``follow`` then closes the
     old team's coordinator and makes one for the new team (``make``), so the
-    lead never reads a deleted team's inbox.
+    lead never reads a deleted team's inbox. Threads may share one follower:
+    each ``follow`` of the same team returns the same coordinator.
     """
 
     def __init__(self, lead: LeadTeam, make: Callable[[str], Coordinator]) -> None:
@@ -172,24 +180,32 @@ class LeadInbox:
         self.coordinator: Coordinator | None = None
         self._created = 0
         self._seen = 0
+        self._lock = threading.Lock()
 
     def follow(self) -> Coordinator | None:
         """The coordinator of the team the lead leads now (None while it leads none)."""
-        current = (self.lead.team, len(self.lead.led))
-        if self.coordinator is not None and (self.coordinator.team, self._created) != current:
-            self.close()
-        if self.coordinator is None and self.lead.team is not None:
-            self.coordinator, self._created, self._seen = self._make(self.lead.team), len(self.lead.led), 0
-        return self.coordinator
+        with self._lock:
+            current = (self.lead.team, len(self.lead.led))
+            if self.coordinator is not None and (self.coordinator.team, self._created) != current:
+                self._close()
+            if self.coordinator is None and self.lead.team is not None:
+                self.coordinator, self._created, self._seen = self._make(self.lead.team), len(self.lead.led), 0
+            return self.coordinator
 
     def fresh(self) -> list[LeadMessage]:
-        """What the coordinator recorded since the last call."""
-        if self.coordinator is None:
-            return []
-        fresh, self._seen = self.coordinator.messages[self._seen:], len(self.coordinator.messages)
-        return fresh
+        """What the coordinator recorded since the last call (whichever thread collected it)."""
+        with self._lock:
+            if self.coordinator is None:
+                return []
+            recorded = self.coordinator.inbox.recorded()
+            fresh, self._seen = recorded[self._seen:], len(recorded)
+            return fresh
 
     def close(self) -> None:
+        with self._lock:
+            self._close()
+
+    def _close(self) -> None:
         if self.coordinator is not None:
             self.coordinator.close()
             self.coordinator = None
@@ -217,20 +233,24 @@ def run_lead(session: MainSession, lead: LeadTeam, prompt: str, *, timeout: floa
     run = session.start(prompt)
     if not lead.led:
         return LeadOutcome(run, None, None, "no_team")
-    inbox = LeadInbox(lead, lambda team: Coordinator(lead.home, team, plans_by_model=True, on_message=on_message,
-                                                     on_decision=on_decision))
+    follower = TeamFollower(lead, lambda team: Coordinator(lead.home, team, plans_by_model=True,
+                                                           on_message=on_message, on_decision=on_decision))
     reason = "done"
     try:
-        run, reason = _lead_loop(session, lead, inbox, run, deadline)
+        run, reason = _lead_loop(session, lead, follower, run, deadline)
     except KeyboardInterrupt:
         reason = "interrupted"
     finally:
-        # the handshake when the run ended or was interrupted; at the time limit nothing more is waited for
-        outcomes = lead.stop_teams(timeout=0.0 if reason == "timeout" else shutdown_timeout)
-        coordinator = inbox.follow() if lead.team in outcomes else None  # the team it leads at the end, if any
-        if coordinator is not None:
+        # the handshake when the run ended or was interrupted; at the time limit nothing more is waited for;
+        # the answers are heard through the coordinator of the team it leads at the end, if any
+        coordinator = follower.follow()
+        outcomes = lead.stop_teams(timeout=0.0 if reason == "timeout" else shutdown_timeout,
+                                   inboxes={coordinator.team: coordinator.inbox} if coordinator else None)
+        if coordinator is not None and coordinator.team in outcomes:
             coordinator.pump(0)
-        inbox.close()
+        else:
+            coordinator = None
+        follower.close()
     report = None
     if coordinator is not None:
         report = team_report(lead.home, coordinator.team, coordinator, outcomes[coordinator.team], reason,
@@ -238,21 +258,21 @@ def run_lead(session: MainSession, lead: LeadTeam, prompt: str, *, timeout: floa
     return LeadOutcome(run, lead.led[-1], report, reason)
 
 
-def _lead_loop(session: MainSession, lead: LeadTeam, inbox: LeadInbox, run: AgentRun,
+def _lead_loop(session: MainSession, lead: LeadTeam, follower: TeamFollower, run: AgentRun,
                deadline: float) -> tuple[AgentRun, str]:
     reminded = False
-    while (coordinator := inbox.follow()) is not None:
+    while (coordinator := follower.follow()) is not None:
         if time.monotonic() >= deadline:
             return run, "timeout"
         if session.ctx.turn.cancel.is_set():
             return run, "interrupted"
         coordinator.pump(min(PUMP, max(0.0, deadline - time.monotonic())))
-        texts = [t for t in (render(m) for m in inbox.fresh()) if t]
+        texts = [t for t in (render(m) for m in follower.fresh()) if t]
         if texts:
             run = session.turn("\n\n".join(texts))
             reminded = False
             continue
-        if not _active(lead) and not coordinator.mailbox.pending(LEAD_NAME):
+        if not _active(lead) and not coordinator.inbox.waiting():
             return run, "done"
         if _active(lead) and coordinator.settled():
             if reminded:

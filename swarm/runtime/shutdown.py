@@ -14,6 +14,13 @@ A member is marked gone (``core.members.mark_gone``) only after its
 processes are gone: a stop that fails leaves the member as it was.
 ``delete_team`` is ``swarm team delete``: with ``force`` a teammate that
 rejects the shutdown is killed too, before the team directory goes.
+
+The answers are read from what the process's one consumer of the lead's inbox
+recorded (``runtime.lead_inbox``): a caller that runs one (a coordinator) passes
+it, and the shutdown collects through it while it waits, so an answer the
+coordinator's pump takes meanwhile is still heard. Without one (``swarm
+shutdown``), the shutdown is that consumer for as long as it waits, and leaves
+the inbox as it is.
 """
 
 from __future__ import annotations
@@ -24,9 +31,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
-from swarm.core.frames import ShutdownApproved, ShutdownRejected, entry_frame
+from swarm.core.frames import ShutdownApproved, ShutdownRejected
 from swarm.core.home import Home
-from swarm.core.mailbox import Mailbox
 from swarm.core.members import (
     begin_stop,
     cancel_stop,
@@ -37,6 +43,7 @@ from swarm.core.names import LEAD_NAME
 from swarm.core.protocol import GONE_STATUSES, Member
 from swarm.core.teams import TeamStore
 from swarm.errors import NotFoundError
+from swarm.runtime.lead_inbox import LeadInbox
 from swarm.runtime.member_kinds import Machine, member_kind, reap_dead
 from swarm.runtime.worktrees import Worktree, settle
 
@@ -71,12 +78,15 @@ def live_members(home: Home, team: str, names: Iterable[str] | None = None) -> l
 
 
 def shutdown(home: Home, team: str, names: Iterable[str] | None, env: Mapping[str, str], *,
-             reason: str | None = None, timeout: float = 30.0, escalate: bool = False) -> list[Outcome]:
+             reason: str | None = None, timeout: float = 30.0, escalate: bool = False,
+             inbox: LeadInbox | None = None) -> list[Outcome]:
     """Ask each named (default: every) teammate to stop; force the ones that do not answer in time.
 
     With ``escalate`` a teammate that rejects the request is forced down too.
     A member that is not running (gone, or still starting) has the processes
     carrying its token stopped; one that was starting is marked ``killed``.
+    ``inbox``: the lead's inbox as this process's coordinator consumes it
+    (None: nothing here does; see the module docstring).
     """
     reap_dead(home, team)
     members = live_members(home, team, names)
@@ -84,7 +94,12 @@ def shutdown(home: Home, team: str, names: Iterable[str] | None, env: Mapping[st
     running = [m for m in members if member_kind(m, machine).running()]
     outcomes = [_sweep_gone(home, team, m, machine) for m in members if m not in running]
     requests = {m.name: request_shutdown(home, team, m.name, reason) for m in running}
-    outcomes += _await(home, team, running, requests, env, timeout, escalate)
+    answers = inbox if inbox is not None else LeadInbox(home, team, prune=False)
+    try:
+        outcomes += _await(home, team, running, requests, env, timeout, escalate, answers)
+    finally:
+        if inbox is None:
+            answers.close()
     return outcomes
 
 
@@ -108,15 +123,16 @@ def _sweep_gone(home: Home, team: str, member: Member, machine: Machine) -> Outc
 
 
 def _await(home: Home, team: str, members: list[Member], requests: dict[str, str],
-           env: Mapping[str, str], timeout: float, escalate: bool) -> list[Outcome]:
+           env: Mapping[str, str], timeout: float, escalate: bool, inbox: LeadInbox) -> list[Outcome]:
     deadline = time.monotonic() + timeout
     waiting = {m.name: m for m in members}
     outcomes = []
     machine = Machine(env, home)
     while waiting and time.monotonic() < deadline:
         machine = Machine(env, home)  # each round looks again (a batch scans Claude Code's processes once)
-        rejected = _rejections(home, team, requests)
-        approved = _approvals(home, team, requests)
+        inbox.collect()
+        rejected = _rejections(inbox, requests)
+        approved = _approvals(inbox, requests)
         for name, member in list(waiting.items()):
             if member_kind(member, machine).left(approved=name in approved):
                 outcomes.append(_finish(home, team, member, machine, "approved"))
@@ -138,21 +154,20 @@ def _await(home: Home, team: str, members: list[Member], requests: dict[str, str
     return outcomes
 
 
-def _rejections(home: Home, team: str, requests: dict[str, str]) -> dict[str, str]:
-    return {name: frame.reason for name, frame in _answers(home, team, requests, ShutdownRejected).items()}
+def _rejections(inbox: LeadInbox, requests: dict[str, str]) -> dict[str, str]:
+    return {name: frame.reason for name, frame in _answers(inbox, requests, ShutdownRejected).items()}
 
 
-def _approvals(home: Home, team: str, requests: dict[str, str]) -> set[str]:
-    return set(_answers(home, team, requests, ShutdownApproved))
+def _approvals(inbox: LeadInbox, requests: dict[str, str]) -> set[str]:
+    return set(_answers(inbox, requests, ShutdownApproved))
 
 
-def _answers(home: Home, team: str, requests: dict[str, str], kind: type[F]) -> dict[str, F]:
-    """Answers of ``kind`` to our requests in the lead's inbox, by teammate (each from the teammate asked)."""
+def _answers(inbox: LeadInbox, requests: dict[str, str], kind: type[F]) -> dict[str, F]:
+    """Answers of ``kind`` to our requests that reached the lead, by teammate (each from the teammate asked)."""
     by_id = {rid: name for name, rid in requests.items()}
     found: dict[str, F] = {}
-    senders = TeamStore(home).get(team).unmarked_senders()
-    for entry in Mailbox(home, team).read(LEAD_NAME):
-        frame = entry_frame(entry, unmarked_from=senders)
+    for message in inbox.recorded():
+        frame = message.frame
         if isinstance(frame, kind) and getattr(frame, "request_id", None) in by_id \
                 and getattr(frame, "sender", None) == by_id[getattr(frame, "request_id")]:
             found[by_id[getattr(frame, "request_id")]] = frame

@@ -27,7 +27,8 @@ from swarm.core.tasks import TaskStore
 from swarm.core.teams import TeamStore
 from swarm.errors import ConflictError, SwarmError
 from swarm.runtime import claude_teammate
-from swarm.runtime.coordinator import Coordinator, LeadMessage
+from swarm.runtime.coordinator import Coordinator
+from swarm.runtime.lead_inbox import LeadInbox, LeadMessage
 from swarm.runtime.member_kinds import Machine, member_kind
 from swarm.runtime.shutdown import Outcome, shutdown
 from swarm.runtime.spawn import SpawnRequest, spawn_reporting, wait_joined
@@ -154,12 +155,15 @@ def _request(spec: UpFile, member: MemberTable, cwd: Path, tmux_socket: str | No
 
 
 def stop_team(home: Home, team: str, env: Mapping[str, str], *, timeout: float,
-              reason: str = "team going down") -> list[Outcome]:
-    """The shutdown handshake for every teammate; a Ctrl-C while it runs forces the rest down at once."""
+              reason: str = "team going down", inbox: LeadInbox | None = None) -> list[Outcome]:
+    """The shutdown handshake for every teammate; a Ctrl-C while it runs forces the rest down at once.
+
+    ``inbox``: the lead's inbox as this process's coordinator consumes it (``shutdown``).
+    """
     try:
-        return shutdown(home, team, None, env, reason=reason, timeout=timeout)
+        return shutdown(home, team, None, env, reason=reason, timeout=timeout, inbox=inbox)
     except KeyboardInterrupt:
-        return shutdown(home, team, None, env, reason="forced by Ctrl-C during shutdown", timeout=0.0)
+        return shutdown(home, team, None, env, reason="forced by Ctrl-C during shutdown", timeout=0.0, inbox=inbox)
 
 
 # -- headless ------------------------------------------------------------------------------
@@ -195,11 +199,11 @@ def run_headless(home: Home, spec: UpFile, *, cwd: Path, env: Mapping[str, str],
         on_started(started)
         reason = _until_settled(coordinator, began + timeout)
     except BaseException:  # a failure while coordinating must not leave the team running
-        stop_team(home, spec.team.name, env, timeout=0.0)
+        stop_team(home, spec.team.name, env, timeout=0.0, inbox=coordinator.inbox)
         coordinator.close()
         raise
     try:
-        outcomes = stop_team(home, spec.team.name, env, timeout=spec.lead.shutdown_timeout)
+        outcomes = stop_team(home, spec.team.name, env, timeout=spec.lead.shutdown_timeout, inbox=coordinator.inbox)
         coordinator.pump(0)
     finally:
         coordinator.close()

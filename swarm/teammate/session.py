@@ -44,9 +44,8 @@ from swarm.core.mailbox import Mailbox, delivery_key
 from swarm.core.names import LEAD_NAME
 from swarm.core.protocol import InboxEntry
 from swarm.core.signing import LeadVerifier, VerifyKey
-from swarm.core.tasks import TaskStore
 from swarm.core.teams import TeamStore
-from swarm.errors import ModelError, SwarmError
+from swarm.errors import ModelError
 from swarm.models.base import ModelProvider
 from swarm.models.factory import make_provider
 from swarm.models.messages import Message, TextBlock, Usage
@@ -90,7 +89,6 @@ class TeammateSession:
         self.delivery = Delivery(self.mailbox, config.name, self.transcript)
         self.lead = LeadVerifier(VerifyKey.parse(config.lead_verify_key) if config.lead_verify_key else None,
                                  self.transcript.delivered_ids())
-        self.tasks = TaskStore(home, config.team)
         self.pane_id = env.get("TMUX_PANE", "") if config.backend == "tmux" else "subprocess"
         self.lifecycle = Lifecycle(config, home, self.mailbox, self.transcript, self.pane_id)
         self.gate = TeammateGate(config, home, self.mailbox, self.transcript, settings_rules(
@@ -258,7 +256,7 @@ class TeammateSession:
         ``before_idle`` runs once the model is done, before the teammate is marked idle.
         """
         self.ctx.turn.cancel.clear()
-        before = self._my_completed()
+        self.ctx.turn.completed_tasks.clear()  # TaskUpdate records what this turn completes: the list is never read
         try:
             run = run_agent(self.spec, self.conversation, self.ctx, inbound=self._inbound)
         except ModelError as exc:
@@ -278,19 +276,12 @@ class TeammateSession:
         self.usage = self.usage + run.usage
         self.lifecycle.idle(self.usage)
         self.lifecycle.notify_idle("available" if run.ok else "interrupted", result=run.text,
-                                   completed=self._completed_since(before))
+                                   completed=self._completed())
 
-
-    def _my_completed(self) -> set[str]:
-        """Ids of the team's tasks this teammate owns that are completed (a damaged list counts as none)."""
-        try:
-            return {t.id for t in self.tasks.list() if t.owner == self.config.name and t.status == "completed"}
-        except SwarmError:
-            return set()
-
-    def _completed_since(self, before: set[str]) -> str | None:
-        """The task this turn completed (the highest id if several), for the idle notification."""
-        done = self._my_completed() - before
+    def _completed(self) -> str | None:
+        """The task this turn completed with TaskUpdate and still holds (the highest id if several), for the
+        idle notification."""
+        done = self.ctx.turn.completed_tasks
         return max(done, key=int) if done else None
 
 

@@ -22,6 +22,7 @@ from swarm.core.protocol import InboxEntry, Member
 from swarm.core.signing import LeadVerifier, VerifyKey, verify_key_arg
 from swarm.core.teams import TeamStore
 from swarm.runtime import desk
+from swarm.runtime.lead_inbox import catch_up
 
 TEAM = "mix"
 T = "2026-12-01T10:00:00.000Z"
@@ -73,6 +74,7 @@ def test_its_requests_in_anothers_name_never_reach_the_desk(home: Home, team: st
                                     "from": "alice", "timestamp": T, "planContent": "take over"})
     _write(home, LEAD_NAME, "bob", {"type": "plan_approval_request", "requestId": "plan_approval-2@bob",
                                     "from": "bob", "timestamp": T, "planContent": "my own plan"})
+    catch_up(home, team)  # the CLI's look at the lead's inbox: what Claude Code teammates asked is recorded
     pending = desk.pending(home, team)
     assert [(e.agent, e.kind, e.plan) for e in pending] == [("bob", "plan", "my own plan")]
 
@@ -97,6 +99,7 @@ def _shutdown(request_id: str) -> ShutdownRequest:
 def test_a_plan_request_it_sends_is_answered_with_the_digest_of_that_plan(home: Home, team: str) -> None:
     _write(home, LEAD_NAME, "bob", {"type": "plan_approval_request", "requestId": "plan_approval-9@bob",
                                     "from": "bob", "timestamp": T, "planContent": "step 1\nstep 2"})
+    catch_up(home, team)
     desk.answer_plan(home, team, "plan_approval-9@bob", approved=True)
     (answer,) = Mailbox(home, team).read("bob")
     body = json.loads(answer.text)

@@ -37,10 +37,12 @@ from swarm.core.frames import (
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.names import LEAD_NAME
+from swarm.core.permlog import PermissionEvent
 from swarm.core.protocol import InboxEntry
 from swarm.core.tasks import TaskStore
 from swarm.core.teams import TeamStore
 from swarm.runtime import desk
+from swarm.runtime.lead_inbox import catch_up
 from swarm.runtime.sample import make_sample_repo
 from swarm.runtime.shutdown import shutdown
 from swarm.runtime.spawn import SpawnRequest, spawn, wait_joined
@@ -218,10 +220,10 @@ def test_a_claude_code_teammate_works_beside_a_swarm_teammate(
 
         # bob asks to run Bash; the lead approves through the permission desk (a signed response)
         def asked() -> bool:
-            return any(e.agent == "bob" and e.tool == "Bash" for e in desk.pending(home, TEAM))
+            return any(e.agent == "bob" and e.tool == "Bash" for e in _pending(home))
 
         retry_until(asked, 60, interval=0.1, what="bob's permission request")
-        request = next(e for e in desk.pending(home, TEAM) if e.agent == "bob")
+        request = next(e for e in _pending(home) if e.agent == "bob")
         assert request.input["command"] == "touch bob-proof.txt"
         desk.approve(home, TEAM, request.request_id)
 
@@ -250,9 +252,9 @@ def test_a_claude_code_teammate_works_beside_a_swarm_teammate(
         assert any(isinstance(f, PermissionRequest) and f.tool_use_id == "toolu_bob_bash" for _, f in _lead_frames(home))
 
         # carol's plan reaches the lead's desk like a swarm teammate's, and the lead's signed answer reaches her
-        retry_until(lambda: any(e.kind == "plan" and e.agent == "carol" for e in desk.pending(home, TEAM)), 60,
+        retry_until(lambda: any(e.kind == "plan" and e.agent == "carol" for e in _pending(home)), 60,
                     interval=0.1, what="carol's plan")
-        plan = next(e for e in desk.pending(home, TEAM) if e.kind == "plan")
+        plan = next(e for e in _pending(home) if e.kind == "plan")
         assert plan.plan == "CAROL-PLAN: change nothing"
 
         def idle_since_plan() -> bool:  # answer once her turn is over, as a lead reading her inbox would
@@ -319,3 +321,9 @@ def test_the_mixed_example_team_runs_headless(tmp_path: Path, api: FakeAnthropic
     assert stopped == {"history": "approved", "reviewer": "approved"}, report["members"]
     panes = subprocess.run(["tmux", "-S", tmux_socket, "list-panes", "-a"], capture_output=True, text=True)
     assert panes.stdout.strip() == ""
+
+
+def _pending(home: Home) -> list[PermissionEvent]:
+    """The desk's pending requests after the CLI's look at the lead's inbox (what Claude Code asked is recorded)."""
+    catch_up(home, TEAM)
+    return desk.pending(home, TEAM)

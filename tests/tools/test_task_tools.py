@@ -201,3 +201,26 @@ def test_a_corrupt_task_file_is_one_warning_line_in_the_list(team_ctx: ToolConte
     lines = call(TaskList()).splitlines()
     assert lines[0] == "#1 [pending] a"
     assert len(lines) == 2 and lines[1].startswith("warning: task 2 of team 'crew' did not parse and was left in place ")
+
+
+def test_a_completion_is_recorded_when_taskupdate_sets_it_and_only_while_it_holds(
+        team_ctx: ToolContext, store: TaskStore, call: Call) -> None:
+    """``ctx.turn.completed_tasks`` is what a teammate's idle notification reports: the tasks it completed and holds."""
+    for subject in ("one", "two", "three", "four", "five"):
+        store.create(subject)
+    store.create("bob's", owner="bob")
+    for task in ("1", "2", "3", "4", "5"):
+        call(TaskUpdate(), taskId=task, status="in_progress")
+    assert team_ctx.completed_tasks == []  # a claim completes nothing
+    for task in ("2", "1", "3", "4", "5"):
+        call(TaskUpdate(), taskId=task, status="completed")
+    assert team_ctx.completed_tasks == ["2", "1", "3", "4", "5"]
+    call(TaskUpdate(), taskId="1", metadata={"note": "x"})  # an edit of a completed task is no new completion
+    call(TaskUpdate(), taskId="3", status="in_progress")  # reopened
+    call(TaskUpdate(), taskId="4", owner="bob")  # given away
+    call(TaskUpdate(), taskId="5", status="deleted")
+    assert team_ctx.completed_tasks == ["2", "1"]
+    call(TaskUpdate(), taskId="6", status="completed")  # bob's task, completed by alice: not hers to report
+    with pytest.raises(ToolError, match="already completed"):
+        call(TaskUpdate(), taskId="2", status="completed")
+    assert team_ctx.completed_tasks == ["2", "1"]

@@ -93,6 +93,9 @@ class TurnState:
     """Allow rules for the rest of this turn (an active skill's ``allowed-tools``); the gate adds them."""
     running: Running | None = None
     """The agent this call belongs to (its spec and conversation), set by ``run_agent``."""
+    completed_tasks: list[str] = field(default_factory=list)
+    """Ids of the tasks this agent completed with TaskUpdate and still holds, oldest first (its subagents share
+    the list); a teammate's session clears it when a turn starts and reports the turn's in its idle notification."""
 
 
 class ChildAgents(Protocol):

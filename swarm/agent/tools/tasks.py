@@ -14,6 +14,10 @@ names (``taskId``, ``activeForm``, ``addBlocks``, ``addBlockedBy``).
 - Setting the owner to someone else checks that they are a member first,
   then sends them a ``task_assignment`` frame.
 - ``owner: ""`` (or null) clears the owner.
+- A task an update completes, held by the agent that made it, is recorded in
+  ``ctx.turn.completed_tasks`` (taken out again if a later update reopens it,
+  gives it away or deletes it): a teammate reports the task its turn
+  completed from there, without reading the task list.
 
 They change only the task list, never the workspace, so they run without a
 permission prompt (``read_only``), like SendMessage.
@@ -149,6 +153,7 @@ class TaskUpdate(Tool[TaskUpdateInput]):
             add_blocks=[str(i) for i in args.add_blocks or ()],
             add_blocked_by=[str(i) for i in args.add_blocked_by or ()]))
         task = change.task
+        _note_completion(ctx, task_id, task, args.status)
         if task is None:
             return f"Task #{task_id} deleted."
         if change.assigned_to is not None:
@@ -224,6 +229,16 @@ def _mailbox(ctx: ToolContext) -> Mailbox:
     if ctx.services.mailbox is None:
         raise ToolError("no team: this agent has no mailbox to tell a teammate with")
     return ctx.services.mailbox
+
+
+def _note_completion(ctx: ToolContext, task_id: str, task: Task | None, status: str | None) -> None:
+    """Keep ``ctx.turn.completed_tasks``: a task this update completed, held by this agent, goes in; one it reopened,
+    gave away or deleted comes out."""
+    held = task is not None and task.status == "completed" and task.owner == ctx.agent_name
+    if task_id in ctx.turn.completed_tasks and not held:
+        ctx.turn.completed_tasks.remove(task_id)
+    if held and status == "completed" and task_id not in ctx.turn.completed_tasks:
+        ctx.turn.completed_tasks.append(task_id)
 
 
 def _owner_given(args: TaskUpdateInput) -> str | None | Unset:
