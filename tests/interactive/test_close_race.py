@@ -22,6 +22,7 @@ import psutil
 import pytest
 
 from swarm.agent.tools import ToolContext
+from swarm.agent.tools.context import AgentIdentity
 from swarm.backends.procs import kill_tree
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
@@ -54,7 +55,7 @@ class _Session:
     """The lead's session as ``Chat`` uses it at close: nothing runs in it (no turn is part of this race)."""
 
     def __init__(self, cwd: Path) -> None:
-        self.ctx = ToolContext(cwd=cwd)
+        self.ctx = ToolContext(AgentIdentity(cwd=cwd))
         self.closed = False
 
     def close(self) -> None:
@@ -79,7 +80,7 @@ def test_a_rejection_taken_by_the_inbox_watcher_still_reaches_the_shutdown_at_cl
     book = tmp_path / "refuser.toml"
     book.write_text(REFUSER)
     lead = LeadTeam(home, dict(os.environ), work, backend="subprocess", playbooks={"mule": book})
-    ctx = ToolContext(cwd=work)
+    ctx = ToolContext(AgentIdentity(cwd=work))
     lead.create("t", None, ctx)
     lead.spawn(ctx, name="mule", prompt="hello", agent_type=None, model=None, runtime=None, isolation=None,
                plan_mode_required=False, mode=None, cwd=None)

@@ -211,16 +211,16 @@ def test_a_completion_is_recorded_when_taskupdate_sets_it_and_only_while_it_hold
     store.create("bob's", owner="bob")
     for task in ("1", "2", "3", "4", "5"):
         call(TaskUpdate(), taskId=task, status="in_progress")
-    assert team_ctx.completed_tasks == []  # a claim completes nothing
+    assert team_ctx.turn.completed_tasks == []  # a claim completes nothing
     for task in ("2", "1", "3", "4", "5"):
         call(TaskUpdate(), taskId=task, status="completed")
-    assert team_ctx.completed_tasks == ["2", "1", "3", "4", "5"]
+    assert team_ctx.turn.completed_tasks == ["2", "1", "3", "4", "5"]
     call(TaskUpdate(), taskId="1", metadata={"note": "x"})  # an edit of a completed task is no new completion
     call(TaskUpdate(), taskId="3", status="in_progress")  # reopened
     call(TaskUpdate(), taskId="4", owner="bob")  # given away
     call(TaskUpdate(), taskId="5", status="deleted")
-    assert team_ctx.completed_tasks == ["2", "1"]
+    assert team_ctx.turn.completed_tasks == ["2", "1"]
     call(TaskUpdate(), taskId="6", status="completed")  # bob's task, completed by alice: not hers to report
     with pytest.raises(ToolError, match="already completed"):
         call(TaskUpdate(), taskId="2", status="completed")
-    assert team_ctx.completed_tasks == ["2", "1"]
+    assert team_ctx.turn.completed_tasks == ["2", "1"]

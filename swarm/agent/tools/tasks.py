@@ -234,7 +234,7 @@ def _mailbox(ctx: ToolContext) -> Mailbox:
 def _note_completion(ctx: ToolContext, task_id: str, task: Task | None, status: str | None) -> None:
     """Keep ``ctx.turn.completed_tasks``: a task this update completed, held by this agent, goes in; one it reopened,
     gave away or deleted comes out."""
-    held = task is not None and task.status == "completed" and task.owner == ctx.agent_name
+    held = task is not None and task.status == "completed" and task.owner == ctx.identity.name
     if task_id in ctx.turn.completed_tasks and not held:
         ctx.turn.completed_tasks.remove(task_id)
     if held and status == "completed" and task_id not in ctx.turn.completed_tasks:
