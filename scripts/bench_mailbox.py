@@ -100,7 +100,7 @@ class Inbox(Protocol):
 
 class SwarmInbox:
     def __init__(self, root: Path, fsync: bool = True) -> None:
-        from swarm.core.codecs import InboxCodec
+        from swarm.core.document_codecs import InboxCodec
         from swarm.core.home import Home
         from swarm.core.jsonfile import LockedJsonFile
         from swarm.core.mailbox import Mailbox

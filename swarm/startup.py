@@ -5,7 +5,7 @@ classes, pydantic schemas, dataclass methods) that all live until the process
 ends. The collector keeps scanning them while they are made, which costs a
 teammate about a fifth of its start-up CPU, and in every later full collection
 for as long as it runs. So a process's entry point calls ``hold_collector``
-before its heavy imports and ``settle`` once they are done: what exists then
+before its heavy imports and ``startup_done`` once they are done: what exists then
 is moved out of the collector's sight for good (``gc.freeze``) and collection
 resumes for everything made after.
 
@@ -20,11 +20,11 @@ import gc
 
 
 def hold_collector() -> None:
-    """No cyclic collection until ``settle``: start-up objects are all kept anyway."""
+    """No cyclic collection until ``startup_done``: start-up objects are all kept anyway."""
     gc.disable()
 
 
-def settle() -> None:
+def startup_done() -> None:
     """Start-up is over: freeze what it made and collect again. Does nothing unless ``hold_collector`` ran."""
     if gc.isenabled():
         return

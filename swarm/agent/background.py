@@ -27,7 +27,7 @@ from html import escape
 from pathlib import Path
 from typing import Literal, Protocol
 
-from swarm.agent.inbound import neutral
+from swarm.agent.peer_messages import neutral
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ STOP_JOIN = 5.0
 
 
 @dataclass
-class BackgroundTask:
+class BackgroundAgent:
     """One background subagent, as the parent can see it."""
 
     id: str
@@ -79,7 +79,7 @@ class BackgroundTask:
         return "\n".join(lines)
 
 
-def notification_text(task: BackgroundTask) -> str:
+def notification_text(task: BackgroundAgent) -> str:
     """The ``<task-notification>`` the parent reads as a new user turn."""
     verb = {"completed": "completed", "failed": "failed", "killed": "was stopped"}.get(task.status, task.status)
     body = task.result if task.status == "completed" else (task.error or task.result or "")
@@ -90,14 +90,14 @@ def notification_text(task: BackgroundTask) -> str:
             f"duration_ms: {task.duration_ms}</usage>\n</task-notification>")
 
 
-Work = Callable[[BackgroundTask, bool], str]
+Work = Callable[[BackgroundAgent, bool], str]
 """A background task's body: ``(task, first round?) -> result``."""
 
 
 class NotificationSink(Protocol):
     """Where a parent receives its children's notifications."""
 
-    def post(self, task: BackgroundTask) -> None: ...
+    def post(self, task: BackgroundAgent) -> None: ...
 
 
 class QueueSink:
@@ -107,7 +107,7 @@ class QueueSink:
         self._texts: deque[str] = deque()
         self._ready = threading.Condition()
 
-    def post(self, task: BackgroundTask) -> None:
+    def post(self, task: BackgroundAgent) -> None:
         with self._ready:
             self._texts.append(notification_text(task))
             self._ready.notify_all()
@@ -130,11 +130,11 @@ class BackgroundAgents:
 
     def __init__(self, sink: NotificationSink) -> None:
         self.sink = sink
-        self._tasks: dict[str, BackgroundTask] = {}
+        self._tasks: dict[str, BackgroundAgent] = {}
         self._threads: dict[str, threading.Thread] = {}
         self._lock = threading.Lock()
 
-    def start(self, task: BackgroundTask, work: Work) -> BackgroundTask:
+    def start(self, task: BackgroundAgent, work: Work) -> BackgroundAgent:
         """Run ``work(task, first)`` in a thread; its return value is the result, an exception the failure.
 
         ``first`` is False when ``work`` runs again for messages that arrived as it finished.
@@ -146,7 +146,7 @@ class BackgroundAgents:
         thread.start()
         return task
 
-    def _run(self, task: BackgroundTask, work: Work) -> None:
+    def _run(self, task: BackgroundAgent, work: Work) -> None:
         """Run ``work`` until it ends with nothing queued for it; messages that came meanwhile start another round."""
         first = True
         while True:
@@ -160,7 +160,7 @@ class BackgroundAgents:
             if self._finish(task, "killed" if task.cancel.is_set() else "completed", result=result):
                 return
 
-    def _finish(self, task: BackgroundTask, status: TaskStatus, *, result: str | None = None,
+    def _finish(self, task: BackgroundAgent, status: TaskStatus, *, result: str | None = None,
                 error: str | None = None) -> bool:
         """End the task and notify, once; False (and nothing changes) while messages wait for a completed task."""
         with self._lock:
@@ -175,7 +175,7 @@ class BackgroundAgents:
         self.sink.post(task)
         return True
 
-    def deliver(self, task: BackgroundTask, text: str) -> bool:
+    def deliver(self, task: BackgroundAgent, text: str) -> bool:
         """Queue ``text`` for ``task`` if it is still running (True); False if it has ended."""
         with self._lock:
             if task.status != "running":
@@ -183,14 +183,14 @@ class BackgroundAgents:
             task.inbox.append(text)
             return True
 
-    def drain(self, task: BackgroundTask) -> list[str]:
+    def drain(self, task: BackgroundAgent) -> list[str]:
         """The messages queued for ``task``, each handed out once."""
         with self._lock:
             texts = list(task.inbox)
             task.inbox.clear()
             return texts
 
-    def resume(self, task: BackgroundTask, cancel: threading.Event, work: Work) -> None:
+    def resume(self, task: BackgroundAgent, cancel: threading.Event, work: Work) -> None:
         """Run an ended task again (a new message for it): running, and owing one more notification."""
         with self._lock:
             task.status, task.result, task.error, task.ended, task.notified = "running", None, None, None, False
@@ -199,7 +199,7 @@ class BackgroundAgents:
         self._threads[task.id] = thread
         thread.start()
 
-    def get(self, key: str) -> BackgroundTask | None:
+    def get(self, key: str) -> BackgroundAgent | None:
         """A task by id, or by name (the latest one of that name)."""
         with self._lock:
             if key in self._tasks:
@@ -207,7 +207,7 @@ class BackgroundAgents:
             named = [t for t in self._tasks.values() if t.name == key]
             return named[-1] if named else None
 
-    def running(self) -> list[BackgroundTask]:
+    def running(self) -> list[BackgroundAgent]:
         with self._lock:
             return [t for t in self._tasks.values() if t.status == "running"]
 
@@ -216,14 +216,14 @@ class BackgroundAgents:
         with self._lock:
             return any(not t.notified for t in self._tasks.values())
 
-    def wait(self, task: BackgroundTask, timeout: float) -> bool:
+    def wait(self, task: BackgroundAgent, timeout: float) -> bool:
         """Block until ``task``'s thread is done (True) or ``timeout`` passes."""
         thread = self._threads.get(task.id)
         if thread is not None:
             thread.join(timeout)
         return task.status != "running"
 
-    def stop(self, task: BackgroundTask) -> None:
+    def stop(self, task: BackgroundAgent) -> None:
         """Ask the task to stop after its current step; it counts as killed from now on."""
         task.cancel.set()
         with self._lock:

@@ -14,7 +14,7 @@ RESUMED_NOTE = "interrupted: the agent stopped before this tool ran; check its e
 
 
 class OwedSync:
-    """The fsync a message added with ``sync_later`` still owes; ``settle`` does it once, on any thread."""
+    """The fsync a message added with ``sync_later`` still owes; ``pay`` does it once, on any thread."""
 
     def __init__(self, transcript: Transcript) -> None:
         self._transcript = transcript
@@ -22,7 +22,7 @@ class OwedSync:
         self._settled = False
         self._error: StorageError | None = None
 
-    def settle(self) -> None:
+    def pay(self) -> None:
         """Until the line is on disk: fsync it here, or wait for the thread already doing it; its error, if any."""
         with self._lock:
             if not self._settled:
@@ -72,7 +72,7 @@ class Conversation:
 
         ``usage`` (a model reply's tokens, cache reads and writes included) goes into its transcript line.
         ``sync_later`` (with ``delivered``) returns that write's fsync instead of waiting for it, for
-        another thread to ``settle`` while the model starts; ``make_durable`` waits for it before any tool.
+        another thread to ``pay`` while the model starts; ``make_durable`` waits for it before any tool.
         """
         self.messages.append(message)
         if self.observer is not None:
@@ -90,7 +90,7 @@ class Conversation:
     def make_durable(self) -> None:
         """Until every message added is on disk: a tool's effects never come before the input that asked for them."""
         if self.owed_sync is not None:
-            self.owed_sync.settle()
+            self.owed_sync.pay()
             self.owed_sync = None
 
     def replace(self, messages: list[Message], *, summarised: int, usage: Usage) -> None:

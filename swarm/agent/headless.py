@@ -1,6 +1,6 @@
 """One main agent, one prompt, no team: what ``swarm run -p`` does.
 
-With ``MainAgent`` options the agent also gets the Agent tool (subagents,
+With ``MainOptions`` options the agent also gets the Agent tool (subagents,
 forks, background agents with TaskOutput / TaskStop) and may itself run as a
 definition (``swarm run --agent NAME``). A background agent's notification
 is injected before the next model call; when the agent ends its turn while
@@ -36,7 +36,7 @@ from swarm.agent.tools.context import (
     TurnState,
 )
 from swarm.agent.tools.skill_tool import expand_slash
-from swarm.agent.toolset import agent_tools
+from swarm.agent.tool_catalog import agent_tools
 from swarm.agent.transcript import Transcript
 from swarm.agent.turn_model import TurnModel
 from swarm.errors import UsageError
@@ -51,7 +51,7 @@ BACKGROUND_POLL = 0.2
 
 
 @dataclass
-class MainAgent:
+class MainOptions:
     """What the main agent of ``swarm run`` may use beyond the core tools."""
 
     catalog: AgentCatalog
@@ -99,8 +99,8 @@ class MainSetup:
                                  on_text=on_text)
         return cls(env, catalogs, definition, model, playbook, provider, choose_model(model, playbook=playbook, env=env))
 
-    def main_agent(self, agents_dir: Path, note: Callable[[str], None]) -> MainAgent:
-        return MainAgent(catalog=self.catalogs.agents, env=self.env, agents_dir=agents_dir,
+    def main_agent(self, agents_dir: Path, note: Callable[[str], None]) -> MainOptions:
+        return MainOptions(catalog=self.catalogs.agents, env=self.env, agents_dir=agents_dir,
                          definition=self.definition, make_provider=self._child_providers(), skills=self.catalogs.skills,
                          note=note)
 
@@ -123,7 +123,7 @@ def _definition(catalog: AgentCatalog, name: str | None) -> AgentDefinition | No
 
 def run_headless(prompt: str, provider: ModelProvider, *, cwd: Path, limits: Limits,
                  transcript: Path | None = None, confine_writes: bool = True,
-                 cancel: threading.Event | None = None, main: MainAgent | None = None) -> AgentRun:
+                 cancel: threading.Event | None = None, main: MainOptions | None = None) -> AgentRun:
     """Run ``prompt`` to the end in ``cwd``; with ``main``, subagents too."""
     if main is None:
         ctx = ToolContext(AgentIdentity(cwd=cwd, write_roots=[cwd] if confine_writes else None),
@@ -155,7 +155,7 @@ class MainSession:
     (and its subagents') tool calls — none: every call runs.
     """
 
-    def __init__(self, provider: ModelProvider, *, cwd: Path, limits: Limits, main: MainAgent,
+    def __init__(self, provider: ModelProvider, *, cwd: Path, limits: Limits, main: MainOptions,
                  transcript: Path | None = None, confine_writes: bool = True,
                  cancel: threading.Event | None = None, extra_tools: Sequence[Tool[Any]] = (),
                  team_control: TeamControl | None = None, resume: bool = False,

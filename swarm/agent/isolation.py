@@ -76,10 +76,10 @@ def isolated_worktree(cwd: Path, label: str) -> Iterator[IsolatedTree]:
     try:
         yield tree
     finally:
-        _settle(tree)
+        _finish(tree)
 
 
-def _settle(tree: IsolatedTree) -> None:
+def _finish(tree: IsolatedTree) -> None:
     """Remove an unchanged worktree with its branch; keep a changed one. Never raises."""
     try:
         changes = git_worktree.changes(tree.path, tree.base)

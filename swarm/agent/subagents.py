@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from swarm.agent.assembly import Parent, Seat, assemble
-from swarm.agent.background import BackgroundAgents, BackgroundTask, Work
+from swarm.agent.background import BackgroundAgents, BackgroundAgent, Work
 from swarm.agent.conversation import Conversation
 from swarm.agent.definitions import AgentCatalog, AgentDefinition
 from swarm.agent.executor import ToolGate
@@ -247,9 +247,9 @@ def plan_definition(host: AgentHost, parent: ToolContext, definition: AgentDefin
                      isolation=definition.isolation, name=name, spawnable=agent.spawnable, gate=agent.gate)
 
 
-def launch(host: AgentHost, parent: ToolContext, plan: ChildPlan) -> BackgroundTask:
+def launch(host: AgentHost, parent: ToolContext, plan: ChildPlan) -> BackgroundAgent:
     """Start ``plan`` in the background; the parent hears of its end once (see ``swarm.agent.background``)."""
-    task = BackgroundTask(id=plan.id, description=plan.description, agent_type=plan.kind, name=plan.name,
+    task = BackgroundAgent(id=plan.id, description=plan.description, agent_type=plan.kind, name=plan.name,
                           output_file=host.transcript_dir / f"agent-{plan.id}.jsonl")
     task.cancel = LinkedCancel(parent.turn.cancel)
     return host.background.start(task, _background_work(host, parent, plan, resume=False))
@@ -278,7 +278,7 @@ def _background_work(host: AgentHost, parent: ToolContext, plan: ChildPlan, *, r
     """The body of a background child: the plan first, then a resumed round for messages that came late."""
     host.plans[plan.id] = plan
 
-    def work(task: BackgroundTask, first: bool) -> str:
+    def work(task: BackgroundAgent, first: bool) -> str:
         this = plan if first else replace(plan, messages=[Message.user_text("\n\n".join(host.background.drain(task)))])
         outcome = run_child(host, parent, this, task.cancel, task, resume=resume or not first)
         if outcome.run.stop_reason == "interrupted" and task.cancel.is_set():
@@ -289,7 +289,7 @@ def _background_work(host: AgentHost, parent: ToolContext, plan: ChildPlan, *, r
 
 
 def run_child(host: AgentHost, parent: ToolContext, plan: ChildPlan, cancel: threading.Event,
-              task: BackgroundTask | None = None, *, resume: bool = False) -> ChildOutcome:
+              task: BackgroundAgent | None = None, *, resume: bool = False) -> ChildOutcome:
     """Run ``plan`` to the end: the one lifecycle of every subagent. Resources are released in one ``finally``.
 
     ``resume`` continues the child's recorded conversation (from its transcript) with ``plan.messages``.
@@ -352,7 +352,7 @@ def _provider(host: AgentHost, model: str) -> Iterator[TurnModel]:
 class _Progress:
     """Counts a child's tokens, tool uses and recent activities (into its background task, if any)."""
 
-    def __init__(self, task: BackgroundTask | None) -> None:
+    def __init__(self, task: BackgroundAgent | None) -> None:
         self.task = task
         self.tool_uses = 0
         self.usage = Usage()

@@ -21,7 +21,7 @@ from swarm.core.home import Home
 from swarm.core.protocol import LeadPolicy
 from swarm.interactive.chat import Chat
 from swarm.interactive.commands import Commands
-from swarm.interactive.desk import Desk, PersonGate
+from swarm.interactive.questions import Desk, PersonGate
 from swarm.interactive.sessions import find_session, history_path, new_session
 from swarm.interactive.terminal import PlainLines, Terminal
 from swarm.interactive.view import View

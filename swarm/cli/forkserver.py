@@ -44,7 +44,7 @@ from typing import NoReturn
 
 from swarm.cli.entry import MAGIC, SERVED, package_dir
 from swarm.core.home import Home, ensure_dir
-from swarm.startup import hold_collector, settle
+from swarm.startup import hold_collector, startup_done
 from swarm.teammate import TEAMMATE
 
 IDLE_SECONDS = 300.0
@@ -385,7 +385,7 @@ def serve(root: Path, idle: float) -> int:
     hold_collector()
     before = {path: (mtime, size) for path, mtime, size in code_state()}
     _warm()
-    settle()
+    startup_done()
     # as found before the imports: a change while they ran (an upgrade racing the start) makes the first request stale
     code = tuple((path, *before.get(path, (mtime, size))) for path, mtime, size in code_state())
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)

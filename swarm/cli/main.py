@@ -46,7 +46,7 @@ from swarm.core.fileio import storage_error
 from swarm.core.home import Home
 from swarm.core.text import flat
 from swarm.errors import SwarmError
-from swarm.startup import hold_collector, settle
+from swarm.startup import hold_collector, startup_done
 
 COMMANDS: dict[str, str] = {
     "agents": "swarm.cli.agents:agents",
@@ -87,7 +87,7 @@ class SwarmGroup(click.Group):
             return None
         module, attr = target.split(":")
         command: click.Command = getattr(importlib.import_module(module), attr)
-        settle()  # the command's modules are loaded: what `main` held off ends here
+        startup_done()  # the command's modules are loaded: what `main` held off ends here
         return command
 
     def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:

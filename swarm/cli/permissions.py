@@ -17,15 +17,15 @@ from swarm.core.clock import now_ms
 from swarm.core.home import Home
 from swarm.core.permlog import PermissionEvent
 from swarm.core.teams import TeamStore
-from swarm.runtime.desk import (
+from swarm.runtime.permission_desk import (
     answer_plan,
     apply_policy,
     pending,
     requester_cwd,
     what_is_asked,
 )
-from swarm.runtime.desk import approve as approve_request
-from swarm.runtime.desk import deny as deny_request
+from swarm.runtime.permission_desk import approve as approve_request
+from swarm.runtime.permission_desk import deny as deny_request
 from swarm.runtime.lead_inbox import LeadInbox, catch_up
 
 

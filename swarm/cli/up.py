@@ -23,8 +23,8 @@ from swarm.core.clock import now_ms
 from swarm.core.home import Home
 from swarm.core.permlog import PermissionEvent, PermissionLog
 from swarm.core.teams import TeamStore
-from swarm.runtime.coordinator import Answer, Coordinator
-from swarm.runtime.desk import requester_cwd, what_is_asked
+from swarm.runtime.lead_pump import Answer, LeadPump
+from swarm.runtime.permission_desk import requester_cwd, what_is_asked
 from swarm.runtime.lead_inbox import LeadMessage
 from swarm.runtime.shutdown import Outcome
 from swarm.runtime.status import team_status
@@ -122,7 +122,7 @@ def _foreground(home: Home, team: str, env: dict[str, str], shutdown_timeout: fl
     asker = TerminalAsker(home, team) if sys.stdin.isatty() else None
     if asker is None:
         click.echo("stdin is not a terminal: requests the policy does not answer are denied", err=True)
-    coordinator = Coordinator(home, team, asker=asker, on_message=_print_message, on_decision=_print_decision)
+    coordinator = LeadPump(home, team, asker=asker, on_message=_print_message, on_decision=_print_decision)
     click.echo("Ctrl-C stops the team")
     shown: tuple[tuple[str, str], ...] = ()
     since = now_ms()

@@ -149,7 +149,7 @@ class TeammateTerminated(Wire):
     message: StrictStr
 
 
-class TaskNotification(Wire):
+class BackgroundAgentEnded(Wire):
     """swarm: one of the recipient's own background subagents ended (the runtime tells its parent)."""
 
     type: Literal["task_notification"] = "task_notification"
@@ -172,7 +172,7 @@ Frame = Annotated[
         TaskAssignment,
         TaskCompleted,
         TeammateTerminated,
-        TaskNotification,
+        BackgroundAgentEnded,
     ],
     Field(discriminator="type"),
 ]
@@ -182,7 +182,7 @@ FRAME_TYPES = frozenset(
     for m in (
         ShutdownRequest, ShutdownApproved, ShutdownRejected, PlanApprovalRequest,
         PlanApprovalResponse, PermissionRequest, PermissionResponse, IdleNotification,
-        TaskAssignment, TaskCompleted, TeammateTerminated, TaskNotification,
+        TaskAssignment, TaskCompleted, TeammateTerminated, BackgroundAgentEnded,
     )
 )
 
@@ -238,7 +238,7 @@ def entry_frame(entry: InboxEntry, lead: LeadVerifier | None = None, *,
     frame = parse_frame(entry.text)
     if isinstance(frame, str):
         return frame
-    if not entry.structured and isinstance(frame, (*LEAD_FRAMES, TeammateTerminated, TaskNotification)):
+    if not entry.structured and isinstance(frame, (*LEAD_FRAMES, TeammateTerminated, BackgroundAgentEnded)):
         return entry.text
     if isinstance(frame, LEAD_FRAMES) and not _lead_verified(entry, lead):
         return entry.text
@@ -260,7 +260,7 @@ def _lead_verified(entry: InboxEntry, lead: LeadVerifier | None) -> bool:
 def _may_send(sender: str, frame: Frame) -> bool:
     if isinstance(frame, LEAD_FRAMES):
         return sender in (LEAD_NAME, RUNTIME_NAME)
-    if isinstance(frame, (TeammateTerminated, TaskNotification)):
+    if isinstance(frame, (TeammateTerminated, BackgroundAgentEnded)):
         return sender == RUNTIME_NAME
     if isinstance(frame, PermissionRequest):
         return frame.agent_id.split("@", 1)[0] == sender

@@ -23,7 +23,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from swarm.core.clock import now_iso
-from swarm.core.codecs import InboxAppendCodec, InboxCodec
+from swarm.core.document_codecs import InboxAppendCodec, InboxCodec
 from swarm.core.home import Home, ensure_dir
 from swarm.core.jsonfile import LockedJsonFile
 from swarm.core.names import BROADCAST, LEAD_NAME, validate_name

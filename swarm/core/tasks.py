@@ -37,7 +37,7 @@ from enum import Enum
 from typing import Any, Final, Literal, TypeVar, cast, get_args
 
 from swarm.core.clock import now_iso
-from swarm.core.codecs import TaskCodec, WatermarkCodec
+from swarm.core.document_codecs import TaskCodec, WatermarkCodec
 from swarm.core.fileio import storage_error
 from swarm.core.frames import TaskAssignment
 from swarm.core.home import Home, ensure_dir

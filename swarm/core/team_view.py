@@ -19,7 +19,7 @@ hands the inode number the write before last freed to the next write (two
 atomic replacements alternate between two numbers), and the kernel stamps
 file times from a clock that advances once a tick (1-10 ms), so several writes
 can carry the same times and two versions of the same size can share all
-four fields. A version is therefore kept only once it has *settled*: that
+four fields. A version is therefore kept only once it is *stable*: that
 clock (``FILE_CLOCK``) had passed its ctime when the check began. Every later
 write is stamped at least that clock, so it carries a later ctime. A file
 changed within the current tick is read on every call until it settles, a
@@ -45,7 +45,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from swarm.core.codecs import ActivityCodec, TeamCodec
+from swarm.core.document_codecs import ActivityCodec, TeamCodec
 from swarm.core.jsonfile import LockedJsonFile
 from swarm.core.protocol import Activity, TeamFile
 from swarm.errors import CorruptFileError, NotFoundError
@@ -58,7 +58,7 @@ FILE_CLOCK: int | None = getattr(time, "CLOCK_REALTIME_COARSE", 5 if sys.platfor
 No write is stamped earlier than it reads at the time of the write."""
 SETTLE = 0.05
 """Where ``FILE_CLOCK`` cannot be read: seconds a version's ctime must lie behind the precise clock to count
-as settled (more than a tick)."""
+as stable (more than a tick)."""
 
 
 class Signature(NamedTuple):
@@ -123,13 +123,13 @@ class TeamView:
     def _team(self, team: str) -> tuple[TeamFile, _Kept | None]:
         """``team``'s file as on disk, and what the view keeps of it if that is what was returned (shared)."""
         path = self.home.config_path(team)
-        kept, signature, settled = self._check(path)
+        kept, signature, steady = self._check(path)
         if kept is not None:
             return kept.value, kept
         found = LockedJsonFile(path, self._team_codec).read()
         if found is None:
             raise self._unreadable(team, path)
-        if not settled:
+        if not steady:
             return found, None
         kept = self._kept[path] = _Kept(signature, found, self._team_codec.encode(found))
         return found, kept
@@ -152,13 +152,13 @@ class TeamView:
     def activity(self, team: str, name: str) -> Activity | None:
         """What teammate ``name`` last recorded doing (shared: do not change it); None if nothing usable."""
         path = self.home.activity_path(team, name)
-        kept, signature, settled = self._check(path)
+        kept, signature, steady = self._check(path)
         if kept is not None:
             return kept.value  # type: ignore[no-any-return]
         if signature is None or signature.size == 0:
             return None  # none yet, or emptied by a power loss (``set_activity`` never writes it empty)
         found = LockedJsonFile(path, self._activity_codec).read()
-        if settled:
+        if steady:
             self._kept[path] = _Kept(signature, found, None)
         return found
 
@@ -169,7 +169,7 @@ class TeamView:
         self._kept.pop(path, None)
 
     def _check(self, path: Path) -> tuple[_Kept | None, Signature | None, bool]:
-        """What is kept of ``path`` if the file is still that version; else the file's identity and whether it settled.
+        """What is kept of ``path`` if the file is still that version; else the file's identity and whether it is stable.
 
         The identity is taken before the caller reads the file: the version
         then read is this one or a later one, and a later one has another
@@ -187,17 +187,17 @@ class TeamView:
             if kept.signature == signature:
                 return kept, signature, True
             self._kept.pop(path, None)
-        return None, signature, _settled(signature.ctime_ns, began)
+        return None, signature, _stable(signature.ctime_ns, began)
 
 
-def settled(path: Path) -> bool:
-    """Whether the version of ``path`` on disk now has settled (a read of it now is kept; module docstring)."""
+def stable(path: Path) -> bool:
+    """Whether the version of ``path`` on disk now has stable (a read of it now is kept; module docstring)."""
     began = _file_time_now()
     try:
         st = os.stat(path)
     except OSError:
         return False
-    return _settled(_signature(st).ctime_ns, began)
+    return _stable(_signature(st).ctime_ns, began)
 
 
 def _signature(st: os.stat_result) -> Signature:
@@ -214,7 +214,7 @@ def _file_time_now() -> int:
     return time.time_ns() - int(SETTLE * 1e9)
 
 
-def _settled(ctime_ns: int, began: int) -> bool:
+def _stable(ctime_ns: int, began: int) -> bool:
     """Whether every write after ``began`` (``_file_time_now``) must stamp a later ctime than ``ctime_ns``.
 
     It is stamped at least the file clock's ``began``, cut to the filesystem's

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from swarm.core.clock import now_ms
-from swarm.core.codecs import ActivityCodec, TeamCodec
+from swarm.core.document_codecs import ActivityCodec, TeamCodec
 from swarm.core.fileio import storage_error, swap_file
 from swarm.core.home import Home, ensure_dir
 from swarm.core.jsonfile import LockedJsonFile, encode_json

@@ -7,7 +7,7 @@
   command is stopped, streaming text stops — and the model is told at the
   next input that the person interrupted it.
 - While the lead leads a team, a watcher waits on the lead's inbox (the
-  headless lead's ``Coordinator``): messages are shown as they arrive and
+  headless lead's ``LeadPump``): messages are shown as they arrive and
   become the lead's next turn (``render``, as headless); requests the lead
   policy leaves open go to the person's ``Desk`` and are withdrawn when
   answered elsewhere. A second watcher follows the teammates' activity
@@ -40,10 +40,10 @@ from swarm.core.teams import TeamStore
 from swarm.core.text import flat
 from swarm.core.watch import watch_dirs
 from swarm.errors import ConflictError, SwarmError
-from swarm.interactive.desk import Desk, PersonAnswer, Question
+from swarm.interactive.questions import Desk, PersonAnswer, Question
 from swarm.interactive.view import View
-from swarm.runtime import desk as team_desk
-from swarm.runtime.coordinator import Coordinator
+from swarm.runtime import permission_desk as team_desk
+from swarm.runtime.lead_pump import LeadPump
 from swarm.runtime.lead import SHUTDOWN_TIMEOUT, LeadTeam, TeamFollower, render
 from swarm.runtime.lead_inbox import LeadMessage
 from swarm.runtime.member_kinds import Machine, member_kind
@@ -83,7 +83,7 @@ class Chat:
         self._rebuilding = threading.Lock()
         self._interrupted = False
         self._team_event = threading.Event()
-        self._follower = TeamFollower(lead, lambda team: Coordinator(lead.home, team, on_request=self._offer))
+        self._follower = TeamFollower(lead, lambda team: LeadPump(lead.home, team, on_request=self._offer))
         """The coordinator of the lead's team: pumped by the inbox thread, shared with the shutdown at ``close``."""
         self._threads = [threading.Thread(target=self._work, name="lead-turns", daemon=True),
                          threading.Thread(target=self._follow_inbox, name="lead-inbox", daemon=True),

@@ -26,7 +26,7 @@ from prompt_toolkit.patch_stdout import patch_stdout
 
 from swarm.interactive.chat import Chat
 from swarm.interactive.commands import EXIT, Commands
-from swarm.interactive.desk import LEAD_ASKER, PersonAnswer, Question
+from swarm.interactive.questions import LEAD_ASKER, PersonAnswer, Question
 
 DOUBLE_CTRL_C = 2.0
 """Seconds within which a second Ctrl-C at an empty prompt ends the session."""

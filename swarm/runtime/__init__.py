@@ -1,1 +1,1 @@
-"""Coordinator side: spawn, status, shutdown (and later permissions, `up` files)."""
+"""LeadPump side: spawn, status, shutdown (and later permissions, `up` files)."""

@@ -35,7 +35,7 @@ from typing import Any
 from swarm.backends import git
 from swarm.backends.base import LaunchSpec
 from swarm.backends.select import tmux_usable
-from swarm.core.codecs import ObjectCodec
+from swarm.core.document_codecs import ObjectCodec
 from swarm.core.home import Home, ensure_dir
 from swarm.core.jsonfile import LockedJsonFile
 from swarm.core.mailbox import Mailbox

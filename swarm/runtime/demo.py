@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from swarm.agent.definitions import load_agents
-from swarm.agent.headless import MainAgent, MainSession
+from swarm.agent.headless import MainOptions, MainSession
 from swarm.agent.limits import Limits
 from swarm.agent.skills import load_skills
 from swarm.agent.tools.team_tools import team_tools
@@ -39,7 +39,7 @@ from swarm.models.base import ModelProvider
 from swarm.models.scripted import SCRIPTED, ScriptedProvider
 from swarm.runtime.lead_inbox import LeadMessage
 from swarm.runtime.lead import LeadOutcome, LeadTeam, run_lead
-from swarm.runtime.sample import examples_dir, make_sample_repo
+from swarm.runtime.sample_repo import examples_dir, make_sample_repo
 from swarm.runtime.up import Report, stop_team
 from swarm.runtime.upfile import load_upfile
 
@@ -103,7 +103,7 @@ def _lead(home: Home, repo: Path, env: Mapping[str, str], backend: str, socket: 
     def scripted(model: str) -> ModelProvider:
         return ScriptedProvider(example / "lead.toml", variables={"agent_name": "team-lead", "team": DEMO_TEAM})
 
-    main = MainAgent(catalog=load_agents(repo, env=offline), env=offline, make_provider=scripted,
+    main = MainOptions(catalog=load_agents(repo, env=offline), env=offline, make_provider=scripted,
                      agents_dir=home.root / "runs" / "demo", skills=load_skills(repo, env=offline))
     session = MainSession(scripted(SCRIPTED), cwd=repo, limits=Limits(max_turns=50), main=main,
                           extra_tools=team_tools(lead), team_control=lead,

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from swarm.agent.headless import MainSession
-from swarm.agent.inbound import teammate_block
+from swarm.agent.peer_messages import teammate_block
 from swarm.agent.loop import AgentRun
 from swarm.agent.tools.context import ToolContext, ToolError
 from swarm.core.clock import now_ms
@@ -48,8 +48,8 @@ from swarm.core.protocol import CLAUDE_RUNTIME, LeadPolicy
 from swarm.core.signing import rotate_lead_key
 from swarm.core.teams import TeamStore
 from swarm.errors import SwarmError
-from swarm.runtime.coordinator import Coordinator
-from swarm.runtime.desk import answer_plan
+from swarm.runtime.lead_pump import LeadPump
+from swarm.runtime.permission_desk import answer_plan
 from swarm.runtime.lead_inbox import LeadInbox, LeadMessage
 from swarm.runtime.shutdown import Outcome
 from swarm.runtime.spawn import SpawnRequest, spawn_reporting, wait_joined
@@ -174,15 +174,15 @@ class TeamFollower:
     each ``follow`` of the same team returns the same coordinator.
     """
 
-    def __init__(self, lead: LeadTeam, make: Callable[[str], Coordinator]) -> None:
+    def __init__(self, lead: LeadTeam, make: Callable[[str], LeadPump]) -> None:
         self.lead = lead
         self._make = make
-        self.coordinator: Coordinator | None = None
+        self.coordinator: LeadPump | None = None
         self._created = 0
         self._seen = 0
         self._lock = threading.Lock()
 
-    def follow(self) -> Coordinator | None:
+    def follow(self) -> LeadPump | None:
         """The coordinator of the team the lead leads now (None while it leads none)."""
         with self._lock:
             current = (self.lead.team, len(self.lead.led))
@@ -233,7 +233,7 @@ def run_lead(session: MainSession, lead: LeadTeam, prompt: str, *, timeout: floa
     run = session.start(prompt)
     if not lead.led:
         return LeadOutcome(run, None, None, "no_team")
-    follower = TeamFollower(lead, lambda team: Coordinator(lead.home, team, plans_by_model=True,
+    follower = TeamFollower(lead, lambda team: LeadPump(lead.home, team, plans_by_model=True,
                                                            on_message=on_message, on_decision=on_decision))
     reason = "done"
     try:

@@ -37,7 +37,7 @@ from swarm.core.names import LEAD_NAME
 from swarm.core.protocol import InboxEntry
 from swarm.core.teams import TeamStore
 from swarm.core.watch import ChangeWatcher
-from swarm.runtime.desk import ingest_requests
+from swarm.runtime.permission_desk import ingest_requests
 
 Listener = Callable[["LeadMessage"], None]
 

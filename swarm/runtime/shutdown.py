@@ -45,7 +45,7 @@ from swarm.core.teams import TeamStore
 from swarm.errors import NotFoundError
 from swarm.runtime.lead_inbox import LeadInbox
 from swarm.runtime.member_kinds import Machine, member_kind, reap_dead
-from swarm.runtime.worktrees import Worktree, settle
+from swarm.runtime.worktrees import Worktree, finish_worktree
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +119,7 @@ def _sweep_gone(home: Home, team: str, member: Member, machine: Machine) -> Outc
     if member.status not in GONE_STATUSES and kind.records_end:  # it was starting: never ran
         mark_gone(home, team, member.name, "killed")
     # a teammate that stopped by itself (it approved a shutdown) leaves its worktree to be settled here
-    return Outcome(member.name, "not_running", member.status or "", worktree=settle(home, team, member))
+    return Outcome(member.name, "not_running", member.status or "", worktree=finish_worktree(home, team, member))
 
 
 def _await(home: Home, team: str, members: list[Member], requests: dict[str, str],
@@ -177,7 +177,7 @@ def _answers(inbox: LeadInbox, requests: dict[str, str], kind: type[F]) -> dict[
 def _finish(home: Home, team: str, member: Member, machine: Machine, result: str) -> Outcome:
     member_kind(member, machine).after_exit(KILL_GRACE)  # its leftovers (background jobs, daemons) and its pane
     mark_gone(home, team, member.name, "stopped")  # a teammate that exits cleanly has already marked itself
-    return Outcome(member.name, result, worktree=settle(home, team, member))
+    return Outcome(member.name, result, worktree=finish_worktree(home, team, member))
 
 
 def force_stop(home: Home, team: str, member: Member, env: Mapping[str, str], *, why: str,
@@ -197,4 +197,4 @@ def force_stop(home: Home, team: str, member: Member, env: Mapping[str, str], *,
         cancel_stop(home, team, member.name)
         raise
     mark_gone(home, team, member.name, "killed", notice=notice)
-    return Outcome(member.name, "killed", why, worktree=settle(home, team, member))
+    return Outcome(member.name, "killed", why, worktree=finish_worktree(home, team, member))

@@ -27,7 +27,7 @@ from swarm.core.tasks import TaskStore
 from swarm.core.teams import TeamStore
 from swarm.errors import ConflictError, SwarmError
 from swarm.runtime import claude_teammate
-from swarm.runtime.coordinator import Coordinator
+from swarm.runtime.lead_pump import LeadPump
 from swarm.runtime.lead_inbox import LeadInbox, LeadMessage
 from swarm.runtime.member_kinds import Machine, member_kind
 from swarm.runtime.shutdown import Outcome, shutdown
@@ -194,7 +194,7 @@ def run_headless(home: Home, spec: UpFile, *, cwd: Path, env: Mapping[str, str],
     """Start the team, coordinate without a person until settled or ``timeout``, stop it, report."""
     began, since_ms = time.monotonic(), now_ms()
     started = start_team(home, spec, cwd=cwd, env=env, tmux_socket=tmux_socket, offline=offline, backend=backend)
-    coordinator = Coordinator(home, spec.team.name, on_message=on_message, on_decision=on_decision)
+    coordinator = LeadPump(home, spec.team.name, on_message=on_message, on_decision=on_decision)
     try:
         on_started(started)
         reason = _until_settled(coordinator, began + timeout)
@@ -213,7 +213,7 @@ def run_headless(home: Home, spec: UpFile, *, cwd: Path, env: Mapping[str, str],
                        started.warnings, since_ms, ok=reason == "settled")
 
 
-def _until_settled(coordinator: Coordinator, deadline: float) -> str:
+def _until_settled(coordinator: LeadPump, deadline: float) -> str:
     """``settled``, ``timeout``, or ``interrupted`` (Ctrl-C: the team is still stopped cleanly)."""
     streak = 0
     try:
@@ -227,7 +227,7 @@ def _until_settled(coordinator: Coordinator, deadline: float) -> str:
     return "timeout"
 
 
-def team_report(home: Home, team: str, coordinator: Coordinator, outcomes: list[Outcome], reason: str,
+def team_report(home: Home, team: str, coordinator: LeadPump, outcomes: list[Outcome], reason: str,
                 elapsed: float, warnings: list[str], since_ms: int, *, ok: bool) -> Report:
     """How a team run went: members and how each ended, messages, decisions, worktrees, tasks, tokens.
 

@@ -1,4 +1,4 @@
-"""Teammate git worktrees: create, inspect, settle at shutdown, list, prune.
+"""Teammate git worktrees: create, inspect, finish at shutdown (removed if unchanged, else kept), list, prune.
 
 The git side (add, measure, remove a worktree; which branch is spare) is
 ``swarm.backends.worktree``; this module adds what knows teams and members.
@@ -193,7 +193,7 @@ def _age(path: str) -> float:
 # -- shutdown ----------------------------------------------------------------------
 
 
-def settle(home: Home, team: str, member: Member) -> Worktree | None:
+def finish_worktree(home: Home, team: str, member: Member) -> Worktree | None:
     """After ``member`` stopped: remove its unchanged worktree and branch, or keep a changed one and tell the lead.
 
     Errors are logged, never raised: the teammate is already down, and a
@@ -211,7 +211,7 @@ def settle(home: Home, team: str, member: Member) -> Worktree | None:
             remove(tree)
         return tree
     except SwarmError as exc:
-        log.warning("could not settle worktree; left in place",
+        log.warning("could not finish worktree; left in place",
                     extra={"team": team, "agent": member.name, "path": tree.path, "reason": str(exc)})
         return None
 

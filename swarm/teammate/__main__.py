@@ -3,7 +3,7 @@ which forks it from the CLI server when one answers: ``swarm.teammate.served``).
 
 from __future__ import annotations
 
-from swarm.startup import hold_collector, settle
+from swarm.startup import hold_collector, startup_done
 
 if __name__ == "__main__":
     hold_collector()  # until the imports below are done and the session is built
@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None, launcher: Launcher | None = None) -> int
         signal.signal(sig, handler)
     try:
         session = TeammateSession(config, home, dict(os.environ), launcher=launcher)
-        settle()
+        startup_done()
         return session.run()
     except SwarmError as exc:
         logging.getLogger("swarm.teammate").error("teammate failed: %s", exc)

@@ -23,14 +23,14 @@ from swarm.agent.assembly import (
     TeamSeat,
     assemble,
 )
-from swarm.agent.background import BackgroundAgents, BackgroundTask, notification_text
+from swarm.agent.background import BackgroundAgents, BackgroundAgent, notification_text
 from swarm.agent.executor import ToolGate
 from swarm.agent.subagents import AgentHost, forks_enabled
 from swarm.agent.tools.base import Tool
 from swarm.agent.tools.messaging import SendMessage, ShutdownAnswerer
 from swarm.agent.tools.tasks import TASK_TOOL_NAMES
-from swarm.agent.toolset import agent_tools
-from swarm.core.frames import TaskNotification
+from swarm.agent.tool_catalog import agent_tools
+from swarm.core.frames import BackgroundAgentEnded
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.names import RUNTIME_NAME
@@ -51,8 +51,8 @@ class InboxSink:
         self.mailbox = mailbox
         self.name = name
 
-    def post(self, task: BackgroundTask) -> None:
-        frame = TaskNotification(task_id=task.id, status=task.status, text=notification_text(task))
+    def post(self, task: BackgroundAgent) -> None:
+        frame = BackgroundAgentEnded(task_id=task.id, status=task.status, text=notification_text(task))
         self.mailbox.send_frame(self.name, frame, sender=RUNTIME_NAME, summary=f"agent {task.id} {task.status}")
 
 

@@ -49,7 +49,7 @@ from swarm.core.text import one_line
 from swarm.errors import ConflictError, SwarmError
 from swarm.teammate.config import TeammateConfig
 from swarm.teammate.lifecycle import Lifecycle
-from swarm.teammate.responses import wait_for_frame
+from swarm.teammate.answer_wait import wait_for_frame
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ import psutil
 from swarm.agent.assembly import Catalogs
 from swarm.agent.compaction import CompactionPolicy
 from swarm.agent.conversation import Conversation
-from swarm.agent.inbound import wrap
+from swarm.agent.peer_messages import wrap
 from swarm.agent.instructions import context_block
 from swarm.agent.loop import AgentSpec, Arrivals, RunningAgent, run_agent
 from swarm.agent.permissions.settings import settings_rules
@@ -36,7 +36,7 @@ from swarm.core.frames import (
     PermissionResponse,
     PlanApprovalResponse,
     ShutdownRequest,
-    TaskNotification,
+    BackgroundAgentEnded,
     entry_frame,
 )
 from swarm.core.home import Home
@@ -182,7 +182,7 @@ class TeammateSession:
             owed = self.conversation.add(self._user_message(batch_texts(texts)), delivered=batch.keys,
                                          sync_later=True)
             self.lead.took(batch.keys)
-            pruning = self.delivery.acknowledge_beside(batch, sync=owed.settle if owed else None)
+            pruning = self.delivery.acknowledge_beside(batch, sync=owed.pay if owed else None)
             try:
                 self._turn(before_idle=pruning.wait)  # ...and nobody may see this teammate idle before the prune
             finally:
@@ -206,7 +206,7 @@ class TeammateSession:
                 continue
             if isinstance(frame, ShutdownRequest):
                 self.lifecycle.shutdown_requested(frame)
-            if isinstance(frame, TaskNotification):  # one of this teammate's background subagents ended
+            if isinstance(frame, BackgroundAgentEnded):  # one of this teammate's background subagents ended
                 texts.append(frame.text)
                 continue
             verified = entry.sender != LEAD_NAME or self.lead.verified(entry)

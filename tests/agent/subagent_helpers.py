@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from swarm.agent.definitions import load_agents
-from swarm.agent.headless import MainAgent, run_headless
+from swarm.agent.headless import MainOptions, run_headless
 from swarm.agent.limits import Limits
 from swarm.agent.loop import AgentRun
 from swarm.models.anthropic_provider import AnthropicProvider, RetryPolicy
@@ -34,7 +34,7 @@ def run_main(api: FakeAnthropicServer, cwd: Path, prompt: str = "work", *, agent
     env = api_env(api, **env_extra)
     parent = provider_for(env, "claude-parent")
     catalog = load_agents(cwd, env=env, cli_json=agents_json)
-    main = MainAgent(catalog=catalog, env=env, make_provider=lambda model: provider_for(env, model),
+    main = MainOptions(catalog=catalog, env=env, make_provider=lambda model: provider_for(env, model),
                      agents_dir=cwd / "agents", definition=catalog.get(agent) if agent else None)
     try:
         return run_headless(prompt, parent, cwd=cwd, limits=Limits(max_turns=10), cancel=cancel,

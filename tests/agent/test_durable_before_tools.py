@@ -110,7 +110,7 @@ def test_settling_from_two_threads_syncs_once(tmp_path: Path) -> None:
     conversation = Conversation(transcript=transcript)
     owed = conversation.add(Message.user_text("hi"), delivered=["msg-3"], sync_later=True)
     assert owed is not None
-    other = threading.Thread(target=owed.settle)
+    other = threading.Thread(target=owed.pay)
     other.start()
     retry_until(lambda: transcript.syncs == 1, 5, what="the other thread's fsync")
     waiter = threading.Thread(target=conversation.make_durable)
@@ -129,7 +129,7 @@ def test_a_failed_settle_is_reported_to_every_waiter(tmp_path: Path) -> None:
     owed = conversation.add(Message.user_text("hi"), delivered=["msg-4"], sync_later=True)
     assert owed is not None
     with pytest.raises(StorageError):
-        owed.settle()
+        owed.pay()
     with pytest.raises(StorageError, match="disk full"):
         conversation.make_durable()
     assert transcript.syncs == 1

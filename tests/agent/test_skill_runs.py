@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from swarm.agent.definitions import load_agents
-from swarm.agent.headless import MainAgent, MainSession, run_headless
+from swarm.agent.headless import MainOptions, MainSession, run_headless
 from swarm.agent.limits import Limits
 from swarm.agent.skills import load_skills
 from swarm.agent.transcript import Transcript
@@ -69,10 +69,10 @@ def _provider(env: dict[str, str], model: str) -> AnthropicProvider:
     return AnthropicProvider(model=model, env=env, retry=RetryPolicy(max_retries=0), timeout=10)
 
 
-def _main(api: FakeAnthropicServer, cwd: Path) -> MainAgent:
+def _main(api: FakeAnthropicServer, cwd: Path) -> MainOptions:
     """The main agent's skills and definitions in ``cwd``; every agent talks to the fake API."""
     env = _env(api)
-    return MainAgent(catalog=load_agents(cwd, env=env), env=env, make_provider=lambda model: _provider(env, model),
+    return MainOptions(catalog=load_agents(cwd, env=env), env=env, make_provider=lambda model: _provider(env, model),
                      agents_dir=cwd / ".agents", skills=load_skills(cwd, env=env))
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from swarm.agent.definitions import load_agents
-from swarm.agent.headless import MainAgent, run_headless
+from swarm.agent.headless import MainOptions, run_headless
 from swarm.agent.limits import Limits
 from swarm.agent.skills import load_skills
 from swarm.agent.subagents import FORK_PLACEHOLDER, FORK_REFUSED, FORK_TAG
@@ -279,7 +279,7 @@ def test_a_definitions_skills_are_preloaded_into_the_childs_system_prompt(api: F
                 text_reply("linted"), text_reply("ok"))
     env = api_env(api)
     parent = provider_for(env, "claude-parent")
-    main = MainAgent(catalog=load_agents(tmp_path, env=env, cli_json=agents), env=env,
+    main = MainOptions(catalog=load_agents(tmp_path, env=env, cli_json=agents), env=env,
                      make_provider=lambda model: provider_for(env, model), agents_dir=tmp_path / "agents",
                      skills=load_skills(tmp_path, env=env))
     try:

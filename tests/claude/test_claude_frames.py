@@ -21,7 +21,7 @@ from swarm.core.names import LEAD_NAME
 from swarm.core.protocol import InboxEntry, Member
 from swarm.core.signing import LeadVerifier, VerifyKey, verify_key_arg
 from swarm.core.teams import TeamStore
-from swarm.runtime import desk
+from swarm.runtime import permission_desk
 from swarm.runtime.lead_inbox import catch_up
 
 TEAM = "mix"
@@ -75,7 +75,7 @@ def test_its_requests_in_anothers_name_never_reach_the_desk(home: Home, team: st
     _write(home, LEAD_NAME, "bob", {"type": "plan_approval_request", "requestId": "plan_approval-2@bob",
                                     "from": "bob", "timestamp": T, "planContent": "my own plan"})
     catch_up(home, team)  # the CLI's look at the lead's inbox: what Claude Code teammates asked is recorded
-    pending = desk.pending(home, team)
+    pending = permission_desk.pending(home, team)
     assert [(e.agent, e.kind, e.plan) for e in pending] == [("bob", "plan", "my own plan")]
 
 
@@ -100,7 +100,7 @@ def test_a_plan_request_it_sends_is_answered_with_the_digest_of_that_plan(home: 
     _write(home, LEAD_NAME, "bob", {"type": "plan_approval_request", "requestId": "plan_approval-9@bob",
                                     "from": "bob", "timestamp": T, "planContent": "step 1\nstep 2"})
     catch_up(home, team)
-    desk.answer_plan(home, team, "plan_approval-9@bob", approved=True)
+    permission_desk.answer_plan(home, team, "plan_approval-9@bob", approved=True)
     (answer,) = Mailbox(home, team).read("bob")
     body = json.loads(answer.text)
     assert body["planDigest"] == hashlib.sha256(b"step 1\nstep 2").hexdigest() and body["approved"] is True

@@ -41,9 +41,9 @@ from swarm.core.permlog import PermissionEvent
 from swarm.core.protocol import InboxEntry
 from swarm.core.tasks import TaskStore
 from swarm.core.teams import TeamStore
-from swarm.runtime import desk
+from swarm.runtime import permission_desk
 from swarm.runtime.lead_inbox import catch_up
-from swarm.runtime.sample import make_sample_repo
+from swarm.runtime.sample_repo import make_sample_repo
 from swarm.runtime.shutdown import shutdown
 from swarm.runtime.spawn import SpawnRequest, spawn, wait_joined
 from swarm.runtime.status import team_status
@@ -225,7 +225,7 @@ def test_a_claude_code_teammate_works_beside_a_swarm_teammate(
         retry_until(asked, 60, interval=0.1, what="bob's permission request")
         request = next(e for e in _pending(home) if e.agent == "bob")
         assert request.input["command"] == "touch bob-proof.txt"
-        desk.approve(home, TEAM, request.request_id)
+        permission_desk.approve(home, TEAM, request.request_id)
 
         retry_until(lambda: TaskStore(home, TEAM).get("1").status == "completed", 60, interval=0.1,
                     what="bob to complete task 1")
@@ -263,7 +263,7 @@ def test_a_claude_code_teammate_works_beside_a_swarm_teammate(
             return asked is not None and any(isinstance(f, IdleNotification) for f in frames[asked:])
 
         retry_until(idle_since_plan, 60, interval=0.1, what="carol to finish the turn that submitted her plan")
-        desk.answer_plan(home, TEAM, plan.request_id, approved=True)
+        permission_desk.answer_plan(home, TEAM, plan.request_id, approved=True)
         def heard(verdict: str) -> bool:
             return any(verdict in json.dumps(since_model(r.body)) for r in api.requests)
 
@@ -326,4 +326,4 @@ def test_the_mixed_example_team_runs_headless(tmp_path: Path, api: FakeAnthropic
 def _pending(home: Home) -> list[PermissionEvent]:
     """The desk's pending requests after the CLI's look at the lead's inbox (what Claude Code asked is recorded)."""
     catch_up(home, TEAM)
-    return desk.pending(home, TEAM)
+    return permission_desk.pending(home, TEAM)

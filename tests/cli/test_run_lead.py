@@ -16,7 +16,7 @@ from swarm.core.home import Home
 from swarm.core.tasks import TaskStore
 from swarm.core.teams import TeamStore
 from swarm.runtime.demo import DEMO_PROMPT
-from swarm.runtime.sample import examples_dir, make_sample_repo
+from swarm.runtime.sample_repo import examples_dir, make_sample_repo
 from tests.cli.conftest import SWARM_EXE
 from tests.fakes import FakeAnthropicServer, text_reply, tool_use_reply
 from tests.teammates.conftest import teammate_pids

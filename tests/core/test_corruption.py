@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from swarm.core.codecs import InboxCodec
+from swarm.core.document_codecs import InboxCodec
 from swarm.core.home import Home
 from swarm.core.jsonfile import LockedJsonFile
 from swarm.core.mailbox import Mailbox

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from swarm.core.codecs import InboxCodec
+from swarm.core.document_codecs import InboxCodec
 from swarm.core.home import Home
 from swarm.core.jsonfile import LockedJsonFile
 from swarm.core.mailbox import Mailbox
@@ -146,7 +146,7 @@ def test_random_sigkill_never_loses_an_acknowledged_send(
 
 
 HOLDER = """
-from swarm.core.codecs import InboxCodec
+from swarm.core.document_codecs import InboxCodec
 from swarm.core.jsonfile import LockedJsonFile
 
 def hold(entries):

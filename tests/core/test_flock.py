@@ -289,7 +289,7 @@ def test_something_else_at_the_lock_path_is_an_error_not_a_hang(fifo_lock: Path)
 
 
 def test_jsonfile_waits_for_a_claude_code_lock_instead_of_failing(tmp_path: Path) -> None:
-    from swarm.core.codecs import InboxCodec
+    from swarm.core.document_codecs import InboxCodec
     from swarm.core.jsonfile import LockedJsonFile
     from swarm.errors import LockTimeoutError
 
@@ -318,7 +318,7 @@ def test_a_wait_that_runs_out_names_a_stopped_holder_and_how_to_resume_it(worker
     """A teammate frozen (Ctrl-Z, SIGSTOP) while it writes keeps the file's lock: the error says who and what to do."""
     import signal
 
-    from swarm.core.codecs import InboxCodec
+    from swarm.core.document_codecs import InboxCodec
     from swarm.core.jsonfile import LockedJsonFile
     from swarm.errors import LockBusyError
 
@@ -346,7 +346,7 @@ def test_a_wait_that_runs_out_names_a_stopped_holder_and_how_to_resume_it(worker
 def test_the_default_wait_outlasts_a_dead_claude_code_lock_dated_ahead(tmp_path: Path) -> None:
     # proper-lockfile dates a new lock directory up to FUTURE_MTIME ahead of the clock (its mtime
     # precision probe), so its dead holder's lock is stale only STALE_AFTER + FUTURE_MTIME later.
-    from swarm.core.codecs import InboxCodec
+    from swarm.core.document_codecs import InboxCodec
     from swarm.core.jsonfile import LockedJsonFile
 
     inbox = tmp_path / "bob.json"

@@ -18,8 +18,8 @@ OWNERS = {
     "kill_tree": "swarm.backends.procs",
     "member_kind": "swarm.runtime.member_kinds",
     "reap_dead": "swarm.runtime.member_kinds",
-    "teammate_block": "swarm.agent.inbound",
-    "what_is_asked": "swarm.runtime.desk",
+    "teammate_block": "swarm.agent.peer_messages",
+    "what_is_asked": "swarm.runtime.permission_desk",
 }
 
 

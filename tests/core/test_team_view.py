@@ -12,13 +12,13 @@ import pytest
 
 from swarm.core import jsonfile, team_view
 from swarm.core.clock import now_ms
-from swarm.core.codecs import ActivityCodec, TeamCodec
+from swarm.core.document_codecs import ActivityCodec, TeamCodec
 from swarm.core.fileio import swap_file
 from swarm.core.home import Home
 from swarm.core.jsonfile import LockedJsonFile, encode_json
 from swarm.core.mailbox import Mailbox
 from swarm.core.protocol import Activity, Member, TeamFile
-from swarm.core.team_view import TeamView, settled
+from swarm.core.team_view import TeamView, stable
 from swarm.core.teams import TeamStore
 from tests.core.conftest import RECIPIENT, TEAM, Workers
 
@@ -43,7 +43,7 @@ def opens(monkeypatch: pytest.MonkeyPatch) -> Iterator[Opens]:
 def wait_settled(*paths: Path) -> None:
     """Until a read of each of ``paths`` is kept (a version younger than the file clock's tick is not)."""
     deadline = time.monotonic() + 5
-    while not all(settled(p) for p in paths):
+    while not all(stable(p) for p in paths):
         assert time.monotonic() < deadline, "the files never settled"
         time.sleep(0.001)
 

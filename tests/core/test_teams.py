@@ -9,7 +9,7 @@ import pytest
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.protocol import Member, TeamFile
-from swarm.core.team_view import settled
+from swarm.core.team_view import stable
 from swarm.core.teams import TeamStore
 from swarm.errors import ConflictError, NotFoundError
 
@@ -102,7 +102,7 @@ def test_delete_refused_while_active_unless_forced(home: Home) -> None:
 def test_roster_reads_again_only_when_the_file_is_another(home: Home) -> None:
     store = TeamStore(home)
     store.create("alpha")
-    while not settled(home.config_path("alpha")):  # until then it is read on every call (swarm.core.team_view)
+    while not stable(home.config_path("alpha")):  # until then it is read on every call (swarm.core.team_view)
         time.sleep(0.001)
     roster = store.roster("alpha")
     first = roster.current()

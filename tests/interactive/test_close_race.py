@@ -29,7 +29,7 @@ from swarm.core.mailbox import Mailbox
 from swarm.core.teams import TeamStore
 from swarm.interactive import chat as chat_module
 from swarm.interactive.chat import Chat
-from swarm.interactive.desk import Desk
+from swarm.interactive.questions import Desk
 from swarm.interactive.view import View
 from swarm.runtime.lead import LeadTeam
 from tests.backends.helpers import retry_until

@@ -14,7 +14,7 @@ from swarm.agent.tools.context import AgentIdentity, ToolContext, ToolError
 from swarm.agent.tools.shell import BashInput
 from swarm.agent.tools.shell import BashTool as Bash
 from swarm.core.permlog import PermissionEvent
-from swarm.interactive.desk import LEAD_ASKER, Desk, PersonAnswer, PersonGate, Question
+from swarm.interactive.questions import LEAD_ASKER, Desk, PersonAnswer, PersonGate, Question
 from swarm.interactive.terminal import parse_reply
 from swarm.interactive.view import View
 from swarm.models.messages import (

@@ -9,7 +9,7 @@ from swarm.core.home import Home
 from swarm.core.permlog import PermissionEvent, PermissionLog
 from swarm.core.protocol import LeadPolicy, Member
 from swarm.core.teams import TeamStore
-from swarm.runtime.coordinator import Coordinator
+from swarm.runtime.lead_pump import LeadPump
 
 
 def _request(home: Home, request_id: str, command: str) -> None:
@@ -27,7 +27,7 @@ def test_request_newer_than_the_policy_pass_is_still_answered_by_policy(home: Ho
         team.lead_policy = LeadPolicy(allow=["Bash(git merge:*)"])
 
     store.modify("t", policy)
-    coordinator = Coordinator(home, "t")  # headless: no one to ask
+    coordinator = LeadPump(home, "t")  # headless: no one to ask
     try:
         _request(home, "perm-1-a", "git merge -q topic")  # arrives after apply_policy, before answering
         _request(home, "perm-2-b", "curl http://example.invalid")

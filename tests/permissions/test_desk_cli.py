@@ -10,7 +10,7 @@ from pathlib import Path
 
 from swarm.core.home import Home
 from swarm.core.protocol import Member
-from swarm.runtime.desk import pending
+from swarm.runtime.permission_desk import pending
 from tests.backends.helpers import retry_until
 from tests.cli.conftest import SWARM_EXE
 from tests.permissions.conftest import tool_results

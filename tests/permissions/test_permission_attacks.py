@@ -23,7 +23,7 @@ from swarm.core.mailbox import Mailbox
 from swarm.core.permlog import PermissionEvent, PermissionLog
 from swarm.core.protocol import LeadPolicy, Member
 from swarm.core.teams import TeamStore
-from swarm.runtime.desk import answer_by_policy, approve, pending
+from swarm.runtime.permission_desk import answer_by_policy, approve, pending
 from tests.backends.helpers import retry_until
 
 FEATURE_ALLOW = ["Bash(git add:*)", "Bash(git commit:*)", "Bash(git merge:*)", "Bash(git status:*)"]

@@ -18,7 +18,7 @@ from swarm.core.mailbox import Mailbox
 from swarm.core.permlog import PermissionEvent, PermissionLog
 from swarm.core.protocol import Member, RuleLists
 from swarm.core.teams import TeamStore
-from swarm.runtime.desk import apply_policy, approve, deny, pending
+from swarm.runtime.permission_desk import apply_policy, approve, deny, pending
 from tests.backends.helpers import retry_until
 from tests.permissions.conftest import tool_results
 from tests.teammates.conftest import idle_results

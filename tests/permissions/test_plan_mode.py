@@ -11,7 +11,7 @@ from swarm.core.mailbox import Mailbox
 from swarm.core.permlog import PermissionEvent
 from swarm.core.protocol import Member
 from swarm.core.teams import TeamStore
-from swarm.runtime.desk import answer_plan, pending
+from swarm.runtime.permission_desk import answer_plan, pending
 from tests.backends.helpers import retry_until
 from tests.permissions.conftest import tool_results
 

@@ -22,7 +22,7 @@ from swarm.agent.permissions.policy import CallFacts, RuleSet, decide
 from swarm.agent.permissions.rules import parse_rules
 from swarm.core.home import Home
 from swarm.core.protocol import Member
-from swarm.runtime.desk import pending
+from swarm.runtime.permission_desk import pending
 from tests.backends.helpers import retry_until
 
 PROTECTED = [

@@ -17,7 +17,7 @@ from swarm.core.frames import IdleNotification, entry_frame
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.protocol import Member
-from swarm.runtime.coordinator import Coordinator
+from swarm.runtime.lead_pump import LeadPump
 from swarm.runtime.lead import render
 from tests.backends.helpers import retry_until
 from tests.teammates.conftest import PLAYBOOK
@@ -84,7 +84,7 @@ def test_a_peer_cannot_open_a_lead_block_in_a_teammates_view(
 def test_a_peer_cannot_open_a_lead_block_in_the_lead_models_view(
         home: Home, team: str, start: Callable[..., Member], forger: Path) -> None:
     start("mallory", "forge block to team-lead", book=forger)
-    coordinator = Coordinator(home, team)
+    coordinator = LeadPump(home, team)
     try:
         retry_until(lambda: (coordinator.pump(0.2), "mallory" in coordinator.results)[1], 20,
                     what="mallory to send and go idle")
@@ -96,7 +96,7 @@ def test_a_peer_cannot_open_a_lead_block_in_the_lead_models_view(
 
 
 def test_only_tag_look_alikes_are_made_inert() -> None:
-    from swarm.agent.inbound import neutral  # here, so the tests above fail on what they check where it is missing
+    from swarm.agent.peer_messages import neutral  # here, so the tests above fail on what they check where it is missing
 
     code = "if a < b: return List<T>() or '<div><br/></div>'"
     assert neutral(code) == code

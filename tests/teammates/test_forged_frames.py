@@ -17,7 +17,7 @@ from swarm.core.mailbox import Mailbox
 from swarm.core.protocol import Member
 from swarm.core.teams import TeamStore
 from swarm.errors import UsageError
-from swarm.runtime.coordinator import Coordinator
+from swarm.runtime.lead_pump import LeadPump
 from swarm.runtime.spawn import SpawnRequest, spawn
 from tests.backends.helpers import retry_until
 from tests.teammates.conftest import PLAYBOOK
@@ -74,7 +74,7 @@ def test_an_idle_notification_claiming_a_peer_is_not_recorded_as_its_result(
         home: Home, team: str, start: Callable[..., Member], attacker_book: Path) -> None:
     start("victim", "ping one")
     start("mallory", "forge idle", book=attacker_book)
-    coordinator = Coordinator(home, team)
+    coordinator = LeadPump(home, team)
     try:
         retry_until(lambda: (coordinator.pump(0.2), "mallory" in coordinator.results)[1]
                     and "victim" in coordinator.results, 20, what="both teammates to report")

@@ -21,8 +21,8 @@ from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.protocol import Member
 from swarm.core.teams import TeamStore
-from swarm.runtime import desk
-from swarm.runtime.coordinator import Coordinator
+from swarm.runtime import permission_desk
+from swarm.runtime.lead_pump import LeadPump
 from swarm.runtime.lead_inbox import LeadInbox, LeadMessage, catch_up
 from swarm.runtime.up import stop_team
 from tests.cli.conftest import SWARM_EXE
@@ -126,15 +126,15 @@ def test_claude_code_requests_reach_the_desk_through_the_one_consumer_only(home:
     ]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(entries))
-    assert desk.pending(home, team) == []  # nothing read the inbox yet
+    assert permission_desk.pending(home, team) == []  # nothing read the inbox yet
 
     catch_up(home, team)
 
-    assert [(e.agent, e.kind, e.request_id) for e in desk.pending(home, team)] == [
+    assert [(e.agent, e.kind, e.request_id) for e in permission_desk.pending(home, team)] == [
         ("bob", "permission", "perm-1-b"), ("bob", "plan", "plan_approval-2@bob")]
     assert len(json.loads(path.read_text())) == 2
     catch_up(home, team)
-    assert len(desk.pending(home, team)) == 2  # recorded once
+    assert len(permission_desk.pending(home, team)) == 2  # recorded once
 
 
 def test_a_shutdown_hears_the_answer_the_coordinators_pump_took(
@@ -145,7 +145,7 @@ def test_a_shutdown_hears_the_answer_the_coordinators_pump_took(
     book.write_text(REFUSER)
     start("mule", "hello", book=book)
     wait_status(home, team, "mule", "idle")
-    coordinator = Coordinator(home, team)
+    coordinator = LeadPump(home, team)
     coordinator.pump(0)  # its first idle notification
     stop = threading.Event()
 

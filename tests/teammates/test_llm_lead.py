@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from swarm.agent.definitions import load_agents
-from swarm.agent.headless import MainAgent, MainSession
+from swarm.agent.headless import MainOptions, MainSession
 from swarm.agent.limits import Limits
 from swarm.agent.skills import load_skills
 from swarm.agent.tools import ToolContext, ToolError
@@ -68,7 +68,7 @@ def _run_lead(home: Home, api: FakeAnthropicServer, cwd: Path, prompt: str, *, t
     def provider(model: str) -> AnthropicProvider:
         return AnthropicProvider(model=model, env=env, retry=RetryPolicy(max_retries=0), timeout=20)
 
-    main = MainAgent(catalog=load_agents(cwd, env=env), env=env, make_provider=provider,
+    main = MainOptions(catalog=load_agents(cwd, env=env), env=env, make_provider=provider,
                      agents_dir=home.root / "runs", skills=load_skills(cwd, env=env))
     lead = LeadTeam(home, env, cwd, backend="subprocess", policy=policy)
     parent = provider("claude-lead")

@@ -17,7 +17,7 @@ import pytest
 from swarm.agent.transcript import Transcript
 from swarm.backends.procs import is_pid_alive
 from swarm.core.clock import now_iso
-from swarm.core.codecs import InboxCodec
+from swarm.core.document_codecs import InboxCodec
 from swarm.core.frames import (
     IdleNotification,
     PermissionResponse,
@@ -35,7 +35,7 @@ from swarm.core.members import request_shutdown
 from swarm.core.protocol import InboxEntry, Member
 from swarm.core.signing import STALE_GRACE_MS, LeadKey, lead_key, sign_entry
 from swarm.core.teams import TeamStore
-from swarm.runtime.desk import approve, pending
+from swarm.runtime.permission_desk import approve, pending
 from tests.backends.helpers import retry_until
 from tests.teammates.conftest import PLAYBOOK, teammate_pids
 

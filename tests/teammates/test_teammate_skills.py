@@ -12,7 +12,7 @@ from swarm.core.home import Home
 from swarm.core.permlog import PermissionLog
 from swarm.core.protocol import Member
 from swarm.models.messages import ToolResultBlock
-from swarm.runtime.desk import deny
+from swarm.runtime.permission_desk import deny
 from tests.backends.helpers import retry_until
 from tests.teammates.conftest import idle_results
 

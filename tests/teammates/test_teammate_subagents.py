@@ -16,7 +16,7 @@ from swarm.core.mailbox import Mailbox
 from swarm.core.permlog import PermissionLog
 from swarm.core.protocol import Member
 from swarm.core.teams import TeamStore
-from swarm.runtime.desk import deny
+from swarm.runtime.permission_desk import deny
 from swarm.runtime.spawn import SpawnRequest, spawn
 from tests.backends.helpers import retry_until
 from tests.cli.conftest import SWARM_EXE

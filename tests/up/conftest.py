@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from swarm.backends.procs import kill_tree
-from swarm.runtime.sample import make_sample_repo
+from swarm.runtime.sample_repo import make_sample_repo
 from tests.up.helpers import SWARM_EXE, Up, panes, teammate_pids
 
 

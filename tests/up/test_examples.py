@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from swarm.runtime.sample import examples_dir
+from swarm.runtime.sample_repo import examples_dir
 from tests.up.helpers import EXAMPLES, Up, panes, teammate_pids
 
 

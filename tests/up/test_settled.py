@@ -18,28 +18,28 @@ from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox, delivery_key
 from swarm.core.protocol import Activity, Member
 from swarm.core.teams import TeamStore
-from swarm.runtime.coordinator import Coordinator
+from swarm.runtime.lead_pump import LeadPump
 
 
 @pytest.fixture
-def coordinator(home: Home, tmp_path: Path) -> Coordinator:
+def coordinator(home: Home, tmp_path: Path) -> LeadPump:
     store = TeamStore(home)
     store.create("t")
     store.add_member("t", Member(agent_id="w@t", name="w", cwd=str(tmp_path), is_active=True, status="idle"))
     store.set_activity("t", "w", Activity(status="idle", last_activity=now_ms(), tokens=10))
-    made = Coordinator(home, "t")
+    made = LeadPump(home, "t")
     made.idle_seen.add("w")  # its first turn ended and the lead saw it
     return made
 
 
-def test_a_quiet_team_is_settled(coordinator: Coordinator) -> None:
+def test_a_quiet_team_is_settled(coordinator: LeadPump) -> None:
     try:
         assert coordinator.settled()
     finally:
         coordinator.close()
 
 
-def test_a_message_taken_between_the_reads_is_never_missed(coordinator: Coordinator, home: Home) -> None:
+def test_a_message_taken_between_the_reads_is_never_missed(coordinator: LeadPump, home: Home) -> None:
     mailbox = Mailbox(home, "t")
     [message] = mailbox.send("w", "next task", sender="team-lead")
     reads = coordinator.mailbox.pending
@@ -58,7 +58,7 @@ def test_a_message_taken_between_the_reads_is_never_missed(coordinator: Coordina
         coordinator.close()
 
 
-def test_a_turn_that_ends_between_the_two_readings_is_seen(coordinator: Coordinator, home: Home) -> None:
+def test_a_turn_that_ends_between_the_two_readings_is_seen(coordinator: LeadPump, home: Home) -> None:
     calls = {"n": 0}
     reads = coordinator.mailbox.pending
 

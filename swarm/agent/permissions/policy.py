@@ -4,7 +4,7 @@ Order: deny rules > the mode's refusals (plan; Write/Edit outside the roots)
 > read-only calls inside the roots > ask rules > protected paths > allow
 rules > the mode's defaults. ``rule_decision`` is that rule step on its own,
 the one place rules decide: ``decide`` uses it for a teammate's own rules and
-the lead's desk for the lead policy (``runtime/desk.py``).
+the lead's desk for the lead policy (``runtime/permission_desk.py``).
 
 The roots are the agent's cwd or worktree (``CallFacts.write_roots``). In
 every mode but ``bypassPermissions``, Write/Edit outside them are denied

@@ -25,7 +25,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from swarm.agent.background import BackgroundTask
+from swarm.agent.background import BackgroundAgent
 from swarm.agent.definitions import GENERAL_PURPOSE_TYPE, AgentCatalog
 from swarm.agent.subagents import (
     FORK_REFUSED,
@@ -211,7 +211,7 @@ class TaskStop(Tool[TaskStopInput]):
         return f"task {task.id} stopped (killed)"
 
 
-def _task(ctx: ToolContext, task_id: str, tool: str) -> tuple[AgentHost, BackgroundTask]:
+def _task(ctx: ToolContext, task_id: str, tool: str) -> tuple[AgentHost, BackgroundAgent]:
     if ctx.identity.subagent:
         raise ToolError(f"{tool} is for the main agent only: a subagent or fork cannot read or stop its "
                         "parent's background agents")

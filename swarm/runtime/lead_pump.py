@@ -1,6 +1,6 @@
 """The lead's side of a running team: read what reaches the lead, answer requests, know when work is done.
 
-One ``Coordinator.pump`` call: wait (event-driven) on the lead's inbox and
+One ``LeadPump.pump`` call: wait (event-driven) on the lead's inbox and
 record what arrived (its ``LeadInbox``, the one consumer of that file in this
 process), answer each open request (the lead policy first, then the person —
 or, headless, a denial), and notice teammates that died. What it knows of the
@@ -24,7 +24,7 @@ from swarm.core.permlog import PermissionEvent, PermissionLog
 from swarm.core.protocol import Member, TeamFile
 from swarm.core.teams import TeamStore
 from swarm.errors import ConflictError
-from swarm.runtime.desk import answer_by_policy, answer_plan, approve, deny
+from swarm.runtime.permission_desk import answer_by_policy, answer_plan, approve, deny
 from swarm.runtime.lead_inbox import LeadInbox, LeadMessage
 from swarm.runtime.member_kinds import reap_dead
 
@@ -42,7 +42,7 @@ class Asker(Protocol):
 
 
 @dataclass
-class Coordinator:
+class LeadPump:
     home: Home
     team: str
     asker: Asker | None = None

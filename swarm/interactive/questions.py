@@ -24,8 +24,8 @@ from swarm.agent.permissions.rules import parse_rules, suggest
 from swarm.agent.tools.base import Tool
 from swarm.agent.tools.context import ToolContext, ToolError
 from swarm.core.permlog import PermissionEvent
-from swarm.runtime.coordinator import Answer
-from swarm.runtime.desk import what_is_asked
+from swarm.runtime.lead_pump import Answer
+from swarm.runtime.permission_desk import what_is_asked
 
 LEAD_ASKER = "you"
 """Who a question from the lead's own tools is shown as coming from."""
