@@ -15,7 +15,7 @@ from swarm.agent.definitions import (
     load_agents,
 )
 from swarm.errors import UsageError
-from tests.worktrees.conftest import git
+from tests.runtime.worktrees.conftest import git
 
 
 def write_agent(directory: Path, stem: str, frontmatter: str, body: str = "") -> Path:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from swarm.agent.instructions import FILE_CAP, STATUS_LINES, context_block
-from tests.worktrees.conftest import git
+from tests.runtime.worktrees.conftest import git
 
 TODAY = date(2025, 3, 14)
 

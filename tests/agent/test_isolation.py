@@ -9,7 +9,7 @@ import pytest
 
 from swarm.agent.isolation import BRANCH_PREFIX, IsolatedTree, isolated_worktree
 from swarm.errors import InvalidNameError, UsageError
-from tests.worktrees.conftest import branches, git
+from tests.runtime.worktrees.conftest import branches, git
 
 
 def registered(repo: Path) -> list[str]:

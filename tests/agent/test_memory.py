@@ -9,7 +9,7 @@ import pytest
 from swarm.agent.definitions import AgentDefinition
 from swarm.agent.memory import MEMORY_LINES, memory_dir, memory_prompt
 from swarm.agent.prompts import agent_system_prompt
-from tests.worktrees.conftest import git
+from tests.runtime.worktrees.conftest import git
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from swarm.agent.skills import (
     parse_slash,
     preload_text,
 )
-from tests.worktrees.conftest import git
+from tests.runtime.worktrees.conftest import git
 
 
 def write_skill(root: Path, name: str, text: str, *, sub: str = ".claude/skills") -> Path:

@@ -59,7 +59,7 @@ def run_exe(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """An empty git repository (on ``main``) in the test's tmp dir."""
-    from tests.worktrees.conftest import git
+    from tests.runtime.worktrees.conftest import git
 
     path = tmp_path / "repo"
     path.mkdir()

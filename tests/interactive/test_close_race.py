@@ -33,7 +33,7 @@ from swarm.interactive.questions import Desk
 from swarm.interactive.view import View
 from swarm.runtime.lead import LeadTeam
 from tests.backends.helpers import retry_until
-from tests.teammates.conftest import teammate_pids
+from tests.teammate.conftest import teammate_pids
 
 REFUSER = r"""
 [[rules]]

@@ -26,7 +26,7 @@ from tests.fakes.anthropic_server import (
     usage_json,
 )
 from tests.interactive.conftest import EXITED, Screen
-from tests.teammates.conftest import teammate_pids
+from tests.teammate.conftest import teammate_pids
 
 ALICE = """
 [[rules]]
