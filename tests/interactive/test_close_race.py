@@ -33,22 +33,8 @@ from swarm.interactive.questions import Desk
 from swarm.interactive.view import View
 from swarm.runtime.lead import LeadTeam
 from tests.backends.helpers import retry_until
-from tests.teammate.conftest import teammate_pids
+from tests.teammate.conftest import REFUSER, teammate_pids
 
-REFUSER = r"""
-[[rules]]
-name = "refuse"
-match = '"type":\s*"shutdown_request".*"requestId":\s*"(?P<rid>[^"]+)"'
-[[rules.steps]]
-tool_calls = [{ name = "SendMessage", input = { to = "team-lead", message = { type = "shutdown_response", request_id = "{rid}", approve = false, reason = "still merging" } } }]
-[[rules.steps]]
-text = "refused"
-
-[[rules]]
-name = "hello"
-match = 'hello'
-text = "ready"
-"""
 
 
 class _Session:

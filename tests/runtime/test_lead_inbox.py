@@ -26,22 +26,8 @@ from swarm.runtime.lead_pump import LeadPump
 from swarm.runtime.lead_inbox import LeadInbox, LeadMessage, catch_up
 from swarm.runtime.up import stop_team
 from tests.cli.conftest import SWARM_EXE
-from tests.teammate.conftest import teammate_pids, wait_status
+from tests.teammate.conftest import REFUSER, teammate_pids, wait_status
 
-REFUSER = r"""
-[[rules]]
-name = "refuse"
-match = '"type":\s*"shutdown_request".*"requestId":\s*"(?P<rid>[^"]+)"'
-[[rules.steps]]
-tool_calls = [{ name = "SendMessage", input = { to = "team-lead", message = { type = "shutdown_response", request_id = "{rid}", approve = false, reason = "still merging" } } }]
-[[rules.steps]]
-text = "refused"
-
-[[rules]]
-name = "hello"
-match = 'hello'
-text = "ready"
-"""
 T = "2026-12-01T10:00:00.000Z"
 
 

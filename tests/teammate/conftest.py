@@ -36,6 +36,22 @@ match = 'slow job (?P<tok>\w+)'
 tool_calls = [{ name = "Bash", input = { command = "echo {tok} >> runs.txt; sleep 30" } }]
 """
 
+REFUSER = r"""
+[[rules]]
+name = "refuse"
+match = '"type":\s*"shutdown_request".*"requestId":\s*"(?P<rid>[^"]+)"'
+[[rules.steps]]
+tool_calls = [{ name = "SendMessage", input = { to = "team-lead", message = { type = "shutdown_response", request_id = "{rid}", approve = false, reason = "still merging" } } }]
+[[rules.steps]]
+text = "refused"
+
+[[rules]]
+name = "hello"
+match = 'hello'
+text = "ready"
+"""
+"""A teammate that refuses every shutdown ("still merging") and answers 'hello' with 'ready'."""
+
 STUBBORN = r"""
 [[rules]]
 name = "stubborn"
