@@ -19,9 +19,12 @@ The rules, each stated once here:
   also passes the three gates; a main agent or teammate does not), plus the
   tools the role always keeps (a lead's Team tools, a teammate's messaging
   and task tools, the plan tool);
-- **permission mode**: a subagent runs in its definition's ``permissionMode``
-  unless its parent's is kept (``PARENT_MODES_KEPT``); a read-only
-  definition wraps the gate read-only (``swarm.agent.read_only``);
+- **permission mode**: permissions only narrow. A subagent runs in its
+  parent's mode when that is kept (``PARENT_MODES_KEPT``: a definition does
+  not narrow it, as in Claude Code), else in the narrower of its parent's
+  mode and its definition's ``permissionMode`` — a child of an agent in plan
+  mode stays in plan mode, and a definition never widens its parent's mode;
+  a read-only definition wraps the gate read-only (``swarm.agent.read_only``);
 - **write roots**: the parent's (or the person's), plus the definition's
   memory directory (``swarm.agent.memory.with_memory``);
 - **system prompt**: the definition's body + environment + memory + preloaded
@@ -45,6 +48,7 @@ from swarm.agent.definitions import (
 )
 from swarm.agent.executor import ToolGate
 from swarm.agent.memory import memory_prompt, with_memory
+from swarm.agent.permissions.policy import narrowest
 from swarm.agent.prompts import TEAMMATE, agent_system_prompt, system_prompt
 from swarm.agent.read_only import read_only_gate
 from swarm.agent.skills import SkillCatalog, load_skills, preload_text
@@ -181,10 +185,13 @@ def assemble(definition: AgentDefinition | None, seat: Seat, parent: Parent, *, 
 
 
 def child_mode(gate: ToolGate | None, definition: AgentDefinition) -> str | None:
-    """A subagent's permission mode: its definition's ``permissionMode`` unless the parent's is kept (or it has none)."""
-    if gate is not None and (definition.permission_mode is None or gate.mode in PARENT_MODES_KEPT):
+    """A subagent's permission mode: the parent's when kept or the definition names none, else the narrower of the
+    two (a definition asks for less, never for more). None: no gate, and the definition names no mode."""
+    if gate is None:
+        return definition.permission_mode
+    if definition.permission_mode is None or gate.mode in PARENT_MODES_KEPT:
         return gate.mode
-    return definition.permission_mode
+    return narrowest(gate.mode, definition.permission_mode)
 
 
 def _gate(gate: ToolGate | None, definition: AgentDefinition | None, mode: str | None) -> ToolGate | None:

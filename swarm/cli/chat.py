@@ -48,7 +48,7 @@ def run_chat(home: Home, *, resume: str | None, permission_mode: str, model: str
     main = setup.main_agent(stored.transcript.with_suffix(".subagents"), note=view.warn)
     policy = LeadPolicy(allow=list(allow), deny=list(deny)) if allow or deny else None
     lead = LeadTeam(home, env, workdir, backend=backend, tmux_socket=tmux_socket, policy=policy,
-                    playbooks=teammate_playbooks)
+                    playbooks=teammate_playbooks, ceiling=permission_mode, person_answers_plans=True)
     own_rules = settings_rules(workdir, settings_digests(workdir)).merged(
         RuleSet(allow=tuple(parse_rules(list(allow))), deny=tuple(parse_rules(list(deny)))))
     session = MainSession(provider, cwd=workdir, main=main, transcript=stored.transcript, resume=resume is not None,

@@ -44,7 +44,8 @@ def _playbooks(ctx: click.Context, param: click.Parameter, values: tuple[str, ..
 @click.option("--resume", "resume", is_flag=False, flag_value="", default=None, metavar="[SESSION]",
               help="Continue an earlier interactive session (default: the newest).")
 @click.option("--permission-mode", type=click.Choice(PERMISSION_MODES), default="default", show_default=True,
-              help="Interactive session: how the lead's own tool calls are decided (the rest are asked).")
+              help="The widest mode the lead may give the teammates it starts; in the interactive session also "
+                   "how the lead's own tool calls are decided (the rest are asked).")
 @click.option("--model", "-m", default=None, help="Model id, or 'scripted[:PLAYBOOK]' for the offline model.")
 @click.option("--playbook", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
               help="Run the offline scripted model with this playbook (TOML or JSON).")
@@ -120,7 +121,7 @@ def run(ctx: click.Context, prompt: str | None, resume: str | None, permission_m
     main = setup.main_agent(_agents_dir(home_of(ctx), transcript), note=warn)
     policy = LeadPolicy(allow=list(allow), deny=list(deny)) if allow or deny else None
     lead = LeadTeam(home_of(ctx), env, workdir, backend=backend, tmux_socket=tmux_socket, policy=policy,
-                    playbooks=teammate_playbooks)
+                    playbooks=teammate_playbooks, ceiling=permission_mode)
     cancel = threading.Event()
     previous = signal.signal(signal.SIGINT, _first_interrupt(cancel))
     session = MainSession(provider, cwd=workdir, main=main, transcript=transcript, cancel=cancel,

@@ -234,7 +234,7 @@ class Chat:
             line = _line(message)
             if line:
                 self.view.teammate(message, line)
-        texts = [t for t in (render(m) for m in fresh) if t]
+        texts = [t for t in (render(m, person_answers_plans=self.lead.person_answers_plans) for m in fresh) if t]
         if texts:
             self.inputs.put(LeadInput("\n\n".join(texts), from_team=True))
 

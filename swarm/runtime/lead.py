@@ -29,9 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from swarm.agent.headless import MainSession
-from swarm.agent.peer_messages import teammate_block
 from swarm.agent.loop import AgentRun
+from swarm.agent.peer_messages import teammate_block
+from swarm.agent.permissions.policy import PERMISSION_MODES, narrowest, wider_than
 from swarm.agent.tools.context import ToolContext, ToolError
+from swarm.agent.tools.walking import within_roots
 from swarm.core.clock import now_ms
 from swarm.core.frames import (
     IdleNotification,
@@ -48,9 +50,9 @@ from swarm.core.protocol import CLAUDE_RUNTIME, LeadPolicy
 from swarm.core.signing import rotate_lead_key
 from swarm.core.teams import TeamStore
 from swarm.errors import SwarmError
+from swarm.runtime.lead_inbox import LeadInbox, LeadMessage
 from swarm.runtime.lead_pump import LeadPump
 from swarm.runtime.permission_desk import answer_plan
-from swarm.runtime.lead_inbox import LeadInbox, LeadMessage
 from swarm.runtime.shutdown import Outcome
 from swarm.runtime.spawn import SpawnRequest, spawn_reporting, wait_joined
 from swarm.runtime.up import Report, stop_team, team_report
@@ -77,6 +79,11 @@ class LeadTeam:
     policy: LeadPolicy | None = None
     playbooks: Mapping[str, Path] = field(default_factory=dict)
     """Offline playbooks for teammates by name (the scripted model; ``--teammate-playbook``)."""
+    ceiling: str = "default"
+    """The widest permission mode the person lets this lead give its teammates (``--permission-mode``):
+    a mode the model asks for beyond it, at spawn or in a plan answer, is refused."""
+    person_answers_plans: bool = False
+    """The person is asked about every plan (the interactive session): the model's plan answers are refused."""
     team: str | None = None
     """The team it leads now (one at a time)."""
     led: list[str] = field(default_factory=list)
@@ -115,11 +122,17 @@ class LeadTeam:
               runtime: str | None, isolation: str | None, plan_mode_required: bool, mode: str | None,
               cwd: str | None) -> str:
         team = self._team()
+        granted = self.teammate_mode(mode)
         where = ctx.resolve(cwd) if cwd else self.cwd
+        if cwd and not within_roots(where.resolve(), [r.resolve() for r in ctx.identity.write_roots or [where]]):
+            roots = ", ".join(map(str, ctx.identity.write_roots or []))
+            raise ToolError(f"cwd {where} is outside the directories you may write ({roots}): a teammate starts "
+                            "there or below; the person can start one elsewhere with `swarm spawn --cwd`")
         claude = runtime == CLAUDE_RUNTIME  # a Claude Code session: its own model, always in a tmux pane
         request = SpawnRequest(team=team, name=name, prompt=prompt,
                                agent_type=agent_type or "general-purpose", model=model,
-                               permission_mode=mode or "default", plan_mode_required=plan_mode_required,
+                               permission_mode=granted,
+                               plan_mode_required=plan_mode_required,
                                cwd=where, tmux_socket=self.tmux_socket, worktree=isolation == "worktree",
                                playbook=None if claude else self.playbooks.get(name),
                                runtime=CLAUDE_RUNTIME if claude else "swarm", backend="auto" if claude else self.backend)
@@ -134,12 +147,50 @@ class LeadTeam:
                 f"messages you when it is done or blocked; message it with SendMessage(to={name!r}).")
 
     def answer_plan(self, request_id: str, approve: bool, feedback: str | None, mode: str | None) -> str:
+        if self.person_answers_plans:
+            raise ToolError(f"the person answers plans in this session ({request_id} is asked of them); "
+                            "tell them what you think of it instead")
+        mode = self.plan_answer_mode(approve, mode)
         try:
             answer_plan(self.home, self._team(), request_id, approved=approve, feedback=feedback, mode=mode,
                         by="lead")
         except SwarmError as exc:
             raise ToolError(str(exc)) from exc
         return f"Plan {request_id} {'approved' if approve else 'rejected'}."
+
+    def teammate_mode(self, asked: str | None) -> str:
+        """The mode a teammate the model starts gets: what it asked for within the grant, else the narrower of
+        ``default`` and the grant; ToolError for a mode wider than the grant."""
+        self._within_grant(asked)
+        return asked or narrowest("default", self.ceiling)
+
+    def plan_answer_mode(self, approve: bool, asked: str | None) -> str | None:
+        """The mode a model's plan answer passes on (None: the teammate's own; ``teammate.gate`` ``after_plan``).
+
+        ToolError for a mode wider than the grant, and for an approval where the grant is plan mode only: an
+        approved plan lets the teammate write. A teammate that would leave plan mode for ``default`` is held to
+        the grant when that is narrower (``dontAsk``).
+        """
+        self._within_grant(asked)
+        if not approve:
+            return asked
+        if asked is None or asked == "plan":
+            if self.ceiling == "plan":
+                raise ToolError("this session grants plan mode only: approving a plan would let the teammate "
+                                "write; reject it with your feedback, or the person approves it (`swarm plan`)")
+            return self.ceiling if wider_than("default", self.ceiling) else None
+        return asked
+
+    def _within_grant(self, mode: str | None) -> None:
+        """ToolError when the model asks for a mode wider than the person granted (``ceiling``)."""
+        if mode is None:
+            return
+        if mode not in PERMISSION_MODES:
+            raise ToolError(f"unknown permission mode {mode!r}; use one of {', '.join(PERMISSION_MODES)}")
+        if wider_than(mode, self.ceiling):
+            raise ToolError(f"mode {mode!r} is wider than what this session may grant ({self.ceiling!r}); ask for "
+                            f"{self.ceiling!r} or narrower. Only the person grants more (`swarm run "
+                            f"--permission-mode {mode}`, or `swarm spawn --permission-mode {mode}` for one teammate)")
 
     def request_shutdown(self, name: str, reason: str | None) -> str:
         team = self._team()
@@ -287,14 +338,20 @@ def _active(lead: LeadTeam) -> list[str]:
     return [m.name for m in TeamStore(lead.home).get(lead.team).members if m.present() and m.name != LEAD_NAME]
 
 
-def render(message: LeadMessage) -> str:
-    """What the lead model reads for one message (empty for what the runtime handled itself)."""
+def render(message: LeadMessage, *, person_answers_plans: bool = False) -> str:
+    """What the lead model reads for one message (empty for what the runtime handled itself).
+
+    ``person_answers_plans``: a plan is shown for what it is, the person's to approve (the interactive session).
+    """
     who = message.sender
     frame = message.frame
     if isinstance(frame, IdleNotification):
         done = f" (completed task {frame.completed_task_id}: {frame.completed_status})" if frame.completed_task_id else ""
         what = frame.failure_reason if frame.idle_reason == "failed" else (frame.summary or frame.result or "")
         return teammate_block(who, f"[idle{done}] {what}")
+    if isinstance(frame, PlanApprovalRequest) and person_answers_plans:
+        return teammate_block(who, f"plan_approval_request {frame.request_id}, for the person to approve (they are "
+                                   f"asked; you cannot answer it):\n{frame.plan_content}")
     if isinstance(frame, PlanApprovalRequest):
         return teammate_block(who, f"plan_approval_request {frame.request_id}: answer with SendMessage "
                                    f"message={{type: 'plan_approval_response', request_id: '{frame.request_id}', "

@@ -187,7 +187,7 @@ class TeammateGate:
         if not answer.approved:
             return (f"The lead rejected the plan. Feedback: {answer.feedback or '(none)'}\n"
                     "You are still in plan mode: revise the plan and submit it again with ExitPlanMode.")
-        self.mode = _after_plan(answer.permission_mode, self.config.permission_mode)
+        self.mode = after_plan(answer.permission_mode, self.config.permission_mode)
         self.teams.update_member(self.config.team, self.config.name, mode=self.mode)
         return f"The lead approved the plan. You are now in {self.mode} mode: implement it."
 
@@ -213,7 +213,9 @@ def _is_shutdown(frame: object, entry: InboxEntry) -> bool:
     return isinstance(frame, ShutdownRequest)
 
 
-def _after_plan(granted: str | None, spawned: str) -> str:
+def after_plan(granted: str | None, spawned: str) -> str:
+    """The mode a teammate works in once its plan is approved: the one the answer granted, else the one it was
+    started in (``default`` if that was plan mode)."""
     if granted and granted != "plan":
         return granted
     return spawned if spawned != "plan" else "default"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import threading
 import time
@@ -21,6 +22,7 @@ from tests.cli.conftest import SWARM_EXE
 from tests.fakes.anthropic_server import (
     FakeAnthropicServer,
     RecordedRequest,
+    ScriptedReply,
     text_reply,
     tool_use_reply,
     usage_json,
@@ -334,6 +336,50 @@ def test_a_plan_is_approved_inline_and_the_teammate_goes_on(
     screen.type("/exit")
     screen.wait_for(EXITED)
     assert teammate_pids(screen.home) == []
+
+
+def test_the_lead_model_cannot_answer_the_persons_plan_question_or_raise_the_teammates_mode(
+        start_chat: Callable[..., Screen], fake_api: FakeAnthropicServer, tmp_path: Path) -> None:
+    """The attacker's case: the plan reaches the person and the lead model; the model answers first, approving with
+    ``bypassPermissions``. Its answer is refused, the person's question stays, and the person's approval leaves the
+    teammate in the mode it was started in."""
+    book = tmp_path / "planner.toml"
+    book.write_text(PLANNER)
+    fake_api.enqueue(tool_use_reply("TeamCreate", {"team_name": "crew"}, tool_id="toolu_1"),
+                     tool_use_reply("Agent", {"description": "a teammate", "team_name": "crew", "name": "planner",
+                                              "prompt": "Write the notes.", "plan_mode_required": True},
+                                    tool_id="toolu_2"),
+                     text_reply("Planner started."))
+
+    def answer_it(body: dict[str, Any]) -> dict[str, Any]:
+        request_id = re.search(r"plan_approval_request ([^ ,:]+)", json.dumps(body["messages"]))
+        assert request_id is not None, "the model was shown the plan request"
+        return tool_use_reply("SendMessage", {"to": "planner", "message": {
+            "type": "plan_approval_response", "request_id": request_id.group(1), "approve": True,
+            "permission_mode": "bypassPermissions"}}, tool_id="toolu_9").body
+
+    fake_api.enqueue(ScriptedReply(200, answer_it), when="plan_approval_request")
+    fake_api.enqueue(text_reply("I tried."), when="toolu_9")
+    fake_api.enqueue(text_reply("Good."), when='teammate_id=\\"planner\\"', repeat=True)
+    screen = start_chat("--teammate-playbook", f"planner={book}")
+    screen.ready()
+    screen.type("start")
+    screen.wait_for("[y] approve  [n FEEDBACK] reject")
+    refused = _wait(lambda: next((r for r in fake_api.requests if "toolu_9" in json.dumps(r.body["messages"])), None),
+                    "the model's answer to come back to it")
+    result = [b for m in refused.body["messages"] for b in m["content"] if isinstance(b, dict)
+              and b.get("type") == "tool_result" and b.get("tool_use_id") == "toolu_9"]
+    assert result and result[0].get("is_error") and "the person answers plans" in json.dumps(result[0])
+    assert "[y] approve  [n FEEDBACK] reject" in screen.text()  # still the person's to answer
+    assert not (tmp_path / "NOTES.md").exists()
+    screen.type("y")
+    screen.wait_for("⇐ planner idle: notes written")
+    member = TeamStore(screen.home).get("crew").member("planner")
+    assert member is not None and member.mode == "default"
+    decisions = [e for e in PermissionLog(screen.home, "crew").events() if e.event == "decision"]
+    assert [(d.kind, d.decision, d.by) for d in decisions] == [("plan", "allow", "person")]
+    screen.type("/exit")
+    screen.wait_for(EXITED)
 
 
 def test_model_switches_the_leads_model_from_the_next_turn(

@@ -248,3 +248,48 @@ def test_an_explore_teammate_runs_only_read_only_commands_even_when_it_bypasses_
     [result] = idle_results(home, team, "e")
     assert result is not None and result.startswith("saw: this agent is read-only"), result
     assert not (workdir / "looked-kappa.txt").exists()
+
+
+EAGER = r"""
+[[rules]]
+name = "delegate"
+match = 'delegate (?P<tok>\w+)'
+[[rules.steps]]
+tool_calls = [{ name = "Agent", input = { description = "eager job", prompt = "eagerjob {tok}", subagent_type = "eager" } }]
+[[rules.steps]]
+text = "delegated {tok}"
+
+[[rules]]
+name = "child"
+match = 'eagerjob (?P<tok>\w+)'
+system = 'You write at once'
+[[rules.steps]]
+tool_calls = [{ name = "Write", input = { file_path = "eager-{tok}.txt", content = "written before any plan\n" } }]
+[[rules.steps]]
+text = "child tried {tok}"
+"""
+
+EAGER_AGENT = """---
+name: eager
+description: writes without waiting
+permissionMode: acceptEdits
+---
+You write at once.
+"""
+
+
+def test_a_child_of_a_teammate_in_plan_mode_stays_in_plan_mode(
+        home: Home, team: str, tmp_path: Path, workdir: Path, start: Callable[..., Member]) -> None:
+    """The attacker's case: a plan-mode teammate delegates to a project agent whose definition says acceptEdits;
+    the child may not write before any plan is approved (a definition never widens its parent's mode)."""
+    (workdir / ".claude" / "agents").mkdir(parents=True)
+    (workdir / ".claude" / "agents" / "eager.md").write_text(EAGER_AGENT)
+    book = tmp_path / "eager.toml"
+    book.write_text(EAGER)
+    start("w", "delegate iota", book=book, plan_mode_required=True)
+    retry_until(lambda: idle_results(home, team, "w") == ["delegated iota"], 20, what="the turn")
+    assert not (workdir / "eager-iota.txt").exists()
+    [link] = Transcript(home.transcript_path(team, "w")).events("subagent")
+    results = [b for m in Transcript(Path(link["transcript"])).messages() for b in m.content
+               if b.type == "tool_result"]
+    assert [r.is_error for r in results] == [True] and "plan" in str(results[0].content)

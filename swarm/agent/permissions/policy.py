@@ -51,6 +51,18 @@ from swarm.agent.tools.walking import within_roots
 Verdict = Literal["allow", "deny", "ask"]
 PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
 """Every permission mode an agent can run in (see the module docstring)."""
+MODE_WIDTH = {"plan": 0, "dontAsk": 1, "default": 2, "acceptEdits": 3, "bypassPermissions": 4}
+"""How much each mode lets run without asking, narrowest first: what ``wider_than`` and ``narrowest`` compare."""
+
+
+def wider_than(mode: str, limit: str) -> bool:
+    """Whether ``mode`` lets more run unasked than ``limit`` (permissions only narrow: such a mode is refused)."""
+    return MODE_WIDTH[mode] > MODE_WIDTH[limit]
+
+
+def narrowest(*modes: str) -> str:
+    """The mode of ``modes`` that lets the least run unasked."""
+    return min(modes, key=MODE_WIDTH.__getitem__)
 WRITE_TOOLS = ("Write", "Edit")
 """swarm's file-writing tools: confined to the roots outside bypassPermissions."""
 _WRITE_PATHS = {"Write": "file_path", "Edit": "file_path", "MultiEdit": "file_path", "NotebookEdit": "notebook_path"}
