@@ -4,6 +4,7 @@
     ├── LimitReached     max turns, token budget or wall time
     ├── Interrupted      cancellation (SIGINT, a cancel event)
     ├── TooManyToolErrors  the model kept making failing tool calls
+    ├── ModelStopped     the model refused, or its output was cut at max_tokens too often
     └── EndRun           a tool finished the run (e.g. a shutdown was approved);
                          raised by the tool, its message is the tool's result
 """
@@ -58,6 +59,10 @@ class Interrupted(AgentStop):
 class TooManyToolErrors(AgentStop):
     def __init__(self, count: int) -> None:
         super().__init__("tool_errors", f"{count} steps in a row had only malformed tool calls")
+
+
+class ModelStopped(AgentStop):
+    """The model's own stop reason ends the run: ``refusal``, or ``max_tokens`` once continuing no longer helps."""
 
 
 class EndRun(AgentStop):

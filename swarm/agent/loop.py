@@ -10,6 +10,12 @@ are recorded first. Messages that arrive while the agent works are asked for
 between steps and ride along in the next model request; they are recorded in
 the same durable transcript write as the tool results, and only then taken
 out of the inbox (``Arrivals.taken``).
+
+The model's stop reason is checked on every response: ``refusal`` ends the
+run as such (``ModelStopped``; ``swarm run -p`` exits non-zero), and an
+output cut at ``max_tokens`` is never taken as an answer and its tool calls
+never run (their input is partial): the model is told (``CUT_NOTE``) and
+goes on, up to ``MAX_CUT_CONTINUATIONS`` times in a row.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from pydantic import BaseModel
 from swarm.agent.compaction import CompactionPolicy, compact_if_due
 from swarm.agent.conversation import Conversation
 from swarm.agent.executor import MalformedCall, ToolGate, execute
-from swarm.agent.limits import AgentStop, EndRun, Interrupted, Limits, TooManyToolErrors
+from swarm.agent.limits import AgentStop, EndRun, Interrupted, Limits, ModelStopped, TooManyToolErrors
 from swarm.agent.tools.base import Tool
 from swarm.agent.tools.context import ToolContext
 from swarm.models.base import ModelProvider, ModelRequest
@@ -37,6 +43,12 @@ from swarm.models.messages import (
 )
 
 log = logging.getLogger(__name__)
+
+MAX_CUT_CONTINUATIONS = 3
+"""Model outputs in a row cut at ``max_tokens`` that are answered with ``CUT_NOTE``; one more ends the run."""
+CUT_NOTE = ("[Your last output was cut off at the {tokens}-token output limit, so it was not used: any tool call in it "
+            "was incomplete and did not run. Continue from where you were, in smaller pieces: write a large file "
+            "with several Write/Edit calls, and keep each answer short.]")
 
 @dataclass
 class Arrivals:
@@ -102,7 +114,7 @@ def run_agent(spec: AgentSpec, conversation: Conversation, ctx: ToolContext,
     specs = [tool.spec() for tool in spec.tools]
     ctx.turn.running = RunningAgent(spec, conversation)
     started = time.monotonic()
-    usage, turns, error_streak = Usage(), 0, 0
+    usage, turns, error_streak, cut = Usage(), 0, 0, 0
     try:
         while True:
             if ctx.turn.cancel.is_set():
@@ -114,6 +126,18 @@ def run_agent(spec: AgentSpec, conversation: Conversation, ctx: ToolContext,
                 system=spec.system, messages=conversation.messages, tools=specs, max_tokens=spec.max_tokens))
             turns += 1
             usage = usage + response.usage
+            if response.stop_reason == "refusal":
+                conversation.add(_text_only(response.message(), "(refused)"), usage=response.usage)
+                raise ModelStopped("refusal", "the model declined to continue (stop_reason refusal)")
+            if response.stop_reason == "max_tokens":
+                cut += 1
+                conversation.add(_text_only(response.message(), "(output cut off)"), usage=response.usage)
+                if cut > MAX_CUT_CONTINUATIONS:
+                    raise ModelStopped("max_tokens", f"the model's output was cut at {spec.max_tokens} tokens "
+                                                     f"{cut} times in a row")
+                conversation.add_user_text(CUT_NOTE.format(tokens=spec.max_tokens))
+                continue
+            cut = 0
             assistant = response.message()
             if not assistant.content:
                 assistant = Message(role="assistant", content=[TextBlock(text="(no content)")])
@@ -138,6 +162,12 @@ def run_agent(spec: AgentSpec, conversation: Conversation, ctx: ToolContext,
         if conversation.transcript is not None:
             conversation.transcript.event("stop", reason=stop.reason, detail=str(stop))
         return AgentRun(conversation.last_text(), stop.reason, turns, usage, str(stop))
+
+
+def _text_only(message: Message, empty: str) -> Message:
+    """``message`` without its tool calls (a cut message's calls have partial input: never run, never sent back)."""
+    kept = [block for block in message.content if isinstance(block, TextBlock) and block.text]
+    return Message(role="assistant", content=kept or [TextBlock(text=empty)])
 
 
 def _run_calls(calls: list[ToolUseBlock], tools: dict[str, Tool[BaseModel]], ctx: ToolContext,

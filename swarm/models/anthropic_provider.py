@@ -5,12 +5,21 @@ The SDK is imported lazily, inside the first request, so importing this module
 
 Retries are ours, not the SDK's (the client is built with ``max_retries=0``):
 
-    retried with exponential backoff + jitter, each wait capped at max_delay:
+    retried with exponential backoff + jitter, each computed wait capped at max_delay:
         429 rate limited, 408, 409, every 5xx (incl. 529 overloaded),
-        connection errors and timeouts; a ``retry-after-ms`` / ``retry-after``
-        header replaces the computed wait (also capped)
+        connection errors and timeouts, a stream that stalls (no event for
+        ``read_timeout`` seconds) or ends without ``message_stop``, and an
+        ``error`` event after the 200 (``overloaded_error`` as 529,
+        ``api_error`` as 500, ``rate_limit_error`` as 429); a
+        ``retry-after-ms`` / ``retry-after`` header replaces the computed wait
+        and is honoured whole
+    an overloaded API (529, ``overloaded_error``) gets more attempts
+    (``RetryPolicy.overloaded_retries``) than other failures
     never retried (explicit list): 400, 401, 403, 404, 413, 422
     never retried either: any other 4xx, other SDK errors
+
+The counts and waits come from ``RetryPolicy.from_env`` (``SWARM_API_MAX_RETRIES``,
+``SWARM_API_OVERLOADED_RETRIES``, ``SWARM_API_MAX_DELAY``, ``SWARM_API_READ_TIMEOUT``).
 
 Errors are translated at one boundary, ``_call_with_retries``:
 
@@ -47,6 +56,10 @@ DEFAULT_MODEL = "claude-sonnet-4-6"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_TIMEOUT = 600.0
 """Seconds one HTTP request may take before it counts as a (retryable) timeout."""
+DEFAULT_READ_TIMEOUT = 90.0
+"""Seconds a streamed answer may go without an event before it counts as stalled (retried)."""
+STREAM_ERRORS = {"overloaded_error": 529, "api_error": 500, "rate_limit_error": 429, "timeout_error": 504}
+"""An ``error`` event after the 200, by its type: the status it is retried as (other types are not retried)."""
 
 RETRY_STATUSES = frozenset({408, 409, 429})
 """Retried 4xx statuses; every status >= 500 is retried as well."""
@@ -72,20 +85,48 @@ class RetryPolicy:
 
     max_retries: int = 4
     """Retries after the first attempt; 0 means one attempt only."""
+    overloaded_retries: int = 8
+    """Retries while the API says it is overloaded (529, ``overloaded_error``): it clears by itself."""
     base_delay: float = 1.0
     """Seconds before the first retry; doubled for each further retry."""
     max_delay: float = 30.0
-    """Ceiling (seconds) on any single wait, including a server's retry-after."""
+    """Ceiling (seconds) on a computed wait; a server's retry-after is honoured whole."""
     jitter: float = 0.25
     """Up to this fraction of each computed wait is randomly taken off."""
+    read_timeout: float = DEFAULT_READ_TIMEOUT
+    """Seconds without an event before a stream counts as stalled."""
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> RetryPolicy:
+        """The defaults, with each ``SWARM_API_*`` variable that is set (a bad value is a one-line UsageError)."""
+        fields = {"max_retries": ("SWARM_API_MAX_RETRIES", int), "overloaded_retries": ("SWARM_API_OVERLOADED_RETRIES", int),
+                  "max_delay": ("SWARM_API_MAX_DELAY", float), "read_timeout": ("SWARM_API_READ_TIMEOUT", float)}
+        chosen: dict[str, Any] = {}
+        for field_name, (variable, kind) in fields.items():
+            raw = env.get(variable, "").strip()
+            if not raw:
+                continue
+            try:
+                value = kind(raw)
+            except ValueError:
+                value = -1
+            if value < 0 or (field_name == "read_timeout" and value == 0):
+                raise UsageError(f"{variable}={raw!r} is not a {'positive ' if field_name == 'read_timeout' else ''}"
+                                 f"number of {'retries' if kind is int else 'seconds'}; fix or unset it")
+            chosen[field_name] = value
+        return cls(**chosen)
+
+    def attempts(self, overloaded: bool) -> int:
+        """Attempts in all (the first and its retries) for a failure of this kind."""
+        return 1 + (max(self.max_retries, self.overloaded_retries) if overloaded else self.max_retries)
 
     def delay(self, retry_index: int, retry_after: float | None, rand: float) -> float:
         """Seconds to wait before retry number ``retry_index`` (0-based).
 
-        ``rand`` is a number in [0, 1); ``retry_after`` is the server's hint.
+        ``rand`` is a number in [0, 1); ``retry_after`` is the server's hint, honoured whole.
         """
         if retry_after is not None:
-            return min(self.max_delay, max(0.0, retry_after))
+            return max(0.0, retry_after)
         backoff = min(self.max_delay, self.base_delay * 2.0**retry_index)
         return backoff * (1.0 - self.jitter * rand)
 
@@ -99,6 +140,7 @@ class _Failure:
     advice: str
     detail: str = ""
     retry_after: float | None = None
+    overloaded: bool = False
 
     def message(self, attempts: int) -> str:
         """One line: ``anthropic API <what> [N times] [(detail)]; <advice>``."""
@@ -135,7 +177,7 @@ class AnthropicProvider:
         self._api_key = key
         self._base_url = base_url or source.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
         self._model = model or source.get("ANTHROPIC_MODEL") or DEFAULT_MODEL
-        self._retry = retry or RetryPolicy()
+        self._retry = retry or RetryPolicy.from_env(source)
         self._timeout = timeout
         self._sleep = sleep
         self._rand = rand
@@ -184,32 +226,43 @@ class AnthropicProvider:
     def _sdk_client(self) -> anthropic.Anthropic:
         if self._client is None:
             sdk = _sdk()
-            self._client = sdk.Anthropic(
-                api_key=self._api_key, base_url=self._base_url, max_retries=0, timeout=self._timeout
-            )
+            # a stalled stream is a read timeout, far below the whole request's
+            timeout = sdk.Timeout(self._timeout, read=min(self._timeout, self._retry.read_timeout))
+            self._client = sdk.Anthropic(api_key=self._api_key, base_url=self._base_url, max_retries=0, timeout=timeout)
         return self._client
 
     def _call_with_retries(self, params: dict[str, Any]) -> Any:
         sdk, client = _sdk(), self._sdk_client()
-        attempts = self._retry.max_retries + 1
-        for attempt in range(1, attempts + 1):
+        attempt = 0
+        while True:
+            attempt += 1
             try:
                 with client.messages.stream(**params) as stream:
-                    for piece in stream.text_stream:
-                        self.on_text(piece)
+                    stopped = False
+                    for event in stream:
+                        if event.type == "text":
+                            self.on_text(event.text)
+                        elif event.type == "message_stop":
+                            stopped = True
+                    if not stopped:
+                        raise _Cut()
                     return stream.get_final_message()
-            except sdk.AnthropicError as exc:
+            except (sdk.AnthropicError, _Cut) as exc:
                 failure = self._classify(exc, sdk)
-                if not failure.retryable or attempt == attempts:
+                if not failure.retryable or attempt >= self._retry.attempts(failure.overloaded):
                     raise ModelError(failure.message(attempt)) from exc
             delay = self._retry.delay(attempt - 1, failure.retry_after, self._rand())
             log.warning("retried model request", extra={
                 "provider": "anthropic", "model": self._model, "attempt": attempt,
                 "reason": failure.what, "delay_s": round(delay, 3)})
             self._sleep(delay)
-        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _classify(self, exc: Exception, sdk: ModuleType) -> _Failure:
+        if isinstance(exc, _Cut):
+            return _Failure(True, "ended its streamed answer before message_stop",
+                            "retry later; the connection may have dropped")
+        if isinstance(exc, sdk.APIStatusError) and exc.status_code < 400:
+            return self._classify_stream_error(exc)
         if isinstance(exc, sdk.APIStatusError):
             return self._classify_status(exc)
         if isinstance(exc, sdk.APITimeoutError):
@@ -221,6 +274,17 @@ class AnthropicProvider:
         return _Failure(False, "call failed in the SDK", "check the anthropic package version and the request",
                         f"{type(exc).__name__}: {flat(str(exc))}")
 
+    def _classify_stream_error(self, exc: Any) -> _Failure:
+        """An ``error`` event after the 200: retried as the status its type stands for (``STREAM_ERRORS``)."""
+        error = exc.body.get("error") if isinstance(exc.body, dict) else None
+        kind = error.get("type") if isinstance(error, dict) else None
+        status = STREAM_ERRORS.get(kind or "")
+        detail = _error_detail(exc.body)
+        if status is None:
+            return _Failure(False, "sent an error event in its streamed answer", "it is not retried", detail)
+        advice = _ADVICE.get(status, "check https://status.anthropic.com or retry later")
+        return _Failure(True, f"sent {kind} in its streamed answer", advice, detail, overloaded=status == 529)
+
     def _classify_status(self, exc: Any) -> _Failure:
         status: int = exc.status_code
         what = f"returned {status} {_reason(status)}"
@@ -229,7 +293,12 @@ class AnthropicProvider:
             advice = "check https://status.anthropic.com or retry later" if status >= 500 else "it is not retried"
         advice = advice.format(model=self._model, base_url=self._base_url)
         retryable = status not in DO_NOT_RETRY_STATUSES and (status in RETRY_STATUSES or status >= 500)
-        return _Failure(retryable, what, advice, _error_detail(exc.body), _retry_after(exc.response.headers))
+        return _Failure(retryable, what, advice, _error_detail(exc.body), _retry_after(exc.response.headers),
+                        overloaded=status == 529)
+
+
+class _Cut(Exception):
+    """A streamed answer ended without ``message_stop`` (retried: the message may be incomplete)."""
 
 
 CACHE = {"type": "ephemeral"}

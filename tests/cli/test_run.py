@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tests.cli.conftest import SWARM_EXE
 from tests.fakes import FakeAnthropicServer
-from tests.fakes.anthropic_server import error_reply, text_reply, tool_use_reply
+from tests.fakes.anthropic_server import ScriptedReply, error_reply, message_json, text_reply, tool_use_reply
 
 
 def _run(args: list[str], cwd: Path, env_extra: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -60,3 +60,11 @@ def test_without_a_key_or_playbook_swarm_run_says_it_runs_the_echoing_offline_mo
     assert done.returncode == 0
     assert "offline scripted model" in done.stderr and "ANTHROPIC_API_KEY" in done.stderr
     assert done.stdout.startswith("Received:")
+
+
+def test_a_refusal_exits_non_zero_with_one_line_that_says_so(tmp_path: Path, api: FakeAnthropicServer) -> None:
+    api.enqueue(ScriptedReply(200, message_json([], stop_reason="refusal")))
+    result = _run(["-p", "something the model will not do"], tmp_path,
+                  {"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": api.base_url})
+    assert result.returncode == 1 and result.stdout == ""
+    assert "refusal" in result.stderr and len(result.stderr.strip().splitlines()) == 1

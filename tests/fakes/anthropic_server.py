@@ -59,6 +59,11 @@ class ScriptedReply:
     after: str | None = None
     """Serve this reply only to a request whose messages since the model's last turn contain this text
     (the step a conversation is at, not its history)."""
+    stream_cut: int | None = None
+    """A streamed answer stops after this many events (no ``message_stop``: a connection that dropped)."""
+    stream_error: dict[str, Any] | None = None
+    """A streamed answer then sends this ``error`` event (the API's way to fail after its 200), e.g.
+    ``{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}``."""
 
     def matches(self, body: Any) -> bool:
         if self.when is not None and self.when not in json.dumps(body):
@@ -237,13 +242,20 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
         """Silence per-request logging."""
 
-    def _stream(self, message: dict[str, Any], pace: float = 0.0) -> None:
-        """Answer a ``"stream": true`` request with server-sent events (``sse_events``), then close."""
+    def _stream(self, reply: ScriptedReply) -> None:
+        """Answer a ``"stream": true`` request with server-sent events (``sse_events``), then close; cut short
+        (``stream_cut``) and ended by an ``error`` event (``stream_error``) when the reply says so."""
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("connection", "close")
         self.end_headers()
-        for name, data in sse_events(message):
+        events = sse_events(reply.body)
+        if reply.stream_cut is not None:
+            events = events[:reply.stream_cut]
+        if reply.stream_error is not None:
+            events.append(("error", reply.stream_error))
+        pace = reply.pace
+        for name, data in events:
             if pace:
                 self.server.fake._wait(pace)
             self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
@@ -260,7 +272,7 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.delay:
             self.server.fake._wait(reply.delay)
         if reply.status == 200 and isinstance(recorded.body, dict) and recorded.body.get("stream"):
-            self._stream(reply.body, reply.pace)
+            self._stream(reply)
             return
         payload = reply.body.encode() if isinstance(reply.body, str) else json.dumps(reply.body).encode()
         self.send_response(reply.status)

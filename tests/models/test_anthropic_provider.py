@@ -6,6 +6,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 
@@ -127,8 +128,8 @@ def test_rate_limit_then_success_is_retried(make_anthropic: Make, anthropic_serv
     assert sleeps.calls == [0.01]
 
 
-def test_retry_after_header_is_honoured_and_capped(make_anthropic: Make, anthropic_server: FakeAnthropicServer,
-                                                   sleeps: SleepRecorder) -> None:
+def test_retry_after_header_is_honoured_whole(make_anthropic: Make, anthropic_server: FakeAnthropicServer,
+                                              sleeps: SleepRecorder) -> None:
     anthropic_server.enqueue(
         error_reply(429, "rate_limit_error", "wait", headers={"retry-after": "0.25"}),
         error_reply(429, "rate_limit_error", "wait long", headers={"retry-after": "3600"}),
@@ -136,7 +137,7 @@ def test_retry_after_header_is_honoured_and_capped(make_anthropic: Make, anthrop
         text_reply("done"),
     )
     make_anthropic().complete(hello())
-    assert sleeps.calls == [0.25, 0.5, 0.12]  # 3600 s capped at max_delay=0.5
+    assert sleeps.calls == [0.25, 3600.0, 0.12]  # the server's word wins over max_delay=0.5 (a computed wait's cap)
 
 
 def test_overloaded_529_is_retried(make_anthropic: Make, anthropic_server: FakeAnthropicServer,
@@ -163,10 +164,10 @@ def test_repeated_500_gives_model_error_after_all_retries(make_anthropic: Make,
 
 
 def test_overloaded_exhausted_says_overloaded(make_anthropic: Make, anthropic_server: FakeAnthropicServer) -> None:
-    anthropic_server.enqueue(*[error_reply(529, "overloaded_error", "Overloaded")] * 3)
-    with pytest.raises(ModelError, match="529 Overloaded 3 times.*overloaded; retry later"):
-        make_anthropic(retry=RetryPolicy(max_retries=2, base_delay=0.0)).complete(hello())
-    assert len(anthropic_server.requests) == 3
+    anthropic_server.enqueue(*[error_reply(529, "overloaded_error", "Overloaded")] * 4)
+    with pytest.raises(ModelError, match="529 Overloaded 4 times.*overloaded; retry later"):
+        make_anthropic(retry=RetryPolicy(max_retries=1, overloaded_retries=3, base_delay=0.0)).complete(hello())
+    assert len(anthropic_server.requests) == 4  # an overloaded API gets more patience than max_retries=1
 
 
 def test_authentication_error_is_not_retried(make_anthropic: Make, anthropic_server: FakeAnthropicServer,
@@ -240,7 +241,7 @@ def test_backoff_is_exponential_jittered_and_capped() -> None:
     policy = RetryPolicy(base_delay=1.0, max_delay=10.0, jitter=0.5)
     assert [policy.delay(i, None, 0.0) for i in range(5)] == [1.0, 2.0, 4.0, 8.0, 10.0]
     assert policy.delay(1, None, 0.999) == pytest.approx(1.001)
-    assert policy.delay(0, 99.0, 0.5) == 10.0
+    assert policy.delay(0, 99.0, 0.5) == 99.0  # a server's retry-after is not capped
     assert policy.delay(0, -3.0, 0.5) == 0.0
 
 
@@ -268,3 +269,55 @@ def test_requests_stream_and_the_text_arrives_in_pieces(make_anthropic: Make,
     usage = response.usage
     assert (usage.input_tokens, usage.output_tokens) == (120, 30)
     assert (usage.cache_read_input_tokens, usage.cache_creation_input_tokens) == (100, 7)
+
+
+# -- the API as it behaves: broken streams, stop reasons --------------------------------------------------------
+
+OVERLOADED_EVENT = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+
+
+@pytest.mark.parametrize(("kind", "retried"), [
+    ("overloaded_error", True), ("api_error", True), ("rate_limit_error", True), ("invalid_request_error", False)])
+def test_an_error_event_after_the_200_is_retried_as_its_kind(make_anthropic: Make,
+                                                              anthropic_server: FakeAnthropicServer,
+                                                              kind: str, retried: bool) -> None:
+    event = {"type": "error", "error": {"type": kind, "message": "mid-stream"}}
+    anthropic_server.enqueue(replace(text_reply("partial answer that never finished"), stream_cut=3,
+                                     stream_error=event), text_reply("whole answer"))
+    provider = make_anthropic()
+    if not retried:
+        with pytest.raises(ModelError, match=f"{kind}: mid-stream"):
+            provider.complete(hello())
+        return
+    assert provider.complete(hello()).content == [TextBlock(text="whole answer")]
+    assert len(anthropic_server.requests) == 2
+
+
+def test_a_stream_that_ends_without_message_stop_is_retried_not_taken_as_the_answer(
+        make_anthropic: Make, anthropic_server: FakeAnthropicServer) -> None:
+    anthropic_server.enqueue(replace(text_reply("half of the ans"), stream_cut=4), text_reply("the whole answer"))
+    assert make_anthropic().complete(hello()).content == [TextBlock(text="the whole answer")]
+    assert len(anthropic_server.requests) == 2
+
+
+def test_a_stream_that_keeps_breaking_is_a_model_error_that_says_so(make_anthropic: Make,
+                                                                     anthropic_server: FakeAnthropicServer) -> None:
+    anthropic_server.enqueue(*[replace(text_reply("half"), stream_cut=4)] * 4)
+    with pytest.raises(ModelError, match="before message_stop 4 times"):
+        make_anthropic().complete(hello())
+
+
+def test_a_stalled_stream_times_out_on_read_and_is_retried(make_anthropic: Make,
+                                                            anthropic_server: FakeAnthropicServer) -> None:
+    anthropic_server.enqueue(replace(text_reply("slow words arrive one by one"), pace=1.0), text_reply("fast"))
+    policy = RetryPolicy(max_retries=2, base_delay=0.0, read_timeout=0.3)
+    assert make_anthropic(retry=policy).complete(hello()).content == [TextBlock(text="fast")]
+
+
+def test_retry_counts_and_waits_come_from_the_environment() -> None:
+    policy = RetryPolicy.from_env({"SWARM_API_MAX_RETRIES": "7", "SWARM_API_OVERLOADED_RETRIES": "20",
+                                   "SWARM_API_MAX_DELAY": "5", "SWARM_API_READ_TIMEOUT": "30"})
+    assert (policy.max_retries, policy.overloaded_retries, policy.max_delay, policy.read_timeout) == (7, 20, 5.0, 30.0)
+    assert policy.attempts(overloaded=False) == 8 and policy.attempts(overloaded=True) == 21
+    with pytest.raises(UsageError, match="SWARM_API_MAX_RETRIES='many' is not a number of retries"):
+        RetryPolicy.from_env({"SWARM_API_MAX_RETRIES": "many"})
