@@ -41,13 +41,11 @@ from swarm.agent.conversation import Conversation
 from swarm.agent.instructions import is_context_block
 from swarm.errors import ModelError
 from swarm.models.base import ModelProvider, ModelRequest, ToolSpec
+from swarm.models.catalog import model_info
 from swarm.models.messages import Message, TextBlock, ToolResultBlock, Usage
 
 log = logging.getLogger(__name__)
 
-DEFAULT_WINDOW = 200_000
-LONG_WINDOW = 1_000_000
-"""Models named with Claude Code's ``[1m]`` suffix."""
 BUFFER = 13_000
 """Tokens kept free below the window (Claude Code's auto-compact buffer)."""
 RETRY_GROWTH = 0.05
@@ -90,7 +88,7 @@ class CompactionPolicy:
 
     def threshold(self, model: str) -> int:
         """Context tokens at which a conversation with ``model`` is compacted."""
-        window = self.window or (LONG_WINDOW if model.lower().endswith("[1m]") else DEFAULT_WINDOW)
+        window = self.window or model_info(model).context_window
         limit = window - min(BUFFER, window // 10)
         if self.percent is not None and 0 < self.percent <= 100:
             limit = min(limit, int(window * self.percent / 100))

@@ -176,7 +176,7 @@ _HINTS = {
     "tools": "use a YAML list or a comma-separated string of tool names, e.g. Read, Grep, Bash",
     "disallowedTools": "use a YAML list or a comma-separated string of tool names",
     "skills": "use a YAML list or a comma-separated string of skill names",
-    "model": "use sonnet, opus, haiku, inherit or a model id",
+    "model": "use sonnet, opus, haiku, fable, inherit or a model id",
     "permissionMode": f"use one of {', '.join(PERMISSION_MODES)}",
     "maxTurns": "use a whole number above 0",
     "background": "use true or false",

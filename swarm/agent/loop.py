@@ -34,6 +34,7 @@ from swarm.agent.limits import AgentStop, EndRun, Interrupted, Limits, ModelStop
 from swarm.agent.tools.base import Tool
 from swarm.agent.tools.context import ToolContext
 from swarm.models.base import ModelProvider, ModelRequest
+from swarm.models.catalog import model_info
 from swarm.models.messages import (
     Message,
     TextBlock,
@@ -98,7 +99,8 @@ class AgentSpec:
     system: str = ""
     limits: Limits = field(default_factory=Limits)
     gate: ToolGate | None = None
-    max_tokens: int = 8192
+    max_tokens: int | None = None
+    """Output tokens a response may have; None: the model's own limit (``swarm.models.catalog``)."""
     compaction: CompactionPolicy | None = field(default_factory=CompactionPolicy)
     """When the conversation is summarised to fit the model's window (``agent.compaction``); None: never."""
 
@@ -115,6 +117,7 @@ def run_agent(spec: AgentSpec, conversation: Conversation, ctx: ToolContext,
     ctx.turn.running = RunningAgent(spec, conversation)
     started = time.monotonic()
     usage, turns, error_streak, cut = Usage(), 0, 0, 0
+    output_limit = spec.max_tokens or model_info(spec.provider.model).max_output
     try:
         while True:
             if ctx.turn.cancel.is_set():
@@ -123,7 +126,7 @@ def run_agent(spec: AgentSpec, conversation: Conversation, ctx: ToolContext,
             usage = usage + compact_if_due(spec.compaction, spec.provider, conversation, system=spec.system,
                                            tools=specs)
             response = spec.provider.complete(ModelRequest.of(
-                system=spec.system, messages=conversation.messages, tools=specs, max_tokens=spec.max_tokens))
+                system=spec.system, messages=conversation.messages, tools=specs, max_tokens=output_limit))
             turns += 1
             usage = usage + response.usage
             if response.stop_reason == "refusal":
@@ -133,9 +136,9 @@ def run_agent(spec: AgentSpec, conversation: Conversation, ctx: ToolContext,
                 cut += 1
                 conversation.add(_text_only(response.message(), "(output cut off)"), usage=response.usage)
                 if cut > MAX_CUT_CONTINUATIONS:
-                    raise ModelStopped("max_tokens", f"the model's output was cut at {spec.max_tokens} tokens "
+                    raise ModelStopped("max_tokens", f"the model's output was cut at {output_limit} tokens "
                                                      f"{cut} times in a row")
-                conversation.add_user_text(CUT_NOTE.format(tokens=spec.max_tokens))
+                conversation.add_user_text(CUT_NOTE.format(tokens=output_limit))
                 continue
             cut = 0
             assistant = response.message()

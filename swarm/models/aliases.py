@@ -1,4 +1,4 @@
-"""Model names: the aliases ``haiku``/``sonnet``/``opus``, and the one rule for which model an agent runs.
+"""Model names: the aliases ``haiku``/``sonnet``/``opus``/``fable``, and the one rule for which model an agent runs.
 
 ``agent_model`` is one chain for every kind of agent, first set value wins
 (Claude Code's ``getAgentModel``)::
@@ -18,30 +18,29 @@ parent's model whatever the chain says, so a test or demo never reaches for
 the network because a definition says ``model: haiku``.
 
 ``expand_alias`` maps an alias to a model id, overridable per alias by
-``SWARM_MODEL_<ALIAS>``, then Claude Code's ``ANTHROPIC_DEFAULT_<ALIAS>_MODEL``.
-The default ids are the newest of each family among the model names the
-installed ``anthropic`` SDK (2.14) lists in ``anthropic.types.ModelParam``.
+``SWARM_MODEL_<ALIAS>``, then Claude Code's ``ANTHROPIC_DEFAULT_<ALIAS>_MODEL``;
+the ids themselves are the model table's (``swarm.models.catalog.ALIASES``).
+A name that is neither an alias nor a model id is a one-line UsageError
+(``catalog.check_name``) before anything starts.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from swarm.models.catalog import ALIASES as CATALOG_ALIASES
+from swarm.models.catalog import check_name
 from swarm.models.scripted import SCRIPTED
 
-ALIASES = ("haiku", "sonnet", "opus")
+ALIASES = tuple(CATALOG_ALIASES)
 INHERIT = "inherit"
-DEFAULT_IDS: Mapping[str, str] = {
-    "haiku": "claude-haiku-5-5",
-    "sonnet": "claude-sonnet-5-5",
-    "opus": "claude-opus-5-5",
-}
-"""Alias → model id; from ``anthropic.types.ModelParam`` of anthropic 2.14 (its newest of each family)."""
+DEFAULT_IDS: Mapping[str, str] = CATALOG_ALIASES
+"""Alias → model id (the model table's)."""
 SUBAGENT_MODEL_VARIABLES = ("SWARM_SUBAGENT_MODEL", "CLAUDE_CODE_SUBAGENT_MODEL")
 
 
 def expand_alias(model: str, env: Mapping[str, str]) -> str:
-    """The model id for ``haiku``/``sonnet``/``opus`` (case-insensitive); any other name unchanged.
+    """The model id for ``haiku``/``sonnet``/``opus``/``fable`` (case-insensitive); any other name unchanged.
 
     ``SWARM_MODEL_<ALIAS>`` wins over ``ANTHROPIC_DEFAULT_<ALIAS>_MODEL``,
     which wins over ``DEFAULT_IDS``.
@@ -66,6 +65,7 @@ def agent_model(*, env: Mapping[str, str], asked: str | None, definition_model: 
     forced = _first_set(env, SUBAGENT_MODEL_VARIABLES) if subagent else None
     candidates = (forced, asked, definition_model)
     chosen = next((c.strip() for c in candidates if c is not None and c.strip()), INHERIT)
+    check_name(chosen)
     if chosen.lower() == INHERIT:
         return expand_alias(parent_model, env) if parent_model is not None else None
     return expand_alias(chosen, env)

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any, get_args
 from swarm.core.text import flat
 from swarm.errors import ModelError, UsageError
 from swarm.models.base import ModelRequest, ModelResponse, StopReason
+from swarm.models.catalog import ALIASES, DEFAULT_ALIAS
 from swarm.models.messages import TextBlock, ToolUseBlock, Usage
 
 if TYPE_CHECKING:
@@ -52,7 +53,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MODEL = "claude-sonnet-4-6"
+DEFAULT_MODEL = ALIASES[DEFAULT_ALIAS]
+"""What runs when nothing names a model: the ``sonnet`` alias's model (``swarm.models.catalog``)."""
+OUTPUT_LIMIT_VARIABLES = ("SWARM_MAX_OUTPUT_TOKENS", "CLAUDE_CODE_MAX_OUTPUT_TOKENS")
+"""Caps on a request's ``max_tokens`` below the model's own output limit (Claude Code's variable works too)."""
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_TIMEOUT = 600.0
 """Seconds one HTTP request may take before it counts as a (retryable) timeout."""
@@ -177,6 +181,7 @@ class AnthropicProvider:
         self._api_key = key
         self._base_url = base_url or source.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
         self._model = model or source.get("ANTHROPIC_MODEL") or DEFAULT_MODEL
+        self._output_cap = _output_cap(source)
         self._retry = retry or RetryPolicy.from_env(source)
         self._timeout = timeout
         self._sleep = sleep
@@ -205,6 +210,8 @@ class AnthropicProvider:
         Streaming (server-sent events) keeps long answers from hitting the
         non-streaming time limit, and ``on_text`` hears the text as it arrives.
         """
+        if self._output_cap is not None and request.max_tokens > self._output_cap:
+            request = request.model_copy(update={"max_tokens": self._output_cap})
         raw = self._call_with_retries(build_params(self._model, request))
         response = to_model_response(raw)
         with self._lock:
@@ -398,6 +405,18 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
     except (TypeError, ValueError):
         return None
     return when.timestamp() - time.time()
+
+
+def _output_cap(env: Mapping[str, str]) -> int | None:
+    """The first of ``OUTPUT_LIMIT_VARIABLES`` set to a positive whole number (a bad value is a UsageError)."""
+    for variable in OUTPUT_LIMIT_VARIABLES:
+        raw = env.get(variable, "").strip()
+        if not raw:
+            continue
+        if not raw.isdigit() or int(raw) < 1:
+            raise UsageError(f"{variable}={raw!r} is not a positive number of tokens; fix or unset it")
+        return int(raw)
+    return None
 
 
 def _reason(status: int) -> str:

@@ -33,6 +33,7 @@ from swarm.core.protocol import CLAUDE_RUNTIME, InboxEntry, Member, TeamFile
 from swarm.core.signing import verify_key_arg
 from swarm.core.teams import TeamStore
 from swarm.errors import BackendError, SwarmError, UsageError
+from swarm.models.catalog import check_name
 from swarm.models.playbook import load_playbook
 from swarm.runtime import claude_teammate, worktrees
 from swarm.runtime.env import teammate_env
@@ -198,6 +199,8 @@ def _check(request: SpawnRequest) -> None:
         raise UsageError("the initial prompt is a protocol frame; a prompt must be plain text")
     if request.permission_mode not in PERMISSION_MODES:
         raise UsageError(f"unknown permission mode {request.permission_mode!r}; use one of {', '.join(PERMISSION_MODES)}")
+    if request.model is not None:
+        check_name(request.model)
     if not request.cwd.is_dir():
         raise UsageError(f"--cwd {request.cwd} is not a directory")
     if request.playbook is not None and request.runtime != CLAUDE_RUNTIME:  # a claude teammate refuses it

@@ -10,6 +10,7 @@ from swarm.agent.headless import run_headless
 from swarm.agent.limits import Limits
 from swarm.agent.loop import CUT_NOTE, MAX_CUT_CONTINUATIONS
 from swarm.models.anthropic_provider import AnthropicProvider
+from swarm.models.catalog import model_info
 from tests.fakes import FakeAnthropicServer
 from tests.fakes.anthropic_server import ScriptedReply, message_json, text_reply
 
@@ -29,7 +30,8 @@ def test_a_tool_call_cut_at_max_tokens_never_runs_and_the_model_is_told_to_go_on
     second = api.requests[1].body["messages"]
     assert "toolu_cut" not in json.dumps(second)  # the partial call is not sent back either
     assert second[-2]["content"] == [{"type": "text", "text": "Writing the file."}]
-    assert CUT_NOTE.format(tokens=8192) in json.dumps(second[-1])
+    limit = model_info(claude.model).max_output  # the model's own output limit, asked for in every request
+    assert api.requests[0].body["max_tokens"] == limit and CUT_NOTE.format(tokens=limit) in json.dumps(second[-1])
 
 
 def test_text_cut_at_max_tokens_is_not_the_answer_and_endless_cuts_end_the_run(

@@ -18,6 +18,7 @@ import psutil
 from swarm.core.permlog import PermissionLog
 from swarm.core.teams import TeamStore
 from swarm.models.aliases import expand_alias
+from swarm.models.anthropic_provider import DEFAULT_MODEL
 from tests.cli.conftest import SWARM_EXE
 from tests.fakes.anthropic_server import (
     FakeAnthropicServer,
@@ -390,22 +391,23 @@ def test_model_switches_the_leads_model_from_the_next_turn(
     screen.type("one")
     screen.wait_for("first")
     screen.type("/model")
-    screen.wait_for("· model: claude-sonnet-4-6")
+    screen.wait_for(f"· model: {DEFAULT_MODEL}")
     screen.type("/model opus")
     screen.wait_for(f"· model: {expand_alias('opus', {})} from the next turn")
     screen.type("two")
     screen.wait_for("second")
-    assert [r.body["model"] for r in fake_api.requests] == ["claude-sonnet-4-6", expand_alias("opus", {})]
+    assert [r.body["model"] for r in fake_api.requests] == [DEFAULT_MODEL, expand_alias("opus", {})]
+    assert DEFAULT_MODEL == expand_alias("sonnet", {})  # nothing named: the sonnet alias's model
     assert "one" in json.dumps(fake_api.requests[1].body["messages"])  # the same conversation goes on
 
 
 def test_clear_starts_a_new_conversation_and_compaction_is_said_when_it_happens(
         start_chat: Callable[..., Screen], fake_api: FakeAnthropicServer) -> None:
-    near_window = usage_json(190_000, 10)  # past the default threshold (200,000 less 13,000)
+    near_window = usage_json(190_000, 10)  # past a 200,000-token model's threshold (200,000 less 13,000)
     fake_api.enqueue(text_reply("one noted", usage=near_window))
     fake_api.enqueue(text_reply("SUMMARY: the user said one"), when="create a detailed summary")
     fake_api.enqueue(text_reply("two noted", usage=near_window), text_reply("fresh start"))
-    screen = start_chat()
+    screen = start_chat("--model", "claude-sonnet-4-6")
     screen.ready()
     screen.type("one")
     screen.wait_for("one noted")

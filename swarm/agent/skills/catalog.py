@@ -156,7 +156,7 @@ _HINTS = {
     "description": "write one line saying what the skill does and when to use it",
     "argument-hint": "write the expected arguments as text, e.g. \"[file] [format]\"",
     "allowed-tools": "use a YAML list or a string of permission rules, e.g. Read Grep Bash(git *)",
-    "model": "use sonnet, opus, haiku, inherit or a model id",
+    "model": "use sonnet, opus, haiku, fable, inherit or a model id",
     "context": "use fork (run in a subagent) or leave it out",
     "agent": "use the name of an agent definition, e.g. Explore",
     "disable-model-invocation": "use true or false",

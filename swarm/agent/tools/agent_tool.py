@@ -43,6 +43,8 @@ from swarm.agent.tools.base import Tool
 from swarm.agent.tools.context import ToolContext, ToolError
 from swarm.agent.tools.inputs import NoneOmitted, PosInt, ToolInput
 from swarm.core.text import one_line
+from swarm.errors import UsageError
+from swarm.models.catalog import check_name
 
 DEFAULT_OUTPUT_WAIT_MS = 30_000
 MAX_OUTPUT_WAIT_MS = 600_000
@@ -55,7 +57,7 @@ class AgentInput(ToolInput):
         default=None, description="The type of specialized agent to use. Omit it to fork yourself: the child "
         "inherits this whole conversation and works on the prompt as its directive.")
     model: str | NoneOmitted = Field(
-        default=None, description="Model for this agent: sonnet, opus, haiku, a model id, or inherit. A fork "
+        default=None, description="Model for this agent: sonnet, opus, haiku, fable, a model id, or inherit. A fork "
         "(subagent_type omitted) ignores it and always runs on your model, so that it shares your prompt cache.")
     run_in_background: bool = Field(
         default=False, description="Run in the background; you are notified when it completes. "
@@ -136,6 +138,11 @@ class AgentTool(Tool[AgentInput]):
                              mode=args.mode, cwd=args.cwd)
 
     def _plan(self, host: AgentHost, args: AgentInput, ctx: ToolContext) -> tuple[ChildPlan, bool]:
+        if args.model is not None:
+            try:
+                check_name(args.model)
+            except UsageError as exc:
+                raise ToolError(str(exc)) from exc
         if args.subagent_type is None and host.fork_enabled:
             if args.cwd is not None:
                 raise ToolError("a fork works in your own directory; pass subagent_type to choose another cwd")
