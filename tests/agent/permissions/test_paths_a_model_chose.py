@@ -24,6 +24,7 @@ from swarm.agent.definitions import AgentDefinition
 from swarm.agent.memory import memory_prompt, with_memory
 from swarm.agent.permissions.policy import CallFacts, RuleSet, decide
 from swarm.agent.permissions.rules import parse_rules
+from swarm.agent.transcript import Transcript
 from swarm.core.home import Home
 from swarm.core.permlog import PermissionEvent, PermissionLog
 from swarm.core.protocol import LeadPolicy, Member
@@ -140,6 +141,43 @@ def test_rules_are_anchored_where_the_person_wrote_them_not_where_a_subagent_run
     assert decide(facts("Write", "private/x", repo / "secrets"), "default", rules).verdict == "deny"
     assert decide(facts("Write", str(repo / "secrets" / "private" / "x"), repo / "secrets"),
                   "default", rules).verdict == "deny"
+
+
+SIDESTEP = r"""
+[[rules]]
+name = "delegate"
+match = 'delegate'
+[[rules.steps]]
+tool_calls = [{ name = "Agent", input = { description = "tidy", prompt = "sidestep", subagent_type = "general-purpose", cwd = "src" } }]
+[[rules.steps]]
+text = "delegated"
+
+[[rules]]
+name = "child"
+match = 'sidestep'
+[[rules.steps]]
+tool_calls = [{ name = "Write", input = { file_path = "../secrets/key.txt", content = "overwritten" } }]
+[[rules.steps]]
+text = "child: {incoming}"
+"""
+
+
+def test_a_subagent_in_another_directory_does_not_sidestep_the_persons_deny_rule(
+        home: Home, team: str, tmp_path: Path, workdir: Path, start: Callable[..., Member]) -> None:
+    """``Edit(secrets/**)`` was denied for the teammate's cwd; its subagent in ``src`` writing
+    ``../secrets/key.txt`` writes the same file, and the same rule refuses it."""
+    (workdir / "src").mkdir()
+    (workdir / "secrets").mkdir()
+    key = workdir / "secrets" / "key.txt"
+    key.write_text("original")
+    book = tmp_path / "sidestep.toml"
+    book.write_text(SIDESTEP)
+    start("w", "delegate", book=book, disallowed_tools=["Edit(secrets/**)"])
+    retry_until(lambda: len(idle_results(home, team, "w")) == 1, 20, what="the teammate's turn")
+    assert key.read_text() == "original"
+    [link] = Transcript(home.transcript_path(team, "w")).events("subagent")
+    [result] = [b for m in Transcript(Path(link["transcript"])).messages() for b in m.content if b.type == "tool_result"]
+    assert result.is_error and "denied by rule Edit(secrets/**)" in str(result.content), result
 
 
 # -- a subagent's cwd ------------------------------------------------------------------------
