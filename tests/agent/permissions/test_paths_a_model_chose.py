@@ -87,6 +87,7 @@ def test_a_subagent_in_dot_git_cannot_get_git_config_approved_by_the_lead_policy
     [request] = pending(home, team)  # Edit(**) covers the repo, but .git/config is protected: a person answers
     assert request.tool == "Write" and request.cwd == str((workdir / ".git").resolve())
     assert request.input is not None and request.input["file_path"] == str(config.resolve())
+    assert request.suggestions == ["Edit(.git/**)"]  # "always" would grant .git, not the whole repository
     assert str(config.resolve()) in listed, listed
     assert PermissionLog(home, team).decision(request.request_id) is None
     assert config.read_text() == before and not (workdir / "config").exists()
