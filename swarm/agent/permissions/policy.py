@@ -40,7 +40,7 @@ Modes:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -92,7 +92,7 @@ class CallFacts:
     read_only: bool
     cwd: Path
     """The directory the call runs in: its relative paths mean paths there."""
-    write_roots: list[Path] | None = field(default=None)
+    write_roots: Sequence[Path] | None = field(default=None)
     rules_cwd: Path | None = None
     """Where the rules' relative path patterns are anchored (the directory they were written for); None: ``cwd``."""
 
@@ -188,7 +188,7 @@ def _ask_or_deny(mode: str, by: str, reason: str = "") -> Decision:
 
 
 def _roots(call: CallFacts) -> list[Path]:
-    return call.write_roots if call.write_roots is not None else [call.cwd]
+    return list(call.write_roots) if call.write_roots is not None else [call.cwd]
 
 
 def _inside(call: CallFacts) -> bool:
