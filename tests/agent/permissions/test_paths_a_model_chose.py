@@ -9,6 +9,9 @@ through the real entry points — a teammate process, its subagents, the
   paths, and the lead policy, ``swarm permissions`` and the desk judge and
   show those (a subagent in ``<repo>/.git`` writing ``config`` is a write of
   ``.git/config``, never of ``<repo>/config``);
+- a rule's relative pattern is read where the person wrote it (the
+  teammate's cwd), so a subagent sent elsewhere neither gains an allow rule
+  nor slips past a deny rule;
 - a subagent's ``cwd`` stays inside its parent's write roots;
 - a memory directory that a symlink carries out of its place grants nothing.
 """
