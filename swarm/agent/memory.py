@@ -14,6 +14,13 @@ Write/Edit without asking: wherever a definition is applied (``swarm run
 --agent``, a teammate's ``--agent-type``, a subagent) its write roots come
 from ``with_memory``. Nothing here creates the directory — Write makes
 missing parents.
+
+A memory directory grants writes only where it really is: in its place under
+the project root (or the config directory), no symlink on the way from there
+leading elsewhere (``memory_dir_in_place``). A repository that ships
+``.claude/agent-memory/<name> -> DIR`` grants nothing under ``DIR``: the
+directory is left out of the write roots, its index is not read, and the
+prompt says why.
 """
 
 from __future__ import annotations
@@ -54,23 +61,53 @@ _SCOPE_NOTES = {
 }
 
 
-def memory_dir(definition: AgentDefinition, cwd: Path, *, env: Mapping[str, str]) -> Path | None:
-    """Where ``definition`` keeps its memory for an agent in ``cwd``; None if it has none."""
+LEFT_OUT = """# Persistent agent memory
+Your memory directory {directory}/ is not available in this run: {why}.
+Do not write there; tell the person, who can replace it with a real directory."""
+
+
+def _place(definition: AgentDefinition, cwd: Path, env: Mapping[str, str]) -> tuple[Path, Path] | None:
+    """Where ``definition``'s memory is granted for (the project root or the config dir) and the directory itself."""
     folder = re.sub(r"[^A-Za-z0-9_-]", "-", definition.name)  # a path component, whatever the name
     if definition.memory == "user":
-        return claude_config_dir(env) / "agent-memory" / folder
-    if definition.memory == "project":
-        return project_root(cwd) / ".claude" / "agent-memory" / folder
-    if definition.memory == "local":
-        return project_root(cwd) / ".claude" / "agent-memory-local" / folder
+        base = claude_config_dir(env)
+        return base, base / "agent-memory" / folder
+    if definition.memory in ("project", "local"):
+        base = project_root(cwd)
+        return base, base / ".claude" / ("agent-memory" if definition.memory == "project" else "agent-memory-local") / folder
     return None
+
+
+def memory_dir(definition: AgentDefinition, cwd: Path, *, env: Mapping[str, str]) -> Path | None:
+    """Where ``definition`` keeps its memory for an agent in ``cwd``; None if it has none."""
+    place = _place(definition, cwd, env)
+    return place[1] if place is not None else None
+
+
+def memory_dir_in_place(definition: AgentDefinition, cwd: Path, *, env: Mapping[str, str]) -> str:
+    """"" when the memory directory is where it is granted for; else why not (a symlink leads it out, a loop)."""
+    place = _place(definition, cwd, env)
+    if place is None:
+        return ""
+    base, directory = place
+    try:
+        real, meant = directory.resolve(), base.resolve() / directory.relative_to(base)
+    except (OSError, RuntimeError) as exc:
+        return f"it cannot be resolved ({exc})"
+    return "" if real == meant else f"a symlink leads it out of {base} to {real}"
 
 
 def with_memory(roots: list[Path] | None, definition: AgentDefinition | None, cwd: Path, *,
                 env: Mapping[str, str]) -> list[Path] | None:
-    """``roots`` plus the memory directory of ``definition`` (if any); None (anywhere) stays None."""
+    """``roots`` plus the memory directory of ``definition`` (if any, and in its place); None (anywhere) stays None."""
     directory = memory_dir(definition, cwd, env=env) if definition is not None else None
-    return roots if roots is None or directory is None else [*roots, directory]
+    if roots is None or directory is None or definition is None:
+        return roots
+    why = memory_dir_in_place(definition, cwd, env=env)
+    if why:
+        log.warning("the agent memory directory grants no writes", extra={"path": str(directory), "reason": why})
+        return roots
+    return [*roots, directory]
 
 
 def memory_prompt(definition: AgentDefinition, cwd: Path, *, env: Mapping[str, str]) -> str:
@@ -81,6 +118,9 @@ def memory_prompt(definition: AgentDefinition, cwd: Path, *, env: Mapping[str, s
     directory = memory_dir(definition, cwd, env=env)
     if directory is None or definition.memory is None:
         return ""
+    why = memory_dir_in_place(definition, cwd, env=env)
+    if why:
+        return LEFT_OUT.format(directory=directory, why=why)
     return MEMORY_SECTION.format(directory=directory, index=INDEX, lines=MEMORY_LINES,
                                  scope_note=_SCOPE_NOTES[definition.memory],
                                  content=_index_text(directory / INDEX))

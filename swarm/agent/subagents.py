@@ -14,6 +14,8 @@ Context isolation (what a child shares with its parent):
   calls — the same text for every child — and the child's directive);
 - cancellation, one way: cancelling the parent cancels the child, a child's
   end never touches the parent (``LinkedCancel``);
+- cwd: the parent's, or one the Agent call names inside the parent's write
+  roots (``plan_definition`` refuses any other);
 - permissions: the parent's gate, so a teammate's subagent asks the lead like
   the teammate would, in the definition's mode unless the parent's is kept,
   and read-only for a read-only definition (``swarm.agent.read_only``);
@@ -234,8 +236,16 @@ def plan_definition(host: AgentHost, parent: ToolContext, definition: AgentDefin
     """A child started from an agent definition: a fresh conversation, its own prompt, tools and model.
 
     Its first message is the context block and the prompt; ``context=False`` sends the prompt alone.
+    A ``cwd`` (the model's choice) must lie inside the parent's write roots: the child's paths, its memory
+    directory and its worktree are all read from there.
     """
     workdir = (cwd if cwd is not None else parent.identity.cwd).resolve()
+    if cwd is not None:
+        try:
+            parent.check_writable(workdir)
+        except ToolError as exc:
+            raise ToolError(f"a subagent's cwd must be a directory you may write: {exc}; "
+                            "leave cwd out to start it in your own") from exc
     agent = assemble(definition, Seat(role="subagent", cwd=workdir, env=host.env, skills=host.skills, note=host.note),
                      Parent(model=host.model, write_roots=parent.identity.write_roots, gate=host.gate),
                      tools=host.make_tools(), asked_model=model, background=background)

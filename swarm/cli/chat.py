@@ -53,7 +53,7 @@ def run_chat(home: Home, *, resume: str | None, permission_mode: str, model: str
         RuleSet(allow=tuple(parse_rules(list(allow))), deny=tuple(parse_rules(list(deny)))))
     session = MainSession(provider, cwd=workdir, main=main, transcript=stored.transcript, resume=resume is not None,
                           limits=Limits(), confine_writes=not allow_writes_outside_cwd, extra_tools=team_tools(lead),
-                          team_control=lead, gate=PersonGate(desk, own_rules, permission_mode))
+                          team_control=lead, gate=PersonGate(desk, own_rules, permission_mode, cwd=workdir))
     chat = Chat(session, lead, view, desk, stored.id)
     relay.target = chat.stream
     commands = Commands(chat, lambda chosen: make_provider(expand_alias(chosen, env), playbook=None, env=env,

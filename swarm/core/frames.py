@@ -100,6 +100,8 @@ class PermissionRequest(Wire):
     description: str = ""
     input: dict[str, Any]
     permission_suggestions: list[Any] = Field(default_factory=list)
+    cwd: str | None = None
+    """swarm: the absolute directory the call runs in (a subagent's own); its input's file path is absolute too."""
 
 
 class PermissionResponseBody(Wire):

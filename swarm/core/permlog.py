@@ -34,6 +34,9 @@ class PermissionEvent(BaseModel):
     agent: str = ""
     tool: str | None = None
     input: dict[str, Any] | None = None
+    cwd: str | None = None
+    """The absolute directory the call runs in, as the requesting teammate recorded it (its input's file path is
+    absolute too); None for a Claude Code teammate's request, which says only its input."""
     description: str | None = None
     suggestions: list[str] = []
     permission_suggestions: list[Any] = []

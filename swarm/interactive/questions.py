@@ -19,6 +19,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from swarm.agent.permissions.describe import describe
+from swarm.agent.permissions.paths import anchored
 from swarm.agent.permissions.policy import CallFacts, RuleSet, decide
 from swarm.agent.permissions.rules import parse_rules, suggest
 from swarm.agent.tools.base import Tool
@@ -133,10 +134,12 @@ class Desk:
 class PersonGate:
     """The lead's own tool calls: rules and mode decide, the person answers what they leave open."""
 
-    def __init__(self, desk: Desk, rules: RuleSet, mode: str = "default") -> None:
+    def __init__(self, desk: Desk, rules: RuleSet, mode: str = "default", *, cwd: Path | None = None) -> None:
         self.desk = desk
         self.rules = rules
         self._mode = mode
+        self.cwd = cwd
+        """The session's directory, where the person's rules are anchored (a subagent's cwd is not); None: the call's."""
         self.granted: list[str] = []
         """Rules the person allowed "always" in this session."""
 
@@ -151,16 +154,17 @@ class PersonGate:
 
     def authorize(self, tool: Tool[BaseModel], args: BaseModel, tool_use_id: str, ctx: ToolContext) -> BaseModel:
         facts = CallFacts(tool=tool.name, args=args.model_dump(mode="json", by_alias=True, exclude_none=True),
-                          read_only=tool.read_only, cwd=ctx.identity.cwd, write_roots=ctx.identity.write_roots)
+                          read_only=tool.read_only, cwd=ctx.identity.cwd, write_roots=ctx.identity.write_roots,
+                          rules_cwd=self.cwd)
         own = RuleSet(allow=tuple(parse_rules([*self.granted, *ctx.turn.granted_rules])))
         decision = decide(facts, self._mode, self.rules.merged(own))
         if decision.verdict == "allow":
             return args
         if decision.verdict == "deny":
             raise ToolError(f"permission denied: {decision.reason}")
-        rules = suggest(tool.name, facts.args, facts.cwd)
-        question = Question("permission", LEAD_ASKER, tool.name, describe(tool.name, facts.args, facts.cwd),
-                            rule=rules[0] if rules else None)
+        rules = suggest(tool.name, anchored(tool.name, facts.args, facts.cwd), self.cwd or facts.cwd)
+        question = Question("permission", LEAD_ASKER, tool.name,
+                            describe(tool.name, facts.args, facts.cwd, usual=self.cwd), rule=rules[0] if rules else None)
         reply = self.desk.ask(question, ctx.turn.cancel)
         _record(ctx, question, reply)
         if reply is None:

@@ -10,6 +10,13 @@ described from the request's input by the one describer
 ``swarm permissions``, the ``swarm up`` prompt and the interactive desk all
 show that line, whole.
 
+Where a request's call runs is the directory its teammate recorded with it
+(``PermissionEvent.cwd``: a subagent's own), never a guess: the policy and
+``what_is_asked`` judge and show its paths there. A request that names a
+relative path and no cwd (a Claude Code teammate's) is not the policy's to
+answer: a person does. The policy's relative rule patterns are read from the
+teammate's own cwd, where the person meant them.
+
 The desk never reads the lead's inbox: the requests Claude Code teammates
 send there are recorded by the process's one consumer of it
 (``runtime.lead_inbox``; in the CLI, ``lead_inbox.catch_up``) before the desk
@@ -24,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from swarm.agent.permissions.describe import describe
+from swarm.agent.permissions.paths import names_relative_path
 from swarm.agent.permissions.policy import PERMISSION_MODES, CallFacts, rule_decision
 from swarm.agent.permissions.rules import as_update
 from swarm.agent.permissions.settings import rules_of
@@ -51,11 +59,14 @@ log = logging.getLogger(__name__)
 
 def what_is_asked(request: PermissionEvent, cwd: Path) -> str:
     """The line the lead reads about ``request``: the call that would really run, built from its input (paths
-    resolved in the requester's ``cwd``), the model's own description only after it; a plan's first line."""
+    resolved where the call runs: the cwd it was recorded with, else the requester's ``cwd``), the model's own
+    description only after it; a plan's first line."""
     if request.kind == "plan":
         return one_line(request.plan or "") or "(empty plan)"
     tool = request.tool or "?"
-    return describe(tool, request.input, cwd) if request.input is not None else f"{tool} (no input recorded)"
+    if request.input is None:
+        return f"{tool} (no input recorded)"
+    return describe(tool, request.input, Path(request.cwd) if request.cwd else cwd, usual=cwd)
 
 
 def requester_cwd(team_file: TeamFile, agent: str) -> Path:
@@ -181,7 +192,10 @@ def _by_policy(home: Home, team: str, team_file: TeamFile, policy: LeadPolicy,
         return answer_plan(home, team, request.request_id, approved=policy.plans == "approve",
                            by=f"policy:plans={policy.plans}",
                            feedback=None if policy.plans == "approve" else "plans are denied by the lead policy")
-    call = CallFacts(request.tool or "", request.input or {}, read_only=False, cwd=requester_cwd(team_file, request.agent))
+    tool, args, own = request.tool or "", request.input or {}, requester_cwd(team_file, request.agent)
+    if request.cwd is None and names_relative_path(tool, args):
+        return None  # where the call runs is not known: a person answers
+    call = CallFacts(tool, args, read_only=False, cwd=Path(request.cwd) if request.cwd else own, rules_cwd=own)
     decision = rule_decision(call, rules_of(policy))
     by = "policy:" + (decision.by.removeprefix("rule:") if decision else "")
     if decision is not None and decision.verdict == "deny":

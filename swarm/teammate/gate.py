@@ -4,6 +4,12 @@ A call that needs approval becomes a ``permission_request`` in the lead's inbox
 (and the team's permission record); the teammate waits, bounded, for the
 matching ``permission_response``. No answer in time is a denial, and the model
 is told which. If the request cannot be written, the call fails loudly.
+
+A request carries the directory its call really runs in (a subagent's own
+cwd, not the teammate's) and its input with the file path made absolute
+there (``paths.anchored``): the lead policy, ``swarm permissions`` and the
+desk judge and show that, and an approval runs exactly that input. Rules are
+anchored at the teammate's cwd, where they were written (``CallFacts.rules_cwd``).
 """
 
 from __future__ import annotations
@@ -11,12 +17,14 @@ from __future__ import annotations
 import copy
 import logging
 import secrets
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from swarm.agent.permissions.describe import describe
+from swarm.agent.permissions.paths import anchored
 from swarm.agent.permissions.policy import CallFacts, RuleSet, decide
 from swarm.agent.permissions.rules import (
     Rule,
@@ -74,7 +82,8 @@ class TeammateGate:
 
     def authorize(self, tool: Tool[BaseModel], args: BaseModel, tool_use_id: str, ctx: ToolContext) -> BaseModel:
         facts = CallFacts(tool=tool.name, args=args.model_dump(mode="json", by_alias=True, exclude_none=True),
-                          read_only=tool.read_only, cwd=ctx.identity.cwd, write_roots=ctx.identity.write_roots)
+                          read_only=tool.read_only, cwd=ctx.identity.cwd, write_roots=ctx.identity.write_roots,
+                          rules_cwd=self.config.cwd)
         decision = decide(facts, self.mode, self._rules(ctx.turn.granted_rules))
         if decision.verdict == "allow":
             return args
@@ -107,13 +116,16 @@ class TeammateGate:
 
     def _ask(self, tool: Tool[BaseModel], facts: CallFacts, tool_use_id: str, ctx: ToolContext) -> BaseModel:
         request_id = f"perm-{now_ms()}-{secrets.token_hex(3)}"
-        rules = suggest(tool.name, facts.args, facts.cwd)
+        cwd = facts.cwd.resolve()
+        asked = replace(facts, args=anchored(tool.name, facts.args, cwd), cwd=cwd)
+        rules = suggest(tool.name, asked.args, self.config.cwd)  # a rule reads from where rules are written
         frame = PermissionRequest(
             request_id=request_id, agent_id=self.config.agent_id, tool_name=tool.name, tool_use_id=tool_use_id,
-            description=describe(tool.name, facts.args, facts.cwd), input=facts.args,
-            permission_suggestions=[as_update(r) for r in rules])
+            description=describe(tool.name, asked.args, cwd, usual=self.config.cwd), input=asked.args,
+            permission_suggestions=[as_update(r) for r in rules], cwd=str(cwd))
         event = PermissionEvent(event="request", request_id=request_id, ts=now_ms(), agent=self.config.name,
-                                tool=tool.name, input=facts.args, description=frame.description, suggestions=rules)
+                                tool=tool.name, input=asked.args, cwd=str(cwd), description=frame.description,
+                                suggestions=rules)
         self._send(event, frame, f"permission: {frame.description}"[:100])
         response = self._await(request_id, PermissionResponse, event)
         if response is None and self._shutdown_owed():
@@ -123,7 +135,7 @@ class TeammateGate:
             raise ToolError(f"permission denied: the lead did not answer within {self.config.permission_timeout:g}s")
         if response.subtype == "error":
             raise ToolError(f"permission denied by the lead: {response.error or 'no reason given'}")
-        return self._approved(tool, facts, response)
+        return self._approved(tool, asked, response)
 
     def _approved(self, tool: Tool[BaseModel], facts: CallFacts, response: PermissionResponse) -> BaseModel:
         body = response.response

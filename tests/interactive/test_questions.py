@@ -11,6 +11,7 @@ from swarm.agent.loop import AgentRun
 from swarm.agent.permissions.policy import RuleSet
 from swarm.agent.permissions.rules import parse_rules
 from swarm.agent.tools.context import AgentIdentity, ToolContext, ToolError
+from swarm.agent.tools.files import WriteInput, WriteTool
 from swarm.agent.tools.shell import BashInput
 from swarm.agent.tools.shell import BashTool as Bash
 from swarm.core.permlog import PermissionEvent
@@ -187,3 +188,32 @@ def test_a_stale_status_rebuild_never_lands_after_a_fresh_one(tmp_path: Path) ->
     activity.join(10)
     inbox.join(10)
     assert chat.status == "team crew: alice: asking"
+
+
+def test_the_persons_rules_hold_where_the_person_wrote_them_for_the_leads_subagent(tmp_path: Path) -> None:
+    """``--deny 'Edit(secrets/**)'`` in the session's directory: the lead's subagent sent to ``src`` writing
+    ``../secrets/key`` writes the same file, and the same rule refuses it; a command it would run elsewhere is
+    asked about with that directory said first."""
+    (tmp_path / "src").mkdir()
+    gate = PersonGate(Desk(), RuleSet(deny=tuple(parse_rules(["Edit(secrets/**)"]))), cwd=tmp_path)
+    child = ToolContext(AgentIdentity(cwd=tmp_path / "src", write_roots=[tmp_path], subagent=True))
+    with pytest.raises(ToolError, match=r"denied by rule Edit\(secrets/\*\*\)"):
+        gate.authorize(WriteTool(), WriteInput(file_path="../secrets/key", content="x"), "toolu_1", child)
+    asked: list[Question] = []
+    cancel = threading.Event()
+    child.turn.cancel = cancel
+
+    def person() -> None:
+        while gate.desk.current() is None:
+            threading.Event().wait(0.01)
+        question = gate.desk.current()
+        assert question is not None
+        asked.append(question)
+        cancel.set()
+
+    helper = threading.Thread(target=person)
+    helper.start()
+    with pytest.raises(ToolError):
+        gate.authorize(Bash(), BashInput(command="ls"), "toolu_2", child)
+    helper.join(5)
+    assert asked[0].what == f"in {tmp_path / 'src'}: run: ls"

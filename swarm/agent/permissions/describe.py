@@ -4,8 +4,10 @@ The model writes a Bash ``description`` and could make it say anything ("run:
 git status" for ``touch ~/.bashrc``), so the line the lead reads starts with
 what will really run: the whole command (never cut; newlines and control
 characters shown escaped, so nothing hides a tail or rewrites the terminal),
-or the file path and, when a symlink or ``..`` leads elsewhere, where it
-really goes. The model's description follows, marked as the model's.
+or the file path, absolute, and, when a symlink or ``..`` leads elsewhere,
+where it really goes. A command that runs somewhere other than the
+requester's usual directory (a subagent's cwd) says where first. The model's
+description follows, marked as the model's.
 """
 
 from __future__ import annotations
@@ -23,9 +25,15 @@ NOTE_LIMIT = 120
 """Characters of the model's description kept after the real call."""
 
 
-def describe(tool: str, args: dict[str, Any], cwd: Path) -> str:
-    """One line saying what the call would really do, then the model's description if it gave one."""
+def describe(tool: str, args: dict[str, Any], cwd: Path, *, usual: Path | None = None) -> str:
+    """One line saying what the call would really do, then the model's description if it gave one.
+
+    ``cwd`` is where the call runs; ``usual`` the requester's own directory: a command run elsewhere
+    starts with ``in <cwd>:``.
+    """
     real = _real(tool, args, cwd)
+    if tool == "Bash" and usual is not None and os.path.normpath(cwd) != os.path.normpath(usual):
+        real = f"in {visible(str(cwd))}: {real}"
     note = one_line(str(args.get("description") or ""), NOTE_LIMIT)
     return f"{real}{MODEL_NOTE}{visible(note)}" if note else real
 
@@ -46,11 +54,11 @@ def _real(tool: str, args: dict[str, Any], cwd: Path) -> str:
 
 
 def _path(value: Any, cwd: Path) -> str:
-    named = visible(str(value))
     try:
         real = absolute(str(value), cwd)
-    except (OSError, RuntimeError):  # a symlink loop: show the path as named
-        return named
+    except (OSError, RuntimeError, ValueError):  # a symlink loop, a NUL: show the path as named
+        return visible(str(value))
     given = Path(str(value)).expanduser()
     plain = Path(os.path.normpath(given if given.is_absolute() else cwd.resolve() / given))
-    return named if plain == real else f"{named} (really {visible(str(real))})"
+    shown = visible(str(given)) if given.is_absolute() else visible(str(cwd / given))
+    return shown if plain == real else f"{shown} (really {visible(str(real))})"

@@ -17,6 +17,10 @@
   --template`` / ``git clone -c``); only ``bypassPermissions`` or the lead
   does.
 - ``read_target`` is the directory or file a read-only tool call looks at.
+- ``anchored`` is a call's input with its paths made absolute in the
+  directory the call runs in: what a permission request records and the
+  policy matches rules against, so no later reader resolves a relative path
+  against a different directory (a subagent's cwd is not its teammate's).
 """
 
 from __future__ import annotations
@@ -39,6 +43,11 @@ PROTECTED = (
 _PATTERNS = tuple((tuple(glob_regex(part.casefold()) for part in p.removesuffix("/**").split("/")),
                    p.endswith("/**")) for p in PROTECTED)
 _DIRS = frozenset(p.split("/")[0] for p in PROTECTED)
+PATH_FIELDS = {"Read": "file_path", "Write": "file_path", "Edit": "file_path", "MultiEdit": "file_path",
+               "NotebookEdit": "notebook_path", "Glob": "path", "Grep": "path"}
+"""The input field that names a path, for every file tool a request may name (Claude Code teammates' too)."""
+_SEARCHES = frozenset({"Glob", "Grep"})
+"""Tools whose path defaults to the cwd when left out."""
 _GIT_CONFIG_READS = frozenset({"--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list", "-l",
                                "--get-color", "--get-colorbool", "get", "list"})
 _GIT_CONFIG_WRITING = frozenset({"-c", "--config", "--template", "--separate-git-dir", "-u", "--upload-pack"})
@@ -52,6 +61,32 @@ def absolute(value: str, cwd: Path) -> Path:
     """``value`` (``~`` expanded, relative to ``cwd``) made absolute, symlinks and ``..`` resolved."""
     path = Path(value).expanduser()
     return (path if path.is_absolute() else cwd / path).resolve()
+
+
+def anchored(tool: str, args: dict[str, Any], cwd: Path) -> dict[str, Any]:
+    """``args`` with the tool's path made absolute in ``cwd`` as the tool would (``~`` expanded, ``..`` and symlinks
+    kept: they mean what the kernel makes of them, which ``absolute`` shows).
+
+    A search without a path gets ``cwd`` itself, which is where it searches.
+    Other tools' input is returned as it is.
+    """
+    field = PATH_FIELDS.get(tool)
+    value = args.get(field) if field else None
+    if field is None or (value is None and tool not in _SEARCHES) or (value is not None and not isinstance(value, str)):
+        return args
+    path = Path(value or ".").expanduser()
+    return {**args, field: str(path if path.is_absolute() else cwd / path)}
+
+
+def names_relative_path(tool: str, args: dict[str, Any]) -> bool:
+    """Does the call name a path that means nothing without knowing its cwd (relative, or a search's default)?"""
+    field = PATH_FIELDS.get(tool)
+    if field is None:
+        return False
+    value = args.get(field)
+    if value is None:
+        return tool in _SEARCHES
+    return not isinstance(value, str) or not Path(value).expanduser().is_absolute()
 
 
 def is_protected(value: str, cwd: Path) -> bool:

@@ -6,6 +6,12 @@ rules > the mode's defaults. ``rule_decision`` is that rule step on its own,
 the one place rules decide: ``decide`` uses it for a teammate's own rules and
 the lead's desk for the lead policy (``runtime/permission_desk.py``).
 
+Paths are judged where the call really runs (``CallFacts.cwd``: a
+subagent's own cwd), and a rule's relative path pattern where its rules were
+written (``CallFacts.rules_cwd``: the teammate's cwd, not a directory its
+subagent was sent to): an allow rule covers a path only from there, a deny
+or ask rule holds from there and from the call's cwd.
+
 The roots are the agent's cwd or worktree (``CallFacts.write_roots``). In
 every mode but ``bypassPermissions``, Write/Edit outside them are denied
 without asking, and reads outside them (Read, Grep, Glob) ask unless an allow
@@ -34,16 +40,19 @@ Modes:
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from swarm.agent.permissions.file_commands import paths_of
 from swarm.agent.permissions.paths import (
+    anchored,
     is_protected,
     may_touch_protected,
     read_target,
 )
+from swarm.agent.permissions.bash_match import Match
 from swarm.agent.permissions.rules import Rule, allow_cover
 from swarm.agent.permissions.shell_syntax import parse_command
 from swarm.agent.tools.walking import within_roots
@@ -94,7 +103,10 @@ class CallFacts:
     args: dict[str, Any]
     read_only: bool
     cwd: Path
-    write_roots: list[Path] | None = field(default=None)
+    """The directory the call runs in: its relative paths mean paths there."""
+    write_roots: Sequence[Path] | None = field(default=None)
+    rules_cwd: Path | None = None
+    """Where the rules' relative path patterns are anchored (the directory they were written for); None: ``cwd``."""
 
 
 def decide(call: CallFacts, mode: str, rules: RuleSet) -> Decision:
@@ -128,13 +140,14 @@ def rule_decision(call: CallFacts, rules: RuleSet, *, protect: bool = True) -> D
     denied = _denied(call, rules)
     if denied is not None:
         return denied
+    args = anchored(call.tool, call.args, call.cwd)
     for rule in rules.ask:
-        if rule.matches(call.tool, call.args, call.cwd, allow=False):
+        if any(rule.matches(call.tool, args, base, allow=False) for base in _bases(call)):
             return Decision("ask", f"rule:{rule.text}")
     if protect and _protected(call):
         return Decision("ask", "protected", "the call may change a protected file (settings, skills, commands, "
                         "agent definitions, .git) that grants permissions or runs commands")
-    covering = allow_cover(rules.allow, call.tool, call.args, call.cwd)
+    covering = allow_cover(rules.allow, call.tool, args, call.rules_cwd or call.cwd)
     if covering:
         return Decision("allow", "rule:" + " + ".join(r.text for r in covering))
     return None
@@ -143,14 +156,30 @@ def rule_decision(call: CallFacts, rules: RuleSet, *, protect: bool = True) -> D
 def _denied(call: CallFacts, rules: RuleSet) -> Decision | None:
     """Deny when a deny rule matches; ask when the call only might run what one denies."""
     doubt = None
+    args = anchored(call.tool, call.args, call.cwd)
     for rule in rules.deny:
-        match = rule.could_match(call.tool, call.args, call.cwd)
+        match = _strongest(rule.could_match(call.tool, args, base) for base in _bases(call))
         if match == "yes":
             return Decision("deny", f"rule:{rule.text}", f"denied by rule {rule.text}")
         if match == "maybe" and doubt is None:
             doubt = Decision("ask", f"rule:{rule.text}", f"the command might run what rule {rule.text} denies "
                              "(a script or wrapper swarm cannot see into)")
     return doubt
+
+
+def _bases(call: CallFacts) -> list[Path]:
+    """Where a deny or ask rule's relative pattern is read: where it was written, and where the call runs."""
+    return [call.cwd] if call.rules_cwd is None or call.rules_cwd == call.cwd else [call.rules_cwd, call.cwd]
+
+
+def _strongest(matches: Iterable[Match]) -> Match:
+    found: Match = "no"
+    for match in matches:
+        if match == "yes":
+            return match
+        if match == "maybe":
+            found = match
+    return found
 
 
 def _mode_default(call: CallFacts, mode: str) -> Decision:
@@ -171,7 +200,7 @@ def _ask_or_deny(mode: str, by: str, reason: str = "") -> Decision:
 
 
 def _roots(call: CallFacts) -> list[Path]:
-    return call.write_roots if call.write_roots is not None else [call.cwd]
+    return list(call.write_roots) if call.write_roots is not None else [call.cwd]
 
 
 def _inside(call: CallFacts) -> bool:

@@ -160,9 +160,11 @@ def policy_team(home: Home, tmp_path: Path) -> str:
 
 
 def _policy_answer(home: Home, team: str, tool: str, args: dict[str, object]) -> str | None:
+    """The policy's answer to a request as a swarm teammate records it: with the cwd its call runs in."""
     log = PermissionLog(home, team)
+    member = TeamStore(home).get(team).member("w")
     request = PermissionEvent(event="request", request_id=f"perm-{len(log.events())}", ts=1, agent="w",
-                              tool=tool, input=args)
+                              tool=tool, input=args, cwd=member.cwd if member else None)
     log.record_request(request)
     answer = answer_by_policy(home, team, request)
     return None if answer is None else answer.decision

@@ -161,7 +161,7 @@ def test_planting_a_skill_an_agent_or_a_git_config_waits_for_the_lead(
     planted = [workdir / ".claude/skills/pwn/SKILL.md", workdir / ".swarm/agents/pwn.md"]
     retry_until(lambda: len(requests()) == 3 or any(p.exists() for p in planted)
                 or (workdir / ".git/config").read_text() != config, 20, what="three requests (or a planted file)")
-    assert requests() == {"skill": "Write .claude/skills/pwn/SKILL.md", "agent": "Write .swarm/agents/pwn.md",
-                          "git": "Edit .git/config"}
+    assert requests() == {"skill": f"Write {workdir}/.claude/skills/pwn/SKILL.md",  # recorded absolute
+                          "agent": f"Write {workdir}/.swarm/agents/pwn.md", "git": f"Edit {workdir}/.git/config"}
     assert not any(p.exists() for p in planted)
     assert (workdir / ".git" / "config").read_text() == config
