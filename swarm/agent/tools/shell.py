@@ -45,6 +45,7 @@ from typing import IO, cast
 
 from pydantic import Field
 
+from swarm.agent.output_cap import truncation_marker
 from swarm.agent.tools.base import Tool
 from swarm.agent.tools.context import ToolContext, ToolError
 from swarm.agent.tools.inputs import NoneOmitted, PosInt, ToolInput
@@ -234,7 +235,7 @@ class OutputCapture:
             omitted = self._total - len(head) - len(tail)
         if omitted <= 0:
             return head + tail
-        return f"{head}\n[... {omitted} chars truncated ...]\n{tail}"
+        return f"{head}\n{truncation_marker(omitted)}\n{tail}"
 
     def _drain(self) -> None:
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
