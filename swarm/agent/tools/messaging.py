@@ -106,7 +106,8 @@ class SendMessage(Tool[SendMessageInput]):
             if len(message) > PEER_TEXT_CHARS:  # its reader would see it cut (agent.peer_messages): say so now
                 raise ToolError(f"message is {len(message)} characters; a teammate reads at most {PEER_TEXT_CHARS} — "
                                 "write the rest to a file and send its path")
-            written = mailbox.send(args.to, message, sender=ctx.identity.name, summary=args.summary, color=ctx.identity.color)
+            written = mailbox.send(args.to, message, sender=ctx.identity.name, author="model",  # the model's words
+                                   summary=args.summary, color=ctx.identity.color)
         except SwarmError as exc:
             raise ToolError(str(exc)) from exc
         who = "everyone" if args.to == BROADCAST else args.to
