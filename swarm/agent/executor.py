@@ -1,7 +1,9 @@
 """Run one tool call: find the tool, validate its input, ask the gate, run it.
 
 Every failure becomes an error ``ToolResultBlock`` the model can read; the only
-thing that reaches the loop is ``EndRun``, a tool saying the run is over.
+thing that reaches the loop is ``EndRun``, a tool saying the run is over. A
+result over the tool's ``max_result_chars`` is cut here, with a marker
+(``agent.output_cap``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Protocol
 from pydantic import BaseModel, ValidationError
 
 from swarm.agent.limits import EndRun
+from swarm.agent.output_cap import cap_text
 from swarm.agent.tools.base import Tool
 from swarm.agent.tools.context import ToolContext, ToolError
 from swarm.models.messages import ToolResultBlock, ToolUseBlock
@@ -67,6 +70,8 @@ def execute(call: ToolUseBlock, tools: Mapping[str, Tool[BaseModel]], ctx: ToolC
     except Exception as exc:  # a tool bug must not kill the agent; the model and the log both hear of it
         log.exception("tool crashed", extra={"tool": call.name, "tool_use_id": call.id})
         return _error(call, f"{call.name} failed unexpectedly: {type(exc).__name__}: {exc}")
+    if tool.max_result_chars is not None:
+        output = cap_text(output, tool.max_result_chars, tool.truncation_hint)
     return ToolResultBlock(tool_use_id=call.id, content=output)
 
 

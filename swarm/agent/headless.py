@@ -204,7 +204,7 @@ class MainSession:
         """``text`` with its leading ``/skill`` commands expanded, as this agent (a fork is linked from its
         transcript, as when the model calls Skill)."""
         self.ctx.turn.running = RunningAgent(self.spec, self.conversation)
-        return expand_slash(text, self.main.skills, self.ctx, self.main.note)
+        return expand_slash(text, self.main.skills, self.ctx, self.main.note, by_person=True)  # the person's prompt
 
     def turn(self, text: str) -> AgentRun:
         """Another turn, on ``text`` as the next user message (e.g. what teammates sent)."""

@@ -161,6 +161,8 @@ class ChildPlan:
     """The parent's gate, seen in the child's permission mode (``child_mode``)."""
     granted_rules: list[str] = field(default_factory=list)
     """Allow rules for the child's whole run: a forked skill's ``allowed-tools`` (the skill is active there)."""
+    fork: bool = False
+    """A fork of its parent (``plan_fork``): the child's identity says so (``AgentIdentity.fork``) for its whole run."""
 
 
 @dataclass
@@ -176,12 +178,6 @@ class ChildOutcome:
 def forks_enabled(env: Mapping[str, str]) -> bool:
     """Forking (an Agent call without subagent_type) is on unless ``SWARM_FORK_SUBAGENT=0``."""
     return env.get("SWARM_FORK_SUBAGENT", "1").strip() not in ("0", "false", "no", "off")
-
-
-def in_fork_child(messages: list[Message]) -> bool:
-    """True when the conversation carries the fork boilerplate: this agent is a fork child."""
-    marker = f"<{FORK_TAG}>"
-    return any(isinstance(b, TextBlock) and marker in b.text for m in messages if m.role == "user" for b in m.content)
 
 
 def fork_directive(prompt: str) -> str:
@@ -201,7 +197,7 @@ def plan_fork(host: AgentHost, parent: ToolContext, prompt: str, description: st
     tools = [by_name.get(tool.name, tool) for tool in running.spec.tools]  # the same list, fresh where possible
     return ChildPlan(id=host.new_id(), kind="fork", description=description, system=running.spec.system,
                      tools=tools, model=host.model, messages=messages, cwd=parent.identity.cwd,
-                     write_roots=parent.identity.write_roots, limits=running.spec.limits, gate=host.gate)
+                     write_roots=parent.identity.write_roots, limits=running.spec.limits, gate=host.gate, fork=True)
 
 
 def _complete_history(messages: list[Message]) -> list[Message]:
@@ -317,7 +313,8 @@ def run_child(host: AgentHost, parent: ToolContext, plan: ChildPlan, cancel: thr
         if plan.isolation == "worktree":
             tree = stack.enter_context(_isolated(plan))
             workdir, roots = tree.path, [tree.path]
-        identity = replace(parent.identity, cwd=workdir, write_roots=roots, spawnable=plan.spawnable, subagent=True)
+        identity = replace(parent.identity, cwd=workdir, write_roots=roots, spawnable=plan.spawnable, subagent=True,
+                           fork=parent.identity.fork or plan.fork)  # state of the run: compaction cannot drop it
         ctx = ToolContext(identity, services=AgentServices(mailbox=parent.services.mailbox, agents=host, models=models),
                           turn=TurnState(cancel=cancel, granted_rules=list(plan.granted_rules),
                                          completed_tasks=parent.turn.completed_tasks))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 
@@ -12,7 +13,7 @@ from swarm.cli.options import agent_name_callback, home_of, json_option, team_op
 from swarm.cli.render import emit_json, one_line, table, write_out
 from swarm.core.mailbox import Mailbox, delivery_key
 from swarm.core.names import BROADCAST, LEAD_NAME
-from swarm.core.protocol import InboxEntry
+from swarm.core.protocol import InboxEntry, command_author
 from swarm.core.teams import TeamStore
 from swarm.core.text import visible
 from swarm.errors import NotFoundError
@@ -47,7 +48,8 @@ def send(ctx: click.Context, name: str, message: str, team: str, sender: str,
         raise NotFoundError(f"sender {sender!r} is not a member of team {team!r}; members: {names}")
     mailbox = Mailbox(home, team)
     recipients = mailbox.recipients(team_file, name, sender)
-    entries = mailbox.send(name, message, sender=sender, summary=summary, color=member.color)
+    entries = mailbox.send(name, message, sender=sender, author=command_author(os.environ), summary=summary,
+                           color=member.color)  # a person's, unless an agent's Bash or a teammate runs this
     if as_json:
         emit_json([{"to": to, **e.wire()} for to, e in zip(recipients, entries)])
     elif not entries:

@@ -25,7 +25,7 @@ from swarm.cli.render import emit_json, table
 from swarm.core.fileio import open_regular
 from swarm.core.home import Home
 from swarm.core.permlog import PermissionLog
-from swarm.core.protocol import COLORS
+from swarm.core.protocol import COLORS, command_author
 from swarm.errors import BackendError, NotFoundError, UsageError
 from swarm.runtime.shutdown import force_stop, live_members
 from swarm.runtime.shutdown import shutdown as shutdown_teammates
@@ -74,7 +74,8 @@ def spawn(ctx: click.Context, name: str, team: str, prompt: str, backend: str, a
     """Start teammate NAME in the team and give it its first task."""
     if prompt == "-":
         prompt = sys.stdin.read()
-    request = SpawnRequest(team=team, name=name, prompt=prompt, backend=backend, agent_type=agent_type,
+    request = SpawnRequest(team=team, name=name, prompt=prompt, prompt_author=command_author(os.environ),
+                           backend=backend, agent_type=agent_type,
                            model=model, permission_mode=permission_mode, plan_mode_required=plan_mode_required,
                            cwd=(cwd or Path.cwd()).resolve(), color=color, playbook=playbook, tmux_socket=tmux_socket,
                            allowed_tools=list(allowed), disallowed_tools=list(disallowed), skills=list(skills),

@@ -10,6 +10,12 @@ Every entry sent as the lead (``team-lead``) carries ``lead_sig``, signed with
 the team's lead key (``swarm.core.signing``), loaded or made once per
 ``Mailbox``; where no key can be read or made (a read-only home) lead entries
 go unsigned and swarm's teammates take them as unverified text.
+
+``send`` records who chose the words (``author``): ``person`` entries also get
+``author_sig`` with that key, for their recipient; ``model`` entries are
+marked and never signed so; unmarked entries read as a model's. Only the
+writer knows which it is, so the caller says: a person's own prompt or
+``swarm send``, or a model's choice.
 """
 
 from __future__ import annotations
@@ -27,8 +33,8 @@ from swarm.core.document_codecs import InboxAppendCodec, InboxCodec
 from swarm.core.home import Home, ensure_dir
 from swarm.core.jsonfile import LockedJsonFile
 from swarm.core.names import BROADCAST, LEAD_NAME, validate_name
-from swarm.core.protocol import InboxEntry, TeamFile
-from swarm.core.signing import LeadKey, sign_entry, signing_key
+from swarm.core.protocol import Author, InboxEntry, TeamFile
+from swarm.core.signing import LeadKey, sign_author, sign_entry, signing_key
 from swarm.core.spool import SpooledAppend
 from swarm.core.teams import Roster, TeamStore
 from swarm.core.watch import ChangeWatcher, watch_file
@@ -63,15 +69,17 @@ class Mailbox:
 
     # -- writing -----------------------------------------------------------
 
-    def send(self, to: str, text: str, *, sender: str, summary: str | None = None,
+    def send(self, to: str, text: str, *, sender: str, author: Author | None = None, summary: str | None = None,
              color: str | None = None) -> list[InboxEntry]:
         """Append a plain-text message to ``to``'s inbox (``*``: every member but ``sender``).
 
         Returns the entries written (one per recipient), each with its ``msg_id``.
         Text that looks like a protocol frame stays text: only ``send_frame``
-        writes frames a recipient acts on.
+        writes frames a recipient acts on. ``author``: who chose the words; a
+        ``person`` entry is signed so (``core.signing``), for its recipient;
+        None leaves the entry unmarked, which every reader takes as a model's.
         """
-        return self._send(to, text, sender=sender, summary=summary, color=color, structured=False)
+        return self._send(to, text, sender=sender, summary=summary, color=color, structured=False, author=author)
 
     def send_frame(self, to: str, frame: Frame, *, sender: str, summary: str | None = None) -> InboxEntry:
         """Append protocol ``frame`` to ``to``'s inbox through the structured path (see ``entry_frame``)."""
@@ -79,10 +87,11 @@ class Mailbox:
             raise UsageError("a protocol frame goes to one member, not to '*'")
         from swarm.core.frames import frame_text
 
-        return self._send(to, frame_text(frame), sender=sender, summary=summary, color=None, structured=True)[0]
+        return self._send(to, frame_text(frame), sender=sender, summary=summary, color=None, structured=True,
+                          author=None)[0]
 
     def _send(self, to: str, text: str, *, sender: str, summary: str | None, color: str | None,
-              structured: bool) -> list[InboxEntry]:
+              structured: bool, author: Author | None) -> list[InboxEntry]:
         validate_name(sender, "sender name")
         _check_size(text)
         team = self._roster.current()  # re-read only when the team file changed: sends are frequent
@@ -98,8 +107,12 @@ class Mailbox:
                 entry.color = color
             if structured:
                 entry.structured = True
+            if author is not None:
+                entry.author = author
             if sender == LEAD_NAME and self._lead_key is not None:
                 entry.lead_sig = sign_entry(entry, self._lead_key)
+            if author == "person" and self._lead_key is not None:
+                entry.author_sig = sign_author(entry, name, self._lead_key)
             self._appending(name, shared).append(entry.wire())
             written.append(entry)
         return written

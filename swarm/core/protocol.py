@@ -8,6 +8,7 @@ frames an entry's text may carry, and who may send which, are
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
@@ -28,6 +29,16 @@ GoneStatus = Literal["stopped", "dead", "killed"]
 GONE_STATUSES: tuple[GoneStatus, ...] = ("stopped", "dead", "killed")
 """``Member.status`` values of a member that left the team."""
 COLORS = ("blue", "green", "yellow", "purple", "orange", "pink", "cyan", "red")
+Author = Literal["person", "model"]
+"""Who chose an entry's words (``InboxEntry.author``): a person (their prompt, their ``swarm send``) or a model."""
+MODEL_SHELL_ENV = "SWARM_MODEL_SHELL"
+"""Set in the environment of every command an agent's Bash runs: a ``swarm`` command there speaks for a model."""
+
+
+def command_author(env: Mapping[str, str]) -> Author:
+    """Who a ``swarm`` command run with ``env`` speaks for: a model when an agent's Bash (``MODEL_SHELL_ENV``)
+    or a teammate's process (``SWARM_PROC_TOKEN``) ran it, else the person at the shell."""
+    return "model" if env.get(MODEL_SHELL_ENV) or env.get("SWARM_PROC_TOKEN") else "person"
 
 
 class Wire(BaseModel):
@@ -61,6 +72,11 @@ class InboxEntry(Wire):
     lead_sig: str | None = None
     structured: bool | None = None
     """swarm: the text is a protocol frame written through the structured path (``Mailbox.send_frame``)."""
+    author: str | None = None
+    """swarm: ``person`` or ``model`` (``Author``), who chose the words. ``person`` counts only with a verifying
+    ``author_sig``; anything else (missing, ``model``, unverifiable) is a model's."""
+    author_sig: str | None = None
+    """swarm: the lead key's signature over the author, the recipient and the entry (``core.signing``)."""
 
 
 # -- team file -------------------------------------------------------------

@@ -13,6 +13,16 @@ base64url without padding (Node's ``Buffer.toString("base64url")``). A teammate 
 entry only if the signature verifies, its ``msg_id`` was not taken in before, and its timestamp
 is not older than the key's creation time minus ``STALE_GRACE_MS``.
 
+A second signature (swarm's; Claude Code ignores the fields) says a **person** chose an entry's
+words: ``author_sig``, Ed25519 with the same key over ``JSON.stringify(["swarm-entry-author-v1",
+author, recipient, msg_id, from, timestamp, text, summary ?? null, color ?? null, from_plugin ??
+null])``. ``Mailbox.send(author="person")`` writes it for a person's own prompt or ``swarm send``;
+what a model chose (the lead model's spawn prompt and SendMessage, whatever it runs through its
+Bash) gets ``author: "model"`` and no such signature, though the lead process signs it as the
+lead's. The lead signature proves which process wrote an entry, not who chose its words; the
+author signature does, and it names the recipient, so an entry copied into another inbox is not
+the person's there. A teammate takes an entry as a person's only through ``LeadVerifier.by_person``.
+
 The key file holds the private key and its creation time; it is created by the
 first lead-side use (``lead_key``) and replaced when a team of that name is
 created again (``rotate_lead_key``). ``Mailbox`` signs every entry sent as the
@@ -51,6 +61,8 @@ log = logging.getLogger(__name__)
 
 SCHEME = "claude-team-lead-entry-v1"
 """First element of the signed array."""
+AUTHOR_SCHEME = "swarm-entry-author-v1"
+"""First element of the array ``author_sig`` signs."""
 KEY_FILE = "lead.key"
 """Name of the lead's key file in the team directory."""
 STALE_GRACE_MS = 120_000
@@ -65,6 +77,13 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 def signed_bytes(entry: InboxEntry) -> bytes:
     """The exact bytes the lead signs for ``entry``: Node's ``JSON.stringify`` of the scheme's array."""
     fields = [SCHEME, entry.msg_id, entry.sender, entry.timestamp, entry.text,
+              entry.summary, entry.color, entry.from_plugin]
+    return js_stringify(fields).encode("utf-8")
+
+
+def author_bytes(entry: InboxEntry, recipient: str) -> bytes:
+    """The bytes ``author_sig`` signs: who chose the words, for whom, and the entry itself."""
+    fields = [AUTHOR_SCHEME, entry.author, recipient, entry.msg_id, entry.sender, entry.timestamp, entry.text,
               entry.summary, entry.color, entry.from_plugin]
     return js_stringify(fields).encode("utf-8")
 
@@ -205,6 +224,11 @@ def sign_entry(entry: InboxEntry, key: LeadKey) -> str:
     return b64url(key.private.sign(signed_bytes(entry)))
 
 
+def sign_author(entry: InboxEntry, recipient: str, key: LeadKey) -> str:
+    """``author_sig`` for ``entry`` sent to ``recipient`` (set ``author`` and every other field first)."""
+    return b64url(key.private.sign(author_bytes(entry, recipient)))
+
+
 @dataclass(frozen=True)
 class VerifyKey:
     """The lead's public key as a teammate receives it, and the key's creation time (epoch ms)."""
@@ -246,6 +270,16 @@ class VerifyKey:
         """Signed by this key and not stale (``LeadVerifier`` also refuses replays)."""
         return self.fresh(entry) and self.signed(entry)
 
+    def by_person(self, entry: InboxEntry, recipient: str) -> bool:
+        """Does ``entry`` carry ``author: person`` with an ``author_sig`` this key made for ``recipient``?"""
+        if entry.author != "person" or not entry.author_sig:
+            return False
+        try:
+            self.public.verify(_unb64url(entry.author_sig), author_bytes(entry, recipient))
+        except (InvalidSignature, ValueError):
+            return False
+        return self.fresh(entry)
+
 
 def verify_entry(entry: InboxEntry, verify_key_arg: str) -> bool:
     """Is ``entry`` signed by the key in ``verify_key_arg`` and not older than that key allows?"""
@@ -269,6 +303,13 @@ class LeadVerifier:
         if self.key is None or not entry.msg_id or entry.msg_id in self._taken:
             return False
         return self.key.admits(entry)
+
+    def by_person(self, entry: InboxEntry, recipient: str) -> bool:
+        """A person chose ``entry``'s words, for ``recipient``: its author signature verifies, it is not stale,
+        and its ``msg_id`` was not taken in before. False for everything a model wrote, signed as the lead or not."""
+        if self.key is None or not entry.msg_id or entry.msg_id in self._taken:
+            return False
+        return self.key.by_person(entry, recipient)
 
     def took(self, ids: Iterable[str]) -> None:
         """Record ids the teammate has taken in (delivered into its conversation, or consumed as an answer)."""

@@ -29,7 +29,7 @@ from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox, delivery_key
 from swarm.core.members import mark_gone
 from swarm.core.names import LEAD_NAME, RESERVED_NAMES, agent_id, validate_name
-from swarm.core.protocol import CLAUDE_RUNTIME, InboxEntry, Member, TeamFile
+from swarm.core.protocol import CLAUDE_RUNTIME, Author, InboxEntry, Member, TeamFile
 from swarm.core.signing import verify_key_arg
 from swarm.core.teams import TeamStore
 from swarm.errors import BackendError, SwarmError, UsageError
@@ -54,6 +54,9 @@ class SpawnRequest(BaseModel):
     team: str
     name: str
     prompt: str
+    prompt_author: Author = "model"
+    """Who chose the prompt: ``person`` (``swarm spawn``, ``swarm up``, run by a person) or ``model`` (a lead
+    model's Agent call; the default). Only a person's prompt may start a person-only skill (``core.signing``)."""
     backend: str = "auto"
     agent_type: str = "general-purpose"
     model: str | None = None
@@ -117,6 +120,7 @@ def _start(home: Home, request: SpawnRequest, backend: Backend, tree: worktrees.
     prompt: list[InboxEntry] = []
     try:
         prompt = Mailbox(home, request.team).send(request.name, request.prompt, sender=LEAD_NAME,
+                                                  author=request.prompt_author,
                                                   summary="initial task")
         launch = (_launch(home, request, member, backend.name, env) if claude_bin is None else
                   claude_teammate.launch_spec(home, member, request.team, binary=claude_bin, env=env,

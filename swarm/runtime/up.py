@@ -21,7 +21,7 @@ from swarm.core.clock import now_ms
 from swarm.core.home import Home
 from swarm.core.names import LEAD_NAME
 from swarm.core.permlog import PermissionEvent, PermissionLog
-from swarm.core.protocol import CLAUDE_RUNTIME, LeadPolicy, RuleLists, TeamFile
+from swarm.core.protocol import CLAUDE_RUNTIME, LeadPolicy, RuleLists, TeamFile, command_author
 from swarm.core.signing import rotate_lead_key
 from swarm.core.tasks import TaskStore
 from swarm.core.teams import TeamStore
@@ -83,6 +83,7 @@ def _member_requests(spec: UpFile, *, cwd: Path, env: Mapping[str, str], tmux_so
     requests = []
     for member in spec.members:
         request = _request(spec, member, cwd, tmux_socket)
+        request.prompt_author = command_author(env)  # the up file's prompts are the person's who ran `swarm up`
         if online and member.model != "scripted":
             request.playbook = None
         if backend is not None:

@@ -210,13 +210,20 @@ class TeammateSession:
                 texts.append(frame.text)
                 continue
             verified = entry.sender != LEAD_NAME or self.lead.verified(entry)
-            if isinstance(frame, str) and entry.sender == LEAD_NAME and verified and frame.lstrip().startswith("/"):
-                entry = entry.model_copy(update={"text": self._slash(entry, frame)})  # a person's /skill command
+            by_person = self.lead.by_person(entry, self.config.name)  # signed as a person's words, for this teammate
+            if (isinstance(frame, str) and frame.lstrip().startswith("/")
+                    and (by_person or (entry.sender == LEAD_NAME and verified))):
+                entry = entry.model_copy(update={"text": self._slash(entry, frame, by_person=by_person)})
             texts.append(wrap(entry, verified=verified))
         return texts
 
-    def _slash(self, entry: InboxEntry, text: str) -> str:
+    def _slash(self, entry: InboxEntry, text: str, *, by_person: bool) -> str:
         """``text`` with its ``/skill`` commands expanded; a forked skill's run is started at most once per entry.
+
+        The lead's entries expand skills a model may use; a person-only skill
+        (``disable-model-invocation``) only in an entry signed as a person's
+        own words for this teammate (``by_person``: ``LeadVerifier.by_person``).
+        What the lead model wrote — its spawn prompt, its SendMessage — is not.
 
         A fork acts (its subagent runs tools) before the entry is recorded as
         delivered, so a teammate stopped mid-fork finds the entry again. The
@@ -227,7 +234,7 @@ class TeammateSession:
         def note(message: str) -> None:
             log.warning("%s", message)
 
-        expansion = parse_slash(text, self.catalogs.skills)
+        expansion = parse_slash(text, self.catalogs.skills, by_person=by_person)
         if expansion is None:
             return text
         if expansion.forks:
@@ -236,7 +243,7 @@ class TeammateSession:
                 return f"{text}\n\n{FORK_CUT_SHORT}"
             self.transcript.event("slash_fork", durable=True, key=key, skills=[s.name for s in expansion.skills])
         self.ctx.turn.running = RunningAgent(self.spec, self.conversation)  # a fork is linked from this transcript
-        return expand_slash(text, self.catalogs.skills, self.ctx, note, parsed=expansion)
+        return expand_slash(text, self.catalogs.skills, self.ctx, note, by_person=by_person, parsed=expansion)
 
     def _inbound(self) -> Arrivals:
         """Messages that arrived during a turn, for the next model call (pruned once recorded)."""

@@ -271,7 +271,7 @@ SLASH = catalog_of(A, B, FORK, HIDDEN)
     ("", None),
 ])
 def test_parse_slash(prompt: str, expected: SlashExpansion | None) -> None:
-    assert parse_slash(prompt, SLASH) == expected
+    assert parse_slash(prompt, SLASH, by_person=True) == expected
 
 
 # -- preloading a definition's skills ----------------------------------------------------------

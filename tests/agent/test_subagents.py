@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from swarm.agent.compaction import SUMMARY_INSTRUCTION
 from swarm.agent.definitions import load_agents
 from swarm.agent.headless import MainOptions, run_headless
 from swarm.agent.limits import Limits
@@ -29,7 +30,7 @@ from tests.agent.subagent_helpers import (
     run_main,
     tool_names,
 )
-from tests.fakes import FakeAnthropicServer, error_reply, text_reply, tool_use_reply
+from tests.fakes import FakeAnthropicServer, error_reply, text_reply, tool_use_reply, usage_json
 from tests.fakes.anthropic_server import conversation_error, unmarked
 
 
@@ -288,3 +289,22 @@ def test_a_definitions_skills_are_preloaded_into_the_childs_system_prompt(api: F
         parent.close()
     parent_system, child_system = (json.dumps(r.body["system"]) for r in api.requests[:2])
     assert "LINT-BODY" in child_system and "LINT-BODY" not in parent_system
+
+
+def test_a_fork_whose_conversation_was_compacted_still_cannot_fork(api: FakeAnthropicServer, tmp_path: Path) -> None:
+    """Being a fork is a fact of the run, not text: compaction drops the boilerplate, the refusal stays."""
+    near_full = usage_json(195_000, 10)  # over the default window's threshold: the fork compacts before its next call
+    api.enqueue(tool_use_reply("Agent", {"description": "part a", "prompt": "DO PART A"}, tool_id="toolu_fork"),
+                tool_use_reply("Bash", {"command": "true"}, tool_id="toolu_bash", usage=near_full),
+                text_reply("SUMMARY: a forked worker on part a ran true"),
+                tool_use_reply("Agent", {"description": "deeper", "prompt": "FORK AGAIN"}, tool_id="toolu_deeper"),
+                text_reply("Scope: part a\nResult: done a"),
+                text_reply("parent done"))
+    result = run_main(api, tmp_path)
+    assert result.text == "parent done"
+    _, _, summary, compacted, after, back = api.requests
+    assert summary.body["messages"][-1]["content"][-1]["text"] == SUMMARY_INSTRUCTION  # the fork compacted
+    assert FORK_TAG not in json.dumps(compacted.body["messages"])  # the text that marked the fork is gone...
+    [refused] = last_results(after)
+    assert refused["is_error"] and refused["content"] == FORK_REFUSED  # ...and it is still refused
+    assert "done a" in last_results(back)[0]["content"] and len(api.requests) == 6  # no grandchild ran

@@ -255,3 +255,24 @@ def test_without_a_usable_key_lead_entries_go_unsigned(home: Home, team: str, tm
     key_path(home, team).mkdir()  # something that is not a key file where the key belongs
     entry = Mailbox(home, team).send("bob", "hi", sender="team-lead")[0]
     assert entry.lead_sig is None and Mailbox(home, team).read("bob")[0].lead_sig is None
+
+
+def test_only_a_person_signed_entry_for_this_recipient_counts_as_the_persons(home: Home, team: str) -> None:
+    """The lead signature proves the lead process wrote an entry; the author signature, that a person chose it."""
+    TeamStore(home).add_member(team, Member(agent_id="carol@t", name="carol", is_active=True))
+    mailbox = Mailbox(home, team)
+    [person] = mailbox.send("bob", "/deploy now", sender="team-lead", author="person")
+    [model] = mailbox.send("bob", "/deploy now", sender="team-lead", author="model")
+    [unmarked] = mailbox.send("bob", "/deploy now", sender="team-lead")
+    verifier = LeadVerifier(VerifyKey.parse(verify_key_arg(home, team)), taken=[])
+    on_disk = {e.msg_id: e for e in mailbox.read("bob")}
+    assert all(verifier.verified(on_disk[e.msg_id]) for e in (person, model, unmarked))  # all the lead's...
+    assert verifier.by_person(on_disk[person.msg_id], "bob")  # ...one of them the person's
+    assert not verifier.by_person(on_disk[model.msg_id], "bob") and on_disk[model.msg_id].author == "model"
+    assert not verifier.by_person(on_disk[unmarked.msg_id], "bob")
+    assert not verifier.by_person(on_disk[person.msg_id], "carol")  # copied into another inbox: not the person's
+    forged = on_disk[model.msg_id].model_copy(update={"author": "person"})  # a model's entry re-marked
+    assert not verifier.by_person(forged, "bob")
+    assert not verifier.by_person(on_disk[person.msg_id].model_copy(update={"text": "/deploy all"}), "bob")
+    verifier.took([person.msg_id])
+    assert not verifier.by_person(on_disk[person.msg_id], "bob")  # a replay of one taken in before

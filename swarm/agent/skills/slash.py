@@ -14,6 +14,12 @@ or the end. So ``/``, ``//x``, ``/usr/bin`` and ``/a.b`` are plain text
 
 A name is known when it names a user-invocable skill; a name that is not
 (``user-invocable: false`` included) stops the run and is ``unknown``.
+
+Only a person's own words expand a person-only skill (``disable-model-invocation:
+true``): text a model chose (``by_person=False``: a lead model's spawn prompt or
+message) stops at such a name, which is ``person_only``; the text stays as it
+is, and the model that reads it cannot call the skill either (the Skill tool
+refuses it).
 """
 
 from __future__ import annotations
@@ -38,6 +44,8 @@ class SlashExpansion:
     """The text after the expanded commands (stripped); the whole prompt when ``skills`` is empty."""
     unknown: tuple[str, ...]
     """The ``/name`` that stopped expansion without naming a user-invocable skill (at most one), for a note."""
+    person_only: tuple[str, ...] = ()
+    """The ``/name`` of a person-only skill that stopped expansion of a model's text (at most one), for a note."""
 
     @property
     def forks(self) -> bool:
@@ -45,17 +53,24 @@ class SlashExpansion:
         return any(skill.context == "fork" for skill in self.skills)
 
 
-def parse_slash(prompt: str, catalog: SkillCatalog) -> SlashExpansion | None:
-    """The slash commands ``prompt`` starts with (see the module docstring); None when it does not start with one."""
+def parse_slash(prompt: str, catalog: SkillCatalog, *, by_person: bool) -> SlashExpansion | None:
+    """The slash commands ``prompt`` starts with (see the module docstring); None when it does not start with one.
+
+    ``by_person``: a person chose these words (their prompt, their own ``swarm send``); False for a model's.
+    """
     rest = prompt.lstrip()
     if _COMMAND.match(rest) is None:
         return None
     skills: list[Skill] = []
     unknown: tuple[str, ...] = ()
+    person_only: tuple[str, ...] = ()
     while (match := _COMMAND.match(rest)) is not None:
         skill = catalog.get(match["name"])
         if skill is None or not skill.user_invocable:
             unknown = (match[0],)
+            break
+        if skill.disable_model_invocation and not by_person:
+            person_only = (match[0],)
             break
         if skill.context == "fork" and skills:
             break
@@ -64,8 +79,8 @@ def parse_slash(prompt: str, catalog: SkillCatalog) -> SlashExpansion | None:
         if skill.context == "fork":
             break
     if not skills:
-        return SlashExpansion(skills=(), args=prompt, unknown=unknown)
-    return SlashExpansion(skills=tuple(skills), args=rest.strip(), unknown=unknown)
+        return SlashExpansion(skills=(), args=prompt, unknown=unknown, person_only=person_only)
+    return SlashExpansion(skills=tuple(skills), args=rest.strip(), unknown=unknown, person_only=person_only)
 
 
 def preload_text(names: Sequence[str], catalog: SkillCatalog, where: str = "") -> tuple[str, list[str]]:

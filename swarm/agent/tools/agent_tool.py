@@ -32,7 +32,6 @@ from swarm.agent.subagents import (
     AgentHost,
     ChildPlan,
     LinkedCancel,
-    in_fork_child,
     launch,
     plan_definition,
     plan_fork,
@@ -110,7 +109,7 @@ class AgentTool(Tool[AgentInput]):
             raise ToolError("subagents are not available to this agent")
         if args.team_name is not None:
             return self._teammate(args, ctx)
-        if ctx.turn.running is not None and in_fork_child(ctx.turn.running.conversation.messages):
+        if ctx.identity.fork:  # the run's fact, not text in a conversation compaction may have rewritten
             raise ToolError(FORK_REFUSED)
         plan, background = self._plan(host, args, ctx)
         if args.isolation:

@@ -3,7 +3,8 @@
 The input model's JSON schema is what the model sees. ``run`` returns the text
 of the tool result, or raises ``ToolError`` (``swarm.agent.tools.context``)
 whose message goes back to the model as an error result (never a crash of the
-loop).
+loop). A tool whose result may be long sets ``max_result_chars``; the executor
+cuts the result there (``swarm.agent.output_cap``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ class Tool(ABC, Generic[I]):
     description: ClassVar[str]
     input_model: ClassVar[type[BaseModel]]
     read_only: ClassVar[bool] = False
+    max_result_chars: ClassVar[int | None] = None
+    """A result longer than this is cut, with a marker, before the model reads it (``agent.output_cap``); None: not."""
+    truncation_hint: ClassVar[str] = ""
+    """What the marker of a cut result tells the model to do instead (e.g. ``use head_limit``)."""
     _spec: ToolSpec | None = None
 
     def spec(self) -> ToolSpec:

@@ -50,6 +50,9 @@ class AgentIdentity:
     color: str | None = None
     subagent: bool = False
     """A subagent or fork child: its parent's background agents are not its own (TaskOutput, TaskStop refuse)."""
+    fork: bool = False
+    """A fork child (or anything one started): it may not start agents (the Agent tool refuses). Set where the
+    child's identity is built (``run_child``), never read from its conversation, which compaction rewrites."""
     spawnable: frozenset[str] | None = None
     """Subagent types this agent may start (a definition's ``Agent(Explore, Plan)``); None: any."""
 

@@ -5,7 +5,9 @@
 which sends the frame and, on approval, ends the run after this step) or
 ``plan_approval_response`` (a lead answering a teammate's plan). Only
 structured replies go out through the mailbox's structured path; plain text
-that merely looks like a frame stays text for its recipient.
+that merely looks like a frame stays text for its recipient. Text over
+``PEER_TEXT_CHARS`` is refused: its reader would see it cut
+(``agent.peer_messages``).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from swarm.agent.output_cap import PEER_TEXT_CHARS
 from swarm.agent.subagents import message_child
 from swarm.agent.tools.base import Tool
 from swarm.agent.tools.context import ToolContext, ToolError
@@ -100,7 +103,11 @@ class SendMessage(Tool[SendMessageInput]):
             if isinstance(message, PlanApprovalReply):
                 return require_team(ctx).answer_plan(message.request_id, message.approve, message.feedback,
                                                      message.permission_mode)
-            written = mailbox.send(args.to, message, sender=ctx.identity.name, summary=args.summary, color=ctx.identity.color)
+            if len(message) > PEER_TEXT_CHARS:  # its reader would see it cut (agent.peer_messages): say so now
+                raise ToolError(f"message is {len(message)} characters; a teammate reads at most {PEER_TEXT_CHARS} — "
+                                "write the rest to a file and send its path")
+            written = mailbox.send(args.to, message, sender=ctx.identity.name, author="model",  # the model's words
+                                   summary=args.summary, color=ctx.identity.color)
         except SwarmError as exc:
             raise ToolError(str(exc)) from exc
         who = "everyone" if args.to == BROADCAST else args.to

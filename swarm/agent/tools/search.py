@@ -189,6 +189,8 @@ class GrepTool(Tool[GrepInput]):
     )
     input_model = GrepInput
     read_only = True
+    max_result_chars = MAX_GREP_OUTPUT_CHARS
+    truncation_hint = "use head_limit or a narrower search"
 
     def __init__(self, rg_path: str | _Detect | None = DETECT) -> None:
         self.rg_path: str | None = shutil.which("rg") if rg_path is DETECT else rg_path
@@ -210,12 +212,7 @@ def _format_results(results: list[str], head_limit: int | None, mode: OutputMode
         lines.insert(0, f"Found {len(results)} file{'s' if len(results) != 1 else ''}")
     if len(shown) < len(results):
         lines.append(f"(showing the first {len(shown)} of {len(results)} results; raise head_limit to see more)")
-    text = "\n".join(lines)
-    if len(text) > MAX_GREP_OUTPUT_CHARS:
-        omitted = len(text) - MAX_GREP_OUTPUT_CHARS
-        note = f"[... {omitted} chars truncated; use head_limit or a narrower search ...]"
-        text = f"{text[:MAX_GREP_OUTPUT_CHARS]}\n{note}"
-    return text
+    return "\n".join(lines)  # cut at max_result_chars by the executor
 
 
 # --- Grep backends -----------------------------------------------------------

@@ -11,7 +11,9 @@ one process killer, ``swarm.backends.procs.kill_tree``: every descendant and
 every process of the command's group and session (so children that escaped
 the process group are not missed) gets SIGTERM, then SIGKILL after a short
 grace. The shell's create time, read when it started, guards against a
-reused pid. Commands inherit the teammate's environment, including its
+reused pid. Commands inherit the agent's environment plus ``SWARM_MODEL_SHELL=1``
+(a ``swarm send`` a command runs speaks for the model, not the person:
+``core.protocol.command_author``), including a teammate's
 ``SWARM_PROC_TOKEN``, so whatever they start is also stopped when the
 teammate is stopped or found dead (even after a ``kill -9``).
 
@@ -45,10 +47,12 @@ from typing import IO, cast
 
 from pydantic import Field
 
+from swarm.agent.output_cap import truncation_marker
 from swarm.agent.tools.base import Tool
 from swarm.agent.tools.context import ToolContext, ToolError
 from swarm.agent.tools.inputs import NoneOmitted, PosInt, ToolInput
 from swarm.backends.procs import kill_tree, process_create_time
+from swarm.core.protocol import MODEL_SHELL_ENV
 
 DEFAULT_TIMEOUT_MS = 120_000
 INTERRUPT_CHECK = 0.1
@@ -133,7 +137,7 @@ class BashTool(Tool[BashInput]):
     def _spawn(self, command: str, ctx: ToolContext, stdout: int | IO[bytes]) -> Popen:
         try:
             return subprocess.Popen(
-                [self._shell, "-c", command], cwd=ctx.identity.cwd, env=dict(os.environ),
+                [self._shell, "-c", command], cwd=ctx.identity.cwd, env={**os.environ, MODEL_SHELL_ENV: "1"},
                 stdin=subprocess.DEVNULL, stdout=stdout, stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
@@ -234,7 +238,7 @@ class OutputCapture:
             omitted = self._total - len(head) - len(tail)
         if omitted <= 0:
             return head + tail
-        return f"{head}\n[... {omitted} chars truncated ...]\n{tail}"
+        return f"{head}\n{truncation_marker(omitted)}\n{tail}"
 
     def _drain(self) -> None:
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")

@@ -95,19 +95,23 @@ def run_forked_skill(skill: Skill, args: str, ctx: ToolContext) -> str:
 
 
 def expand_slash(prompt: str, catalog: SkillCatalog, ctx: ToolContext,
-                 note: Callable[[str], None] = lambda _: None, *, parsed: SlashExpansion | None = None) -> str:
+                 note: Callable[[str], None] = lambda _: None, *, by_person: bool,
+                 parsed: SlashExpansion | None = None) -> str:
     """A prompt that starts with ``/skill`` commands, expanded before the model sees it (slash commands).
 
     Each skill's body (with the shared arguments and its base directory) in
     order, or for a ``context: fork`` skill its subagent's framed answer. A
-    ``/name`` that is no user-invocable skill stays text, and ``note`` hears of it.
-    ``parsed``: ``parse_slash(prompt, catalog)``, when the caller has it already.
+    ``/name`` that is no user-invocable skill stays text, and ``note`` hears of it;
+    so does a person-only skill in words a model chose (``by_person`` False).
+    ``parsed``: ``parse_slash(prompt, catalog, by_person=by_person)``, when the caller has it already.
     """
-    expansion = parsed if parsed is not None else parse_slash(prompt, catalog)
+    expansion = parsed if parsed is not None else parse_slash(prompt, catalog, by_person=by_person)
     if expansion is None:
         return prompt
     for name in expansion.unknown:
         note(f"{name} is not a skill; sent as text (`swarm skills` lists them)")
+    for name in expansion.person_only:
+        note(f"{name} runs only when a person types it, and a model wrote this; sent as text")
     if not expansion.skills:
         return prompt
     return "\n\n".join(use_skill(skill, expansion.args, ctx) for skill in expansion.skills)

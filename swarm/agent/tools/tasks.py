@@ -20,7 +20,9 @@ names (``taskId``, ``activeForm``, ``addBlocks``, ``addBlockedBy``).
   completed from there, without reading the task list.
 
 They change only the task list, never the workspace, so they run without a
-permission prompt (``read_only``), like SendMessage.
+permission prompt (``read_only``), like SendMessage. Any member writes the
+list, so what TaskList and TaskGet show is cut at ``PEER_TEXT_CHARS``
+(``agent.output_cap``): one teammate cannot flood another's context.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from swarm.agent.output_cap import PEER_TEXT_CHARS
 from swarm.agent.tools.base import Tool
 from swarm.agent.tools.context import ToolContext, ToolError
 from swarm.core.mailbox import Mailbox
@@ -102,6 +105,8 @@ class TaskGet(Tool[TaskGetInput]):
     description = "Show one task of your team's task list in full: description, status, owner, dependencies."
     input_model = TaskGetInput
     read_only = True
+    max_result_chars = PEER_TEXT_CHARS  # any member writes the list: one cannot flood another's context
+    truncation_hint = "the task is longer than a teammate reads; ask its author to put the details in a file"
 
     def run(self, args: TaskGetInput, ctx: ToolContext) -> str:
         store = _store(ctx)
@@ -115,6 +120,8 @@ class TaskList(Tool[TaskListInput]):
                    "for. A pending task with no owner and nothing open to wait for can be claimed.")
     input_model = TaskListInput
     read_only = True
+    max_result_chars = PEER_TEXT_CHARS
+    truncation_hint = "the list is longer than a teammate reads; TaskGet shows one task"
 
     def run(self, args: TaskListInput, ctx: ToolContext) -> str:
         store = _store(ctx)

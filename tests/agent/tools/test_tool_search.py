@@ -164,3 +164,19 @@ def test_grep_no_match_and_errors(grep: GrepTool, tree: dict[str, Path], call: C
         call(grep, pattern="(unclosed")
     with pytest.raises(ToolError, match="path not found"):
         call(grep, pattern="foo", path="missing")
+
+
+def test_a_long_grep_result_is_cut_where_every_tool_result_is_with_a_hint(work: Path) -> None:
+    """The cap is the executor's (``Tool.max_result_chars``): what the model reads, whatever ``run`` returned."""
+    from swarm.agent.executor import execute
+    from swarm.agent.tools.context import AgentIdentity, ToolContext
+    from swarm.agent.tools.search import MAX_GREP_OUTPUT_CHARS
+    from swarm.models.messages import ToolUseBlock
+
+    for n in range(400):
+        touch(work / f"dir{n:03d}" / ("x" * 120 + ".txt"), "needle\n")
+    tool = GrepTool(rg_path=None)
+    result = execute(ToolUseBlock(id="t1", name="Grep", input={"pattern": "needle"}), {"Grep": tool},
+                     ToolContext(AgentIdentity(cwd=work)))
+    assert not result.is_error and len(result.content) < MAX_GREP_OUTPUT_CHARS + 100
+    assert result.content.endswith("chars truncated; use head_limit or a narrower search ...]")
