@@ -42,6 +42,7 @@ import logging
 import click
 
 from swarm import __version__
+from swarm.cli.render import echo
 from swarm.core.fileio import storage_error
 from swarm.core.home import Home
 from swarm.core.text import flat
@@ -117,7 +118,7 @@ class SwarmGroup(click.Group):
 
 
 def _fail(message: str, code: int) -> None:
-    click.echo(f"swarm: error: {flat(message, None)}", err=True)
+    echo(f"swarm: error: {flat(message, None)}", err=True)
     sys.exit(code)
 
 
