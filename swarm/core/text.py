@@ -12,6 +12,8 @@ in it is run.
 
 from __future__ import annotations
 
+import logging
+
 
 def one_line(text: str, limit: int = 80) -> str:
     """The first non-blank line of ``text``, stripped; ``…`` marks a cut or lines that follow."""
@@ -71,3 +73,11 @@ def _json_escape(ch: str) -> str:
         return f"\\u{code:04x}"
     code -= 0x10000
     return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+class TerminalLogFormatter(logging.Formatter):
+    """A log line made safe for the terminal (``for_terminal``): a logged message may quote what a model or a
+    teammate wrote, and a teammate's log is its tmux pane."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return for_terminal(super().format(record))
