@@ -100,6 +100,6 @@ def _account(run: DemoRun) -> None:
     decided = report.decisions
     by_policy = sum(1 for d in decided if str(d.get("by", "")).startswith("policy"))
     echo(f"\n{'ok' if report.ok else 'NOT ok'}: {report.reason} in {report.elapsed_s:.1f}s · "
-               f"{len(decided)} permission decisions ({by_policy} by the lead policy) · "
-               f"{report.usage['tokens']} tokens (scripted estimate)")
+         f"{len(decided)} permission decisions ({by_policy} by the lead policy) · "
+         f"{report.usage['tokens']} tokens (scripted estimate)")
     echo("next: swarm up teams.example/review/team.toml --headless  ·  swarm --help")

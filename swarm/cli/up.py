@@ -74,7 +74,7 @@ def up(ctx: click.Context, file: Path, detach: bool, headless: bool, timeout: fl
     echo(f"team {started.team} is up: {', '.join(started.members)}")
     if detach:
         echo(f"watch: swarm status --team {started.team} --watch · answer: swarm permissions --team "
-                   f"{started.team} --watch · stop: swarm down {started.team}")
+             f"{started.team} --watch · stop: swarm down {started.team}")
         return
     _foreground(home, started.team, env, spec.lead.shutdown_timeout)
 
@@ -150,7 +150,7 @@ def _print_totals(home: Home, team: str, since_ms: int) -> None:
     by_person = sum(1 for d in decisions if d.by == "lead")
     tokens = sum(m.tokens or 0 for m in TeamStore(home).get(team).members)
     echo(f"{len(decisions)} permission decisions ({by_policy} by the lead policy, {by_person} by you, "
-               f"{len(decisions) - by_policy - by_person} by timeout or rule) · {tokens} tokens")
+         f"{len(decisions) - by_policy - by_person} by timeout or rule) · {tokens} tokens")
 
 
 def _print_message(message: LeadMessage) -> None:
@@ -188,7 +188,7 @@ def _print_report(report: Report, as_json: bool) -> None:
         emit_json(report.model_dump(mode="json"))
         return
     echo(f"team {report.team}: {'ok' if report.ok else 'NOT ok'} ({report.reason}, {report.elapsed_s:.1f}s, "
-               f"{report.usage['tokens']} tokens)")
+         f"{report.usage['tokens']} tokens)")
     table(["member", "stopped", "result"], [[m["name"], m["stopped"], one_line(m["result"] or m["failure"] or "", 70)]
                                            for m in report.members])
     for decision in report.decisions:
