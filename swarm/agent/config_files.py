@@ -5,6 +5,13 @@ One owner for what agent definitions (``swarm.agent.definitions``), skills
 and agent memory (``swarm.agent.memory``) all need: the user's Claude
 directory, the project's root and the directories down to the cwd, and the
 frontmatter reader whose errors say which field is wrong and what to do.
+
+A repository's files are untrusted input, so reading them is bounded: a file
+larger than ``FILE_LIMIT`` is not read whole, frontmatter longer than
+``FRONTMATTER_LIMIT`` is not parsed, YAML aliases (``*name``, the
+billion-laughs bomb) are refused before anything expands them, and nesting
+deeper than ``YAML_DEPTH`` is refused before the parser recurses into it.
+Each is a ``ConfigFileError``: one warning line for that file, the rest load.
 """
 
 from __future__ import annotations
@@ -24,6 +31,14 @@ class ConfigFileError(ValueError):
     """A definition or skill file that cannot be loaded; the message is ``<field>: <problem>; <what to do>``."""
 
 
+FILE_LIMIT = 256 * 1024
+"""Bytes a definition or skill file may have (Claude Code's are a few KiB)."""
+FRONTMATTER_LIMIT = 32 * 1024
+"""Bytes of YAML between the ``---`` lines."""
+YAML_DEPTH = 32
+"""Levels of nested mappings and lists in the frontmatter."""
+
+
 def split_frontmatter(text: str, *, required: bool = True) -> tuple[dict[str, Any], str]:
     """The YAML frontmatter (a mapping) and the body of a Markdown file; ConfigFileError if malformed.
 
@@ -38,10 +53,16 @@ def split_frontmatter(text: str, *, required: bool = True) -> tuple[dict[str, An
     end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)
     if end is None:
         raise ConfigFileError("frontmatter: not closed; end the YAML fields with a --- line")
+    yaml_text = "".join(lines[1:end])
+    if len(yaml_text.encode()) > FRONTMATTER_LIMIT:
+        raise ConfigFileError(f"frontmatter: more than {FRONTMATTER_LIMIT // 1024} KiB of YAML; keep the fields "
+                              "short and put long text in the body below the closing --- line")
     import yaml  # here: only a definition or skill file with frontmatter needs the YAML parser
 
     try:
-        data = yaml.safe_load("".join(lines[1:end]))
+        data = _load_bounded_yaml(yaml_text)
+    except _Refused as exc:
+        raise ConfigFileError(f"frontmatter: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 2}" if mark is not None else ""
@@ -56,15 +77,54 @@ def split_frontmatter(text: str, *, required: bool = True) -> tuple[dict[str, An
     return {str(key): value for key, value in data.items()}, "".join(lines[end + 1:]).strip("\n")
 
 
-def read_markdown(path: Path) -> str:
-    """The text of the regular UTF-8 file ``path``; ConfigFileError (``file: ...``) if it cannot be read."""
+class _Refused(Exception):
+    """YAML the bounded loader will not build: the message is ``<problem> at line N; <what to do>``."""
+
+
+def _load_bounded_yaml(text: str) -> Any:
+    """``yaml.safe_load`` of frontmatter ``text``, refusing aliases and nesting deeper than ``YAML_DEPTH`` as the
+    parse reaches them (``_Refused``), so neither a bomb nor a deep nest costs more than reading ``text``."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        depth = 0
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()
+                raise _Refused(f"YAML aliases (*{event.anchor}) are not allowed (line "
+                               f"{event.start_mark.line + 2}); write the value out where it is used")
+            if self.check_event(yaml.SequenceStartEvent, yaml.MappingStartEvent):
+                self.depth += 1
+                if self.depth > YAML_DEPTH:
+                    line = self.peek_event().start_mark.line + 2
+                    raise _Refused(f"nested deeper than {YAML_DEPTH} levels at line {line}; flatten the value")
+                try:
+                    return super().compose_node(parent, index)
+                finally:
+                    self.depth -= 1
+            return super().compose_node(parent, index)
+
+    loader = Loader(text)
     try:
-        read = read_regular(path)
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
+def read_markdown(path: Path) -> str:
+    """The text of the regular UTF-8 file ``path``; ConfigFileError (``file: ...``) if it cannot be read or is
+    larger than ``FILE_LIMIT`` (no more than that is read)."""
+    try:
+        read = read_regular(path, limit=FILE_LIMIT)
     except OSError as exc:
         raise ConfigFileError(f"file: cannot read it ({exc.strerror or exc}); check that it is a "
                                   "readable regular file") from exc
     if read is None:
         raise ConfigFileError("file: it disappeared while loading; nothing to do")
+    if len(read[0]) > FILE_LIMIT:
+        raise ConfigFileError(f"file: larger than {FILE_LIMIT // 1024} KiB; a definition or skill is a few "
+                              "KiB: shorten it or move reference material to files it names")
     try:
         return read[0].decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from swarm.cli.render import one_line
+from swarm.cli.render import echo, emit_json, one_line
 from swarm.core.permlog import PermissionEvent
 from swarm.runtime.demo import DemoRun, abort, cleanup, run_demo
 from swarm.runtime.lead_inbox import LeadMessage
@@ -38,68 +38,68 @@ def demo(keep: bool, backend: str, as_json: bool) -> None:
         if not as_json and m.kind in ("message", "idle", "terminated"):
             what = {"message": "→ lead:", "idle": "is idle:", "terminated": "!"}[m.kind]
             text = (m.summary if m.kind == "idle" else m.text) or ""
-            click.echo(f"  {stamp()}  {m.sender} {what} {one_line(text, 100)}")
+            echo(f"  {stamp()}  {m.sender} {what} {one_line(text, 100)}")
 
     def decision(d: PermissionEvent) -> None:
         if not as_json:
             verb = "approved" if d.decision == "allow" else "denied"
-            click.echo(f"  {stamp()}  {d.agent} asked to run a {d.tool} command: {verb} by {d.by}")
+            echo(f"  {stamp()}  {d.agent} asked to run a {d.tool} command: {verb} by {d.by}")
 
     env = dict(os.environ)
     root = Path(tempfile.mkdtemp(prefix="swarm-demo-"))
     try:
         if not as_json:
-            click.echo("swarm demo: a lead model runs a two-person team, offline (scripted models, no API key)\n")
+            echo("swarm demo: a lead model runs a two-person team, offline (scripted models, no API key)\n")
         run = run_demo(env, backend=backend, root=root, on_message=message, on_decision=decision)
     except KeyboardInterrupt:
         abort(root, env)
-        click.echo(f"\ninterrupted: stopped the demo team and removed {root}", err=True)
+        echo(f"\ninterrupted: stopped the demo team and removed {root}", err=True)
         raise click.exceptions.Exit(130) from None
     except BaseException:
         abort(root, env)  # a failed demo leaves nothing behind either
         raise
     try:
         if as_json:
-            click.echo(run.report.model_dump_json(indent=2))
+            emit_json(run.report.model_dump(mode="json"))
         else:
             _account(run)
     finally:
         if keep:
-            click.echo(f"\nkept: {run.root} (repo, home, worktrees)" + (
+            echo(f"\nkept: {run.root} (repo, home, worktrees)" + (
                 f"; tmux socket {run.tmux_socket}" if run.tmux_socket else ""))
         else:
             cleanup(run, env)
             if not as_json:
-                click.echo(f"\ncleaned up {run.root} (use --keep to look around)")
+                echo(f"\ncleaned up {run.root} (use --keep to look around)")
     if not run.report.ok:
         raise click.exceptions.Exit(1)
 
 
 def _account(run: DemoRun) -> None:
     report = run.report
-    click.echo(f"\nbackend: {run.backend}" + (f" (private tmux server '{run.tmux_socket}')" if run.tmux_socket else ""))
-    click.echo(f"repo:    {run.repo}")
-    click.echo("\nthe lead wrote a task list:")
+    echo(f"\nbackend: {run.backend}" + (f" (private tmux server '{run.tmux_socket}')" if run.tmux_socket else ""))
+    echo(f"repo:    {run.repo}")
+    echo("\nthe lead wrote a task list:")
     for task in report.tasks:
         blocked = f" (after {', '.join(task.get('blockedBy', []))})" if task.get("blockedBy") else ""
-        click.echo(f"  #{task['id']} {task['subject']}{blocked} — {task['status']} by {task.get('owner') or 'nobody'}")
-    click.echo("\nteammates talked to each other:")
+        echo(f"  #{task['id']} {task['subject']}{blocked} — {task['status']} by {task.get('owner') or 'nobody'}")
+    echo("\nteammates talked to each other:")
     for sender, to, text in run.chatter:
-        click.echo(f"  {sender} → {to}: {text}")
-    click.echo(f"\nthe lead's last word: {run.answer}")
-    click.echo("\nshutdown:")
+        echo(f"  {sender} → {to}: {text}")
+    echo(f"\nthe lead's last word: {run.answer}")
+    echo("\nshutdown:")
     for member in report.members:
-        click.echo(f"  {member['name']}: {member['stopped']} — last said: {member['result']}")
-    click.echo("\nworktrees kept because they hold work:")
+        echo(f"  {member['name']}: {member['stopped']} — last said: {member['result']}")
+    echo("\nworktrees kept because they hold work:")
     for tree in report.worktrees:
         stat = tree["diffstat"].strip().splitlines()[-1].strip() if tree["diffstat"].strip() else ""
-        click.echo(f"  {tree['branch']}: {tree['ahead']} commit(s) ahead ({stat})")
-    click.echo("\ngit log --graph --all:")
+        echo(f"  {tree['branch']}: {tree['ahead']} commit(s) ahead ({stat})")
+    echo("\ngit log --graph --all:")
     for line in run.history.strip().splitlines():
-        click.echo(f"  {line}")
+        echo(f"  {line}")
     decided = report.decisions
     by_policy = sum(1 for d in decided if str(d.get("by", "")).startswith("policy"))
-    click.echo(f"\n{'ok' if report.ok else 'NOT ok'}: {report.reason} in {report.elapsed_s:.1f}s · "
-               f"{len(decided)} permission decisions ({by_policy} by the lead policy) · "
-               f"{report.usage['tokens']} tokens (scripted estimate)")
-    click.echo("next: swarm up teams.example/review/team.toml --headless  ·  swarm --help")
+    echo(f"\n{'ok' if report.ok else 'NOT ok'}: {report.reason} in {report.elapsed_s:.1f}s · "
+         f"{len(decided)} permission decisions ({by_policy} by the lead policy) · "
+         f"{report.usage['tokens']} tokens (scripted estimate)")
+    echo("next: swarm up teams.example/review/team.toml --headless  ·  swarm --help")

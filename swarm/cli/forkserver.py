@@ -271,7 +271,9 @@ def _exit_status(exc: SystemExit) -> int:
         return 0
     if isinstance(exc.code, int):
         return exc.code
-    print(exc.code, file=sys.stderr)
+    from swarm.cli.render import echo  # the forked command's own output path: click is loaded by now
+
+    echo(str(exc.code), err=True)
     return 1
 
 

@@ -42,9 +42,10 @@ import logging
 import click
 
 from swarm import __version__
+from swarm.cli.render import echo
 from swarm.core.fileio import storage_error
 from swarm.core.home import Home
-from swarm.core.text import flat
+from swarm.core.text import TerminalLogFormatter, flat
 from swarm.errors import SwarmError
 from swarm.startup import hold_collector, startup_done
 
@@ -117,7 +118,7 @@ class SwarmGroup(click.Group):
 
 
 def _fail(message: str, code: int) -> None:
-    click.echo(f"swarm: error: {flat(message, None)}", err=True)
+    echo(f"swarm: error: {flat(message, None)}", err=True)
     sys.exit(code)
 
 
@@ -130,7 +131,9 @@ def _fail(message: str, code: int) -> None:
 def cli(ctx: click.Context, home: str | None, verbose: int) -> None:
     """Run teams of AI coding agents as real processes that talk through inboxes."""
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
-    logging.basicConfig(level=level, stream=sys.stderr, format="swarm: %(levelname)s: %(name)s: %(message)s")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(TerminalLogFormatter("swarm: %(levelname)s: %(name)s: %(message)s"))
+    logging.basicConfig(level=level, handlers=[handler])
     ctx.obj = Home.from_env(home)
 
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import click
 
 from swarm.cli.options import agent_name_callback, home_of, json_option, team_option
-from swarm.cli.render import emit_json, one_line, table, write_out
+from swarm.cli.render import echo, emit_json, json_line, one_line, table, write_out
 from swarm.core.mailbox import Mailbox, delivery_key
 from swarm.core.names import BROADCAST, LEAD_NAME
 from swarm.core.protocol import InboxEntry, command_author
@@ -53,9 +53,9 @@ def send(ctx: click.Context, name: str, message: str, team: str, sender: str,
     if as_json:
         emit_json([{"to": to, **e.wire()} for to, e in zip(recipients, entries)])
     elif not entries:
-        click.echo("no recipients: the team has no other members")
+        echo("no recipients: the team has no other members")
     else:
-        click.echo(f"sent to {', '.join(recipients)}")
+        echo(f"sent to {', '.join(recipients)}")
 
 
 @click.command()
@@ -121,7 +121,7 @@ def _show(entries: list[InboxEntry], as_json: bool, *, empty_note: str, whole: b
     if as_json:
         emit_json([e.wire() for e in entries])
     elif not entries:
-        click.echo(empty_note)
+        echo(empty_note)
     elif whole:
         write_out("".join(_entry_line(e, as_json=False) for e in entries))
     else:
@@ -133,7 +133,7 @@ def _entry_line(entry: InboxEntry, as_json: bool) -> str:
     """One entry in full: a JSON line, or its header and whole text (later lines indented, control characters
     escaped, so a text can neither pass for another entry nor rewrite the terminal)."""
     if as_json:
-        return json.dumps(entry.wire(), ensure_ascii=False) + "\n"
+        return json_line(entry.wire())
     summary = f" ({visible(entry.summary)})" if entry.summary else ""
     text = "\n  ".join(visible(line) for line in entry.text.split("\n"))
-    return f"[{entry.timestamp}] {entry.sender}{summary}: {text}\n"
+    return f"[{visible(entry.timestamp)}] {visible(entry.sender)}{summary}: {text}\n"

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from swarm.cli.render import echo
 from swarm.core.home import Home
 from swarm.core.names import validate_name
 from swarm.core.protocol import CLAUDE_RUNTIME
@@ -58,13 +59,13 @@ agent_name_callback = _name_callback("agent name")
 
 def warn(message: str) -> None:
     """One warning line for the person on stderr (``swarm: warning: ...``)."""
-    click.echo(f"swarm: warning: {message}", err=True)
+    echo(f"swarm: warning: {message}", err=True)
 
 
 def say_model(choice: Choice, who: str = "") -> None:
     """Tell the person which model an agent runs: always for the echoing offline default, else on a terminal."""
     if (choice.scripted and choice.playbook is None) or sys.stderr.isatty():
-        click.echo(f"swarm: {who}{choice.notice()}", err=True)
+        echo(f"swarm: {who}{choice.notice()}", err=True)
 
 
 def say_teammate_model(request: SpawnRequest, env: Mapping[str, str]) -> None:

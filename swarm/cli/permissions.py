@@ -6,13 +6,11 @@ inbox (``lead_inbox.catch_up``: this process's one look at it, leaving it as it 
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from swarm.agent.permissions.policy import PERMISSION_MODES
 from swarm.cli.options import home_of, json_option, team_option
-from swarm.cli.render import emit_json, table
+from swarm.cli.render import echo, emit_json, json_line, table, write_out
 from swarm.core.clock import now_ms
 from swarm.core.home import Home
 from swarm.core.permlog import PermissionEvent
@@ -62,9 +60,9 @@ def permissions(ctx: click.Context, team: str, as_json: bool, watch: bool) -> No
 def _report(decisions: list[PermissionEvent], as_json: bool) -> None:
     for d in decisions:
         if as_json:
-            click.echo(json.dumps(d.model_dump(mode="json", exclude_none=True)))
+            write_out(json_line(d.model_dump(mode="json", exclude_none=True)))
         else:
-            click.echo(f"{d.request_id}: {d.decision} ({d.agent} {d.tool}) by {d.by}")
+            echo(f"{d.request_id}: {d.decision} ({d.agent} {d.tool}) by {d.by}")
 
 
 def _list(home: Home, team: str, requests: list[PermissionEvent], as_json: bool) -> None:
@@ -73,7 +71,7 @@ def _list(home: Home, team: str, requests: list[PermissionEvent], as_json: bool)
         emit_json([r.model_dump(mode="json", exclude_none=True) for r in requests])
         return
     if not requests:
-        click.echo("no pending requests")
+        echo("no pending requests")
         return
     team_file = TeamStore(home).get(team)
     table(["id", "teammate", "kind", "age", "what"], [
@@ -93,7 +91,7 @@ def approve(ctx: click.Context, request_id: str, team: str, always: bool) -> Non
     catch_up(home_of(ctx), team)
     event = approve_request(home_of(ctx), team, request_id, always=always)
     extra = f"; rule {event.rule_added} added for {event.agent}" if event.rule_added else ""
-    click.echo(f"approved {request_id} ({event.agent} {event.tool}){extra}")
+    echo(f"approved {request_id} ({event.agent} {event.tool}){extra}")
 
 
 @click.command()
@@ -105,7 +103,7 @@ def deny(ctx: click.Context, request_id: str, team: str, reason: str | None) -> 
     """Deny permission request REQUEST_ID."""
     catch_up(home_of(ctx), team)
     event = deny_request(home_of(ctx), team, request_id, reason=reason)
-    click.echo(f"denied {request_id} ({event.agent} {event.tool}): {event.reason}")
+    echo(f"denied {request_id} ({event.agent} {event.tool}): {event.reason}")
 
 
 @click.group()
@@ -124,7 +122,7 @@ def plan_approve(ctx: click.Context, request_id: str, team: str, mode: str | Non
     """Approve plan REQUEST_ID: the teammate may start editing."""
     catch_up(home_of(ctx), team)
     event = answer_plan(home_of(ctx), team, request_id, approved=True, feedback=feedback, mode=mode)
-    click.echo(f"approved plan {request_id} of {event.agent}")
+    echo(f"approved plan {request_id} of {event.agent}")
 
 
 @plan.command("reject")
@@ -136,4 +134,4 @@ def plan_reject(ctx: click.Context, request_id: str, team: str, feedback: str) -
     """Reject plan REQUEST_ID with feedback: the teammate stays in plan mode."""
     catch_up(home_of(ctx), team)
     event = answer_plan(home_of(ctx), team, request_id, approved=False, feedback=feedback)
-    click.echo(f"rejected plan {request_id} of {event.agent}")
+    echo(f"rejected plan {request_id} of {event.agent}")

@@ -17,7 +17,7 @@ from swarm.agent.limits import Limits
 from swarm.agent.permissions.policy import PERMISSION_MODES
 from swarm.agent.tools.team_tools import team_tools
 from swarm.cli.options import home_of, json_option, say_model, tmux_socket_option, warn
-from swarm.cli.render import emit_json
+from swarm.cli.render import echo, emit_json
 from swarm.core.clock import now_ms
 from swarm.core.home import Home
 from swarm.core.protocol import LeadPolicy
@@ -152,7 +152,7 @@ def _finish(home: Home, outcome: LeadOutcome, *, remove: bool, as_json: bool) ->
     if not result.ok:
         raise SwarmError(f"agent stopped ({result.stop_reason}): {result.detail}")
     if not as_json:
-        click.echo(result.text)
+        echo(result.text)
 
 
 def _agents_dir(home: Home, transcript: Path | None) -> Path:

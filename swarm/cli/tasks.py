@@ -18,7 +18,7 @@ from swarm.cli.options import (
     team_option,
     warn,
 )
-from swarm.cli.render import emit_json, one_line, table
+from swarm.cli.render import echo, emit_json, one_line, table
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.names import LEAD_NAME
@@ -75,7 +75,7 @@ def tasks(ctx: click.Context, team: str, as_json: bool) -> None:
         emit_json([task_document(t) for t in found])
         return
     if not found:
-        click.echo(f"no tasks in team {team}; add one with `swarm task add SUBJECT --team {team}`")
+        echo(f"no tasks in team {team}; add one with `swarm task add SUBJECT --team {team}`")
         return
     done = {t.id for t in found if t.status == "completed"}
     table(["id", "subject", "status", "owner", "blocked by"], [
@@ -142,7 +142,7 @@ def update(ctx: click.Context, task_id: str, team: str, status: str | None, owne
         if as_json:
             emit_json({"id": task_id, "deleted": True})
         else:
-            click.echo(f"deleted task {task_id}")
+            echo(f"deleted task {task_id}")
         return
     told = _tell_owner(store.home, team, change)
     _report(f"updated task {task_id}: {one_line(change.task.subject)} [{change.task.status}]"
@@ -162,4 +162,4 @@ def _report(line: str, task: Task, told: str | None, as_json: bool) -> None:
         doc: dict[str, Any] = task_document(task)
         emit_json({**doc, "assignmentSentTo": told} if told else doc)
     else:
-        click.echo(line + (f" ({told} was sent the assignment)" if told else ""))
+        echo(line + (f" ({told} was sent the assignment)" if told else ""))

@@ -7,7 +7,7 @@ import os
 import click
 
 from swarm.cli.options import home_of, json_option, team_name_argument
-from swarm.cli.render import emit_json, table
+from swarm.cli.render import echo, emit_json, table
 from swarm.core.clock import now_ms
 from swarm.core.protocol import TeamFile
 from swarm.core.signing import rotate_lead_key
@@ -34,7 +34,7 @@ def create(ctx: click.Context, name: str, description: str | None, as_json: bool
     if as_json:
         emit_json(_team_json(created))
     else:
-        click.echo(f"created team {created.name} ({home_of(ctx).config_path(name)})")
+        echo(f"created team {created.name} ({home_of(ctx).config_path(name)})")
 
 
 @team.command("list")
@@ -53,9 +53,9 @@ def list_(ctx: click.Context, as_json: bool) -> None:
             for t in teams
         ])
     elif not unreadable:
-        click.echo("no teams; create one with `swarm team create NAME`")
+        echo("no teams; create one with `swarm team create NAME`")
     for name, why in unreadable.items():
-        click.echo(f"swarm: error: team {name} is unreadable: {why.removeprefix(f'team {name!r}: ')}", err=True)
+        echo(f"swarm: error: team {name} is unreadable: {why.removeprefix(f'team {name!r}: ')}", err=True)
     if unreadable:
         ctx.exit(1)
 
@@ -70,7 +70,7 @@ def show(ctx: click.Context, name: str, as_json: bool) -> None:
     if as_json:
         emit_json(_team_json(found))
         return
-    click.echo(f"team {found.name}" + (f": {found.description}" if found.description else ""))
+    echo(f"team {found.name}" + (f": {found.description}" if found.description else ""))
     machine = Machine(os.environ, home_of(ctx))
     table(["name", "type", "backend", "pane/pid", "state", "color", "cwd"], [
         [m.name, m.agent_type or "", m.backend_type or "", m.tmux_pane_id or (m.pid or ""),
@@ -94,8 +94,8 @@ def delete(ctx: click.Context, name: str, force: bool, timeout: float) -> None:
     stopped = delete_team(home_of(ctx), name, dict(os.environ), force=force, timeout=timeout)
     for outcome in stopped:
         if outcome.result != "not_running":
-            click.echo(f"stopped {outcome.name}: {outcome.result}")
-    click.echo(f"deleted team {name}")
+            echo(f"stopped {outcome.name}: {outcome.result}")
+    echo(f"deleted team {name}")
 
 
 def _team_json(t: TeamFile) -> dict[str, object]:

@@ -21,7 +21,7 @@ from swarm.cli.options import (
     tmux_socket_option,
     warn,
 )
-from swarm.cli.render import emit_json, table
+from swarm.cli.render import echo, emit_json, table
 from swarm.core.fileio import open_regular
 from swarm.core.home import Home
 from swarm.core.permlog import PermissionLog
@@ -92,9 +92,9 @@ def spawn(ctx: click.Context, name: str, team: str, prompt: str, backend: str, a
         emit_json(member.wire())
         return
     where = f"pane {member.tmux_pane_id}" if member.backend_type == "tmux" else f"pid {member.pid}"
-    click.echo(f"spawned {name} in team {team} ({member.backend_type}, {where})")
+    echo(f"spawned {name} in team {team} ({member.backend_type}, {where})")
     if member.worktree_path:
-        click.echo(f"  worktree {member.worktree_path} on branch {member.worktree_branch}")
+        echo(f"  worktree {member.worktree_path} on branch {member.worktree_branch}")
 
 
 @click.command()
@@ -126,7 +126,7 @@ def _print_waiting(home: Home, team: str, as_json: bool) -> None:
     waiting = PermissionLog(home, team).pending()
     if waiting and not as_json:
         who = ", ".join(sorted({r.agent for r in waiting}))
-        click.echo(f"{len(waiting)} request(s) waiting for the lead ({who}): swarm permissions --team {team}")
+        echo(f"{len(waiting)} request(s) waiting for the lead ({who}): swarm permissions --team {team}")
 
 
 def _print_status(rows: list[MemberStatus], as_json: bool) -> None:
@@ -143,7 +143,7 @@ def _print_status(rows: list[MemberStatus], as_json: bool) -> None:
     ])
     kept = [r for r in rows if r.worktree_state in ("changed", "orphaned")]
     for r in kept:
-        click.echo(f"{r.name}: {r.worktree_state} worktree {r.worktree} on {r.worktree_branch} ({r.worktree_changes})")
+        echo(f"{r.name}: {r.worktree_state} worktree {r.worktree} on {r.worktree_branch} ({r.worktree_changes})")
 
 
 def _worktree_cell(row: MemberStatus) -> str:
@@ -165,12 +165,12 @@ def logs(ctx: click.Context, name: str, team: str, follow: bool) -> None:
     if not path.exists():
         raise NotFoundError(f"no log for {name} yet at {path}")
     with os.fdopen(open_regular(path), "r", errors="replace") as handle:  # a FIFO there must not hang
-        click.echo(handle.read(), nl=False)
+        echo(handle.read(), nl=False)
         try:
             while follow:
                 line = handle.readline()
                 if line:
-                    click.echo(line, nl=False)
+                    echo(line, nl=False)
                 else:
                     time.sleep(0.2)
         except KeyboardInterrupt:
@@ -216,15 +216,15 @@ def shutdown(ctx: click.Context, names: list[str], team: str, everyone: bool, re
         emit_json([dataclasses.asdict(o) for o in outcomes])
     else:
         for o in outcomes:
-            click.echo(f"{o.name}: {o.result}" + (f" ({o.detail})" if o.detail else ""))
+            echo(f"{o.name}: {o.result}" + (f" ({o.detail})" if o.detail else ""))
             _print_worktree(o.worktree)
 
 
 def _print_worktree(tree: Worktree | None) -> None:
     if tree is not None and tree.state == "removed":
-        click.echo(f"  worktree removed (no changes), branch {tree.branch} deleted")
+        echo(f"  worktree removed (no changes), branch {tree.branch} deleted")
     elif tree is not None:
-        click.echo(f"  worktree kept: {tree.path} on {tree.branch} ({tree.summary})")
+        echo(f"  worktree kept: {tree.path} on {tree.branch} ({tree.summary})")
 
 
 @click.command()
@@ -236,5 +236,5 @@ def kill(ctx: click.Context, name: str, team: str) -> None:
     home = home_of(ctx)
     [member] = live_members(home, team, [name])
     outcome = force_stop(home, team, member, dict(os.environ), why="killed by `swarm kill`")
-    click.echo(f"{outcome.name}: {outcome.result}")
+    echo(f"{outcome.name}: {outcome.result}")
     _print_worktree(outcome.worktree)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from swarm.cli.options import (
     tmux_socket_option,
     warn,
 )
-from swarm.cli.render import one_line, table
+from swarm.cli.render import echo, emit_json, one_line, table
 from swarm.core.clock import now_ms
 from swarm.core.home import Home
 from swarm.core.permlog import PermissionEvent, PermissionLog
@@ -72,10 +71,10 @@ def up(ctx: click.Context, file: Path, detach: bool, headless: bool, timeout: fl
     for warning in started.warnings:
         warn(warning)
     say_models(started)
-    click.echo(f"team {started.team} is up: {', '.join(started.members)}")
+    echo(f"team {started.team} is up: {', '.join(started.members)}")
     if detach:
-        click.echo(f"watch: swarm status --team {started.team} --watch · answer: swarm permissions --team "
-                   f"{started.team} --watch · stop: swarm down {started.team}")
+        echo(f"watch: swarm status --team {started.team} --watch · answer: swarm permissions --team "
+             f"{started.team} --watch · stop: swarm down {started.team}")
         return
     _foreground(home, started.team, env, spec.lead.shutdown_timeout)
 
@@ -90,7 +89,7 @@ def down(ctx: click.Context, name: str, timeout: float, as_json: bool) -> None:
     """Stop every teammate of team NAME (handshake first, force after --timeout)."""
     outcomes = stop_team(home_of(ctx), name, dict(os.environ), timeout=timeout)
     if as_json:
-        click.echo(json.dumps([_outcome_json(o) for o in outcomes], indent=2))
+        emit_json([_outcome_json(o) for o in outcomes])
     else:
         _print_outcomes(outcomes)
 
@@ -107,12 +106,12 @@ class TerminalAsker:
 
     def permission(self, request: PermissionEvent) -> Answer:
         what = what_is_asked(request, requester_cwd(TeamStore(self.home).get(self.team), request.agent))
-        click.echo(f"\n? {request.agent} wants to {what} [{request.request_id}]")
+        echo(f"\n? {request.agent} wants to {what} [{request.request_id}]")
         choice = click.prompt("  approve? (y)es / (n)o / (a)lways", type=click.Choice(["y", "n", "a"]), default="n")
         return {"y": "approve", "a": "always", "n": "deny"}[choice]  # type: ignore[return-value]
 
     def plan(self, request: PermissionEvent) -> tuple[bool, str | None]:
-        click.echo(f"\n? {request.agent} submitted a plan [{request.request_id}]:\n{request.plan}\n")
+        echo(f"\n? {request.agent} submitted a plan [{request.request_id}]:\n{request.plan}\n")
         if click.confirm("  approve the plan?", default=False):
             return True, None
         return False, click.prompt("  feedback for the teammate", default="please revise")
@@ -150,25 +149,25 @@ def _print_totals(home: Home, team: str, since_ms: int) -> None:
     by_policy = sum(1 for d in decisions if (d.by or "").startswith("policy"))
     by_person = sum(1 for d in decisions if d.by == "lead")
     tokens = sum(m.tokens or 0 for m in TeamStore(home).get(team).members)
-    click.echo(f"{len(decisions)} permission decisions ({by_policy} by the lead policy, {by_person} by you, "
-               f"{len(decisions) - by_policy - by_person} by timeout or rule) · {tokens} tokens")
+    echo(f"{len(decisions)} permission decisions ({by_policy} by the lead policy, {by_person} by you, "
+         f"{len(decisions) - by_policy - by_person} by timeout or rule) · {tokens} tokens")
 
 
 def _print_message(message: LeadMessage) -> None:
     if message.kind == "message":
-        click.echo(f"[{message.sender} → lead] {message.text}")
+        echo(f"[{message.sender} → lead] {message.text}")
     elif message.kind == "idle":
-        click.echo(f"[{message.sender}] idle: {message.summary or ''}")
+        echo(f"[{message.sender}] idle: {message.summary or ''}")
     elif message.kind == "terminated":
-        click.echo(f"[!] {message.text}")
+        echo(f"[!] {message.text}")
     elif message.kind in ("permission_request", "plan_request"):
         # not the sender's own summary: the prompt (or the decision) that follows says what is asked
-        click.echo(f"[{message.sender}] sent a {message.kind.replace('_', ' ')}")
+        echo(f"[{message.sender}] sent a {message.kind.replace('_', ' ')}")
 
 
 def _print_decision(decision: PermissionEvent) -> None:
     verb = "approved" if decision.decision == "allow" else "denied"
-    click.echo(f"[lead] {verb} {decision.agent}'s {decision.tool} ({decision.request_id}) — by {decision.by}")
+    echo(f"[lead] {verb} {decision.agent}'s {decision.tool} ({decision.request_id}) — by {decision.by}")
 
 
 def _print_outcomes(outcomes: list[Outcome]) -> None:
@@ -176,7 +175,7 @@ def _print_outcomes(outcomes: list[Outcome]) -> None:
         line = f"{outcome.name}: {outcome.result}" + (f" ({outcome.detail})" if outcome.detail else "")
         if outcome.worktree is not None and outcome.worktree.state == "changed":
             line += f"; kept worktree {outcome.worktree.path} on {outcome.worktree.branch}"
-        click.echo(line)
+        echo(line)
 
 
 def _outcome_json(outcome: Outcome) -> dict[str, object]:
@@ -186,13 +185,13 @@ def _outcome_json(outcome: Outcome) -> dict[str, object]:
 
 def _print_report(report: Report, as_json: bool) -> None:
     if as_json:
-        click.echo(report.model_dump_json(indent=2))
+        emit_json(report.model_dump(mode="json"))
         return
-    click.echo(f"team {report.team}: {'ok' if report.ok else 'NOT ok'} ({report.reason}, {report.elapsed_s:.1f}s, "
-               f"{report.usage['tokens']} tokens)")
+    echo(f"team {report.team}: {'ok' if report.ok else 'NOT ok'} ({report.reason}, {report.elapsed_s:.1f}s, "
+         f"{report.usage['tokens']} tokens)")
     table(["member", "stopped", "result"], [[m["name"], m["stopped"], one_line(m["result"] or m["failure"] or "", 70)]
                                            for m in report.members])
     for decision in report.decisions:
-        click.echo(f"decision: {decision['decision']} {decision.get('agent')} {decision.get('tool')} by {decision['by']}")
+        echo(f"decision: {decision['decision']} {decision.get('agent')} {decision.get('tool')} by {decision['by']}")
     for tree in report.worktrees:
-        click.echo(f"worktree: {tree['path']} ({tree['state']}, {tree['ahead']} commits ahead on {tree['branch']})")
+        echo(f"worktree: {tree['path']} ({tree['state']}, {tree['ahead']} commits ahead on {tree['branch']})")

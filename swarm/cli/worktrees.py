@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 import click
 
 from swarm.cli.options import home_of, json_option
-from swarm.cli.render import emit_json, table
+from swarm.cli.render import echo, emit_json, table
 from swarm.core.names import validate_name
 from swarm.errors import InvalidNameError
 from swarm.runtime.worktrees import Worktree, list_worktrees
@@ -50,7 +50,7 @@ def worktrees(ctx: click.Context, team: str | None, as_json: bool) -> None:
         emit_json([_as_dict(t) for t in found])
         return
     if not found:
-        click.echo("no swarm worktrees" + (f" for team {team}" if team else ""))
+        echo("no swarm worktrees" + (f" for team {team}" if team else ""))
         return
     table(["team", "teammate", "state", "branch", "ahead", "uncommitted", "path"], [
         [t.team, t.teammate, t.state, t.branch or "(detached)", _ahead(t), t.uncommitted, t.path] for t in found
@@ -72,11 +72,11 @@ def prune(ctx: click.Context, team: str | None, force: bool, as_json: bool) -> N
         emit_json([{"worktree": _as_dict(r.worktree), "removed": r.removed, "reason": r.reason} for r in results])
         return
     if not results:
-        click.echo("no swarm worktrees" + (f" for team {team}" if team else ""))
+        echo("no swarm worktrees" + (f" for team {team}" if team else ""))
     for r in results:
         tree = r.worktree
         where = f"{tree.branch or 'detached HEAD'}" + ("" if r.removed else f", {tree.path}")
-        click.echo(f"{'removed' if r.removed else 'kept'} {tree.team}/{tree.teammate} ({where}): {r.reason}")
+        echo(f"{'removed' if r.removed else 'kept'} {tree.team}/{tree.teammate} ({where}): {r.reason}")
 
 
 def _ahead(tree: Worktree) -> str:

@@ -94,18 +94,22 @@ def open_regular(path: Path) -> int:
     return fd
 
 
-def read_regular(path: Path) -> tuple[bytes, int] | None:
-    """The bytes and permission bits of the regular file ``path``; None if it does not exist."""
+def read_regular(path: Path, *, limit: int | None = None) -> tuple[bytes, int] | None:
+    """The bytes and permission bits of the regular file ``path``; None if it does not exist.
+
+    With ``limit``, at most ``limit + 1`` bytes are read: more than ``limit`` means the file is larger.
+    """
     try:
         fd = open_regular(path)
     except FileNotFoundError:
         return None
     try:
         mode = stat.S_IMODE(os.fstat(fd).st_mode)
-        chunks = []
-        while chunk := os.read(fd, READ_CHUNK):
+        chunks, size = [], 0
+        while (limit is None or size <= limit) and (chunk := os.read(fd, READ_CHUNK)):
             chunks.append(chunk)
-        return b"".join(chunks), mode
+            size += len(chunk)
+        return b"".join(chunks)[: None if limit is None else limit + 1], mode
     finally:
         os.close(fd)
 

@@ -24,6 +24,7 @@ from prompt_toolkit.history import FileHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.patch_stdout import patch_stdout
 
+from swarm.core.text import for_terminal
 from swarm.interactive.chat import Chat
 from swarm.interactive.commands import EXIT, Commands
 from swarm.interactive.questions import LEAD_ASKER, PersonAnswer, Question
@@ -127,7 +128,7 @@ class Terminal:
             while True:
                 try:
                     self.answers.app.erase_when_done = False
-                    text = await self.answers.prompt_async(f"{choices} › ", handle_sigint=False)
+                    text = await self.answers.prompt_async(f"{for_terminal(choices)} › ", handle_sigint=False)
                 except EOFError:
                     return _EXIT
                 if text in (_EXIT, _WITHDRAWN):
@@ -190,8 +191,8 @@ class Terminal:
             parts.append(("bold", "lead working… (Ctrl-C stops it)"))
             if self.chat.status:
                 parts.append(("", "\n"))
-        if self.chat.status:
-            parts.append(("", self.chat.status))
+        if self.chat.status:  # teammates' names and task subjects: made safe like every other text shown
+            parts.append(("", for_terminal(self.chat.status)))
         return FormattedText(parts) if parts else None
 
     def _keys(self) -> KeyBindings:

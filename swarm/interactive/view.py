@@ -10,7 +10,9 @@
 
 Styled output goes through prompt_toolkit (thread-safe above a running
 prompt); with ``plain`` (stdout not a terminal, or ``NO_COLOR``) every event
-is a plain line on stdout.
+is a plain line on stdout. Either way every text is made safe for the
+terminal on its way out (``core/text.py`` ``for_terminal``): a control a
+model or a teammate wrote is shown escaped, never sent to the terminal.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from swarm.agent.compaction import CONTINUATION
 from swarm.agent.instructions import is_context_block
 from swarm.agent.loop import AgentRun
 from swarm.agent.permissions.describe import MODEL_NOTE, describe
-from swarm.core.text import flat
+from swarm.core.text import flat, for_terminal
 from swarm.models.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from swarm.runtime.lead_inbox import LeadMessage
 
@@ -89,7 +91,7 @@ class View:
             text = self._partial
         if not text.strip():
             return ""
-        return "\n".join(line[:TARGET_WIDTH * 2] for line in text.rstrip().splitlines()[-PREVIEW_LINES:])
+        return "\n".join(for_terminal(line[:TARGET_WIDTH * 2]) for line in text.rstrip().splitlines()[-PREVIEW_LINES:])
 
     def message(self, message: Message) -> None:
         """A message added to the conversation (the conversation's observer)."""
@@ -202,10 +204,13 @@ class View:
                 self.message(message)
 
     def _print(self, fragments: list[tuple[str, str]]) -> None:
+        """Print one event; every text is made safe for the terminal here (what the models and teammates wrote
+        is in most of them), whichever way it is printed."""
+        safe = [(style, for_terminal(text)) for style, text in fragments]
         if self.plain:
-            self._write("".join(text for _, text in fragments))
+            self._write("".join(text for _, text in safe))
             return
-        print_formatted_text(FormattedText(fragments), style=STYLE)
+        print_formatted_text(FormattedText(safe), style=STYLE)
 
 
 def _colour(name: str | None) -> str:

@@ -15,6 +15,7 @@ import sys
 from types import FrameType
 
 from swarm.core.home import Home, ensure_dir
+from swarm.core.text import TerminalLogFormatter
 from swarm.errors import SwarmError
 from swarm.teammate.config import parse_args
 from swarm.teammate.served import Launcher
@@ -31,8 +32,10 @@ def _setup_logging(home: Home, team: str, name: str) -> None:
         path = home.log_path(team, name)
         ensure_dir(path.parent)
         handlers.append(logging.FileHandler(path))
-    logging.basicConfig(level=logging.INFO, handlers=handlers,
-                        format=f"%(asctime)s {name} %(levelname)s %(name)s: %(message)s")
+    formatter = TerminalLogFormatter(f"%(asctime)s {name} %(levelname)s %(name)s: %(message)s")
+    for handler in handlers:
+        handler.setFormatter(formatter)
+    logging.basicConfig(level=logging.INFO, handlers=handlers)
 
 
 def main(argv: list[str] | None = None, launcher: Launcher | None = None) -> int:

@@ -28,3 +28,10 @@ def config(tmp_path: Path) -> Path:
 def env(config: Path) -> dict[str, str]:
     """An environment whose user-level Claude directory is ``config`` and whose HOME leads nowhere."""
     return {"CLAUDE_CONFIG_DIR": str(config), "HOME": "/nonexistent-home"}
+
+
+BOMB = "---\nname: bomb\na: &a [lol,lol,lol,lol,lol,lol,lol,lol,lol]\n" + "".join(
+    f"{b}: &{b} [{', '.join(['*' + a] * 9)}]\n" for a, b in zip("abcdefgh", "bcdefghi")) + "description: *i\n---\nbody\n"
+"""A billion-laughs alias bomb: nine levels of nine aliases each (9**9 strings once expanded) in a field that is
+checked, about 450 bytes."""
+DEEP = "---\ndescription: deep\ntools: " + "[" * 5000 + "]" * 5000 + "\n---\nbody\n"

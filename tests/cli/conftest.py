@@ -65,3 +65,55 @@ def repo(tmp_path: Path) -> Path:
     path.mkdir()
     git(path, "init", "-q", "-b", "main")
     return path
+
+
+HOSTILE = ("hi\x1b]52;c;cm0gLXJmIH4K\x07\x1b]0;pwned\x07\x1b[2J\x9d0;c1 title\x9c\x9b2J\x7f\u202eevil"
+           "\x08\x08\rover")
+"""What a hostile teammate writes to reach the person's terminal: an OSC 52 clipboard write, a title change, a
+screen clear, the same as one-byte C1 controls (OSC, CSI), DEL, a bidi override, backspaces and a carriage
+return that would overwrite the line."""
+HOSTILE_SHOWN = "hi\\x1b]52;c;cm0gLXJmIH4K\\x07\\x1b]0;pwned\\x07\\x1b[2J\\x9d0;c1 title"
+"""How its start reads once escaped for the terminal."""
+
+
+def on_a_terminal(args: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None,
+                  stdin: int | None = subprocess.DEVNULL, timeout: float = 60) -> str:
+    """Run ``swarm ARGS`` with stdout and stderr on a pty and return everything it wrote there, as written."""
+    import pty
+    import select
+    import time
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([str(SWARM_EXE), *args], stdin=stdin, stdout=slave, stderr=slave, cwd=cwd,
+                            env=env if env is not None else dict(os.environ), start_new_session=True)
+    os.close(slave)
+    seen = b""
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            if select.select([master], [], [], 0.2)[0]:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # every writer closed the pty
+                    break
+                if not chunk:
+                    break
+                seen += chunk
+            elif proc.poll() is not None:
+                break
+        else:
+            pytest.fail(f"swarm {' '.join(args)} did not finish within {timeout:g}s; it wrote:\n{seen!r}")
+    finally:
+        os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=10)
+    return seen.decode()
+
+
+def terminal_controls(output: str) -> list[str]:
+    """The characters in ``output`` a terminal would act on (or hide text with): every C0 and C1 control but
+    the newline and tab (a pty writes ``\\r\\n`` for a newline), DEL, and bidi controls."""
+    text = output.replace("\r\n", "\n")
+    bidi = set("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+    return [c for c in text if (ord(c) < 0x20 and c not in "\n\t") or 0x7f <= ord(c) <= 0x9f or c in bidi]

@@ -66,3 +66,43 @@ def test_agents_are_assembled_in_one_place() -> None:
     elsewhere = {f"{name} called in {file}" for name in ASSEMBLY_STEPS for file in callers.get(name, ())
                  if file != ASSEMBLED_BY and (name, file) not in ALSO_ALLOWED}
     assert not elsewhere, sorted(elsewhere)
+
+
+TERMINAL_WRITERS = {"echo", "secho", "prompt", "confirm", "print", "write"}
+"""Calls that put text on the person's terminal: ``click.echo``/``secho``/``prompt``/``confirm``, ``print``,
+``sys.stdout.write``/``sys.stderr.write``."""
+TERMINAL_OWNERS = {"cli/render.py", "interactive/view.py"}
+"""Where text is made safe for the terminal (``core/text.py``'s ``for_terminal``) on its way out."""
+
+
+def _writer(call: ast.Call) -> str | None:
+    """The name of the terminal writer ``call`` is, if it is one."""
+    func = call.func
+    if isinstance(func, ast.Name) and func.id == "print":
+        return "print"
+    if not isinstance(func, ast.Attribute) or func.attr not in TERMINAL_WRITERS:
+        return None
+    owner = func.value
+    if isinstance(owner, ast.Name) and owner.id == "click":
+        return f"click.{func.attr}"
+    if (func.attr == "write" and isinstance(owner, ast.Attribute) and owner.attr in ("stdout", "stderr")
+            and isinstance(owner.value, ast.Name) and owner.value.id == "sys"):
+        return f"sys.{owner.attr}.write"
+    return None
+
+
+def test_text_reaches_the_terminal_only_through_its_owner() -> None:
+    """Outside ``cli/render.py`` and the interactive view, a direct write to the terminal prints only a
+    literal: anything built from a value (a name, a message, a plan, an error) goes through the owner."""
+    direct = set()
+    for path in SOURCES.rglob("*.py"):
+        where = str(path.relative_to(SOURCES))
+        if where in TERMINAL_OWNERS:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Call) and (writer := _writer(node)):
+                first = node.args[0] if node.args else None
+                literal = first is None or (isinstance(first, ast.Constant) and isinstance(first.value, str))
+                if not literal:
+                    direct.add(f"{where}:{node.lineno} {writer}")
+    assert not direct, sorted(direct)
