@@ -93,7 +93,8 @@ class TeammateSession:
         self.lifecycle = Lifecycle(config, home, self.mailbox, self.transcript, self.pane_id)
         self.gate = TeammateGate(config, home, self.mailbox, self.transcript, settings_rules(
             config.cwd, self.teams.get(config.team).settings_digests or {},
-            lambda path: self.transcript.event("settings_allow_ignored", path=str(path))), self.lifecycle, self.lead)
+            lambda path: self.transcript.event("settings_allow_ignored", path=str(path)), env=env),
+            self.lifecycle, self.lead)
         self.env = env
         self.catalogs = Catalogs.load(config.cwd, env)
         agent = assemble_teammate(config, self.catalogs, env, shutdown=self.lifecycle,

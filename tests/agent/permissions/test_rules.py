@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from pathlib import Path
 
 import pytest
@@ -100,13 +102,13 @@ def test_settings_files(tmp_path: Path) -> None:
     (tmp_path / ".claude" / "settings.json").write_text('{"permissions": {"allow": ["Bash(make:*)"]}}')
     (tmp_path / ".swarm").mkdir()
     (tmp_path / ".swarm" / "settings.json").write_text('{"permissions": {"deny": ["Bash(make clean)"]}}')
-    found = settings_rules(tmp_path, settings_digests(tmp_path))
+    found = settings_rules(tmp_path, settings_digests(tmp_path), env=os.environ)
     assert [r.text for r in found.allow] == ["Bash(make:*)"]
     assert decide(bash("make clean", tmp_path), "default", found).verdict == "deny"
     assert decide(bash("make all", tmp_path), "default", found).verdict == "allow"
     (tmp_path / ".swarm" / "settings.json").write_text("{broken")
     with pytest.raises(UsageError, match="settings.json"):
-        settings_rules(tmp_path, {})
+        settings_rules(tmp_path, {}, env=os.environ)
 
 
 def test_compound_command_allowed_part_by_part() -> None:
@@ -124,14 +126,14 @@ def test_allow_rules_of_a_settings_file_count_only_as_the_lead_recorded_it(tmp_p
     planted = tmp_path / ".claude" / "settings.json"
     planted.write_text('{"permissions": {"allow": ["Bash"], "deny": ["Bash(rm:*)"]}}')
     ignored: list[Path] = []
-    found = settings_rules(tmp_path, team.settings_digests or {}, ignored.append)
+    found = settings_rules(tmp_path, team.settings_digests or {}, ignored.append, env=os.environ)
     assert found.allow == () and [r.text for r in found.deny] == ["Bash(rm:*)"]
     assert ignored == [planted.resolve()]
     record_settings(team, tmp_path)  # a later spawn keeps what the team first saw
-    assert settings_rules(tmp_path, team.settings_digests or {}).allow == ()
+    assert settings_rules(tmp_path, team.settings_digests or {}, env=os.environ).allow == ()
     fresh = TeamFile(name="u", lead_agent_id="team-lead@u")
     record_settings(fresh, tmp_path)  # a new team adopts the file as it is now
-    assert [r.text for r in settings_rules(tmp_path, fresh.settings_digests or {}).allow] == ["Bash"]
+    assert [r.text for r in settings_rules(tmp_path, fresh.settings_digests or {}, env=os.environ).allow] == ["Bash"]
 
 
 @pytest.mark.parametrize("path", [
