@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,14 +14,24 @@ from swarm.core.home import Home
 from tests.fakes import FakeAnthropicServer
 
 
+def trust_tmp_dirs(config: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Make the Claude Code config dir ``config`` trust the session's tmp dirs (Claude Code's record)."""
+    base = str(tmp_path_factory.getbasetemp().resolve())
+    (config / ".claude.json").write_text(json.dumps({"projects": {base: {"hasTrustDialogAccepted": True}}}))
+
+
 @pytest.fixture(autouse=True)
 def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
     """No test reads this machine's home, API key or tmux server."""
     monkeypatch.setenv("SWARM_HOME", str(tmp_path_factory.mktemp("swarm-home-default")))
     # every tmux server a test starts keeps its socket under a tmp dir, not /tmp/tmux-<uid>
     monkeypatch.setenv("TMUX_TMPDIR", str(tmp_path_factory.mktemp("tmux")))
-    # user-level agent definitions, skills and CLAUDE.md come from here, never from this machine's ~/.claude
-    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path_factory.mktemp("claude-config")))
+    # user-level agent definitions, skills and CLAUDE.md come from here, never from this machine's ~/.claude;
+    # its .claude.json trusts every tmp dir, so project configuration applies in tests not about trust
+    # (tests/cli/test_trust.py starts from a config that trusts nothing)
+    config = tmp_path_factory.mktemp("claude-config")
+    trust_tmp_dirs(config, tmp_path_factory)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
     # a `swarm` a test runs never starts a CLI server that would outlive it (tests/cli/test_forkserver.py: on)
     monkeypatch.setenv("SWARM_CLI_SERVER", "0")
     for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL", "SWARM_TEAM",

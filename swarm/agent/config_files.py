@@ -1,10 +1,16 @@
 """Claude Code's configuration files: where they are, and how their Markdown with YAML frontmatter is read.
 
 One owner for what agent definitions (``swarm.agent.definitions``), skills
-(``swarm.agent.skills``), CLAUDE.md instructions (``swarm.agent.instructions``)
-and agent memory (``swarm.agent.memory``) all need: the user's Claude
-directory, the project's root and the directories down to the cwd, and the
-frontmatter reader whose errors say which field is wrong and what to do.
+(``swarm.agent.skills``), CLAUDE.md instructions (``swarm.agent.instructions``),
+agent memory (``swarm.agent.memory``) and workspace trust
+(``swarm.agent.trust``) all need: the user's Claude directory and Claude
+Code's global config file, the project's root and the directories down to
+the cwd, and the frontmatter reader whose errors say which field is wrong
+and what to do.
+
+The walk down to the cwd never includes a directory the current user does
+not own, nor anything above one: another local user's directory (``/tmp``
+and whatever they planted in it) is never read as project configuration.
 
 A repository's files are untrusted input, so reading them is bounded: a file
 larger than ``FILE_LIMIT`` is not read whole, frontmatter longer than
@@ -16,6 +22,8 @@ Each is a ``ConfigFileError``: one warning line for that file, the rest load.
 
 from __future__ import annotations
 
+import itertools
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -157,6 +165,23 @@ def claude_config_dir(env: Mapping[str, str]) -> Path:
     return (Path(home) if home else Path.home()) / ".claude"
 
 
+def claude_json_path(env: Mapping[str, str]) -> Path:
+    """Claude Code's global config file: ``$CLAUDE_CONFIG_DIR/.claude.json`` if set, else ``~/.claude.json``."""
+    configured = env.get("CLAUDE_CONFIG_DIR", "").strip()
+    if configured:
+        return Path(configured).expanduser() / ".claude.json"
+    home = env.get("HOME", "").strip()
+    return (Path(home) if home else Path.home()) / ".claude.json"
+
+
+def owned_by_user(directory: Path) -> bool:
+    """True if the current user owns ``directory`` (False if it cannot be examined)."""
+    try:
+        return directory.stat().st_uid == os.geteuid()
+    except OSError:
+        return False
+
+
 def repository_root(cwd: Path) -> Path | None:
     """The top of the git working tree holding ``cwd`` (a linked worktree's own top); None outside one."""
     try:
@@ -172,13 +197,16 @@ def project_root(cwd: Path) -> Path:
 
 
 def directories_down_to(cwd: Path) -> list[Path]:
-    """Every directory from the repository root (the filesystem root outside one) down to ``cwd``, in order."""
+    """Every directory from the repository root (the filesystem root outside one) down to ``cwd``, in order.
+
+    Only the directories the current user owns, up from ``cwd`` to the first one it does not: none at
+    all when ``cwd`` itself is another user's.
+    """
     here = cwd.resolve()
     top = repository_root(here) or Path(here.anchor)
     chain = [here, *here.parents]
-    if top not in chain:  # cwd is not below the reported top (should not happen); use cwd alone
-        return [here]
-    return list(reversed(chain[: chain.index(top) + 1]))
+    chain = chain[: chain.index(top) + 1] if top in chain else [here]  # top not above cwd: should not happen
+    return list(reversed(list(itertools.takewhile(owned_by_user, chain))))
 
 
 def split_names(text: str, *, spaces: bool = False) -> list[str]:

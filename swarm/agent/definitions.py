@@ -7,7 +7,9 @@ later overriding earlier by name:
     user       <claude_config_dir>/agents/*.md
     project    .claude/agents/*.md and .swarm/agents/*.md in every directory from the
                repository root (the filesystem root outside a repository) down to the
-               cwd; nearer directories win, and in one directory .swarm over .claude
+               cwd; nearer directories win, and in one directory .swarm over .claude. Only
+               in a trusted folder (``swarm.agent.trust``), and never from a directory
+               another user owns (``config_files.directories_down_to``)
     cli        ``--agents '{"name": {"description": ..., "prompt": ..., ...}}'``
 
 A file is Markdown with YAML frontmatter (Claude Code's format, so existing
@@ -50,6 +52,7 @@ from swarm.agent.config_files import (
     split_names,
 )
 from swarm.agent.permissions.policy import PERMISSION_MODES
+from swarm.agent.trust import is_trusted
 from swarm.core.names import validate_name
 from swarm.errors import InvalidNameError, UsageError
 
@@ -323,7 +326,11 @@ def load_agents(cwd: Path, *, env: Mapping[str, str], cli_json: str | None = Non
     warnings: list[str] = []
     user_dir = claude_config_dir(env) / "agents"
     user = list(_load_dir(user_dir, "user", warnings)) if user_dir.is_dir() else []
-    project = [d for directory in _project_agent_dirs(cwd, user_dir) for d in _load_dir(directory, "project", warnings)]
+    project_dirs = _project_agent_dirs(cwd, user_dir)
+    if project_dirs and not is_trusted(cwd, env):  # workspace trust: the project's definitions wait for it
+        log.debug("untrusted folder: project definitions ignored", extra={"cwd": str(cwd)})
+        project_dirs = []
+    project = [d for directory in project_dirs for d in _load_dir(directory, "project", warnings)]
     cli = parse_cli_agents(cli_json) if cli_json is not None else []
     for warning in warnings:
         log.debug("agent definition warning", extra={"warning": warning})

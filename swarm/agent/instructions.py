@@ -11,7 +11,9 @@ this order:
    - for every directory from the repository root (the filesystem root
      outside a repository) down to the cwd: ``CLAUDE.md``,
      ``.claude/CLAUDE.md``, ``CLAUDE.local.md``, ``AGENTS.md`` — nearer
-     directories later, so their word comes last;
+     directories later, so their word comes last; only in a trusted folder
+     (``swarm.agent.trust``: Claude Code too reads them only after its trust
+     dialog), never from a directory another user owns;
 2. a git status snapshot when the cwd is in a repository: branch,
    ``git status --short`` (at most ``STATUS_LINES`` lines), the last
    ``RECENT_COMMITS`` commit subjects. git runs hardened (``HARDENED``):
@@ -38,6 +40,7 @@ from swarm.agent.config_files import (
     directories_down_to,
     repository_root,
 )
+from swarm.agent.trust import is_trusted
 from swarm.backends.git import git
 from swarm.core.fileio import read_regular
 from swarm.errors import BackendError
@@ -102,6 +105,8 @@ def instruction_files(cwd: Path, *, env: Mapping[str, str]) -> list[tuple[Path, 
 
 def _candidates(cwd: Path, env: Mapping[str, str]) -> Iterator[tuple[Path, str]]:
     yield claude_config_dir(env) / "CLAUDE.md", "user's private global instructions for all projects"
+    if not is_trusted(cwd, env):  # workspace trust: the project's instructions wait for it, as in Claude Code
+        return
     for directory in directories_down_to(cwd):
         for name in PROJECT_FILES:
             yield directory / name, _KINDS.get(name.name, "project instructions")

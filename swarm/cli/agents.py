@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from swarm.agent.definitions import AgentDefinition, load_agents
+from swarm.agent.workspace import untrusted_warning
 from swarm.cli.options import json_option, warn
 from swarm.cli.render import emit_json, one_line, table
 
@@ -24,9 +25,14 @@ def agents(as_json: bool, cwd: Path | None, agents_json: str | None) -> None:
 
     User definitions are in $CLAUDE_CONFIG_DIR/agents (default ~/.claude/agents),
     project ones in .claude/agents and .swarm/agents from the repository root
-    down to the directory. Files that cannot be loaded are named on stderr.
+    down to the directory, in a trusted folder only (`swarm trust`). Files
+    that cannot be loaded are named on stderr.
     """
-    catalog = load_agents(cwd or Path.cwd(), env=os.environ, cli_json=agents_json)
+    where = cwd or Path.cwd()
+    untrusted = untrusted_warning(where, os.environ)
+    if untrusted is not None:
+        warn(untrusted)
+    catalog = load_agents(where, env=os.environ, cli_json=agents_json)
     for warning in catalog.warnings:
         warn(warning)
     found = [catalog.definitions[name] for name in catalog.names()]

@@ -10,12 +10,23 @@ from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
+import click
+
+from swarm.agent.config_files import project_root
 from swarm.agent.headless import MainSession, MainSetup
 from swarm.agent.limits import Limits
 from swarm.agent.permissions.policy import RuleSet
 from swarm.agent.permissions.rules import parse_rules
 from swarm.agent.permissions.settings import settings_digests, settings_rules
 from swarm.agent.tools.team_tools import team_tools
+from swarm.agent.trust import is_trusted
+from swarm.agent.trust import trust as record_trust
+from swarm.agent.workspace import (
+    configuration_names,
+    grant_or_refuse,
+    project_configuration,
+    untrusted_warning,
+)
 from swarm.cli.options import say_model, warn
 from swarm.core.home import Home
 from swarm.core.protocol import LeadPolicy
@@ -33,23 +44,23 @@ from swarm.runtime.lead import LeadTeam
 def run_chat(home: Home, *, resume: str | None, permission_mode: str, model: str | None, playbook: Path | None,
              cwd: Path | None, agent_name: str | None, agents_json: str | None, allow: tuple[str, ...],
              deny: tuple[str, ...], backend: str, tmux_socket: str | None, teammate_playbooks: dict[str, Path],
-             allow_writes_outside_cwd: bool) -> None:
-    env = dict(os.environ)
+             allow_writes_outside_cwd: bool, trust: bool) -> None:
     workdir = (cwd or Path.cwd()).resolve()
+    terminal = sys.stdin.isatty() and sys.stdout.isatty()
+    env = _trusted_env(workdir, trust=trust, ask=terminal)
     stored = find_session(home, resume) if resume is not None else new_session(home)
     relay = _Relay()
     setup = MainSetup.load(env, workdir, agents_json=agents_json, agent_name=agent_name, model=model,
                            playbook=playbook, note=warn, on_text=relay)
     say_model(setup.choice)
     provider = setup.provider
-    terminal = sys.stdin.isatty() and sys.stdout.isatty()
     desk = Desk()
     view = View(workdir, plain=not terminal)
     main = setup.main_agent(stored.transcript.with_suffix(".subagents"), note=view.warn)
     policy = LeadPolicy(allow=list(allow), deny=list(deny)) if allow or deny else None
     lead = LeadTeam(home, env, workdir, backend=backend, tmux_socket=tmux_socket, policy=policy,
                     playbooks=teammate_playbooks, ceiling=permission_mode, person_answers_plans=True)
-    own_rules = settings_rules(workdir, settings_digests(workdir)).merged(
+    own_rules = settings_rules(workdir, settings_digests(workdir), env=env).merged(
         RuleSet(allow=tuple(parse_rules(list(allow))), deny=tuple(parse_rules(list(deny)))))
     session = MainSession(provider, cwd=workdir, main=main, transcript=stored.transcript, resume=resume is not None,
                           limits=Limits(), confine_writes=not allow_writes_outside_cwd, extra_tools=team_tools(lead),
@@ -83,6 +94,26 @@ def run_chat(home: Home, *, resume: str | None, permission_mode: str, model: str
             signal.signal(signal.SIGINT, previous)
             provider.close()
     view.note(f"session {chat.session_id} saved; `swarm run --resume {chat.session_id}` continues it")
+
+
+def _trusted_env(workdir: Path, *, trust: bool, ask: bool) -> dict[str, str]:
+    """The session's environment, once the folder's trust is settled: asked once at a terminal, as Claude Code
+    asks, and recorded where it records it; the answer no runs on without the project (one warning)."""
+    env = dict(os.environ)
+    if trust or not ask:
+        return grant_or_refuse(workdir, env, trust=trust)
+    found = project_configuration(workdir, env) if not is_trusted(workdir, env) else []
+    if not found:
+        return env
+    folder = project_root(workdir)
+    click.echo(f"swarm: the folder {folder} has project configuration ({configuration_names(folder, found)}), "
+               "which can change what agents may do.", err=True)
+    if click.confirm("Do you trust the files in this folder?", default=False, err=True):
+        written = record_trust(folder, env)
+        click.echo(f"swarm: trusted {folder} (recorded in {written})", err=True)
+    else:
+        warn(untrusted_warning(workdir, env) or f"{folder} is not trusted")
+    return env
 
 
 class _Relay:

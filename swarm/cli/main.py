@@ -72,6 +72,7 @@ COMMANDS: dict[str, str] = {
     "worktrees": "swarm.cli.worktrees:worktrees",
     "up": "swarm.cli.up:up",
     "down": "swarm.cli.up:down",
+    "trust": "swarm.cli.trust:trust",
 }
 """Command name -> ``module:attribute``; a command's module is imported only when it runs."""
 

@@ -80,3 +80,9 @@ def say_teammate_model(request: SpawnRequest, env: Mapping[str, str]) -> None:
 tmux_socket_option = click.option(
     "--tmux-socket", envvar="SWARM_TMUX_SOCKET", show_envvar=True, default=None,
     help="tmux server: a socket name (-L) or a socket path (-S).")
+
+
+trust_option = click.option(
+    "--trust", "trust", is_flag=True,
+    help="Trust the folder's project configuration (agents, skills, settings, CLAUDE.md) for this run and the "
+         "teammates it starts there; `swarm trust DIR` records it instead.")

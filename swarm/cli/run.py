@@ -16,7 +16,8 @@ from swarm.agent.headless import MainSession, MainSetup
 from swarm.agent.limits import Limits
 from swarm.agent.permissions.policy import PERMISSION_MODES
 from swarm.agent.tools.team_tools import team_tools
-from swarm.cli.options import home_of, json_option, say_model, tmux_socket_option, warn
+from swarm.agent.workspace import grant_or_refuse
+from swarm.cli.options import home_of, json_option, say_model, tmux_socket_option, trust_option, warn
 from swarm.cli.render import echo, emit_json
 from swarm.core.clock import now_ms
 from swarm.core.home import Home
@@ -68,6 +69,7 @@ def _playbooks(ctx: click.Context, param: click.Parameter, values: tuple[str, ..
 @click.option("--backend", type=click.Choice(["auto", "tmux", "subprocess"]), default="auto", show_default=True,
               help="Where teammates the agent starts run.")
 @tmux_socket_option
+@trust_option
 @click.option("--rm", "remove", is_flag=True, help="Delete the team the agent created when the run ends.")
 @click.option("--teammate-playbook", "teammate_playbooks", multiple=True, metavar="NAME=PLAYBOOK",
               callback=_playbooks, help="Run teammate NAME on the offline scripted model with PLAYBOOK (repeatable).")
@@ -77,7 +79,7 @@ def run(ctx: click.Context, prompt: str | None, resume: str | None, permission_m
         playbook: Path | None, cwd: Path | None,
         max_turns: int, token_budget: int, timeout: float, transcript: Path | None,
         allow_writes_outside_cwd: bool, agent_name: str | None, agents_json: str | None, allow: tuple[str, ...],
-        deny: tuple[str, ...], backend: str, tmux_socket: str | None, remove: bool,
+        deny: tuple[str, ...], backend: str, tmux_socket: str | None, trust: bool, remove: bool,
         teammate_playbooks: dict[str, Path],
         as_json: bool) -> None:
     """Talk to an agent that may lead a team: a session in the terminal, or with -p one headless run.
@@ -95,6 +97,10 @@ def run(ctx: click.Context, prompt: str | None, resume: str | None, permission_m
     are answered by --allow / --deny (otherwise denied). Teammates are always
     shut down before the run ends; the team stays on disk unless --rm.
 
+    Project configuration (agents, skills, settings files, CLAUDE.md) applies
+    only in a trusted folder: the session asks; with -p an untrusted folder
+    that has some is an error unless --trust (see `swarm trust`).
+
     Diagnostics go to stderr. Ctrl-C stops the agent (and its subagents) after
     the current step; a second Ctrl-C aborts at once.
     """
@@ -106,14 +112,14 @@ def run(ctx: click.Context, prompt: str | None, resume: str | None, permission_m
         run_chat(home_of(ctx), resume=resume, permission_mode=permission_mode, model=model, playbook=playbook,
                  cwd=cwd, agent_name=agent_name, agents_json=agents_json, allow=allow, deny=deny, backend=backend,
                  tmux_socket=tmux_socket, teammate_playbooks=teammate_playbooks,
-                 allow_writes_outside_cwd=allow_writes_outside_cwd)
+                 allow_writes_outside_cwd=allow_writes_outside_cwd, trust=trust)
         return
     if resume is not None:
         raise UsageError("--resume continues an interactive session; leave out -p")
     if prompt == "-":
         prompt = sys.stdin.read()
-    env = dict(os.environ)
     workdir = (cwd or Path.cwd()).resolve()
+    env = grant_or_refuse(workdir, os.environ, trust=trust)
     setup = MainSetup.load(env, workdir, agents_json=agents_json, agent_name=agent_name, model=model,
                            playbook=playbook, note=warn)
     say_model(setup.choice)

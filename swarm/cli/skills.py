@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from swarm.agent.skills import Skill, load_skills
+from swarm.agent.workspace import untrusted_warning
 from swarm.cli.options import json_option, warn
 from swarm.cli.render import emit_json, one_line, table
 
@@ -23,9 +24,14 @@ def skills(as_json: bool, cwd: Path | None) -> None:
     User skills are in $CLAUDE_CONFIG_DIR/skills/<name>/SKILL.md (default
     ~/.claude/skills), project ones in .claude/skills and .swarm/skills from the
     repository root down to the directory; .claude/commands/<name>.md files are
-    commands. Files that cannot be loaded are named on stderr.
+    commands; project ones count in a trusted folder only (`swarm trust`).
+    Files that cannot be loaded are named on stderr.
     """
-    catalog = load_skills(cwd or Path.cwd(), env=os.environ)
+    where = cwd or Path.cwd()
+    untrusted = untrusted_warning(where, os.environ)
+    if untrusted is not None:
+        warn(untrusted)
+    catalog = load_skills(where, env=os.environ)
     for warning in catalog.warnings:
         warn(warning)
     found = [catalog.skills[name] for name in catalog.names()]

@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from swarm.agent.permissions.policy import PERMISSION_MODES
+from swarm.agent.workspace import grant_or_refuse
 from swarm.cli.options import (
     agent_name_callback,
     home_of,
@@ -19,6 +20,7 @@ from swarm.cli.options import (
     say_teammate_model,
     team_option,
     tmux_socket_option,
+    trust_option,
     warn,
 )
 from swarm.cli.render import echo, emit_json, table
@@ -64,25 +66,33 @@ from swarm.runtime.worktrees import Worktree
 @click.option("--claude-bin", metavar="PATH", default=None,
               help="The claude binary for --runtime claude [default: $SWARM_CLAUDE_BIN, else claude on PATH].")
 @tmux_socket_option
+@trust_option
 @json_option
 @click.pass_context
 def spawn(ctx: click.Context, name: str, team: str, prompt: str, backend: str, agent_type: str, model: str | None,
           playbook: Path | None, permission_mode: str, plan_mode_required: bool, cwd: Path | None,
           color: str | None, allowed: tuple[str, ...], disallowed: tuple[str, ...], permission_timeout: float,
           skills: tuple[str, ...], worktree: bool, base: str | None, runtime: str, claude_bin: str | None,
-          tmux_socket: str | None, as_json: bool) -> None:
-    """Start teammate NAME in the team and give it its first task."""
+          tmux_socket: str | None, trust: bool, as_json: bool) -> None:
+    """Start teammate NAME in the team and give it its first task.
+
+    The folder's project configuration (agents, skills, settings, CLAUDE.md)
+    applies only if it is trusted: an untrusted folder that has some is an
+    error unless --trust (see `swarm trust`).
+    """
     if prompt == "-":
         prompt = sys.stdin.read()
+    workdir = (cwd or Path.cwd()).resolve()
+    env = grant_or_refuse(workdir, os.environ, trust=trust)
     request = SpawnRequest(team=team, name=name, prompt=prompt, prompt_author=command_author(os.environ),
                            backend=backend, agent_type=agent_type,
                            model=model, permission_mode=permission_mode, plan_mode_required=plan_mode_required,
-                           cwd=(cwd or Path.cwd()).resolve(), color=color, playbook=playbook, tmux_socket=tmux_socket,
+                           cwd=workdir, color=color, playbook=playbook, tmux_socket=tmux_socket,
                            allowed_tools=list(allowed), disallowed_tools=list(disallowed), skills=list(skills),
                            permission_timeout=permission_timeout, worktree=worktree, base=base,
                            runtime=runtime, claude_bin=claude_bin)
     home = home_of(ctx)
-    spawned = spawn_reporting(home, request, dict(os.environ))
+    spawned = spawn_reporting(home, request, env)
     for warning in spawned.warnings:
         warn(warning)
     wait_joined(home, team, [name])

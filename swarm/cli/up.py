@@ -9,12 +9,14 @@ from pathlib import Path
 
 import click
 
+from swarm.agent.workspace import grant_or_refuse
 from swarm.cli.options import (
     home_of,
     json_option,
     say_teammate_model,
     team_name_argument,
     tmux_socket_option,
+    trust_option,
     warn,
 )
 from swarm.cli.render import echo, emit_json, one_line, table
@@ -42,21 +44,29 @@ from swarm.runtime.upfile import load_upfile
               help="Directory members work in (their `cwd` is relative to it) [default: current directory].")
 @click.option("--offline", is_flag=True, help="Run members on their playbooks even when ANTHROPIC_API_KEY is set.")
 @tmux_socket_option
+@trust_option
 @json_option
 @click.pass_context
 def up(ctx: click.Context, file: Path, detach: bool, headless: bool, timeout: float, cwd: Path | None,
-       offline: bool, tmux_socket: str | None, as_json: bool) -> None:
+       offline: bool, tmux_socket: str | None, trust: bool, as_json: bool) -> None:
     """Start the team described in FILE (TOML) and coordinate it until Ctrl-C.
 
     FILE has a [team] table, optional [lead] / [lead.policy] / [permissions]
     tables, and one [[members]] table per teammate (name, prompt, playbook,
     model, backend, worktree, permission_mode, plan_mode_required, cwd,
     color, allowed_tools, disallowed_tools). See teams.example/.
+
+    Project configuration (agents, skills, settings, CLAUDE.md) applies only
+    in a trusted folder: an untrusted one that has some is an error unless
+    --trust (see `swarm trust`).
     """
     home = home_of(ctx)
     spec = load_upfile(file)
     where = (cwd or Path.cwd()).resolve()
-    env = dict(os.environ)
+    env = grant_or_refuse(where, os.environ, trust=trust)
+    for member in spec.members:  # nothing starts unless every member's folder may apply its configuration
+        if member.cwd is not None and (where / member.cwd).is_dir():
+            grant_or_refuse(where / member.cwd, env, trust=False)  # --trust covers `where` and below
 
     def say_models(started: Started) -> None:
         for request in started.requests:

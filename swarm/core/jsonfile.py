@@ -39,7 +39,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from swarm.core.fileio import read_regular, replace_file, storage_error
 from swarm.core.flock import OUTLAST_STALE, LockTimeout, acquire, release, who_holds
 from swarm.core.home import FILE_MODE, ensure_dir
-from swarm.errors import LockBusyError, LockTimeoutError
+from swarm.errors import LockBusyError, LockTimeoutError, StorageError
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +96,7 @@ class LockedJsonFile(Generic[T]):
         indent: int | None = None,
         durable_when: Callable[[Any], bool] | None = None,
         shared: bool = False,
+        quarantine: bool = True,
     ) -> None:
         self.path = path
         self.codec = codec
@@ -111,6 +112,9 @@ class LockedJsonFile(Generic[T]):
         """
         self.shared = shared
         """Claude Code writes this file too: swarm takes turns on its lock from the start (``core.lock_turns``)."""
+        self.may_quarantine = quarantine
+        """False for another program's file (Claude Code's ``.claude.json``): a writer that finds it
+        unparsable raises ``StorageError`` and leaves it where it is, instead of moving it aside."""
         self._dir_ready = False
 
     # -- reading ---------------------------------------------------------
@@ -233,6 +237,8 @@ class LockedJsonFile(Generic[T]):
         try:
             return self._load_patiently()
         except _Unparsable as exc:
+            if not self.may_quarantine:
+                raise StorageError(f"{self.path} cannot be read ({exc}); fix the file, then try again") from exc
             self._quarantine(str(exc))
             return self.codec.empty(), _OnDisk()
 

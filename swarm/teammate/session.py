@@ -31,6 +31,7 @@ from swarm.agent.tools.context import AgentIdentity, AgentServices, ToolContext
 from swarm.agent.tools.skill_tool import expand_slash
 from swarm.agent.transcript import Transcript
 from swarm.agent.turn_model import TurnModel
+from swarm.agent.workspace import untrusted_warning
 from swarm.backends.procs import kill_tree, process_create_time
 from swarm.core.frames import (
     PermissionResponse,
@@ -93,8 +94,12 @@ class TeammateSession:
         self.lifecycle = Lifecycle(config, home, self.mailbox, self.transcript, self.pane_id)
         self.gate = TeammateGate(config, home, self.mailbox, self.transcript, settings_rules(
             config.cwd, self.teams.get(config.team).settings_digests or {},
-            lambda path: self.transcript.event("settings_allow_ignored", path=str(path))), self.lifecycle, self.lead)
+            lambda path: self.transcript.event("settings_allow_ignored", path=str(path)), env=env),
+            self.lifecycle, self.lead)
         self.env = env
+        untrusted = untrusted_warning(config.cwd, env)
+        if untrusted is not None:  # the teammate runs on without the project's configuration: say so, once
+            log.warning(untrusted)
         self.catalogs = Catalogs.load(config.cwd, env)
         agent = assemble_teammate(config, self.catalogs, env, shutdown=self.lifecycle,
                                   plan_tool=ExitPlanMode(self.gate) if config.plan_mode_required else None,

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from swarm.models.anthropic_provider import AnthropicProvider, RetryPolicy
+from tests.conftest import trust_tmp_dirs
 from tests.fakes import FakeAnthropicServer
 
 
@@ -19,9 +20,12 @@ def claude(api: FakeAnthropicServer) -> Iterator[AnthropicProvider]:
 
 
 @pytest.fixture
-def config(tmp_path: Path) -> Path:
-    """The user-level Claude directory of a test (CLAUDE_CONFIG_DIR)."""
-    return tmp_path / "claude-config"
+def config(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The user-level Claude directory of a test (CLAUDE_CONFIG_DIR); like the top conftest's, it trusts tmp dirs."""
+    path = tmp_path / "claude-config"
+    path.mkdir()
+    trust_tmp_dirs(path, tmp_path_factory)
+    return path
 
 
 @pytest.fixture

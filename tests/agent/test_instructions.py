@@ -8,15 +8,17 @@ from pathlib import Path
 import pytest
 
 from swarm.agent.instructions import FILE_CAP, STATUS_LINES, context_block
+from tests.conftest import trust_tmp_dirs
 from tests.runtime.worktrees.conftest import git
 
 TODAY = date(2025, 3, 14)
 
 
 @pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
+def env(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     config = tmp_path / "claude-config"
     config.mkdir()
+    trust_tmp_dirs(config, tmp_path_factory)
     (config / "CLAUDE.md").write_text("user: answer tersely\n")
     return {"CLAUDE_CONFIG_DIR": str(config), "HOME": "/nonexistent-home"}
 

@@ -11,6 +11,9 @@ team first looked, e.g. by a teammate — and says so (a log line and the
 ``changed`` callback). Its deny and ask rules always apply: they only
 restrict. To adopt an edited settings file, create a new team (or grant the
 rules through the team file or ``--allowed-tools``).
+
+Settings files are project configuration: in a folder that is not trusted
+(``swarm.agent.trust``), or one the current user does not own, none is read.
 """
 
 from __future__ import annotations
@@ -23,9 +26,11 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from swarm.agent.config_files import owned_by_user
 from swarm.agent.permissions.paths import SETTINGS_FILES
 from swarm.agent.permissions.policy import RuleSet
 from swarm.agent.permissions.rules import parse_rules
+from swarm.agent.trust import is_trusted
 from swarm.core.protocol import RuleLists, TeamFile
 from swarm.errors import UsageError
 
@@ -55,14 +60,18 @@ def record_settings(team: TeamFile, cwd: Path) -> None:
     team.settings_digests = recorded
 
 
-def settings_rules(cwd: Path, recorded: Mapping[str, str],
-                   changed: Callable[[Path], None] | None = None) -> RuleSet:
+def settings_rules(cwd: Path, recorded: Mapping[str, str], changed: Callable[[Path], None] | None = None, *,
+                   env: Mapping[str, str]) -> RuleSet:
     """Rules from the settings files under ``cwd``; allow rules only from files that match ``recorded``.
 
-    Missing files are fine; a file that does not parse is a UsageError.
+    Missing files are fine; a file that does not parse is a UsageError. None in an untrusted folder.
     """
     merged = RuleSet()
-    for path in _settings_paths(cwd):
+    paths = [path for path in _settings_paths(cwd) if path.is_file()]
+    if paths and not (owned_by_user(cwd) and is_trusted(cwd, env)):
+        log.debug("untrusted folder: settings files ignored", extra={"cwd": str(cwd)})
+        return merged
+    for path in paths:
         if not path.is_file():
             continue
         data = _bytes(path)

@@ -4,7 +4,8 @@ Where skills come from (Claude Code's layout, so existing folders work unchanged
 
     user      <claude_config_dir>/skills/<name>/SKILL.md        <claude_config_dir>/commands/<name>.md
     project   .claude/skills/<name>/SKILL.md, .swarm/skills/<name>/SKILL.md, .claude/commands/<name>.md
-              in every directory from the repository root (the filesystem root outside one) down to the cwd
+              in every directory from the repository root (the filesystem root outside one) down to the cwd;
+              only in a trusted folder (``swarm.agent.trust``), never from another user's directory
 
 Precedence by name, later winning: every legacy command (user, then project
 from the farthest directory to the nearest), then every ``SKILL.md`` in the
@@ -42,6 +43,7 @@ from swarm.agent.config_files import (
     split_frontmatter,
     split_names,
 )
+from swarm.agent.trust import is_trusted
 from swarm.core.names import validate_name
 from swarm.core.text import flat
 from swarm.errors import InvalidNameError
@@ -251,13 +253,17 @@ def _layers(cwd: Path, env: Mapping[str, str], warnings: list[str]) -> Iterator[
     config = claude_config_dir(env)
     user_skills, user_commands = config / "skills", config / "commands"
     user_dirs = {user_skills.resolve(), user_commands.resolve()}
+    commands, skills = _project_dirs(cwd, (COMMAND_DIR,), user_dirs), _project_dirs(cwd, SKILL_DIRS, user_dirs)
+    if (commands or skills) and not is_trusted(cwd, env):  # workspace trust: the project's skills wait for it
+        log.debug("untrusted folder: project skills ignored", extra={"cwd": str(cwd)})
+        commands, skills = [], []
     if user_commands.is_dir():
         yield from _commands_in(user_commands, warnings)
-    for directory in _project_dirs(cwd, (COMMAND_DIR,), user_dirs):
+    for directory in commands:
         yield from _commands_in(directory, warnings)
     if user_skills.is_dir():
         yield from _skills_in(user_skills, "user", warnings)
-    for directory in _project_dirs(cwd, SKILL_DIRS, user_dirs):
+    for directory in skills:
         yield from _skills_in(directory, "project", warnings)
 
 
