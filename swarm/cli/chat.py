@@ -28,6 +28,7 @@ from swarm.agent.workspace import (
     untrusted_warning,
 )
 from swarm.cli.options import say_model, warn
+from swarm.cli.render import echo
 from swarm.core.home import Home
 from swarm.core.protocol import LeadPolicy
 from swarm.interactive.chat import Chat
@@ -106,11 +107,11 @@ def _trusted_env(workdir: Path, *, trust: bool, ask: bool) -> dict[str, str]:
     if not found:
         return env
     folder = project_root(workdir)
-    click.echo(f"swarm: the folder {folder} has project configuration ({configuration_names(folder, found)}), "
+    echo(f"swarm: the folder {folder} has project configuration ({configuration_names(folder, found)}), "
                "which can change what agents may do.", err=True)
     if click.confirm("Do you trust the files in this folder?", default=False, err=True):
         written = record_trust(folder, env)
-        click.echo(f"swarm: trusted {folder} (recorded in {written})", err=True)
+        echo(f"swarm: trusted {folder} (recorded in {written})", err=True)
     else:
         warn(untrusted_warning(workdir, env) or f"{folder} is not trusted")
     return env

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from swarm.agent.trust import is_trusted, trust as record_trust, trusted_folders
+from swarm.cli.render import echo
 from swarm.errors import UsageError
 
 
@@ -30,14 +31,14 @@ def trust(directory: Path | None, show: bool, remove: bool) -> None:
         if directory is not None or remove:
             raise UsageError("--list takes no DIR and no --remove; run `swarm trust --list` alone")
         for recorded in trusted_folders(env):
-            click.echo(recorded)
+            echo(recorded)
         return
     folder = (directory or Path.cwd()).resolve()
     written = record_trust(folder, env, accepted=not remove)
     if not remove:
-        click.echo(f"trusted {folder} (recorded in {written})")
+        echo(f"trusted {folder} (recorded in {written})")
     elif is_trusted(folder, env):
-        click.echo(f"recorded {folder} as not trusted in {written}; a folder above it is still trusted "
+        echo(f"recorded {folder} as not trusted in {written}; a folder above it is still trusted "
                    "(`swarm trust --list`)")
     else:
-        click.echo(f"recorded {folder} as not trusted (in {written})")
+        echo(f"recorded {folder} as not trusted (in {written})")
