@@ -226,6 +226,11 @@ class TeamFile(CamelWire):
     settings_digests: dict[str, str] | None = None
     """Settings file path -> sha256 (or ``absent``) as the lead side first saw it; allow rules of a
     file that no longer matches are ignored (``agent/permissions/settings.py``)."""
+    lead_pid: int | None = None
+    """The process leading the team when swarm started it (``swarm run``, a foreground ``swarm up``,
+    ``swarm demo``); its teammates stop on their own once it is gone. None: a person leads (the CLI)."""
+    lead_proc_start: float | None = None
+    """``lead_pid``'s create time: the same pid started at another time is not the lead."""
 
     def member(self, name: str) -> Member | None:
         return next((m for m in self.members if m.name == name), None)
