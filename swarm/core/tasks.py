@@ -22,6 +22,14 @@
   ``problems`` lists one line per such task (``LockedJsonFile``'s own
   warning for a task file it read as empty is dropped: that line says it).
 
+- **(swarm)** Any member may change any task, as in Claude Code (clear,
+  complete, delete or reassign another member's); every change to a task's
+  status, owner, subject, description or form is appended to its ``history``
+  (``TaskEdit``: by, at, field, from, to) in the same write. ``by`` is the
+  member the change is made as: the agent for the task tools, ``team-lead``
+  for ``swarm task``, ``swarm`` when the runtime releases a gone member's
+  tasks. A deleted task's file is gone, history and all.
+
 The store sends no mail: a caller that sets a task's owner to someone else
 sends the ``task_assignment`` frame (``send_assignment``).
 """
@@ -43,8 +51,8 @@ from swarm.core.frames import TaskAssignment
 from swarm.core.home import Home, ensure_dir
 from swarm.core.jsonfile import LockedJsonFile, lock_of
 from swarm.core.mailbox import Mailbox
-from swarm.core.names import validate_name
-from swarm.core.protocol import Task
+from swarm.core.names import RUNTIME_NAME, validate_name
+from swarm.core.protocol import Task, TaskEdit
 from swarm.core.task_graph import Board, symmetrize
 from swarm.core.teams import TeamStore
 from swarm.errors import (
@@ -201,6 +209,7 @@ class TaskStore:
         def release(board: Board) -> builtins.list[Task]:
             held = [t for t in board.ordered() if t.owner == agent and t.status != "completed"]
             for task in held:
+                _record(task, RUNTIME_NAME, status="pending", owner=None)
                 task.owner = None
                 task.status = "pending"
             return held
@@ -315,14 +324,16 @@ class _Fields:
             board.link(other, task.id)
         if self.status == "completed" and task.status == "completed":
             raise ConflictError(f"task {task.id} is already completed")
-        self._set_fields(task)
+        self._set_fields(task, by)
         return task
 
     def _takes(self, task: Task, by: str) -> bool:
         """``by`` makes itself the owner, or claims (``in_progress``) a task it holds: a claim's checks apply."""
         return self.owner == by and (task.owner != by or self.status == "in_progress")
 
-    def _set_fields(self, task: Task) -> None:
+    def _set_fields(self, task: Task, by: str) -> None:
+        _record(task, by, **{name: getattr(self, name) for name in _TRACKED
+                              if not isinstance(getattr(self, name), Unset)})
         if not isinstance(self.subject, Unset):
             task.subject = self.subject
         if not isinstance(self.description, Unset):
@@ -336,6 +347,19 @@ class _Fields:
         if not isinstance(self.metadata, Unset) and self.metadata:
             merged = {**task.metadata, **self.metadata}
             task.metadata = {k: v for k, v in merged.items() if v is not None}
+
+
+_TRACKED = ("status", "owner", "subject", "description", "active_form")
+"""The fields a task's ``history`` follows (not its dependencies, which only grow, nor its metadata)."""
+
+
+def _record(task: Task, by: str, **changes: Any) -> None:
+    """Add to ``task.history`` one entry for each of ``changes`` (field -> new value) that changes its value."""
+    at = now_iso()
+    edits = [TaskEdit(by=by, at=at, field=name, old=getattr(task, name), new=value)
+             for name, value in changes.items() if getattr(task, name) != value]
+    if edits:
+        task.history = [*task.history, *edits]  # assigned, not appended: a field set is written
 
 
 def _check_claim(board: Board, task: Task, agent: str) -> None:
