@@ -285,7 +285,11 @@ def run_lead(session: MainSession, lead: LeadTeam, prompt: str, *, timeout: floa
     """Run the lead's first turn, then its team, to the end (see the module docstring)."""
     began, since = time.monotonic(), now_ms()
     deadline = began + timeout if timeout else float("inf")
-    run = session.start(prompt)
+    try:
+        run = session.start(prompt)
+    except KeyboardInterrupt:  # aborted (a second Ctrl-C) in the first turn: its teammates are forced down at once
+        lead.stop_teams(timeout=0.0, reason="the lead was aborted")
+        raise
     if not lead.led:
         return LeadOutcome(run, None, None, "no_team")
     follower = TeamFollower(lead, lambda team: LeadPump(lead.home, team, plans_by_model=True,

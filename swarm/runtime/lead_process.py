@@ -9,7 +9,9 @@ its teammates must not outlive it, however it ends:
   stop, shut the team down (handshake, then force), exit. ``StopSignals``
   installs one handler for the three, for the time the process leads; each
   command passes the handler it always had for Ctrl-C, and a SIGTERM or
-  SIGHUP takes the same path. After a SIGHUP the terminal is gone: output
+  SIGHUP takes the same path. Only a second Ctrl-C aborts the stop; a SIGTERM
+  or SIGHUP after any stop signal is ignored (``timeout`` sends its SIGTERM
+  to the process and again to its process group). After a SIGHUP the terminal is gone: output
   that went to it goes to ``/dev/null`` from then on, so the shutdown's own
   messages cannot fail it.
 - **The record.** ``record_lead`` writes the process's pid and create time
@@ -35,11 +37,11 @@ import stat
 from collections.abc import Callable
 from types import FrameType, TracebackType
 
-from swarm.backends.procs import is_pid_alive, process_create_time
+from swarm.backends.procs import process_create_time
 from swarm.core.home import Home
 from swarm.core.protocol import TeamFile
 from swarm.core.teams import TeamStore
-from swarm.errors import SwarmError
+from swarm.teammate.lead_watch import lead_gone
 
 Handler = Callable[[int, FrameType | None], None]
 
@@ -90,10 +92,12 @@ class StopSignals:
         return 128 + signal.Signals[self.received or "SIGINT"].value
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
-        if self.received is None or self.received == "SIGINT":
-            self.received = signal.Signals(signum).name
         if signum == signal.SIGHUP:
             detach_terminal()
+        if signum != signal.SIGINT and self.received is not None:
+            return  # the stop is under way: `timeout` signals the process and then its group, a pane may hang up twice
+        if self.received is None or self.received == "SIGINT":
+            self.received = signal.Signals(signum).name
         self.handler(signum, frame)
 
 
@@ -125,7 +129,7 @@ def forget_dead_lead(home: Home, team: str) -> None:
     """A person takes the lead of ``team``: a recorded lead process that is gone is forgotten, so the teammates
     the person starts do not stop at once for a lead that died before them."""
     def drop(current: TeamFile) -> None:
-        if current.lead_pid is not None and not is_pid_alive(current.lead_pid, current.lead_proc_start):
+        if lead_gone(current):
             current.lead_pid = current.lead_proc_start = None
 
     if TeamStore(home).exists(team):  # no team: the spawn itself says so

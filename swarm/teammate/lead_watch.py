@@ -30,6 +30,7 @@ import threading
 from collections.abc import Callable
 
 from swarm.backends.procs import is_pid_alive
+from swarm.core.protocol import TeamFile
 from swarm.core.teams import TeamStore
 from swarm.errors import SwarmError
 
@@ -38,6 +39,11 @@ log = logging.getLogger(__name__)
 LEAD_CHECK = 2.0
 """Seconds between checks of the lead where no pidfd can be waited on; also how often an idle teammate
 that watches a lead wakes to see whether it is gone."""
+
+
+def lead_gone(team: TeamFile) -> bool:
+    """The team records a lead process and it is gone (or its pid now runs another process): the one judgement."""
+    return team.lead_pid is not None and not is_pid_alive(team.lead_pid, team.lead_proc_start)
 
 
 class LeadWatch:
@@ -59,22 +65,22 @@ class LeadWatch:
         self.watching = True
         threading.Thread(target=self._watch, name="lead-watch", daemon=True).start()
 
-    def _lead(self) -> tuple[int, float | None] | None:
+    def _lead(self) -> TeamFile | None:
+        """The team file, if it records a lead process."""
         try:
             team = self.teams.get(self.team)
         except SwarmError:  # the team was deleted: nothing left to lead
             return None
-        return (team.lead_pid, team.lead_proc_start) if team.lead_pid is not None else None
+        return team if team.lead_pid is not None else None
 
     def _watch(self) -> None:
-        while (lead := self._lead()) is not None:
-            pid, start = lead
-            if not is_pid_alive(pid, start):
-                log.warning("the team's lead process is gone; stopping", extra={"lead_pid": pid})
+        while (team := self._lead()) is not None and team.lead_pid is not None:
+            if lead_gone(team):
+                log.warning("the team's lead process is gone; stopping", extra={"lead_pid": team.lead_pid})
                 self.gone.set()
                 self.on_gone()
                 return
-            _wait_exit(pid, start)
+            _wait_exit(team.lead_pid, team.lead_proc_start)
 
 
 def _wait_exit(pid: int, start: float | None) -> None:
