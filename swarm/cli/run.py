@@ -188,4 +188,4 @@ def _first_interrupt(turn: TurnState) -> Callable[[int, FrameType | None], None]
 def say(line: str) -> None:
     """One line on stderr, if it can still be written (a closed pipe is no reason to fail the shutdown)."""
     with contextlib.suppress(OSError):
-        click.echo(line, err=True)
+        echo(line, err=True)

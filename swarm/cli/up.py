@@ -142,7 +142,7 @@ def _foreground(home: Home, team: str, env: dict[str, str], shutdown_timeout: fl
                      r.worktree_state or ""] for r in rows])
     except KeyboardInterrupt:
         by = f" ({stops.received})" if stops.by_signal else ""
-        click.echo(f"\nstopping the team{by} (Ctrl-C again to force)…")
+        echo(f"\nstopping the team{by} (Ctrl-C again to force)…")
     finally:
         coordinator.close()
     _print_outcomes(stop_team(home, team, env, timeout=shutdown_timeout, inbox=coordinator.inbox))

@@ -257,6 +257,8 @@ class TaskEdit(Wire):
     field: StrictStr
     old: Any = Field(default=None, alias="from")
     new: Any = Field(default=None, alias="to")
+    author: Author | None = None
+    """For a ``swarm task`` command: whether the person at a shell ran it or a model's Bash (``command_author``)."""
 
 
 class Task(CamelWire):

@@ -147,4 +147,5 @@ def test_who_changed_a_task_is_in_its_history_and_in_tasks_json(team: Home, run_
                        ("alice", "status", "in_progress", "pending"), ("alice", "owner", "bob", None),
                        ("team-lead", "status", "pending", "completed")]
     assert all(h["at"] for h in doc["history"])
+    assert [h.get("author") for h in doc["history"]] == [None, None, None, "person"]  # the CLI's is a person's
     assert doc["status"] == "completed" and "owner" not in doc
