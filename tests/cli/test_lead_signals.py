@@ -77,7 +77,7 @@ def tok(tmp_path: Path) -> Iterator[str]:
     """A unique name for this test's processes; whatever still carries it (or runs the home) is stopped after."""
     value = uuid.uuid4().hex[:10]
     yield value
-    for proc in _named(f"swarm-lead"):
+    for proc in _named("swarm-lead"):
         if value in proc.info["cmdline"][0]:
             proc.kill()
     for pid in teammate_pids(Home(tmp_path / "home")):
