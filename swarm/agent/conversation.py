@@ -10,7 +10,11 @@ from swarm.agent.transcript import Transcript
 from swarm.errors import StorageError
 from swarm.models.messages import Message, TextBlock, ToolResultBlock, Usage
 
-RESUMED_NOTE = "interrupted: the agent stopped before this tool ran; check its effects before running it again"
+RESUMED_NOTE = ("interrupted: the agent stopped while this tool call was under way, so it was cut short: it may not "
+                "have started, or have done part or all of its work; its effects are unknown. Check what it did "
+                "before running it again.")
+"""The result a resumed conversation gives a tool call the transcript has no result for. Nothing records
+whether the call had started, so the note claims neither."""
 
 
 class OwedSync:

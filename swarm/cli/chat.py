@@ -40,6 +40,7 @@ from swarm.interactive.view import View
 from swarm.models.aliases import expand_alias
 from swarm.models.factory import make_provider
 from swarm.runtime.lead import LeadTeam
+from swarm.runtime.lead_process import StopSignals
 
 
 def run_chat(home: Home, *, resume: str | None, permission_mode: str, model: str | None, playbook: Path | None,
@@ -77,24 +78,25 @@ def run_chat(home: Home, *, resume: str | None, permission_mode: str, model: str
     if terminal:
         front = Terminal(chat, commands, history_path(home))
         view.on_change = desk.on_change = chat.on_change = front.wake
-        previous = signal.getsignal(signal.SIGINT)
     else:
         front = PlainLines(chat, commands)
-        previous = signal.signal(signal.SIGINT, _plain_interrupt(chat))
+    stops = StopSignals(_stop_handler(chat, front))
     chat.start()
-    try:
-        front.run()
-    except KeyboardInterrupt:
-        view.note("interrupted")
-    finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the shutdown below is not cut short by a third Ctrl-C
+    with stops:
         try:
-            for line in chat.close():
-                view.note(f"kept: {line}")
+            front.run()
+        except KeyboardInterrupt:
+            view.note("interrupted")
         finally:
-            signal.signal(signal.SIGINT, previous)
-            provider.close()
+            stops.ignore()  # the shutdown below is not cut short by another Ctrl-C, SIGTERM or SIGHUP
+            try:
+                for line in chat.close():
+                    view.note(f"kept: {line}")
+            finally:
+                provider.close()
     view.note(f"session {chat.session_id} saved; `swarm run --resume {chat.session_id}` continues it")
+    if stops.by_signal:
+        raise click.exceptions.Exit(stops.exit_code)  # the team is down, but the session did not end by choice
 
 
 def _trusted_env(workdir: Path, *, trust: bool, ask: bool) -> dict[str, str]:
@@ -135,15 +137,20 @@ def _welcome(view: View, chat: Chat, model: str, cwd: Path, *, resumed: bool) ->
     view.note("talk to the lead; it can create a team and start teammates. /help lists the commands")
 
 
-def _plain_interrupt(chat: Chat) -> Callable[[int, FrameType | None], None]:
-    """SIGINT without a terminal prompt: the first stops the lead's turn, one with no turn running ends the session."""
+def _stop_handler(chat: Chat, front: Terminal | PlainLines) -> Callable[[int, FrameType | None], None]:
+    """The stop signals: SIGTERM and SIGHUP end the session (as ``/exit``: the team is shut down); SIGINT is
+    Ctrl-C, which the prompt handles itself while it runs; without a terminal prompt the first stops the lead's
+    turn, and one with no turn running ends the session."""
     lock = threading.Lock()
 
     def handler(signum: int, frame: FrameType | None) -> None:
-        with lock:
-            if chat.interrupt():
-                chat.view.note("interrupting the lead's turn")
-                return
+        if signum != signal.SIGINT and isinstance(front, Terminal) and front.leave():
+            return
+        if signum == signal.SIGINT and isinstance(front, PlainLines):
+            with lock:
+                if chat.interrupt():
+                    chat.view.note("interrupting the lead's turn")
+                    return
         raise KeyboardInterrupt
 
     return handler

@@ -12,6 +12,7 @@ import click
 from swarm.cli.render import echo, emit_json, one_line
 from swarm.core.permlog import PermissionEvent
 from swarm.runtime.demo import DemoRun, abort, cleanup, run_demo
+from swarm.runtime.lead_process import StopSignals
 from swarm.runtime.lead_inbox import LeadMessage
 
 
@@ -47,14 +48,16 @@ def demo(keep: bool, backend: str, as_json: bool) -> None:
 
     env = dict(os.environ)
     root = Path(tempfile.mkdtemp(prefix="swarm-demo-"))
+    stops = StopSignals()  # SIGTERM and SIGHUP as Ctrl-C: the team is stopped, nothing is left
     try:
         if not as_json:
             echo("swarm demo: a lead model runs a two-person team, offline (scripted models, no API key)\n")
-        run = run_demo(env, backend=backend, root=root, on_message=message, on_decision=decision)
+        with stops:
+            run = run_demo(env, backend=backend, root=root, on_message=message, on_decision=decision)
     except KeyboardInterrupt:
         abort(root, env)
         echo(f"\ninterrupted: stopped the demo team and removed {root}", err=True)
-        raise click.exceptions.Exit(130) from None
+        raise click.exceptions.Exit(stops.exit_code) from None
     except BaseException:
         abort(root, env)  # a failed demo leaves nothing behind either
         raise

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
@@ -15,6 +15,7 @@ import click
 from swarm.agent.headless import MainSession, MainSetup
 from swarm.agent.limits import Limits
 from swarm.agent.permissions.policy import PERMISSION_MODES
+from swarm.agent.tools.context import TurnState
 from swarm.agent.tools.team_tools import team_tools
 from swarm.agent.workspace import grant_or_refuse
 from swarm.cli.options import home_of, json_option, say_model, tmux_socket_option, trust_option, warn
@@ -25,6 +26,7 @@ from swarm.core.protocol import LeadPolicy
 from swarm.core.teams import TeamStore
 from swarm.errors import SwarmError, UsageError
 from swarm.runtime.lead import LeadOutcome, LeadTeam, run_lead
+from swarm.runtime.lead_process import StopSignals
 
 
 def _playbooks(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, Path]:
@@ -102,7 +104,8 @@ def run(ctx: click.Context, prompt: str | None, resume: str | None, permission_m
     that has some is an error unless --trust (see `swarm trust`).
 
     Diagnostics go to stderr. Ctrl-C stops the agent (and its subagents) after
-    the current step; a second Ctrl-C aborts at once.
+    the current step; a second Ctrl-C aborts at once. SIGTERM and SIGHUP stop
+    it at once; its teammates are shut down in every case.
     """
     if prompt is None:
         from swarm.cli.chat import (
@@ -128,22 +131,21 @@ def run(ctx: click.Context, prompt: str | None, resume: str | None, permission_m
     policy = LeadPolicy(allow=list(allow), deny=list(deny)) if allow or deny else None
     lead = LeadTeam(home_of(ctx), env, workdir, backend=backend, tmux_socket=tmux_socket, policy=policy,
                     playbooks=teammate_playbooks, ceiling=permission_mode)
-    cancel = threading.Event()
-    previous = signal.signal(signal.SIGINT, _first_interrupt(cancel))
-    session = MainSession(provider, cwd=workdir, main=main, transcript=transcript, cancel=cancel,
+    session = MainSession(provider, cwd=workdir, main=main, transcript=transcript,
                           limits=Limits(max_turns=max_turns, max_tokens=token_budget, max_seconds=timeout),
                           confine_writes=not allow_writes_outside_cwd, extra_tools=team_tools(lead),
                           team_control=lead)
+    stops = StopSignals(_first_interrupt(session.ctx.turn))
     try:
-        outcome = run_lead(session, lead, prompt, timeout=timeout)
+        with stops:
+            outcome = run_lead(session, lead, prompt, timeout=timeout)
     finally:
         session.close()
-        signal.signal(signal.SIGINT, previous)
         provider.close()
-    _finish(home_of(ctx), outcome, remove=remove, as_json=as_json)
+    _finish(home_of(ctx), outcome, remove=remove, as_json=as_json, stopped_by=stops.received)
 
 
-def _finish(home: Home, outcome: LeadOutcome, *, remove: bool, as_json: bool) -> None:
+def _finish(home: Home, outcome: LeadOutcome, *, remove: bool, as_json: bool, stopped_by: str | None = None) -> None:
     """Print the answer (or the JSON report) and fail when the run did not end well."""
     result = outcome.run
     if remove and outcome.team is not None and TeamStore(home).exists(outcome.team):
@@ -152,7 +154,8 @@ def _finish(home: Home, outcome: LeadOutcome, *, remove: bool, as_json: bool) ->
         emit_json({"text": result.text, "stop_reason": result.stop_reason, "reason": outcome.reason,
                    "report": outcome.report.model_dump(mode="json") if outcome.report else None})
     if outcome.reason in ("timeout", "interrupted"):
-        raise SwarmError(f"run ended by {outcome.reason}; teammates were shut down"
+        ended_by = stopped_by if outcome.reason == "interrupted" and stopped_by else outcome.reason
+        raise SwarmError(f"run ended by {ended_by}; teammates were shut down"
                          + (f" (team {outcome.team!r} is kept: `swarm status --team {outcome.team}`)"
                             if outcome.team and not remove else ""))
     if not result.ok:
@@ -168,12 +171,27 @@ def _agents_dir(home: Home, transcript: Path | None) -> Path:
     return home.root / "runs" / f"{now_ms()}-{os.getpid()}" / "subagents"
 
 
-def _first_interrupt(cancel: threading.Event) -> Callable[[int, FrameType | None], None]:
-    """SIGINT handler: the first Ctrl-C asks the agent to stop after its step, the second aborts."""
+def _first_interrupt(turn: TurnState) -> Callable[[int, FrameType | None], None]:
+    """The stop signals' handler: the first Ctrl-C asks the agent to stop after its step, the second aborts.
+
+    SIGTERM and SIGHUP stop it the same way, and also cut short the step that
+    runs (a command is killed): nobody waits for its result. The team is shut
+    down either way (``run_lead``).
+    """
     def handler(signum: int, frame: FrameType | None) -> None:
-        if cancel.is_set():
+        if turn.cancel.is_set():
             raise KeyboardInterrupt
-        cancel.set()
-        click.echo("swarm: stopping after the current step (Ctrl-C again to abort)", err=True)
+        turn.cancel.set()
+        if signum != signal.SIGINT:
+            turn.interrupt.set()
+            say(f"swarm: {signal.Signals(signum).name}: stopping the agent and shutting its team down")
+        else:
+            say("swarm: stopping after the current step (Ctrl-C again to abort)")
 
     return handler
+
+
+def say(line: str) -> None:
+    """One line on stderr, if it can still be written (a closed pipe is no reason to fail the shutdown)."""
+    with contextlib.suppress(OSError):
+        echo(line, err=True)

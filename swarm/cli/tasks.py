@@ -6,6 +6,7 @@ The person at the terminal acts as the team lead: a task given to a teammate
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any
 
@@ -22,7 +23,7 @@ from swarm.cli.render import echo, emit_json, one_line, table
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.names import LEAD_NAME
-from swarm.core.protocol import Task
+from swarm.core.protocol import Task, command_author
 from swarm.core.tasks import (
     STATUSES,
     UNSET,
@@ -137,7 +138,7 @@ def update(ctx: click.Context, task_id: str, team: str, status: str | None, owne
         task_id, by=LEAD_NAME, status=UNSET if status is None else status,
         owner=None if no_owner else (UNSET if owner is None else owner),
         subject=UNSET if subject is None else subject, description=UNSET if description is None else description,
-        add_blocked_by=add_blocked_by)
+        add_blocked_by=add_blocked_by, author=command_author(os.environ))
     if change.task is None:
         if as_json:
             emit_json({"id": task_id, "deleted": True})

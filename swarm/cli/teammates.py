@@ -31,6 +31,7 @@ from swarm.core.protocol import COLORS, command_author
 from swarm.errors import BackendError, NotFoundError, UsageError
 from swarm.runtime.shutdown import force_stop, live_members
 from swarm.runtime.shutdown import shutdown as shutdown_teammates
+from swarm.runtime.lead_process import forget_dead_lead
 from swarm.runtime.spawn import SpawnRequest, spawn_reporting, wait_joined
 from swarm.runtime.status import MemberStatus, team_status
 from swarm.runtime.worktrees import Worktree
@@ -92,6 +93,7 @@ def spawn(ctx: click.Context, name: str, team: str, prompt: str, backend: str, a
                            permission_timeout=permission_timeout, worktree=worktree, base=base,
                            runtime=runtime, claude_bin=claude_bin)
     home = home_of(ctx)
+    forget_dead_lead(home, team)  # a person leads from here: a lead process that died is not waited on
     spawned = spawn_reporting(home, request, env)
     for warning in spawned.warnings:
         warn(warning)

@@ -24,6 +24,7 @@ from swarm.core.clock import now_ms
 from swarm.core.home import Home
 from swarm.core.permlog import PermissionEvent, PermissionLog
 from swarm.core.teams import TeamStore
+from swarm.runtime.lead_process import StopSignals
 from swarm.runtime.lead_pump import Answer, LeadPump
 from swarm.runtime.permission_desk import requester_cwd, what_is_asked
 from swarm.runtime.lead_inbox import LeadMessage
@@ -49,7 +50,7 @@ from swarm.runtime.upfile import load_upfile
 @click.pass_context
 def up(ctx: click.Context, file: Path, detach: bool, headless: bool, timeout: float, cwd: Path | None,
        offline: bool, tmux_socket: str | None, trust: bool, as_json: bool) -> None:
-    """Start the team described in FILE (TOML) and coordinate it until Ctrl-C.
+    """Start the team described in FILE (TOML) and coordinate it until Ctrl-C (or SIGTERM, SIGHUP).
 
     FILE has a [team] table, optional [lead] / [lead.policy] / [permissions]
     tables, and one [[members]] table per teammate (name, prompt, playbook,
@@ -72,21 +73,25 @@ def up(ctx: click.Context, file: Path, detach: bool, headless: bool, timeout: fl
         for request in started.requests:
             say_teammate_model(request, env)
 
-    if headless:
-        report = run_headless(home, spec, cwd=where, env=env, timeout=timeout, tmux_socket=tmux_socket,
-                              offline=offline, on_started=say_models)
-        _print_report(report, as_json)
-        ctx.exit(0 if report.ok else 1)
-    started = start_team(home, spec, cwd=where, env=env, tmux_socket=tmux_socket, offline=offline)
-    for warning in started.warnings:
-        warn(warning)
-    say_models(started)
-    echo(f"team {started.team} is up: {', '.join(started.members)}")
-    if detach:
-        echo(f"watch: swarm status --team {started.team} --watch · answer: swarm permissions --team "
-             f"{started.team} --watch · stop: swarm down {started.team}")
-        return
-    _foreground(home, started.team, env, spec.lead.shutdown_timeout)
+    with StopSignals() as stops:  # SIGTERM and SIGHUP stop the team as Ctrl-C does
+        if headless:
+            report = run_headless(home, spec, cwd=where, env=env, timeout=timeout, tmux_socket=tmux_socket,
+                                  offline=offline, on_started=say_models)
+            _print_report(report, as_json)
+            ctx.exit(0 if report.ok else 1)
+        started = start_team(home, spec, cwd=where, env=env, tmux_socket=tmux_socket, offline=offline,
+                             lead=not detach)
+        for warning in started.warnings:
+            warn(warning)
+        say_models(started)
+        echo(f"team {started.team} is up: {', '.join(started.members)}")
+        if detach:
+            echo(f"watch: swarm status --team {started.team} --watch · answer: swarm permissions --team "
+                       f"{started.team} --watch · stop: swarm down {started.team}")
+            return
+        _foreground(home, started.team, env, spec.lead.shutdown_timeout, stops)
+    if stops.by_signal:
+        raise click.exceptions.Exit(stops.exit_code)  # stopped, but not by the person: the caller learns it
 
 
 @click.command()
@@ -127,7 +132,7 @@ class TerminalAsker:
         return False, click.prompt("  feedback for the teammate", default="please revise")
 
 
-def _foreground(home: Home, team: str, env: dict[str, str], shutdown_timeout: float) -> None:
+def _foreground(home: Home, team: str, env: dict[str, str], shutdown_timeout: float, stops: StopSignals) -> None:
     asker = TerminalAsker(home, team) if sys.stdin.isatty() else None
     if asker is None:
         click.echo("stdin is not a terminal: requests the policy does not answer are denied", err=True)
@@ -146,7 +151,8 @@ def _foreground(home: Home, team: str, env: dict[str, str], shutdown_timeout: fl
                     [r.name, r.state, f"{r.idle_for_s:.0f}s ago" if r.idle_for_s is not None else "", r.tokens,
                      r.worktree_state or ""] for r in rows])
     except KeyboardInterrupt:
-        click.echo("\nstopping the team (Ctrl-C again to force)…")
+        by = f" ({stops.received})" if stops.by_signal else ""
+        echo(f"\nstopping the team{by} (Ctrl-C again to force)…")
     finally:
         coordinator.close()
     _print_outcomes(stop_team(home, team, env, timeout=shutdown_timeout, inbox=coordinator.inbox))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
 from swarm.core.names import LEAD_NAME
@@ -226,6 +226,11 @@ class TeamFile(CamelWire):
     settings_digests: dict[str, str] | None = None
     """Settings file path -> sha256 (or ``absent``) as the lead side first saw it; allow rules of a
     file that no longer matches are ignored (``agent/permissions/settings.py``)."""
+    lead_pid: int | None = None
+    """The process leading the team when swarm started it (``swarm run``, a foreground ``swarm up``,
+    ``swarm demo``); its teammates stop on their own once it is gone. None: a person leads (the CLI)."""
+    lead_proc_start: float | None = None
+    """``lead_pid``'s create time: the same pid started at another time is not the lead."""
 
     def member(self, name: str) -> Member | None:
         return next((m for m in self.members if m.name == name), None)
@@ -244,6 +249,18 @@ class TeamFile(CamelWire):
 # -- tasks -------------------------------------------------------------------
 
 
+class TaskEdit(Wire):
+    """swarm: one change to one field of a task — who made it (a member's name), when, from what to what."""
+
+    by: StrictStr
+    at: StrictStr
+    field: StrictStr
+    old: Any = Field(default=None, alias="from")
+    new: Any = Field(default=None, alias="to")
+    author: Author | None = None
+    """For a ``swarm task`` command: whether the person at a shell ran it or a model's Bash (``command_author``)."""
+
+
 class Task(CamelWire):
     id: StrictStr
     subject: StrictStr
@@ -254,6 +271,24 @@ class Task(CamelWire):
     blocks: list[str] = Field(default_factory=list)
     blocked_by: list[str] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
+    # swarm addition (Claude Code ignores it):
+    history: list[TaskEdit] = Field(default_factory=list)
+    """Every change to the task's status, owner, subject, description or form since swarm first changed it,
+    oldest first (``core.tasks``): members may change each other's tasks, and this says who did."""
+
+    @field_validator("history", mode="before")
+    @classmethod
+    def _readable_history(cls, raw: Any) -> list[Any]:
+        """A history entry that does not parse is dropped: it never makes the task itself unreadable."""
+        if not isinstance(raw, list):
+            return []
+        kept = []
+        for item in raw:
+            try:
+                kept.append(TaskEdit.model_validate(item))
+            except ValidationError:
+                continue
+        return kept
 
 
 def build_models() -> None:

@@ -22,6 +22,15 @@
   ``problems`` lists one line per such task (``LockedJsonFile``'s own
   warning for a task file it read as empty is dropped: that line says it).
 
+- **(swarm)** Any member may change any task, as in Claude Code (clear,
+  complete, delete or reassign another member's); every change to a task's
+  status, owner, subject, description or form is appended to its ``history``
+  (``TaskEdit``: by, at, field, from, to) in the same write. ``by`` is the
+  member the change is made as: the agent for the task tools, ``team-lead``
+  for ``swarm task`` (with ``author``: ``person`` at a shell, or ``model``
+  when an agent's Bash ran it), ``swarm`` when the runtime releases a gone
+  member's tasks. A deleted task's file is gone, history and all.
+
 The store sends no mail: a caller that sets a task's owner to someone else
 sends the ``task_assignment`` frame (``send_assignment``).
 """
@@ -43,8 +52,8 @@ from swarm.core.frames import TaskAssignment
 from swarm.core.home import Home, ensure_dir
 from swarm.core.jsonfile import LockedJsonFile, lock_of
 from swarm.core.mailbox import Mailbox
-from swarm.core.names import validate_name
-from swarm.core.protocol import Task
+from swarm.core.names import RUNTIME_NAME, validate_name
+from swarm.core.protocol import Author, Task, TaskEdit
 from swarm.core.task_graph import Board, symmetrize
 from swarm.core.teams import TeamStore
 from swarm.errors import (
@@ -163,7 +172,8 @@ class TaskStore:
     def update(self, task_id: str, *, by: str, subject: str | Unset = UNSET, description: str | Unset = UNSET,
                active_form: str | None | Unset = UNSET, status: str | Unset = UNSET,
                owner: str | None | Unset = UNSET, metadata: dict[str, Any] | None | Unset = UNSET,
-               add_blocks: Sequence[str] = (), add_blocked_by: Sequence[str] = ()) -> TaskChange:
+               add_blocks: Sequence[str] = (), add_blocked_by: Sequence[str] = (),
+               author: Author | None = None) -> TaskChange:
         """Change the fields given (``UNSET``: leave; ``owner=None``: clear) as member ``by``, all or nothing.
 
         ``status="deleted"`` deletes the task and every reference to it.
@@ -172,13 +182,14 @@ class TaskStore:
         would close a cycle is a ConflictError naming it, and so is completing
         a task that is already completed. Setting ``owner`` to ``by`` itself
         takes the task and is checked like a claim (see ``claim``); so is
-        ``in_progress`` for ``by`` on a task it already holds.
+        ``in_progress`` for ``by`` on a task it already holds. Each change goes
+        into the task's ``history`` as ``by``'s, marked with ``author`` (a command's).
         """
         wanted = parse_task_id(task_id)
         fields = _Fields(subject=subject if isinstance(subject, Unset) else _subject(subject),
                          description=description, active_form=active_form, status=_status(status),
                          owner=owner if isinstance(owner, Unset) else _owner(owner), metadata=metadata,
-                         add_blocks=_ids(add_blocks), add_blocked_by=_ids(add_blocked_by))
+                         add_blocks=_ids(add_blocks), add_blocked_by=_ids(add_blocked_by), author=author)
         return self._change(lambda board: fields.apply(board, wanted, by))
 
     def claim(self, task_id: str, agent: str) -> Task:
@@ -201,6 +212,7 @@ class TaskStore:
         def release(board: Board) -> builtins.list[Task]:
             held = [t for t in board.ordered() if t.owner == agent and t.status != "completed"]
             for task in held:
+                _record(task, RUNTIME_NAME, None, status="pending", owner=None)
                 task.owner = None
                 task.status = "pending"
             return held
@@ -293,6 +305,7 @@ class _Fields:
     metadata: dict[str, Any] | None | Unset = UNSET
     add_blocks: list[str] = field(default_factory=list)
     add_blocked_by: list[str] = field(default_factory=list)
+    author: Author | None = None
 
     def apply(self, board: Board, task_id: str, by: str) -> TaskChange:
         task = board.require(task_id)
@@ -315,14 +328,16 @@ class _Fields:
             board.link(other, task.id)
         if self.status == "completed" and task.status == "completed":
             raise ConflictError(f"task {task.id} is already completed")
-        self._set_fields(task)
+        self._set_fields(task, by)
         return task
 
     def _takes(self, task: Task, by: str) -> bool:
         """``by`` makes itself the owner, or claims (``in_progress``) a task it holds: a claim's checks apply."""
         return self.owner == by and (task.owner != by or self.status == "in_progress")
 
-    def _set_fields(self, task: Task) -> None:
+    def _set_fields(self, task: Task, by: str) -> None:
+        _record(task, by, self.author, **{name: getattr(self, name) for name in _TRACKED
+                                           if not isinstance(getattr(self, name), Unset)})
         if not isinstance(self.subject, Unset):
             task.subject = self.subject
         if not isinstance(self.description, Unset):
@@ -336,6 +351,20 @@ class _Fields:
         if not isinstance(self.metadata, Unset) and self.metadata:
             merged = {**task.metadata, **self.metadata}
             task.metadata = {k: v for k, v in merged.items() if v is not None}
+
+
+_TRACKED = ("status", "owner", "subject", "description", "active_form")
+"""The fields a task's ``history`` follows (not its dependencies, which only grow, nor its metadata)."""
+
+
+def _record(task: Task, by: str, author: Author | None, **changes: Any) -> None:
+    """Add to ``task.history`` one entry for each of ``changes`` (field -> new value) that changes its value."""
+    at = now_iso()
+    marked = {"author": author} if author is not None else {}
+    edits = [TaskEdit(by=by, at=at, field=name, old=getattr(task, name), new=value, **marked)
+             for name, value in changes.items() if getattr(task, name) != value]
+    if edits:
+        task.history = [*task.history, *edits]  # assigned, not appended: a field set is written
 
 
 def _check_claim(board: Board, task: Task, agent: str) -> None:

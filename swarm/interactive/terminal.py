@@ -147,6 +147,18 @@ class Terminal:
         finally:
             self._asking = None
 
+    def leave(self) -> bool:
+        """Leave as ``/exit`` does, from a signal handler or any thread (SIGTERM, the terminal closed).
+
+        True when the prompt loop runs and now ends; False when it does not
+        run (the caller ends the session its own way).
+        """
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return False
+        loop.call_soon_threadsafe(self._leave, None)
+        return True
+
     def _ctrl_c(self, app: Application[str] | None) -> None:
         """Stop the lead's turn; with none running, a second Ctrl-C within ``DOUBLE_CTRL_C`` s leaves."""
         if self.chat.interrupt():
@@ -157,6 +169,9 @@ class Terminal:
             self._last_ctrl_c = now
             self.chat.view.note("Ctrl-C again to shut the team down and leave (or /exit)")
             return
+        self._leave(app)
+
+    def _leave(self, app: Application[str] | None) -> None:
         self._leaving = True
         app = app or self._active()
         if app is not None and not app.is_done:

@@ -16,7 +16,9 @@ The run ends when the lead's turn has ended, no teammate is active and
 nothing is unread; a team whose teammates all sit idle is reminded once to
 finish, then shut down. ``timeout`` bounds the whole run. Teammates are
 always shut down before it returns, in every team it created that is still
-there; the team directory and task list stay.
+there; the team directory and task list stay. This process is recorded as
+the team's lead (``runtime.lead_process``): if it dies without shutting its
+teammates down (``kill -9``), they stop on their own.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from swarm.core.signing import rotate_lead_key
 from swarm.core.teams import TeamStore
 from swarm.errors import SwarmError
 from swarm.runtime.lead_inbox import LeadInbox, LeadMessage
+from swarm.runtime.lead_process import record_lead
 from swarm.runtime.lead_pump import LeadPump
 from swarm.runtime.permission_desk import answer_plan
 from swarm.runtime.shutdown import Outcome
@@ -95,6 +98,7 @@ class LeadTeam:
         try:
             validate_name(name, "team name")
             TeamStore(self.home).create(name, description, cwd=str(self.cwd))
+            record_lead(self.home, name)  # before any teammate: each one watches this process
             rotate_lead_key(self.home, name)
             if self.policy is not None:
                 policy = self.policy
@@ -281,7 +285,11 @@ def run_lead(session: MainSession, lead: LeadTeam, prompt: str, *, timeout: floa
     """Run the lead's first turn, then its team, to the end (see the module docstring)."""
     began, since = time.monotonic(), now_ms()
     deadline = began + timeout if timeout else float("inf")
-    run = session.start(prompt)
+    try:
+        run = session.start(prompt)
+    except KeyboardInterrupt:  # aborted (a second Ctrl-C) in the first turn: its teammates are forced down at once
+        lead.stop_teams(timeout=0.0, reason="the lead was aborted")
+        raise
     if not lead.led:
         return LeadOutcome(run, None, None, "no_team")
     follower = TeamFollower(lead, lambda team: LeadPump(lead.home, team, plans_by_model=True,

@@ -31,6 +31,7 @@ from swarm.runtime.lead_pump import LeadPump
 from swarm.runtime.lead_inbox import LeadInbox, LeadMessage
 from swarm.runtime.member_kinds import Machine, member_kind
 from swarm.runtime.shutdown import Outcome, shutdown
+from swarm.runtime.lead_process import forget_dead_lead, record_lead
 from swarm.runtime.spawn import SpawnRequest, spawn_reporting, wait_joined
 from swarm.runtime.upfile import MemberTable, UpFile
 
@@ -49,18 +50,26 @@ class Started(BaseModel):
 
 
 def start_team(home: Home, spec: UpFile, *, cwd: Path, env: Mapping[str, str],
-               tmux_socket: str | None = None, offline: bool = False, backend: str | None = None) -> Started:
+               tmux_socket: str | None = None, offline: bool = False, backend: str | None = None,
+               lead: bool = True) -> Started:
     """Create or reuse the team and spawn every member; on any failure stop what was started.
 
     Members with a playbook run on it when there is no ``ANTHROPIC_API_KEY``
     (or ``offline``); with a key they run on their model. ``backend``
-    overrides every member's backend.
+    overrides every member's backend. ``lead``: this process stays and leads
+    the team (foreground, headless), recorded before any member starts so the
+    members stop on their own if it dies; False (``--detach``): a person
+    leads, and an earlier lead process that is gone is forgotten.
     """
     name = spec.team.name
     spec.check_paths(cwd)
     _check_claude_members(spec, env)
     created = not TeamStore(home).exists(name)
     _prepare_team(home, spec, cwd)
+    if lead:
+        record_lead(home, name)
+    else:
+        forget_dead_lead(home, name)
     started: list[SpawnRequest] = []
     warnings: list[str] = []
     try:

@@ -10,6 +10,9 @@
   current step; reject → the request is forgotten and work goes on. A turn that
   ends with the request still owed is approved by the runtime
   (``approve_owed``), so a teammate never ignores a shutdown.
+- The lead process gone (``teammate.lead_watch``: crashed, ``kill -9``) is
+  taken as a shutdown nobody can ask for any more (``lead_gone``):
+  ``stopping``, then ``gone`` as ``stopped``, with nothing sent back.
 - ``gone`` is written through ``swarm.core.members.mark_gone`` — the one owner
   of "this member is no longer active" — with ``stopped`` after a shutdown and
   ``dead`` (plus one ``teammate_terminated`` notice to the lead) after a signal.
@@ -127,6 +130,14 @@ class Lifecycle:
             log.warning("could not mark member inactive", extra={"reason": str(exc)})
 
     # -- shutdown ----------------------------------------------------------------
+
+    def lead_gone(self) -> None:
+        """The process leading the team is gone: stop as after an approved shutdown (nobody is left to ask)."""
+        if self.stopping:
+            return
+        self.transcript.event("lead_gone", durable=True)
+        self.owed = None
+        self.state = "stopping"
 
     def shutdown_requested(self, request: ShutdownRequest) -> None:
         """Remember that the lead asked this teammate to stop (a repeat of the same request is ignored)."""

@@ -46,6 +46,7 @@ from swarm.core.names import LEAD_NAME
 from swarm.core.protocol import InboxEntry
 from swarm.core.signing import LeadVerifier, VerifyKey
 from swarm.core.teams import TeamStore
+from swarm.core.watch import ChangeWatcher
 from swarm.errors import ModelError
 from swarm.models.base import ModelProvider
 from swarm.models.factory import make_provider
@@ -54,6 +55,7 @@ from swarm.teammate.agents import assemble_teammate, teammate_host
 from swarm.teammate.config import PLAYBOOK_VARIABLES, TeammateConfig
 from swarm.teammate.delivery import Batch, Delivery
 from swarm.teammate.gate import TeammateGate
+from swarm.teammate.lead_watch import LEAD_CHECK, LeadWatch
 from swarm.teammate.lifecycle import Lifecycle
 from swarm.teammate.plan_tool import ExitPlanMode
 from swarm.teammate.served import Launcher
@@ -121,6 +123,8 @@ class TeammateSession:
         self.spec = AgentSpec(provider=provider, tools=agent.tools, gate=agent.gate, system=agent.system,
                               compaction=CompactionPolicy.from_env(env))
         self.usage = Usage()
+        self.lead_watch = LeadWatch(self.teams, config.team, on_gone=self.ctx.turn.cancel.set)
+        """The process leading the team, if swarm started one: its end ends this teammate's run."""
 
     def _playbook_variables(self) -> dict[str, str]:
         """What a scripted playbook may refer to: ``{agent_name}``, ``{team}``, ``{cwd}``, ``{branch}``."""
@@ -143,11 +147,15 @@ class TeammateSession:
                 self.lifecycle.joined(self.launcher.pid, self.launcher.start, self.usage,
                                       worker=(pid, process_create_time(pid)))
             log.info("joined team", extra={"team": self.config.team, "agent_id": self.config.agent_id})
+            self.lead_watch.start()
             self._resume()
             while not self.lifecycle.stopping:
+                if self.lead_watch.gone.is_set():
+                    self.lifecycle.lead_gone()
+                    break
                 batch = self.delivery.collect()  # one read of the inbox decides and delivers
                 if not batch.seen:
-                    watcher.wait(IDLE_WAIT)  # then the collect above reads the inbox: no read of its own here
+                    self._wait(watcher)  # then the collect above reads the inbox: no read of its own here
                     continue
                 self.lifecycle.busy(self.usage)  # before the inbox is pruned: "idle + empty inbox" means done
                 self._deliver(batch)
@@ -164,6 +172,14 @@ class TeammateSession:
             _stop_children()
             self.lifecycle.gone(self.usage, killed_by)
             self.transcript.event("left", usage=self.usage.model_dump(), killed_by=killed_by)
+
+    def _wait(self, watcher: ChangeWatcher) -> None:
+        """Until the inbox may have changed; while a lead process is watched, no longer than its end."""
+        if not self.lead_watch.watching:
+            watcher.wait(IDLE_WAIT)
+            return
+        while not watcher.wait(LEAD_CHECK) and not self.lead_watch.gone.is_set():
+            pass
 
     def _resume(self) -> None:
         """Pick up where an earlier process of this teammate was cut off (``kill -9`` mid-turn)."""
@@ -268,6 +284,8 @@ class TeammateSession:
         ``before_idle`` runs once the model is done, before the teammate is marked idle.
         """
         self.ctx.turn.cancel.clear()
+        if self.lead_watch.gone.is_set():
+            self.ctx.turn.cancel.set()  # the lead is gone: this turn ends after its first step
         self.ctx.turn.completed_tasks.clear()  # TaskUpdate records what this turn completes: the list is never read
         try:
             run = run_agent(self.spec, self.conversation, self.ctx, inbound=self._inbound)

@@ -131,3 +131,21 @@ def test_a_directory_where_a_task_file_belongs_is_one_line(team: Home, run_exe: 
     planted.mkdir()
     line = one_line_error(run_exe("tasks", "-t", TEAM), 1)
     assert str(planted) in line and "move it aside" in line
+
+
+def test_who_changed_a_task_is_in_its_history_and_in_tasks_json(team: Home, run_exe: Run) -> None:
+    """Members may change each other's tasks (as in Claude Code): each change says who made it, and when."""
+    TeamStore(team).add_member(TEAM, Member(agent_id=f"alice@{TEAM}", name="alice", is_active=True))
+    ok(run_exe("task", "add", "Write the parser", "-t", TEAM, "--owner", "bob"))
+    TaskStore(team, TEAM).claim("1", "bob")
+    TaskStore(team, TEAM).update("1", by="alice", owner=None, status="pending")  # alice clears bob's task
+    ok(run_exe("task", "update", "1", "-t", TEAM, "--status", "completed"))
+
+    [doc] = json.loads(ok(run_exe("tasks", "-t", TEAM, "--json")))
+    changes = [(h["by"], h["field"], h.get("from"), h.get("to")) for h in doc["history"]]
+    assert changes == [("bob", "status", "pending", "in_progress"),
+                       ("alice", "status", "in_progress", "pending"), ("alice", "owner", "bob", None),
+                       ("team-lead", "status", "pending", "completed")]
+    assert all(h["at"] for h in doc["history"])
+    assert [h.get("author") for h in doc["history"]] == [None, None, None, "person"]  # the CLI's is a person's
+    assert doc["status"] == "completed" and "owner" not in doc

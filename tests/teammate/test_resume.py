@@ -71,6 +71,9 @@ def test_a_teammate_killed_mid_turn_continues_that_turn_after_a_respawn(
     assert "slow job: build the index" in json.dumps(resumed[0])
     [result] = [b for b in resumed[-1]["content"] if b.get("type") == "tool_result"]
     assert result["tool_use_id"] == "toolu_slow" and result["is_error"] is True
+    # the command had started ("started" is in runs.txt): the model is told it was cut short, not that it never ran
+    note = json.dumps(result["content"])
+    assert "before this tool ran" not in note and "cut short" in note and "effects are unknown" in note, note
 
     # and what is on disk resumes again into a conversation the API accepts (a third process would send this)
     again = Conversation.resume(Transcript(home.transcript_path(team, "w")))

@@ -69,6 +69,33 @@ def test_ctrl_c_stops_the_foreground_team_and_keeps_changed_worktrees(up: Up, ba
     assert up.git("status", "--porcelain") == ""
 
 
+def test_sigterm_stops_the_foreground_team_like_ctrl_c_and_exits_non_zero(up: Up) -> None:
+    team_file = copy_team("feature", up.tmp / "feature.toml", backend="subprocess")
+    proc = up.popen("up", str(team_file), name="up")
+    retry_until(lambda: "Ctrl-C stops the team" in up.output("up") or proc.poll() is not None, 30,
+                what="swarm up to coordinate its running team")
+    assert proc.poll() is None, f"swarm up ended early:\n{up.output('up')}\n{up.output('up', 'err')}"
+    assert up.config("feature")["leadPid"] == proc.pid  # the members watch this process
+
+    proc.send_signal(signal.SIGTERM)  # a service manager, `timeout`, `kill`: not the person's Ctrl-C
+    assert proc.wait(timeout=60) == 128 + signal.SIGTERM, up.output("up", "err")
+
+    out = up.output("up")
+    assert "stopping the team (SIGTERM)" in out, out
+    for name in ("implementer", "tester"):  # swarm up shut each one down itself, and says how it went
+        assert lines_with(out, f"{name}: "), out
+    assert teammate_pids(up.home) == []
+    assert not any(m["isActive"] for m in up.config("feature")["members"] if m["name"] != "team-lead")
+
+
+def test_detached_members_have_no_lead_process_to_outlive(up: Up) -> None:
+    result = up.run("up", str(EXAMPLES / "review" / "team.toml"), "--detach")
+    assert result.returncode == 0, result.stderr
+    assert up.config("review").get("leadPid") is None  # a person leads a detached team: nothing is watched
+    down = up.run("down", "review", "--timeout", "0")
+    assert down.returncode == 0, down.stderr
+
+
 def test_detach_returns_with_members_running_and_down_stops_them(up: Up) -> None:
     result = up.run("up", str(EXAMPLES / "review" / "team.toml"), "--detach")
     assert result.returncode == 0, result.stderr
