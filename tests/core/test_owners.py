@@ -11,15 +11,25 @@ SOURCES = Path(swarm.__file__).parent
 
 OWNERS = {
     "CLAUDE_CODE_KINDS": "swarm.core.protocol",
+    "LeadInbox": "swarm.runtime.lead_inbox",
+    "MODE_WIDTH": "swarm.agent.permissions.policy",
     "Machine": "swarm.runtime.member_kinds",
     "MemberKind": "swarm.runtime.member_kinds",
     "MemberKindName": "swarm.core.protocol",
     "PERMISSION_MODES": "swarm.agent.permissions.policy",
+    "assemble": "swarm.agent.assembly",
+    "check_name": "swarm.models.catalog",
+    "child_mode": "swarm.agent.assembly",
+    "for_terminal": "swarm.core.text",
+    "is_trusted": "swarm.agent.trust",
     "kill_tree": "swarm.backends.procs",
     "member_kind": "swarm.runtime.member_kinds",
+    "model_info": "swarm.models.catalog",
+    "narrowest": "swarm.agent.permissions.policy",
     "reap_dead": "swarm.runtime.member_kinds",
     "teammate_block": "swarm.agent.peer_messages",
     "what_is_asked": "swarm.runtime.permission_desk",
+    "wider_than": "swarm.agent.permissions.policy",
 }
 
 
