@@ -95,7 +95,7 @@ class Graph:
 
 
 def module_name(path: Path, root: Path) -> str:
-    """``swarm/agent/tools/base.py`` -> ``swarm.agent.tools.base``; a package's ``__init__.py`` is the package."""
+    """``swarm/agent/tool_api/base.py`` -> ``swarm.agent.tool_api.base``; a package's ``__init__.py`` is the package."""
     parts = list(path.relative_to(root.parent).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()

@@ -53,7 +53,7 @@ from swarm.agent.prompts import TEAMMATE, agent_system_prompt, system_prompt
 from swarm.agent.read_only import read_only_gate
 from swarm.agent.skills import SkillCatalog, load_skills, preload_text
 from swarm.agent.toolpool import tool_pool
-from swarm.agent.tools.base import Tool
+from swarm.agent.tool_api.base import Tool
 from swarm.models.aliases import agent_model
 
 log = logging.getLogger(__name__)

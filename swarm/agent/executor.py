@@ -16,8 +16,8 @@ from pydantic import BaseModel, ValidationError
 
 from swarm.agent.limits import EndRun
 from swarm.agent.output_cap import cap_text
-from swarm.agent.tools.base import Tool
-from swarm.agent.tools.context import ToolContext, ToolError
+from swarm.agent.tool_api.base import Tool
+from swarm.agent.tool_api.context import ToolContext, ToolError
 from swarm.models.messages import ToolResultBlock, ToolUseBlock
 
 log = logging.getLogger(__name__)

@@ -26,9 +26,10 @@ from swarm.agent.limits import Limits
 from swarm.agent.loop import AgentRun, AgentSpec, Arrivals, RunningAgent, run_agent
 from swarm.agent.skills import SkillCatalog
 from swarm.agent.subagents import AgentHost, forks_enabled
-from swarm.agent.tools import core_tools, stop_background
-from swarm.agent.tools.base import Tool
-from swarm.agent.tools.context import (
+from swarm.agent.tool_api.processes import stop_background
+from swarm.agent.tools import core_tools
+from swarm.agent.tool_api.base import Tool
+from swarm.agent.tool_api.context import (
     AgentIdentity,
     AgentServices,
     TeamControl,

@@ -31,8 +31,8 @@ from swarm.agent.compaction import CompactionPolicy, compact_if_due
 from swarm.agent.conversation import Conversation
 from swarm.agent.executor import MalformedCall, ToolGate, execute
 from swarm.agent.limits import AgentStop, EndRun, Interrupted, Limits, ModelStopped, TooManyToolErrors
-from swarm.agent.tools.base import Tool
-from swarm.agent.tools.context import ToolContext
+from swarm.agent.tool_api.base import Tool
+from swarm.agent.tool_api.context import ToolContext
 from swarm.models.base import ModelProvider, ModelRequest
 from swarm.models.catalog import model_info
 from swarm.models.messages import (

@@ -27,8 +27,8 @@ from swarm.agent.definitions import AgentDefinition
 from swarm.agent.executor import ToolGate
 from swarm.agent.permissions.policy import WRITE_TOOLS
 from swarm.agent.permissions.shell_syntax import SimpleCommand, parse_command
-from swarm.agent.tools.base import Tool
-from swarm.agent.tools.context import ToolContext, ToolError
+from swarm.agent.tool_api.base import Tool
+from swarm.agent.tool_api.context import ToolContext, ToolError
 
 READERS = frozenset({
     "cat", "head", "tail", "wc", "ls", "pwd", "echo", "printf", "stat", "du", "df", "which", "type", "basename",

@@ -53,14 +53,14 @@ from swarm.agent.instructions import context_block
 from swarm.agent.limits import Limits
 from swarm.agent.loop import AgentRun, AgentSpec, Arrivals, run_agent
 from swarm.agent.skills import Skill, SkillCatalog
-from swarm.agent.tools.base import Tool
-from swarm.agent.tools.context import (
+from swarm.agent.tool_api.base import Tool
+from swarm.agent.tool_api.context import (
     AgentServices,
     ToolContext,
     ToolError,
     TurnState,
 )
-from swarm.agent.tools.shell import stop_background
+from swarm.agent.tool_api.processes import stop_background
 from swarm.agent.transcript import Transcript
 from swarm.agent.turn_model import TurnModel
 from swarm.errors import ModelError, SwarmError

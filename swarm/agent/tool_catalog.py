@@ -13,7 +13,7 @@ from swarm.agent.definitions import AgentCatalog
 from swarm.agent.skills import SkillCatalog
 from swarm.agent.tools import core_tools
 from swarm.agent.tools.agent_tool import AgentTool, TaskOutput, TaskStop
-from swarm.agent.tools.base import Tool
+from swarm.agent.tool_api.base import Tool
 from swarm.agent.tools.messaging import SendMessage
 from swarm.agent.tools.skill_tool import SkillTool
 from swarm.agent.tools.tasks import task_tools

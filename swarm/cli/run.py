@@ -15,7 +15,7 @@ import click
 from swarm.agent.headless import MainSession, MainSetup
 from swarm.agent.limits import Limits
 from swarm.agent.permissions.policy import PERMISSION_MODES
-from swarm.agent.tools.context import TurnState
+from swarm.agent.tool_api.context import TurnState
 from swarm.agent.tools.team_tools import team_tools
 from swarm.agent.workspace import grant_or_refuse
 from swarm.cli.options import home_of, json_option, say_model, tmux_socket_option, trust_option, warn

@@ -22,8 +22,8 @@ from swarm.agent.permissions.describe import describe
 from swarm.agent.permissions.paths import anchored
 from swarm.agent.permissions.policy import CallFacts, RuleSet, decide
 from swarm.agent.permissions.rules import parse_rules, suggest
-from swarm.agent.tools.base import Tool
-from swarm.agent.tools.context import ToolContext, ToolError
+from swarm.agent.tool_api.base import Tool
+from swarm.agent.tool_api.context import ToolContext, ToolError
 from swarm.core.permlog import PermissionEvent
 from swarm.runtime.lead_pump import Answer
 from swarm.runtime.permission_desk import what_is_asked

@@ -34,8 +34,8 @@ from swarm.agent.headless import MainSession
 from swarm.agent.loop import AgentRun
 from swarm.agent.peer_messages import teammate_block
 from swarm.agent.permissions.policy import PERMISSION_MODES, narrowest, wider_than
-from swarm.agent.tools.context import ToolContext, ToolError
-from swarm.agent.tools.walking import within_roots
+from swarm.agent.tool_api.context import ToolContext, ToolError
+from swarm.agent.tool_api.walking import within_roots
 from swarm.core.clock import now_ms
 from swarm.core.frames import (
     IdleNotification,

@@ -26,7 +26,7 @@ from swarm.agent.assembly import (
 from swarm.agent.background import BackgroundAgents, BackgroundAgent, notification_text
 from swarm.agent.executor import ToolGate
 from swarm.agent.subagents import AgentHost, forks_enabled
-from swarm.agent.tools.base import Tool
+from swarm.agent.tool_api.base import Tool
 from swarm.agent.tools.messaging import SendMessage, ShutdownAnswerer
 from swarm.agent.tools.tasks import TASK_TOOL_NAMES
 from swarm.agent.tool_catalog import agent_tools

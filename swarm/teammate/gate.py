@@ -34,8 +34,8 @@ from swarm.agent.permissions.rules import (
     suggest,
 )
 from swarm.agent.permissions.settings import rules_of
-from swarm.agent.tools.base import Tool
-from swarm.agent.tools.context import ToolContext, ToolError
+from swarm.agent.tool_api.base import Tool
+from swarm.agent.tool_api.context import ToolContext, ToolError
 from swarm.agent.transcript import Transcript
 from swarm.core.clock import now_iso, now_ms
 from swarm.core.frames import (

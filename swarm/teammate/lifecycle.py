@@ -29,7 +29,7 @@ from typing import Literal
 from pydantic import ValidationError
 
 from swarm.agent.limits import EndRun
-from swarm.agent.tools.context import ToolError
+from swarm.agent.tool_api.context import ToolError
 from swarm.agent.transcript import Transcript
 from swarm.core.clock import now_iso, now_ms
 from swarm.core.frames import (

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from swarm.agent.tools.base import Tool
-from swarm.agent.tools.context import ToolContext
+from swarm.agent.tool_api.base import Tool
+from swarm.agent.tool_api.context import ToolContext
 from swarm.teammate.gate import TeammateGate
 
 

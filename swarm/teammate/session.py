@@ -27,7 +27,7 @@ from swarm.agent.instructions import context_block
 from swarm.agent.loop import AgentSpec, Arrivals, RunningAgent, run_agent
 from swarm.agent.permissions.settings import settings_rules
 from swarm.agent.skills import parse_slash
-from swarm.agent.tools.context import AgentIdentity, AgentServices, ToolContext
+from swarm.agent.tool_api.context import AgentIdentity, AgentServices, ToolContext
 from swarm.agent.tools.skill_tool import expand_slash
 from swarm.agent.transcript import Transcript
 from swarm.agent.turn_model import TurnModel

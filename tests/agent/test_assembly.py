@@ -16,8 +16,8 @@ from swarm.agent.memory import memory_dir
 from swarm.agent.prompts import BASE
 from swarm.agent.read_only import ReadOnlyGate
 from swarm.agent.tools import core_tools
-from swarm.agent.tools.base import Tool
-from swarm.agent.tools.context import ToolContext
+from swarm.agent.tool_api.base import Tool
+from swarm.agent.tool_api.context import ToolContext
 from swarm.agent.tools.tasks import task_tools
 from swarm.backends.procs import kill_tree
 from swarm.core.home import Home

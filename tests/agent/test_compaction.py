@@ -9,7 +9,7 @@ from swarm.agent.compaction import SUMMARY_INSTRUCTION, CompactionPolicy
 from swarm.agent.conversation import Conversation
 from swarm.agent.loop import AgentSpec, run_agent
 from swarm.agent.tools import core_tools
-from swarm.agent.tools.context import AgentIdentity, ToolContext, TurnState
+from swarm.agent.tool_api.context import AgentIdentity, ToolContext, TurnState
 from swarm.agent.transcript import Transcript
 from swarm.models.anthropic_provider import AnthropicProvider
 from swarm.models.playbook import load_playbook

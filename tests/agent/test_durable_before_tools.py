@@ -19,7 +19,7 @@ import pytest
 from swarm.agent.conversation import Conversation
 from swarm.agent.loop import AgentRun, AgentSpec, run_agent
 from swarm.agent.tools import core_tools
-from swarm.agent.tools.context import AgentIdentity, ToolContext
+from swarm.agent.tool_api.context import AgentIdentity, ToolContext
 from swarm.agent.transcript import Transcript
 from swarm.errors import StorageError
 from swarm.models.anthropic_provider import AnthropicProvider

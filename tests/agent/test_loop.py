@@ -11,7 +11,7 @@ from swarm.agent.headless import run_headless
 from swarm.agent.limits import Limits
 from swarm.agent.loop import AgentSpec, Arrivals, run_agent
 from swarm.agent.tools import core_tools
-from swarm.agent.tools.context import AgentIdentity, ToolContext, TurnState
+from swarm.agent.tool_api.context import AgentIdentity, ToolContext, TurnState
 from swarm.agent.transcript import Transcript
 from swarm.models.anthropic_provider import AnthropicProvider
 from tests.fakes import FakeAnthropicServer

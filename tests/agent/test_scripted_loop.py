@@ -9,7 +9,7 @@ from swarm.agent.conversation import Conversation
 from swarm.agent.limits import EndRun
 from swarm.agent.loop import AgentSpec, run_agent
 from swarm.agent.tools import core_tools
-from swarm.agent.tools.context import AgentIdentity, AgentServices, ToolContext
+from swarm.agent.tool_api.context import AgentIdentity, AgentServices, ToolContext
 from swarm.agent.tools.messaging import SendMessage
 from swarm.core.frames import entry_frame
 from swarm.core.home import Home

@@ -21,9 +21,9 @@ from swarm.agent.definitions import load_agents
 from swarm.agent.read_only import read_only_refusal
 from swarm.agent.subagents import AgentHost, plan_definition
 from swarm.agent.tools import core_tools
-from swarm.agent.tools.base import Tool
-from swarm.agent.tools.context import AgentIdentity, ToolContext
-from swarm.agent.tools.inputs import ToolInput
+from swarm.agent.tool_api.base import Tool
+from swarm.agent.tool_api.context import AgentIdentity, ToolContext
+from swarm.agent.tool_api.inputs import ToolInput
 from swarm.models.scripted import ScriptedProvider
 from tests.agent.subagent_helpers import (
     PARENT,

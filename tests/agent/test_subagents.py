@@ -249,7 +249,7 @@ def test_a_fork_drops_calls_in_the_inherited_history_that_never_got_results(tmp_
     from swarm.agent.conversation import Conversation
     from swarm.agent.loop import AgentSpec, RunningAgent
     from swarm.agent.subagents import AgentHost, plan_fork
-    from swarm.agent.tools.context import AgentIdentity, ToolContext
+    from swarm.agent.tool_api.context import AgentIdentity, ToolContext
     from swarm.models.messages import Message, TextBlock, ToolUseBlock
     from swarm.models.scripted import ScriptedProvider
 

@@ -22,7 +22,7 @@ import psutil
 import pytest
 
 from swarm.agent.tools import ToolContext
-from swarm.agent.tools.context import AgentIdentity
+from swarm.agent.tool_api.context import AgentIdentity
 from swarm.backends.procs import kill_tree
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox

@@ -10,7 +10,7 @@ import pytest
 from swarm.agent.loop import AgentRun
 from swarm.agent.permissions.policy import RuleSet
 from swarm.agent.permissions.rules import parse_rules
-from swarm.agent.tools.context import AgentIdentity, ToolContext, ToolError
+from swarm.agent.tool_api.context import AgentIdentity, ToolContext, ToolError
 from swarm.agent.tools.files import WriteInput, WriteTool
 from swarm.agent.tools.shell import BashInput
 from swarm.agent.tools.shell import BashTool as Bash

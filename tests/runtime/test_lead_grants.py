@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from swarm.agent.assembly import child_mode
 from swarm.agent.definitions import AgentDefinition
 from swarm.agent.permissions.policy import MODE_WIDTH, wider_than
-from swarm.agent.tools.context import AgentIdentity, ToolContext, ToolError
+from swarm.agent.tool_api.context import AgentIdentity, ToolContext, ToolError
 from swarm.core.frames import PlanApprovalRequest
 from swarm.core.home import Home
 from swarm.core.teams import TeamStore

@@ -22,7 +22,7 @@ from swarm.agent.headless import MainOptions, MainSession
 from swarm.agent.limits import Limits
 from swarm.agent.skills import load_skills
 from swarm.agent.tools import ToolContext, ToolError
-from swarm.agent.tools.context import AgentIdentity
+from swarm.agent.tool_api.context import AgentIdentity
 from swarm.agent.tools.team_tools import TeamCreate, TeamDelete, team_tools
 from swarm.agent.transcript import Transcript
 from swarm.backends.procs import kill_tree

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from swarm.agent.permissions.shell_syntax import ShellCommand
-from swarm.agent.tools.walking import MAGIC, glob_regex, split_base
+from swarm.agent.tool_api.walking import MAGIC, glob_regex, split_base
 
 SETTINGS_FILES = (".claude/settings.json", ".claude/settings.local.json", ".swarm/settings.json")
 """Settings files (relative to a cwd) whose ``permissions`` grant rules; the one list swarm reads."""

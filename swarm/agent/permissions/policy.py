@@ -55,7 +55,7 @@ from swarm.agent.permissions.paths import (
 from swarm.agent.permissions.bash_match import Match
 from swarm.agent.permissions.rules import Rule, allow_cover
 from swarm.agent.permissions.shell_syntax import parse_command
-from swarm.agent.tools.walking import within_roots
+from swarm.agent.tool_api.walking import within_roots
 
 Verdict = Literal["allow", "deny", "ask"]
 PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")

@@ -36,7 +36,7 @@ from swarm.agent.permissions.bash_match import (
     could_run,
 )
 from swarm.agent.permissions.shell_syntax import parse_command
-from swarm.agent.tools.walking import glob_regex
+from swarm.agent.tool_api.walking import glob_regex
 from swarm.errors import UsageError
 
 _RULE = re.compile(r"^([A-Za-z][A-Za-z0-9_]*)(?:\((.*)\))?$", re.DOTALL)

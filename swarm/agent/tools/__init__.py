@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from swarm.agent.tools.base import Tool
-from swarm.agent.tools.context import ToolContext, ToolError
+from swarm.agent.tool_api.base import Tool
+from swarm.agent.tool_api.context import ToolContext, ToolError
 from swarm.agent.tools.files import (
     EditInput,
     EditTool,
@@ -20,7 +20,8 @@ from swarm.agent.tools.files import (
     WriteTool,
 )
 from swarm.agent.tools.search import GlobInput, GlobTool, GrepInput, GrepTool
-from swarm.agent.tools.shell import BashInput, BashTool, stop_background, stop_command
+from swarm.agent.tool_api.processes import stop_background, stop_command
+from swarm.agent.tools.shell import BashInput, BashTool
 
 __all__ = [
     "BashInput",

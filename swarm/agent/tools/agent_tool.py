@@ -38,9 +38,9 @@ from swarm.agent.subagents import (
     result_text,
     run_child,
 )
-from swarm.agent.tools.base import Tool
-from swarm.agent.tools.context import ToolContext, ToolError
-from swarm.agent.tools.inputs import NoneOmitted, PosInt, ToolInput
+from swarm.agent.tool_api.base import Tool
+from swarm.agent.tool_api.context import ToolContext, ToolError
+from swarm.agent.tool_api.inputs import NoneOmitted, PosInt, ToolInput
 from swarm.core.text import one_line
 from swarm.errors import UsageError
 from swarm.models.catalog import check_name

@@ -19,9 +19,9 @@ from typing import BinaryIO
 
 from pydantic import Field
 
-from swarm.agent.tools.base import Tool
-from swarm.agent.tools.context import ToolContext, ToolError
-from swarm.agent.tools.inputs import NoneOmitted, NonNegInt, PosInt, ToolInput
+from swarm.agent.tool_api.base import Tool
+from swarm.agent.tool_api.context import ToolContext, ToolError
+from swarm.agent.tool_api.inputs import NoneOmitted, NonNegInt, PosInt, ToolInput
 from swarm.core.fileio import replace_file
 
 DEFAULT_LIMIT = 2000

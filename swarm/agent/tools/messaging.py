@@ -18,8 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from swarm.agent.output_cap import PEER_TEXT_CHARS
 from swarm.agent.subagents import message_child
-from swarm.agent.tools.base import Tool
-from swarm.agent.tools.context import ToolContext, ToolError
+from swarm.agent.tool_api.base import Tool
+from swarm.agent.tool_api.context import ToolContext, ToolError
 from swarm.agent.tools.team_tools import require_team
 from swarm.core.names import BROADCAST
 from swarm.errors import SwarmError

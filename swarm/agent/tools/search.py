@@ -41,11 +41,11 @@ from typing import Literal
 
 from pydantic import Field
 
-from swarm.agent.tools.base import Tool
-from swarm.agent.tools.context import ToolContext, ToolError
+from swarm.agent.tool_api.base import Tool
+from swarm.agent.tool_api.context import ToolContext, ToolError
 from swarm.agent.tools.files import SNIFF_BYTES, truncate_line
-from swarm.agent.tools.inputs import NoneOmitted, NonNegInt, ToolInput
-from swarm.agent.tools.walking import (
+from swarm.agent.tool_api.inputs import NoneOmitted, NonNegInt, ToolInput
+from swarm.agent.tool_api.walking import (
     VCS_DIRS,
     glob_regex,
     newest_first,

@@ -41,17 +41,17 @@ import tempfile
 import threading
 import time
 from collections import deque
-from contextlib import suppress
 from pathlib import Path
 from typing import IO, cast
 
 from pydantic import Field
 
 from swarm.agent.output_cap import truncation_marker
-from swarm.agent.tools.base import Tool
-from swarm.agent.tools.context import ToolContext, ToolError
-from swarm.agent.tools.inputs import NoneOmitted, PosInt, ToolInput
-from swarm.backends.procs import kill_tree, process_create_time
+from swarm.agent.tool_api.base import Tool
+from swarm.agent.tool_api.context import ToolContext, ToolError
+from swarm.agent.tool_api.inputs import NoneOmitted, PosInt, ToolInput
+from swarm.agent.tool_api.processes import KILL_GRACE_SECONDS, stop_command
+from swarm.backends.procs import process_create_time
 from swarm.core.protocol import MODEL_SHELL_ENV
 
 DEFAULT_TIMEOUT_MS = 120_000
@@ -59,7 +59,6 @@ INTERRUPT_CHECK = 0.1
 """Seconds between checks, while a command runs, that the person interrupted the agent."""
 MAX_TIMEOUT_MS = 600_000
 MAX_OUTPUT_CHARS = 30_000
-KILL_GRACE_SECONDS = 2.0
 DRAIN_SECONDS = 1.0
 """How long output may keep flowing after the shell itself has exited."""
 
@@ -268,34 +267,3 @@ class OutputCapture:
 
 
 # --- stopping a command -------------------------------------------------------
-
-
-def stop_command(proc: Popen, grace: float = KILL_GRACE_SECONDS, created: float | None = None) -> None:
-    """Stop ``proc`` (a session leader), its group, its session and descendants; reap it.
-
-    SIGTERM first, SIGKILL after ``grace`` seconds for whatever is left.
-    ``created`` is the shell's create time read when it started; without it
-    the time is read now if the shell was not reaped yet (its pid cannot have
-    been reused). A reaped shell with no recorded time has only its remnants
-    in the process group and session numbered after it stopped, and nothing
-    at all when its pid already runs another process. Safe to call
-    twice and on a process that has already exited.
-    """
-    if created is None:
-        created = process_create_time(proc.pid)
-        if created is not None and proc.returncode is not None:
-            return  # reaped, and its pid already runs another process: nothing here is ours to signal
-    kill_tree(proc.pid, grace, created)
-    with suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=grace)
-
-
-def stop_background(ctx: ToolContext) -> None:
-    """Stop every command the agent started with ``run_in_background``, each with its whole tree.
-
-    Called once by whoever owns the agent's ``ctx`` when the agent is done
-    (a subagent, a main session); commands that already ended leave only
-    their remnants to stop. Safe to call twice.
-    """
-    for proc in ctx.background:
-        stop_command(proc)

@@ -37,9 +37,9 @@ from swarm.agent.skills import (
     render_skill,
 )
 from swarm.agent.subagents import LinkedCancel, plan_skill_fork, run_child
-from swarm.agent.tools.base import Tool
-from swarm.agent.tools.context import ToolContext, ToolError
-from swarm.agent.tools.inputs import NoneOmitted, ToolInput
+from swarm.agent.tool_api.base import Tool
+from swarm.agent.tool_api.context import ToolContext, ToolError
+from swarm.agent.tool_api.inputs import NoneOmitted, ToolInput
 
 
 class SkillInput(ToolInput):

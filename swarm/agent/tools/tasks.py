@@ -34,8 +34,8 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from swarm.agent.output_cap import PEER_TEXT_CHARS
-from swarm.agent.tools.base import Tool
-from swarm.agent.tools.context import ToolContext, ToolError
+from swarm.agent.tool_api.base import Tool
+from swarm.agent.tool_api.context import ToolContext, ToolError
 from swarm.core.mailbox import Mailbox
 from swarm.core.protocol import Task
 from swarm.core.tasks import (

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from swarm.agent.tools.base import Tool
-from swarm.agent.tools.context import TeamControl, ToolContext, ToolError
-from swarm.agent.tools.inputs import NoneOmitted, ToolInput
+from swarm.agent.tool_api.base import Tool
+from swarm.agent.tool_api.context import TeamControl, ToolContext, ToolError
+from swarm.agent.tool_api.inputs import NoneOmitted, ToolInput
 
 
 class TeamCreateInput(ToolInput):

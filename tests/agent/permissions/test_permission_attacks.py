@@ -17,7 +17,7 @@ from swarm.agent.permissions.describe import describe
 from swarm.agent.permissions.policy import CallFacts, RuleSet, decide
 from swarm.agent.permissions.rules import parse_rules
 from swarm.agent.tools import GrepTool, ToolContext
-from swarm.agent.tools.context import AgentIdentity
+from swarm.agent.tool_api.context import AgentIdentity
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.permlog import PermissionEvent, PermissionLog

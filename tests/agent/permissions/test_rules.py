@@ -22,8 +22,8 @@ from swarm.agent.permissions.settings import (
     settings_rules,
 )
 from swarm.agent.trust import TRUST_VAR
-from swarm.agent.tools.context import AgentIdentity, ToolContext, ToolError
-from swarm.agent.tools.walking import glob_regex
+from swarm.agent.tool_api.context import AgentIdentity, ToolContext, ToolError
+from swarm.agent.tool_api.walking import glob_regex
 from swarm.core.protocol import TeamFile
 from swarm.errors import UsageError
 

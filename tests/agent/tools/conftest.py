@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from swarm.agent.tools import Tool, ToolContext, stop_command
-from swarm.agent.tools.context import AgentIdentity
+from swarm.agent.tool_api.context import AgentIdentity
 
 Call = Callable[..., str]
 

@@ -169,7 +169,7 @@ def test_grep_no_match_and_errors(grep: GrepTool, tree: dict[str, Path], call: C
 def test_a_long_grep_result_is_cut_where_every_tool_result_is_with_a_hint(work: Path) -> None:
     """The cap is the executor's (``Tool.max_result_chars``): what the model reads, whatever ``run`` returned."""
     from swarm.agent.executor import execute
-    from swarm.agent.tools.context import AgentIdentity, ToolContext
+    from swarm.agent.tool_api.context import AgentIdentity, ToolContext
     from swarm.agent.tools.search import MAX_GREP_OUTPUT_CHARS
     from swarm.models.messages import ToolUseBlock
 

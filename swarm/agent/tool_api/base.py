@@ -1,7 +1,7 @@
 """What a tool is: a name, a description, a pydantic input model, and ``run``.
 
 The input model's JSON schema is what the model sees. ``run`` returns the text
-of the tool result, or raises ``ToolError`` (``swarm.agent.tools.context``)
+of the tool result, or raises ``ToolError`` (``swarm.agent.tool_api.context``)
 whose message goes back to the model as an error result (never a crash of the
 loop). A tool whose result may be long sets ``max_result_chars``; the executor
 cuts the result there (``swarm.agent.output_cap``).
@@ -14,7 +14,7 @@ from typing import ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from swarm.agent.tools.context import ToolContext
+from swarm.agent.tool_api.context import ToolContext
 from swarm.models.base import ToolSpec
 
 I = TypeVar("I", bound=BaseModel)

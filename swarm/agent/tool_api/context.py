@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 from swarm.agent.conversation import Conversation
 from swarm.agent.limits import Limits
-from swarm.agent.tools.walking import within_roots
+from swarm.agent.tool_api.walking import within_roots
 from swarm.core.mailbox import Mailbox
 
 
