@@ -1,9 +1,11 @@
 """Run one tool call: find the tool, validate its input, ask the gate, run it.
 
 Every failure becomes an error ``ToolResultBlock`` the model can read; the only
-thing that reaches the loop is ``EndRun``, a tool saying the run is over. A
-result over the tool's ``max_result_chars`` is cut here, with a marker
-(``agent.output_cap``).
+thing that reaches the loop is ``EndRun``, a tool saying the run is over. Every
+result is capped here (``agent.output_cap.cap_result``): cut at the tool's
+``max_result_chars`` or the default, with a marker; refused with an error when
+over the tool's ``max_result_tokens`` or when an image or PDF is over the API's
+limits.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Protocol
 from pydantic import BaseModel, ValidationError
 
 from swarm.agent.limits import EndRun
-from swarm.agent.output_cap import cap_text
+from swarm.agent.output_cap import DEFAULT_RESULT_CHARS, ResultRefused, cap_result, cap_text
 from swarm.agent.tool_api.base import Tool
 from swarm.agent.tool_api.context import ToolContext, ToolError
 from swarm.models.messages import ToolResultBlock, ToolUseBlock
@@ -70,8 +72,11 @@ def execute(call: ToolUseBlock, tools: Mapping[str, Tool[BaseModel]], ctx: ToolC
     except Exception as exc:  # a tool bug must not kill the agent; the model and the log both hear of it
         log.exception("tool crashed", extra={"tool": call.name, "tool_use_id": call.id})
         return _error(call, f"{call.name} failed unexpectedly: {type(exc).__name__}: {exc}")
-    if tool.max_result_chars is not None:
-        output = cap_text(output, tool.max_result_chars, tool.truncation_hint)
+    try:
+        output = cap_result(output, call.name, max_chars=tool.max_result_chars, max_tokens=tool.max_result_tokens,
+                            hint=tool.truncation_hint)
+    except ResultRefused as exc:
+        return _error(call, str(exc))
     return ToolResultBlock(tool_use_id=call.id, content=output)
 
 
@@ -80,7 +85,8 @@ def _malformed(call: ToolUseBlock, message: str) -> MalformedCall:
 
 
 def _error(call: ToolUseBlock, message: str) -> ToolResultBlock:
-    return ToolResultBlock(tool_use_id=call.id, content=message, is_error=True)
+    """An error result; its text capped like any result's (a tool may put a command's output in its error)."""
+    return ToolResultBlock(tool_use_id=call.id, content=cap_text(message, DEFAULT_RESULT_CHARS), is_error=True)
 
 
 def _summarise(exc: ValidationError) -> str:

@@ -144,7 +144,7 @@ class View:
             record = self._pending.pop(block.tool_use_id, None)
         if record is None:
             return
-        record.result, record.is_error, record.done = block.content, block.is_error, True
+        record.result, record.is_error, record.done = block.text(), block.is_error, True
         first = flat(record.result, OUTCOME_WIDTH)
         outcome = ("class:error", f"error: {first}") if record.is_error else ("class:ok", _summary(record.result))
         self._print([("class:dim", f"[{record.number}] "), ("class:tool", record.tool), ("", f" {record.target} → "),

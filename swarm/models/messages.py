@@ -24,11 +24,65 @@ class ToolUseBlock(BaseModel):
     input: dict[str, Any] = Field(default_factory=dict)
 
 
+ImageMediaType = Literal["image/png", "image/jpeg", "image/gif", "image/webp"]
+"""The image formats the Messages API accepts."""
+
+
+class ImageSource(BaseModel):
+    type: Literal["base64"] = "base64"
+    media_type: ImageMediaType
+    data: str
+    """The image's bytes, base64-encoded."""
+
+
+class ImageBlock(BaseModel):
+    """An image, in a tool result (Read of a PNG, JPEG, GIF or WebP)."""
+
+    type: Literal["image"] = "image"
+    source: ImageSource
+
+
+class DocumentSource(BaseModel):
+    type: Literal["base64"] = "base64"
+    media_type: Literal["application/pdf"] = "application/pdf"
+    data: str
+    """The PDF's bytes, base64-encoded."""
+
+
+class DocumentBlock(BaseModel):
+    """A PDF, in a tool result (Read of a PDF, or of some of its pages)."""
+
+    type: Literal["document"] = "document"
+    source: DocumentSource
+
+
+ResultContent = Annotated[Union[TextBlock, ImageBlock, DocumentBlock], Field(discriminator="type")]
+"""A block a tool result may carry: text, an image, a document."""
+
+
 class ToolResultBlock(BaseModel):
+    """What a tool call gave: plain text (most tools), or blocks of text, images and documents (Read)."""
+
     type: Literal["tool_result"] = "tool_result"
     tool_use_id: str
-    content: str
+    content: str | list[ResultContent]
     is_error: bool = False
+
+    def text(self) -> str:
+        """The result as text: the text itself, or its blocks' texts and a line naming each image or document."""
+        if isinstance(self.content, str):
+            return self.content
+        return "\n".join(block_text(block) for block in self.content)
+
+
+def block_text(block: TextBlock | ImageBlock | DocumentBlock) -> str:
+    """A text block's text; for an image or a document, ``[<media type> image, N bytes]`` (N decoded)."""
+    if isinstance(block, TextBlock):
+        return block.text
+    data = block.source.data.rstrip("=")
+    size = len(data) * 3 // 4
+    kind = "image" if isinstance(block, ImageBlock) else "document"
+    return f"[{block.source.media_type} {kind}, {size:,} bytes]"
 
 
 ContentBlock = Annotated[Union[TextBlock, ToolUseBlock, ToolResultBlock], Field(discriminator="type")]

@@ -261,7 +261,7 @@ def _flatten(message: Message) -> Incoming:
             parts.append(block.text)
             texts.append(block.text)
         elif isinstance(block, ToolResultBlock):
-            parts.append(block.content)
+            parts.append(block.text())
             result_ids.add(block.tool_use_id)
     if not result_ids:
         return Incoming(text="\n".join(parts), kind="prompt")
@@ -349,7 +349,7 @@ def content_text(content: Sequence[object]) -> str:
         if isinstance(block, TextBlock):
             parts.append(block.text)
         elif isinstance(block, ToolResultBlock):
-            parts.append(block.content)
+            parts.append(block.text())
         elif isinstance(block, ToolUseBlock):
             parts.append(block.name + json.dumps(block.input, sort_keys=True))
     return "\n".join(parts)

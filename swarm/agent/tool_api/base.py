@@ -1,10 +1,11 @@
 """What a tool is: a name, a description, a pydantic input model, and ``run``.
 
 The input model's JSON schema is what the model sees. ``run`` returns the text
-of the tool result, or raises ``ToolError`` (``swarm.agent.tool_api.context``)
+of the tool result (or its blocks: text, images, documents), or raises ``ToolError`` (``swarm.agent.tool_api.context``)
 whose message goes back to the model as an error result (never a crash of the
-loop). A tool whose result may be long sets ``max_result_chars``; the executor
-cuts the result there (``swarm.agent.output_cap``).
+loop). Every result is capped by the executor (``swarm.agent.output_cap``): cut at
+the tool's ``max_result_chars`` (a default for a tool that sets none), or, for a
+tool with ``max_result_tokens``, refused with an error when over it.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel
 
+from swarm.agent.output_cap import ToolOutput
 from swarm.agent.tool_api.context import ToolContext
 from swarm.models.base import ToolSpec
 
@@ -28,9 +30,14 @@ class Tool(ABC, Generic[I]):
     input_model: ClassVar[type[BaseModel]]
     read_only: ClassVar[bool] = False
     max_result_chars: ClassVar[int | None] = None
-    """A result longer than this is cut, with a marker, before the model reads it (``agent.output_cap``); None: not."""
+    """A result text longer than this is cut, with a marker, before the model reads it (``agent.output_cap``);
+    None: ``output_cap.DEFAULT_RESULT_CHARS``."""
+    max_result_tokens: ClassVar[int | None] = None
+    """A result estimated over this many tokens is refused with an error instead of cut (Read: a cut file
+    would read as the whole); None: results are cut at ``max_result_chars``."""
     truncation_hint: ClassVar[str] = ""
-    """What the marker of a cut result tells the model to do instead (e.g. ``use head_limit``)."""
+    """What the marker of a cut (or the error of a refused) result tells the model to do instead (e.g. ``use
+    head_limit``)."""
     _spec: ToolSpec | None = None
 
     def spec(self) -> ToolSpec:
@@ -48,5 +55,5 @@ class Tool(ABC, Generic[I]):
         return ""
 
     @abstractmethod
-    def run(self, args: I, ctx: ToolContext) -> str:
-        """Do the work; return the result text or raise ToolError."""
+    def run(self, args: I, ctx: ToolContext) -> ToolOutput:
+        """Do the work; return the result (text, or blocks) or raise ToolError."""
