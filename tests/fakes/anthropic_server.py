@@ -7,7 +7,8 @@ shape, so a test that forgot a reply fails loudly instead of hanging.
 
 Like the real API, a request whose conversation breaks the tool-use contract
 (a ``tool_use`` without a ``tool_result`` right after it, a result for no
-call) is refused with a 400 ``invalid_request_error`` (``conversation_error``),
+call, a result whose blocks are not text, images and PDFs as the API takes them,
+an image over 5 MB) is refused with a 400 ``invalid_request_error`` (``conversation_error``),
 so every test that talks to this server checks what swarm sends. A request
 with ``"stream": true`` is answered with server-sent events (``sse_events``),
 as the real API does.
@@ -309,11 +310,58 @@ def conversation_error(messages: Any) -> str | None:
             open_calls = {b["id"] for b in blocks if b.get("type") == "tool_use"}
             continue
         results = {b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"}
+        for block in blocks:
+            problem = result_content_error(block) if block.get("type") == "tool_result" else None
+            if problem is not None:
+                return f"messages.{index}.content: {problem}"
         if results - open_calls:
             return f"messages.{index}: tool_result for unknown tool_use ids {sorted(results - open_calls)}"
         if open_calls - results:
             return f"messages.{index}: tool_use ids without tool_result right after: {sorted(open_calls - results)}"
         open_calls = set()
+    return None
+
+
+IMAGE_MEDIA_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
+MAX_IMAGE_BASE64 = 5 * 1024 * 1024
+"""The API's limit for one image: 5 MB of base64 data."""
+
+
+def result_content_error(block: dict[str, Any]) -> str | None:
+    """What the API would refuse in a tool_result's content (a string, or text, image and document blocks)."""
+    content = block.get("content", "")
+    if isinstance(content, str):
+        return None
+    if not isinstance(content, list):
+        return "tool_result.content: must be a string or a list of blocks"
+    for number, item in enumerate(content):
+        where = f"tool_result.content.{number}"
+        kind = item.get("type") if isinstance(item, dict) else None
+        source = item.get("source") if isinstance(item, dict) else None
+        if kind == "text":
+            if not isinstance(item.get("text"), str):
+                return f"{where}.text: Field required"
+        elif kind in ("image", "document"):
+            if not isinstance(source, dict):
+                return f"{where}.source: Field required"
+            if source.get("type") == "url":
+                if not isinstance(source.get("url"), str):
+                    return f"{where}.source.url: Field required"
+                continue
+            if kind == "document" and source.get("type") == "text":  # plain text as a document
+                if not isinstance(source.get("data"), str):
+                    return f"{where}.source.data: Field required"
+                continue
+            if source.get("type") != "base64" or not isinstance(source.get("data"), str) or not source["data"]:
+                return f"{where}.source: a base64 source with data is required"
+            allowed = IMAGE_MEDIA_TYPES if kind == "image" else ("application/pdf",)
+            if source.get("media_type") not in allowed:
+                return f"{where}.source.media_type: Input should be {' or '.join(map(repr, allowed))}"
+            if kind == "image" and len(source["data"]) > MAX_IMAGE_BASE64:
+                return f"{where}.source.base64: image exceeds 5 MB maximum: {len(source['data'])} bytes > " \
+                       f"{MAX_IMAGE_BASE64} bytes"
+        else:
+            return f"{where}.type: Input tag {kind!r} does not match 'text', 'image', 'document'"
     return None
 
 
