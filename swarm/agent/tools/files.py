@@ -2,7 +2,9 @@
 
 All three take ``file_path`` absolute or relative to the agent's cwd. Read
 streams the file (so a 20 MB log read with ``offset``/``limit`` never sits in
-memory whole) and numbers lines like ``cat -n``. Write and Edit check the
+memory whole) and numbers lines like ``cat -n``; a read over ``MAX_READ_TOKENS``
+is refused by the executor with an error pointing at offset/limit; an image or a
+PDF is handed to ``tools.media`` and comes back as a block. Write and Edit check the
 agent's write roots first, then replace the file atomically: a temp file in
 the same directory, fsynced, ``os.replace``-d over the target, keeping an
 existing file's mode. Every ``OSError`` becomes a ``ToolError`` here.
@@ -19,12 +21,16 @@ from typing import BinaryIO
 
 from pydantic import Field
 
+from swarm.agent.output_cap import ToolOutput
 from swarm.agent.tool_api.base import Tool
 from swarm.agent.tool_api.context import ToolContext, ToolError
 from swarm.agent.tool_api.inputs import NoneOmitted, NonNegInt, PosInt, ToolInput
+from swarm.agent.tools.media import MAX_PAGES_PER_READ, MAX_WHOLE_PDF_PAGES, PDF, media_type, read_image, read_pdf
 from swarm.core.fileio import replace_file
 
 DEFAULT_LIMIT = 2000
+MAX_READ_TOKENS = 25_000
+"""Most tokens (estimated) one Read returns; more is an error pointing at offset/limit, as in Claude Code."""
 MAX_LINE_CHARS = 2000
 MAX_WHOLE_FILE_BYTES = 10 * 1024 * 1024
 SNIFF_BYTES = 8192
@@ -81,45 +87,66 @@ class ReadInput(ToolInput):
         default=None,
         description=f"Number of lines to read (default {DEFAULT_LIMIT}).",
     )
+    pages: str | NoneOmitted = Field(
+        default=None,
+        description=f'Page range for PDF files (e.g. "1-5", "3", "10-20"). Only for PDF files; at most '
+        f"{MAX_PAGES_PER_READ} pages per request. Required for a PDF of more than {MAX_WHOLE_PDF_PAGES} pages.",
+    )
 
 
 class ReadTool(Tool[ReadInput]):
     name = "Read"
     description = (
-        "Read a text file from the local filesystem. Output lines are numbered like `cat -n` "
+        "Read a file from the local filesystem. Text comes back with lines numbered like `cat -n` "
         f"(line number, a tab, the line). Reads up to {DEFAULT_LIMIT} lines from the start unless "
-        "offset/limit are given; lines longer than 2000 characters are truncated. Files over 10 MB "
-        "must be read in pieces with offset/limit. Binary files are refused. To list a directory "
-        "use Glob or Bash `ls`."
+        "offset/limit are given; lines longer than 2000 characters are truncated. A read of more than "
+        f"{MAX_READ_TOKENS:,} tokens is refused: read large files in pieces with offset/limit. Images "
+        "(PNG, JPEG, GIF, WebP) are shown to you as images, up to 5 MB. PDFs are given to you as documents: "
+        f"whole up to {MAX_WHOLE_PDF_PAGES} pages, else give pages (e.g. \"1-5\"), at most "
+        f"{MAX_PAGES_PER_READ} at a time. Other binary files are refused. To list a directory use Glob or Bash `ls`."
     )
     input_model = ReadInput
     read_only = True
+    max_result_tokens = MAX_READ_TOKENS
+    truncation_hint = "read a part of the file with offset and limit (e.g. limit=300), or find the lines you need with Grep"
 
-    def run(self, args: ReadInput, ctx: ToolContext) -> str:
+    def run(self, args: ReadInput, ctx: ToolContext) -> ToolOutput:
         path = ctx.resolve(args.file_path)
         start = max(args.offset or 1, 1)
         limit = args.limit or DEFAULT_LIMIT
         try:
-            size = _check_readable(path, whole=args.offset is None and args.limit is None)
-            if size == 0:
-                return f"(the file {path} exists but is empty)"
+            size = _check_readable(path)
             with path.open("rb") as fh:
+                kind = media_type(fh.read(SNIFF_BYTES))
+                if args.pages is not None and kind != PDF:
+                    raise ToolError(f"pages is for PDF files and {path} is not a PDF; read text with offset and limit")
+                if kind == PDF:
+                    return read_pdf(path, size, args.pages)
+                if kind is not None:
+                    return read_image(path, size, kind)  # type: ignore[arg-type]
+                if size == 0:
+                    return f"(the file {path} exists but is empty)"
+                _check_whole(path, size, whole=args.offset is None and args.limit is None)
+                fh.seek(0)
                 return _read_numbered(fh, path, start, limit)
         except OSError as exc:
             raise os_error(exc, path, "read") from exc
 
 
-def _check_readable(path: Path, whole: bool) -> int:
-    """The size of ``path``; ToolError for a directory or a too-large whole read."""
+def _check_readable(path: Path) -> int:
+    """The size of ``path``; ToolError for a directory."""
     if path.is_dir():
         raise ToolError(f"{path} is a directory; use Glob or Bash `ls` to list its contents")
-    size = path.stat().st_size
+    return path.stat().st_size
+
+
+def _check_whole(path: Path, size: int, whole: bool) -> None:
+    """ToolError for a whole read of a text file too large to read at once."""
     if whole and size > MAX_WHOLE_FILE_BYTES:
         raise ToolError(
             f"{path} is {size:,} bytes, over the {MAX_WHOLE_FILE_BYTES:,}-byte limit for a whole-file "
             "read; use offset and limit to read part of it (or Grep to find the lines you need)"
         )
-    return size
 
 
 def _read_numbered(fh: BinaryIO, path: Path, start: int, limit: int) -> str:
