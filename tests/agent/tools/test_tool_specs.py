@@ -15,7 +15,7 @@ from swarm.agent.tools import (
 )
 
 PROTOCOL_FIELDS = {
-    "Read": ({"file_path"}, {"offset", "limit"}),
+    "Read": ({"file_path"}, {"offset", "limit", "pages"}),
     "Write": ({"file_path", "content"}, set()),
     "Edit": ({"file_path", "old_string", "new_string"}, {"replace_all"}),
     "Bash": ({"command"}, {"timeout", "description", "run_in_background"}),
