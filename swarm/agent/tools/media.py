@@ -28,7 +28,7 @@ MAX_PAGES_PER_READ = 20
 _PAGES = re.compile(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?")
 
 
-def media_type(head: bytes) -> ImageMediaType | str | None:
+def media_type(head: bytes) -> str | None:
     """The media type of a file beginning with ``head`` when Read sends it as a block (an image, a PDF), else None."""
     if head.startswith(b"\x89PNG\r\n\x1a\n"):
         return "image/png"
