@@ -46,6 +46,7 @@ from swarm.core.text import flat
 from swarm.errors import ModelError, UsageError
 from swarm.models.base import ModelRequest, ModelResponse, StopReason
 from swarm.models.catalog import ALIASES, DEFAULT_ALIAS
+from swarm.models.credentials import HOW_TO_SET, Credentials, find_credentials
 from swarm.models.messages import TextBlock, ToolUseBlock, Usage
 
 if TYPE_CHECKING:
@@ -73,7 +74,7 @@ DO_NOT_RETRY_STATUSES = frozenset({400, 401, 403, 404, 413, 422})
 _STOP_REASONS = frozenset(get_args(StopReason))
 _ADVICE = {
     400: "fix the request (model, max_tokens, messages, tools); it is not retried",
-    401: "check ANTHROPIC_API_KEY",
+    401: "check {credentials}",
     403: "check that the API key may use model {model}",
     404: "check the model id ({model}) and ANTHROPIC_BASE_URL ({base_url})",
     413: "the request is too large; shorten the conversation or tool results",
@@ -156,9 +157,12 @@ class _Failure:
 class AnthropicProvider:
     """``ModelProvider`` for the Anthropic Messages API; every call streams (``complete``).
 
-    Configuration: explicit argument > ``env`` (``ANTHROPIC_API_KEY``,
-    ``ANTHROPIC_BASE_URL``, ``ANTHROPIC_MODEL``) > default. ``env`` defaults to
-    ``os.environ``, read once here. ``usage`` accumulates over every call.
+    Configuration: explicit argument > ``env`` (the credentials
+    ``swarm.models.credentials`` finds: ``ANTHROPIC_API_KEY``,
+    ``ANTHROPIC_AUTH_TOKEN``, Bedrock, Vertex; ``ANTHROPIC_BASE_URL``,
+    ``ANTHROPIC_MODEL``) > default. ``env`` defaults to ``os.environ``, read
+    once here; no credentials, or a cloud whose SDK extra is missing, is a
+    one-line UsageError. ``usage`` accumulates over every call.
     """
 
     def __init__(
@@ -175,10 +179,13 @@ class AnthropicProvider:
         on_text: Callable[[str], None] = lambda _: None,
     ) -> None:
         source = os.environ if env is None else env
-        key = api_key or source.get("ANTHROPIC_API_KEY", "")
-        if not key:
-            raise UsageError("ANTHROPIC_API_KEY is not set; export it, or use the offline model 'scripted'")
-        self._api_key = key
+        credentials = Credentials("api", api_key=api_key, source="the API key") if api_key \
+            else find_credentials(source)
+        if credentials is None:
+            raise UsageError(f"no credentials for Claude; {HOW_TO_SET}, or use the offline model 'scripted'")
+        credentials.check_extras()
+        self._credentials = credentials
+        self._env = source
         self._base_url = base_url or source.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
         self._model = model or source.get("ANTHROPIC_MODEL") or DEFAULT_MODEL
         self._output_cap = _output_cap(source)
@@ -235,7 +242,8 @@ class AnthropicProvider:
             sdk = _sdk()
             # a stalled stream is a read timeout, far below the whole request's
             timeout = sdk.Timeout(self._timeout, read=min(self._timeout, self._retry.read_timeout))
-            self._client = sdk.Anthropic(api_key=self._api_key, base_url=self._base_url, max_retries=0, timeout=timeout)
+            self._client = self._credentials.client(sdk, base_url=self._base_url, env=self._env, max_retries=0,
+                                                    timeout=timeout)
         return self._client
 
     def _call_with_retries(self, params: dict[str, Any]) -> Any:
@@ -298,7 +306,7 @@ class AnthropicProvider:
         advice = _ADVICE.get(status)
         if advice is None:
             advice = "check https://status.anthropic.com or retry later" if status >= 500 else "it is not retried"
-        advice = advice.format(model=self._model, base_url=self._base_url)
+        advice = advice.format(model=self._model, base_url=self._base_url, credentials=self._credentials.source)
         retryable = status not in DO_NOT_RETRY_STATUSES and (status in RETRY_STATUSES or status >= 500)
         return _Failure(retryable, what, advice, _error_detail(exc.body), _retry_after(exc.response.headers),
                         overloaded=status == 529)

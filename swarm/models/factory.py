@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,9 +9,8 @@ from pathlib import Path
 from swarm.errors import UsageError
 from swarm.models.anthropic_provider import AnthropicProvider
 from swarm.models.base import ModelProvider
+from swarm.models.credentials import HOW_TO_SET, find_credentials, real_model_asked
 from swarm.models.scripted import SCRIPTED, ScriptedProvider
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -31,18 +29,24 @@ class Choice:
         if self.playbook is not None:
             return f"model: the offline scripted model playing {self.playbook} ({self.why})"
         return ("model: the offline scripted model, which only echoes what it receives (no ANTHROPIC_API_KEY): "
-                "export ANTHROPIC_API_KEY to run Claude, or pass --playbook")
+                "export ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) to run Claude, or pass --playbook")
 
 
 def choose_model(model: str | None, *, playbook: Path | None, env: Mapping[str, str]) -> Choice:
-    """The first rule that applies (see ``make_provider``)."""
+    """The first rule that applies (see ``make_provider``); the same UsageError it raises."""
     scripted_path = _scripted_path(model)
     if scripted_path is not None or model == SCRIPTED:
         return Choice(True, SCRIPTED, _one_playbook(scripted_path, playbook), f"asked for {model}")
     if playbook is not None:
         return Choice(True, SCRIPTED, playbook, "a playbook was given")
-    if env.get("ANTHROPIC_API_KEY"):
-        return Choice(False, model or env.get("ANTHROPIC_MODEL") or None, None, "ANTHROPIC_API_KEY is set")
+    credentials = find_credentials(env)
+    if credentials is not None:
+        credentials.check_extras()
+        return Choice(False, model or env.get("ANTHROPIC_MODEL") or None, None, f"{credentials.source} is set")
+    asked = real_model_asked(model, env)
+    if asked is not None:
+        raise UsageError(f"{asked} but there are no credentials for Claude; {HOW_TO_SET}, "
+                         "or pass --model scripted to run offline")
     return Choice(True, SCRIPTED, None, "no ANTHROPIC_API_KEY")
 
 
@@ -60,10 +64,15 @@ def make_provider(
        with that playbook path (else ``playbook``; both given and different →
        ``UsageError``).
     2. ``playbook`` is given → ``ScriptedProvider``, whatever ``model`` says.
-    3. ``env`` has a non-empty ``ANTHROPIC_API_KEY`` → ``AnthropicProvider``
-       for ``model``, else ``env["ANTHROPIC_MODEL"]``, else its default.
-    4. Otherwise → ``ScriptedProvider`` without a playbook (the offline
-       default; a warning is logged if ``model`` named another model).
+    3. ``env`` has credentials (``swarm.models.credentials``: an API key, a
+       bearer token, Bedrock, Vertex) → ``AnthropicProvider`` for ``model``,
+       else ``env["ANTHROPIC_MODEL"]``, else its default (Bedrock or Vertex
+       without its SDK extra → ``UsageError``).
+    4. A real model was plainly asked for (``model`` named, or
+       ``ANTHROPIC_MODEL`` set) → ``UsageError`` naming what to set: never
+       the echo model then.
+    5. Otherwise → ``ScriptedProvider`` without a playbook (the offline
+       default).
 
     ``variables`` (e.g. ``agent_name``, ``team``) fill the playbook's
     slots; the Anthropic provider ignores them. ``on_text`` hears the Anthropic
@@ -76,8 +85,6 @@ def make_provider(
         if on_text is not None:
             provider.on_text = on_text
         return provider
-    if model and choice.playbook is None and choice.why == "no ANTHROPIC_API_KEY":
-        log.warning("used scripted model offline", extra={"model": model, "reason": "ANTHROPIC_API_KEY not set"})
     return ScriptedProvider(choice.playbook, variables=variables)
 
 

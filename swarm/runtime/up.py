@@ -26,6 +26,7 @@ from swarm.core.signing import rotate_lead_key
 from swarm.core.tasks import TaskStore
 from swarm.core.teams import TeamStore
 from swarm.errors import ConflictError, SwarmError
+from swarm.models.credentials import find_credentials
 from swarm.runtime import claude_teammate
 from swarm.runtime.lead_pump import LeadPump
 from swarm.runtime.lead_inbox import LeadInbox, LeadMessage
@@ -54,8 +55,8 @@ def start_team(home: Home, spec: UpFile, *, cwd: Path, env: Mapping[str, str],
                lead: bool = True) -> Started:
     """Create or reuse the team and spawn every member; on any failure stop what was started.
 
-    Members with a playbook run on it when there is no ``ANTHROPIC_API_KEY``
-    (or ``offline``); with a key they run on their model. ``backend``
+    Members with a playbook run on it when there are no credentials for Claude
+    (``swarm.models.credentials``) or ``offline``; with them they run on their model. ``backend``
     overrides every member's backend. ``lead``: this process stays and leads
     the team (foreground, headless), recorded before any member starts so the
     members stop on their own if it dies; False (``--detach``): a person
@@ -88,7 +89,7 @@ def start_team(home: Home, spec: UpFile, *, cwd: Path, env: Mapping[str, str],
 def _member_requests(spec: UpFile, *, cwd: Path, env: Mapping[str, str], tmux_socket: str | None,
                      offline: bool, backend: str | None) -> list[SpawnRequest]:
     """How ``start_team`` spawns each member (see there)."""
-    online = bool(env.get("ANTHROPIC_API_KEY")) and not offline
+    online = find_credentials(env) is not None and not offline
     requests = []
     for member in spec.members:
         request = _request(spec, member, cwd, tmux_socket)

@@ -233,7 +233,7 @@ def test_configuration_precedence() -> None:
 
 
 def test_missing_api_key_is_a_usage_error() -> None:
-    with pytest.raises(UsageError, match="ANTHROPIC_API_KEY is not set"):
+    with pytest.raises(UsageError, match="no credentials for Claude; export ANTHROPIC_API_KEY"):
         AnthropicProvider(env={"ANTHROPIC_MODEL": "claude-x"})
 
 

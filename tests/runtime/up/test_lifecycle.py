@@ -254,5 +254,6 @@ def test_up_says_once_which_model_a_member_without_a_playbook_runs(up: Up) -> No
     assert result.returncode == 0, result.stderr
     said = [line for line in result.stderr.splitlines() if "model" in line]
     assert said == ["swarm: echo's model: the offline scripted model, which only echoes what it receives "
-                    "(no ANTHROPIC_API_KEY): export ANTHROPIC_API_KEY to run Claude, or pass --playbook"]
+                    "(no ANTHROPIC_API_KEY): export ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) to run Claude, "
+                    "or pass --playbook"]
     assert json.loads(result.stdout)["members"][0]["result"].startswith("Received:")  # what it was told
