@@ -1,18 +1,25 @@
-"""ExitPlanMode: a teammate in plan mode submits its plan and waits for the lead."""
+"""ExitPlanMode: a teammate in plan mode submits its plan and waits for the lead.
+
+The plan is ``plan`` when given; without it (Claude Code's ExitPlanMode has no
+such field: its plan is in a file a model in plan mode writes), it is the text
+of the assistant message that made the call, the plan the model just wrote
+out. With neither, the call is refused with what to send.
+"""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from swarm.agent.tool_api.base import Tool
-from swarm.agent.tool_api.context import ToolContext
+from swarm.agent.tool_api.context import ToolContext, ToolError
+from swarm.agent.tool_api.inputs import NoneOmitted, ToolInput
 from swarm.teammate.gate import TeammateGate
 
 
-class ExitPlanModeInput(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    plan: str = Field(description="The plan, in markdown: what you will change and how you will check it.")
+class ExitPlanModeInput(ToolInput):
+    plan: str | NoneOmitted = Field(
+        default=None, description="The plan, in markdown: what you will change and how you will check it "
+        "(default: the text of this message).")
 
 
 class ExitPlanMode(Tool[ExitPlanModeInput]):
@@ -26,4 +33,10 @@ class ExitPlanMode(Tool[ExitPlanModeInput]):
         self.gate = gate
 
     def run(self, args: ExitPlanModeInput, ctx: ToolContext) -> str:
-        return self.gate.submit_plan(args.plan)
+        plan = args.plan
+        if not plan and ctx.turn.running is not None:
+            plan = ctx.turn.running.conversation.last_text().strip()
+        if not plan:
+            raise ToolError("no plan to submit: write the plan in `plan` (markdown: what you will change and how "
+                            "you will check it)")
+        return self.gate.submit_plan(plan)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 from swarm.agent.conversation import Conversation
 from swarm.agent.limits import EndRun
 from swarm.agent.loop import AgentSpec, run_agent
@@ -79,10 +81,12 @@ class RecordingAnswerer:
         return "Shutdown rejected; keep working."
 
 
-def test_structured_shutdown_response_is_handed_to_the_answerer_and_ends_the_run(tmp_path: Path, home: Home) -> None:
+@pytest.mark.parametrize("key", ["request_id", "requestId"])  # requestId: the name the request itself carries
+def test_structured_shutdown_response_is_handed_to_the_answerer_and_ends_the_run(tmp_path: Path, home: Home,
+                                                                                  key: str) -> None:
     mailbox = _team(home)
     playbook = tmp_path / "play.toml"
-    playbook.write_text(PLAYBOOK)
+    playbook.write_text(PLAYBOOK.replace("request_id =", f"{key} ="))
     answerer = RecordingAnswerer()
     spec = AgentSpec(provider=ScriptedProvider(playbook), tools=[*core_tools(), SendMessage(shutdown=answerer)])
     conversation = Conversation()

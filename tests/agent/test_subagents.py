@@ -134,11 +134,12 @@ def test_a_background_child_reports_once_at_the_parents_next_model_call(api: Fak
     assert conversation_error(final) is None
 
 
+@pytest.mark.parametrize("key", ["task_id", "shell_id"])  # shell_id: Claude Code's deprecated name, still sent
 def test_task_stop_kills_a_background_child_and_its_state_says_so(api: FakeAnthropicServer,
-                                                                  tmp_path: Path) -> None:
+                                                                  tmp_path: Path, key: str) -> None:
     api.enqueue(tool_use_reply("Agent", {"description": "slow job", "prompt": "SLOW TASK", "name": "slowpoke",
                                          "subagent_type": "general-purpose", "run_in_background": True}),
-                tool_use_reply("TaskStop", {"task_id": "slowpoke"}, tool_id="toolu_stop"),
+                tool_use_reply("TaskStop", {key: "slowpoke"}, tool_id="toolu_stop"),
                 tool_use_reply("TaskOutput", {"task_id": "slowpoke", "block": False}, tool_id="toolu_out"),
                 text_reply("stopped it"), text_reply("noted the stop"), when=PARENT)
     slow = tool_use_reply("Bash", {"command": "echo never"}, tool_id="toolu_never")
@@ -152,6 +153,13 @@ def test_task_stop_kills_a_background_child_and_its_state_says_so(api: FakeAnthr
     children = [r for r in api.requests if "SLOW TASK" in json.dumps(r.body) and PARENT not in json.dumps(r.body)]
     assert len(children) <= 1  # stopped before its next model call (or before its first): the Bash never ran
     assert not any("toolu_never" in json.dumps(last_results(r)) for r in api.requests)
+
+
+def test_task_stop_without_an_id_is_an_error_the_model_can_fix(api: FakeAnthropicServer, tmp_path: Path) -> None:
+    api.enqueue(tool_use_reply("TaskStop", {}, tool_id="toolu_stop"), text_reply("ok"))
+    run_main(api, tmp_path)
+    [error] = last_results(api.requests[1])
+    assert error["is_error"] and "TaskStop needs task_id" in error["content"]
 
 
 def test_a_childs_failure_is_a_tool_error_and_the_parent_goes_on(api: FakeAnthropicServer, tmp_path: Path) -> None:

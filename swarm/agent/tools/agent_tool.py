@@ -200,7 +200,8 @@ class TaskOutput(Tool[TaskOutputInput]):
 
 
 class TaskStopInput(ToolInput):
-    task_id: str = Field(description="The agentId of the background agent to stop.")
+    task_id: str | NoneOmitted = Field(default=None, description="The agentId or name of the background agent to stop.")
+    shell_id: str | NoneOmitted = Field(default=None, description="Deprecated: use task_id instead.")
 
 
 class TaskStop(Tool[TaskStopInput]):
@@ -210,7 +211,10 @@ class TaskStop(Tool[TaskStopInput]):
     read_only = True
 
     def run(self, args: TaskStopInput, ctx: ToolContext) -> str:
-        host, task = _task(ctx, args.task_id, self.name)
+        task_id = args.task_id or args.shell_id  # shell_id: Claude Code's old name, which models still send
+        if not task_id:
+            raise ToolError("TaskStop needs task_id: the agentId or name of the background agent to stop")
+        host, task = _task(ctx, task_id, self.name)
         if task.status != "running":
             return f"task {task.id} is already {task.status}"
         host.background.stop(task)

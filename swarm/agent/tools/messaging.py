@@ -3,7 +3,8 @@
 ``message`` is plain text, or a structured reply: ``shutdown_response``
 (answering a shutdown request; handed to the agent's ``ShutdownAnswerer``,
 which sends the frame and, on approval, ends the run after this step) or
-``plan_approval_response`` (a lead answering a teammate's plan). Only
+``plan_approval_response`` (a lead answering a teammate's plan). A reply's
+``request_id`` may also be spelled ``requestId``, as the request carried it. Only
 structured replies go out through the mailbox's structured path; plain text
 that merely looks like a frame stays text for its recipient. Text over
 ``PEER_TEXT_CHARS`` is refused: its reader would see it cut
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 from typing import Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from swarm.agent.output_cap import PEER_TEXT_CHARS
 from swarm.agent.subagents import message_child
@@ -29,7 +30,8 @@ class ShutdownResponse(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     type: Literal["shutdown_response"]
-    request_id: str = Field(description="The requestId of the shutdown_request being answered.")
+    request_id: str = Field(validation_alias=AliasChoices("request_id", "requestId"),
+                            description="The requestId of the shutdown_request being answered.")
     approve: bool = Field(description="true to stop now, false to keep working.")
     reason: str | None = Field(default=None, description="Why (required when rejecting).")
 
@@ -45,7 +47,8 @@ class PlanApprovalReply(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     type: Literal["plan_approval_response"]
-    request_id: str = Field(description="The requestId of the plan_approval_request being answered.")
+    request_id: str = Field(validation_alias=AliasChoices("request_id", "requestId"),
+                            description="The requestId of the plan_approval_request being answered.")
     approve: bool
     feedback: str | None = None
     permission_mode: str | None = Field(default=None, description="Mode the teammate switches to on approval.")

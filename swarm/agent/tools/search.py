@@ -23,20 +23,30 @@ explicitly (``None`` forces the Python one). Both backends:
   (``path:line:text`` for matches, ``path-line-text`` for context, ``--``
   between separate groups when context is asked for).
 
-``files_with_matches`` lists are then sorted newest first, and ``head_limit``
-applies to the lines or entries of the final list.
+- take ``type`` from one table (``FILE_TYPES``; rg gets it as ``--type-add``),
+  matched against file names, together with ``glob`` when both are given;
+- with ``multiline``, let the pattern span lines (``.`` matches a newline):
+  every line a match touches is a matching line;
+- with ``-o`` (content mode), print each non-empty matched part on its own
+  line instead of the whole line.
+
+``files_with_matches`` lists are then sorted newest first; ``offset`` skips
+that many lines or entries of the final list and ``head_limit`` (default
+``DEFAULT_HEAD_LIMIT``, Claude Code's; 0 for none) keeps the next ones.
 """
 
 from __future__ import annotations
 
 import re
 import shutil
+from bisect import bisect_right
 import subprocess
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+from types import MappingProxyType
 from typing import Literal
 
 from pydantic import Field
@@ -55,6 +65,50 @@ from swarm.agent.tool_api.walking import (
 
 MAX_GLOB_RESULTS = 1000
 MAX_GREP_OUTPUT_CHARS = 30_000
+DEFAULT_HEAD_LIMIT = 250
+"""Grep's ``head_limit`` when the call sets none (Claude Code's default); 0 means unlimited."""
+
+FILE_TYPES: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    "c": ("*.c", "*.h"),
+    "cpp": ("*.cpp", "*.cc", "*.cxx", "*.c++", "*.hpp", "*.hh", "*.hxx", "*.h", "*.inl"),
+    "cs": ("*.cs",),
+    "css": ("*.css", "*.scss"),
+    "go": ("*.go",),
+    "html": ("*.htm", "*.html"),
+    "java": ("*.java", "*.jsp"),
+    "js": ("*.js", "*.jsx", "*.mjs", "*.cjs", "*.vue"),
+    "json": ("*.json", "*.jsonl"),
+    "kotlin": ("*.kt", "*.kts"),
+    "lua": ("*.lua",),
+    "md": ("*.md", "*.markdown", "*.mdx"),
+    "markdown": ("*.md", "*.markdown", "*.mdx"),
+    "php": ("*.php",),
+    "py": ("*.py", "*.pyi"),
+    "python": ("*.py", "*.pyi"),
+    "rb": ("*.rb", "*.gemspec", "Gemfile", "Rakefile"),
+    "ruby": ("*.rb", "*.gemspec", "Gemfile", "Rakefile"),
+    "rust": ("*.rs",),
+    "sh": ("*.sh", "*.bash", "*.zsh", ".bashrc", ".zshrc", ".profile"),
+    "sql": ("*.sql",),
+    "swift": ("*.swift",),
+    "toml": ("*.toml", "Cargo.lock"),
+    "ts": ("*.ts", "*.tsx", "*.cts", "*.mts"),
+    "typescript": ("*.ts", "*.tsx", "*.cts", "*.mts"),
+    "txt": ("*.txt",),
+    "yaml": ("*.yaml", "*.yml"),
+})
+"""Grep's ``type`` names and the file-name globs of each (a subset of ripgrep's ``--type-list``).
+
+Both backends use this table (rg through ``--type-add``), so a type means the
+same files whichever runs."""
+
+
+def file_type_globs(name: str) -> tuple[str, ...]:
+    """The globs of a Grep ``type``; ToolError naming the known ones for an unknown type."""
+    globs = FILE_TYPES.get(name)
+    if globs is None:
+        raise ToolError(f"unknown file type {name!r}; known types: {', '.join(sorted(FILE_TYPES))}")
+    return globs
 
 OutputMode = Literal["content", "files_with_matches", "count"]
 
@@ -134,14 +188,29 @@ class GrepInput(ToolInput):
     before: NonNegInt | NoneOmitted = Field(
         default=None, alias="-B", description="Lines of context before each match (content mode)."
     )
+    around: NonNegInt | NoneOmitted = Field(default=None, alias="-C", description="Alias for context.")
     context: NonNegInt | NoneOmitted = Field(
-        default=None, alias="-C",
-        description="Lines of context before and after each match (content mode).",
+        default=None, description="Lines of context before and after each match (content mode)."
+    )
+    only_matching: bool = Field(
+        default=False, alias="-o",
+        description="Print only the matched parts of each matching line, one per output line (content mode).",
+    )
+    type: str | NoneOmitted = Field(
+        default=None,
+        description="Only search files of this type (ripgrep's --type), e.g. `py`, `js`, `ts`, `rust`, `go`.",
+    )
+    multiline: bool = Field(
+        default=False,
+        description="Let the pattern span lines: `.` matches newlines too (ripgrep's -U --multiline-dotall).",
     )
     head_limit: NonNegInt | NoneOmitted = Field(
         default=None,
-        description="Show only the first N output lines (content) or entries (files, count). "
-        "0 or unset means unlimited.",
+        description=f"Show only the first N output lines (content) or entries (files, count); default "
+        f"{DEFAULT_HEAD_LIMIT}, 0 for unlimited.",
+    )
+    offset: NonNegInt | NoneOmitted = Field(
+        default=None, description="Skip the first N lines or entries before applying head_limit (default 0)."
     )
 
 
@@ -157,16 +226,23 @@ class GrepQuery:
     numbers: bool
     before: int
     after: int
+    only_matching: bool = False
+    multiline: bool = False
+    file_globs: tuple[str, ...] = ()
+    """The globs of the ``type`` asked for (matched against file names); empty: any file."""
+    type: str | None = None
 
     @classmethod
     def from_input(cls, args: GrepInput, ctx: ToolContext) -> GrepQuery:
         content = args.output_mode == "content"
-        around = args.context or 0
+        around = args.context if args.context is not None else (args.around or 0)
         return cls(
             pattern=args.pattern, root=_search_root(ctx, args.path), glob=args.glob,
             mode=args.output_mode, ignore_case=args.case_insensitive, numbers=args.line_numbers,
             before=(args.before if args.before is not None else around) if content else 0,
             after=(args.after if args.after is not None else around) if content else 0,
+            only_matching=args.only_matching and content, multiline=args.multiline,
+            file_globs=file_type_globs(args.type) if args.type else (), type=args.type,
         )
 
 
@@ -202,15 +278,22 @@ class GrepTool(Tool[GrepInput]):
             return "No files found" if query.mode == "files_with_matches" else "No matches found"
         if query.mode == "files_with_matches":
             results = [str(p) for p in newest_first(Path(r) for r in results)]
-        return _format_results(results, args.head_limit, query.mode)
+        head_limit = DEFAULT_HEAD_LIMIT if args.head_limit is None else args.head_limit
+        return _format_results(results, head_limit, args.offset or 0, query.mode)
 
 
-def _format_results(results: list[str], head_limit: int | None, mode: OutputMode) -> str:
-    shown = results[:head_limit] if head_limit else results
+def _format_results(results: list[str], head_limit: int, offset: int, mode: OutputMode) -> str:
+    """The page ``offset``..``offset + head_limit`` of the results (0: no limit), with a note when cut."""
+    end = offset + head_limit if head_limit else len(results)
+    shown = results[offset:end]
     lines = [truncate_line(line) for line in shown]
     if mode == "files_with_matches":
         lines.insert(0, f"Found {len(results)} file{'s' if len(results) != 1 else ''}")
-    if len(shown) < len(results):
+    more = head_limit and end < len(results)
+    if more and offset:
+        lines.append(f"(showing results {offset + 1}-{offset + len(shown)} of {len(results)}; "
+                     "use offset and head_limit to see more)")
+    elif more:
         lines.append(f"(showing the first {len(shown)} of {len(results)} results; raise head_limit to see more)")
     return "\n".join(lines)  # cut at max_result_chars by the executor
 
@@ -227,21 +310,58 @@ def python_grep(query: GrepQuery) -> list[str]:
         lines = _text_lines(path)
         if lines is None:
             continue
-        if query.mode == "files_with_matches":
-            if any(rx.search(line) for line in lines):
+        if query.mode == "files_with_matches" and not query.multiline:
+            if any(rx.search(line) for line in lines):  # stops reading at the first match
                 out.append(str(path))
+            continue
+        text = list(lines)
+        hits = _multiline_hits(text, rx) if query.multiline else _line_hits(text, rx)
+        if not hits:
+            continue
+        if query.mode == "files_with_matches":
+            out.append(str(path))
         elif query.mode == "count":
-            count = sum(1 for line in lines if rx.search(line))
-            if count:
-                out.append(f"{path}:{count}")
+            out.append(f"{path}:{len(hits)}")
         else:
-            writer.add_file(str(path), lines, rx)
+            writer.add_file(str(path), text, hits)
     return out
 
 
+Hits = dict[int, list[str]]
+"""A file's matching line numbers (1-based), each with the non-empty matched parts that start on it."""
+
+
+def _line_hits(lines: list[str], rx: re.Pattern[str]) -> Hits:
+    hits: Hits = {}
+    for no, line in enumerate(lines, 1):
+        if rx.search(line):
+            hits[no] = [m.group(0) for m in rx.finditer(line) if m.group(0)]
+    return hits
+
+
+def _multiline_hits(lines: list[str], rx: re.Pattern[str]) -> Hits:
+    """Matches over the whole text: every line a match touches matches; its parts go on its first line."""
+    text = "\n".join(lines)
+    starts = [0]
+    for line in lines[:-1]:
+        starts.append(starts[-1] + len(line) + 1)
+    hits: Hits = {}
+    for m in rx.finditer(text):
+        first = bisect_right(starts, m.start())
+        last = bisect_right(starts, max(m.end() - 1, m.start()))
+        for no in range(first, last + 1):
+            hits.setdefault(no, [])
+        if m.group(0):
+            hits[first].append(m.group(0))
+    return hits
+
+
 def _compile(query: GrepQuery) -> re.Pattern[str]:
+    flags = re.IGNORECASE if query.ignore_case else 0
+    if query.multiline:
+        flags |= re.DOTALL | re.MULTILINE
     try:
-        return re.compile(query.pattern, re.IGNORECASE if query.ignore_case else 0)
+        return re.compile(query.pattern, flags)
     except re.error as exc:
         raise ToolError(f"invalid regular expression {query.pattern!r}: {exc}") from exc
 
@@ -252,8 +372,13 @@ def _candidates(query: GrepQuery) -> Iterator[Path]:
         return
     rx = glob_regex(query.glob) if query.glob else None
     on_path = bool(query.glob and "/" in query.glob)
+    typed = [glob_regex(g) for g in query.file_globs]
     for path, rel in walk_files(query.root):
-        if (rx is None or rx.match(rel if on_path else path.name)) and not path.is_symlink():
+        if rx is not None and not rx.match(rel if on_path else path.name):
+            continue
+        if typed and not any(t.match(path.name) for t in typed):
+            continue
+        if not path.is_symlink():
             yield path
 
 
@@ -284,16 +409,17 @@ class _ContentWriter:
         self._q = query
         self._out = out
 
-    def add_file(self, display: str, lines: Iterable[str], rx: re.Pattern[str]) -> None:
+    def add_file(self, display: str, lines: Iterable[str], hits: Hits) -> None:
         pending: deque[tuple[int, str]] = deque(maxlen=self._q.before)
         last = after_left = 0
         for no, line in enumerate(lines, 1):
-            if rx.search(line):
+            if no in hits:
                 self._separate(pending[0][0] if pending else no, last)
                 for n, text in pending:
                     self._emit(display, n, text, "-")
                 pending.clear()
-                self._emit(display, no, line, ":")
+                for part in hits[no] if self._q.only_matching else [line]:
+                    self._emit(display, no, part, ":")
                 last, after_left = no, self._q.after
             elif after_left > 0:
                 self._emit(display, no, line, "-")
@@ -335,6 +461,11 @@ def _rg_args(rg: str, query: GrepQuery) -> list[str]:
         args.append("--ignore-case")
     if query.glob:
         args += ["--glob", query.glob]
+    if query.file_globs:
+        args += [arg for g in query.file_globs for arg in ("--type-add", f"swarmtype:{g}")]
+        args += ["--type", "swarmtype"]
+    if query.multiline:
+        args += ["--multiline", "--multiline-dotall"]
     if query.mode == "files_with_matches":
         args.append("--files-with-matches")
     elif query.mode == "count":
@@ -342,4 +473,6 @@ def _rg_args(rg: str, query: GrepQuery) -> list[str]:
     else:
         args += ["--with-filename", "--no-heading", "-n" if query.numbers else "-N"]
         args += ["-A", str(query.after), "-B", str(query.before)]
+        if query.only_matching:
+            args.append("--only-matching")
     return [*args, "--regexp", query.pattern, "--", str(query.root)]

@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from swarm.agent.output_cap import PEER_TEXT_CHARS
 from swarm.agent.tool_api.base import Tool
@@ -48,7 +48,13 @@ from swarm.core.tasks import (
 )
 from swarm.errors import SwarmError
 
-TaskId = str | int
+def _id_text(raw: object) -> object:
+    """A task id a model sent as a number (``3``), as the string the schema names."""
+    return str(raw) if isinstance(raw, int) and not isinstance(raw, bool) else raw
+
+
+TaskId = Annotated[str, BeforeValidator(_id_text)]
+"""A task id: a string in the schema, as in Claude Code; a number is accepted too."""
 R = TypeVar("R")
 
 

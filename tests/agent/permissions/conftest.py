@@ -26,6 +26,15 @@ tool_calls = [{ name = "Write", input = { file_path = "{path}", content = "writt
 text = "wrote it"
 
 [[rules]]
+name = "plan in the message"
+match = 'propose'
+[[rules.steps]]
+text = "1. read the code\n2. change it"
+tool_calls = [{ name = "ExitPlanMode", input = {} }]
+[[rules.steps]]
+text = "proposed"
+
+[[rules]]
 name = "plan"
 match = 'implement'
 [[rules.steps]]

@@ -52,3 +52,10 @@ def test_plan_reject_then_approve(home: Home, team: str, workdir: Path, start: C
     assert member is not None and member.mode == "default"
     results = tool_results(home, team, "p")
     assert "approved the plan" in results[4]["content"] and not results[5].get("is_error")
+
+
+def test_exit_plan_mode_without_a_plan_submits_the_text_of_its_message(
+        home: Home, team: str, start: Callable[..., Member]) -> None:
+    """Claude Code's ExitPlanMode has no ``plan`` field (its plan is in a file); a model may send ``{}``."""
+    start("q", "propose", plan_mode_required=True)
+    assert _plan_request(home, team).plan == "1. read the code\n2. change it"

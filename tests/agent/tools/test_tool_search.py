@@ -180,3 +180,50 @@ def test_a_long_grep_result_is_cut_where_every_tool_result_is_with_a_hint(work: 
                      ToolContext(AgentIdentity(cwd=work)))
     assert not result.is_error and len(result.content) < MAX_GREP_OUTPUT_CHARS + 100
     assert result.content.endswith("chars truncated; use head_limit or a narrower search ...]")
+
+
+# --- Grep parameters Claude Code has (type, multiline, -o, offset, context, head_limit default) ----------
+
+
+def test_grep_type_filters_by_file_type(grep: GrepTool, tree: dict[str, Path], work: Path, call: Call) -> None:
+    touch(work / "web/app.js", "foo\n", 500_000)
+    touch(work / "stubs/d.pyi", "foo\n", 400_000)
+    out = call(grep, pattern="foo", type="py").splitlines()
+    assert out == ["Found 3 files", str(tree["a"]), str(tree["c"]), str(work / "stubs/d.pyi")]
+    assert call(grep, pattern="foo", type="js").splitlines() == ["Found 1 file", str(work / "web/app.js")]
+    assert call(grep, pattern="foo", type="py", glob="sub/*").splitlines() == ["Found 1 file", str(tree["c"])]
+    with pytest.raises(ToolError, match="unknown file type 'nosuch'"):
+        call(grep, pattern="foo", type="nosuch")
+
+
+def test_grep_multiline_spans_lines(grep: GrepTool, tree: dict[str, Path], call: Call) -> None:
+    a = tree["a"]
+    if grep.rg_path is None:  # rg refuses a literal newline without multiline
+        assert call(grep, pattern=r"Foo\(\):\n\s+return", path="a.py") == "No files found"
+    assert call(grep, pattern=r"Foo\(\):\n\s+return", path="a.py", multiline=True).splitlines() == [
+        "Found 1 file", str(a)]
+    out = call(grep, pattern=r"def Foo.*?return", path="a.py", output_mode="content", multiline=True)
+    assert out.splitlines() == [f"{a}:2:def Foo():", f"{a}:3:    return 1"]
+
+
+def test_grep_only_matching(grep: GrepTool, tree: dict[str, Path], call: Call) -> None:
+    b = tree["b"]
+    out = call(grep, pattern=r"fo+ \w+", path="b.txt", output_mode="content", **{"-o": True, "-i": True})
+    assert out.splitlines() == [f"{b}:1:foo here", f"{b}:3:FOO again"]
+    out = call(grep, pattern=r"o", path="b.txt", output_mode="content", **{"-o": True})
+    assert out.splitlines() == [f"{b}:1:o", f"{b}:1:o", f"{b}:2:o"]
+
+
+def test_grep_offset_skips_entries_before_head_limit(grep: GrepTool, tree: dict[str, Path], call: Call) -> None:
+    out = call(grep, pattern="foo", output_mode="content", offset=1, head_limit=2, **{"-i": True}).splitlines()
+    assert out[:2] == [f"{tree['a']}:7:    return foo", f"{tree['b']}:1:foo here"]
+    assert out[2] == "(showing results 2-3 of 5; use offset and head_limit to see more)"
+    files = call(grep, pattern="foo", offset=2).splitlines()
+    assert files == ["Found 3 files", str(tree["c"])]
+
+
+def test_grep_head_limit_defaults_to_250(grep: GrepTool, work: Path, call: Call) -> None:
+    touch(work / "many.txt", "hit\n" * 300)
+    out = call(grep, pattern="hit", output_mode="content").splitlines()
+    assert len(out) == 251 and out[-1] == "(showing the first 250 of 300 results; raise head_limit to see more)"
+    assert len(call(grep, pattern="hit", output_mode="content", head_limit=0).splitlines()) == 300
