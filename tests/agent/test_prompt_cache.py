@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from swarm.agent.headless import run_headless
@@ -32,3 +33,22 @@ def test_a_ten_step_run_marks_the_prefix_and_each_request_extends_the_previous_o
         assert unmarked(after["messages"])[: len(earlier)] == earlier  # the cached conversation, unchanged
     assert result.usage.cache_read_input_tokens == sum(80 * i for i in range(9)) + 900
     assert result.usage.cache_creation_input_tokens == 20 * 9
+
+
+def _markers(body: dict[str, object]) -> int:
+    return json.dumps(body).count('"cache_control"')
+
+
+def test_the_fourth_breakpoint_marks_the_previous_turns_last_block(
+        api: FakeAnthropicServer, claude: AnthropicProvider, tmp_path: Path) -> None:
+    api.enqueue(tool_use_reply("Bash", {"command": "echo one"}, tool_id="toolu_1"),
+                tool_use_reply("Bash", {"command": "echo two"}, tool_id="toolu_2"), text_reply("done"))
+    assert run_headless("work in three steps", claude, cwd=tmp_path, limits=Limits()).ok
+    first, *later = [r.body for r in api.requests]
+    assert _markers(first) == 3  # no previous turn yet: tools, system, the last block
+    for body in later:
+        assert _markers(body) == 4  # the API's limit, all used
+        previous, last = body["messages"][-2], body["messages"][-1]
+        assert previous["role"] == "assistant" and previous["content"][-1]["cache_control"] == EPHEMERAL
+        assert last["content"][-1]["cache_control"] == EPHEMERAL
+        assert all("cache_control" not in block for m in body["messages"][:-2] for block in m["content"])
