@@ -327,7 +327,7 @@ def build_params(model: str, request: ModelRequest) -> dict[str, Any]:
     """
     messages = [m.model_dump(mode="json") for m in request.messages]
     for message in messages[-2:]:
-        if message["content"]:
+        if message["content"] and _markable(message["content"][-1]):
             message["content"][-1]["cache_control"] = dict(CACHE)
     params: dict[str, Any] = {"model": model, "max_tokens": request.max_tokens, "messages": messages}
     if request.system:
@@ -339,6 +339,11 @@ def build_params(model: str, request: ModelRequest) -> dict[str, Any]:
         ]
         params["tools"][-1]["cache_control"] = dict(CACHE)
     return params
+
+
+def _markable(block: Mapping[str, Any]) -> bool:
+    """May ``block`` carry a cache breakpoint? (The API refuses one on an empty text block.)"""
+    return not (block.get("type") == "text" and not block.get("text"))
 
 
 def to_model_response(message: Any) -> ModelResponse:
