@@ -7,7 +7,9 @@ from pathlib import Path
 
 from swarm.agent.headless import run_headless
 from swarm.agent.limits import Limits
-from swarm.models.anthropic_provider import AnthropicProvider
+from swarm.models.anthropic_provider import AnthropicProvider, build_params
+from swarm.models.base import ModelRequest
+from swarm.models.messages import Message, TextBlock
 from tests.fakes import FakeAnthropicServer, text_reply, tool_use_reply, usage_json
 from tests.fakes.anthropic_server import unmarked
 
@@ -52,3 +54,12 @@ def test_the_fourth_breakpoint_marks_the_previous_turns_last_block(
         assert previous["role"] == "assistant" and previous["content"][-1]["cache_control"] == EPHEMERAL
         assert last["content"][-1]["cache_control"] == EPHEMERAL
         assert all("cache_control" not in block for m in body["messages"][:-2] for block in m["content"])
+
+
+def test_an_empty_text_block_is_never_marked(tmp_path: Path) -> None:
+    """The API refuses a breakpoint on an empty text block; an assistant turn may end with one."""
+    messages = [Message.user_text("hi"), Message(role="assistant", content=[TextBlock(text="")]),
+                Message.user_text("again")]
+    params = build_params("m", ModelRequest(system="s", messages=messages))
+    assert params["messages"][1]["content"][0] == {"type": "text", "text": ""}
+    assert params["messages"][2]["content"][-1]["cache_control"] == EPHEMERAL

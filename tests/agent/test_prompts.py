@@ -18,12 +18,17 @@ from swarm.agent.tools.team_tools import team_tools
 from swarm.backends.procs import kill_tree
 from swarm.core.home import Home
 from swarm.core.teams import TeamStore
+from swarm.runtime.lead import LeadTeam
 from swarm.runtime.spawn import SpawnRequest, spawn
 from tests.backends.helpers import retry_until
 from tests.fakes import FakeAnthropicServer, text_reply
 
 SKILLS = Catalogs.empty().skills
 LEAD_MARKS = ("[idle]", "shutdown_request", "TaskUpdate", "Never sleep")
+
+
+def _lead(tmp_path: Path) -> LeadTeam:
+    return LeadTeam(Home(tmp_path / "home"), {}, tmp_path)
 
 
 def _main(tmp_path: Path, *, tools: list[Any], definition: AgentDefinition | None = None) -> str:
@@ -49,11 +54,11 @@ def test_the_main_prompt_names_the_model_os_and_shell_and_guides_the_work(tmp_pa
 
 def test_only_an_agent_holding_the_team_tools_gets_the_lead_addendum(tmp_path: Path) -> None:
     plain = _main(tmp_path, tools=core_tools())
-    lead = _main(tmp_path, tools=[*core_tools(), *team_tools(Any)])
+    lead = _main(tmp_path, tools=[*core_tools(), *team_tools(_lead(tmp_path))])
     assert not any(mark in plain for mark in LEAD_MARKS)
     assert all(mark in lead for mark in LEAD_MARKS) and lead.startswith(plain.split("# Environment")[0])
     defined = AgentDefinition(name="boss", description="d", prompt="Lead well.", source="project", tools=["Read"])
-    assert all(mark in _main(tmp_path, tools=[*core_tools(), *team_tools(Any)], definition=defined)
+    assert all(mark in _main(tmp_path, tools=[*core_tools(), *team_tools(_lead(tmp_path))], definition=defined)
                for mark in LEAD_MARKS)  # a lead run as a definition is told too
 
 
