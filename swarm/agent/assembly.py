@@ -29,7 +29,12 @@ The rules, each stated once here:
   memory directory (``swarm.agent.memory.with_memory``);
 - **system prompt**: the definition's body + environment + memory + preloaded
   skills (``swarm.agent.prompts.agent_system_prompt``), or swarm's own prompt
-  when there is no definition; a teammate's team section is added after it.
+  (``system_prompt``: working guidance, environment) when there is no
+  definition; a main agent that holds the team tools (``prompts.is_lead``)
+  gets the lead's section (``LEAD``), a teammate the team section
+  (``TEAMMATE``), the same for every teammate: its name and team go into its
+  first message (``AssembledAgent.introduction``), so teammates of one
+  definition and team send the same system prompt and share its cache.
 """
 
 from __future__ import annotations
@@ -49,7 +54,14 @@ from swarm.agent.definitions import (
 from swarm.agent.executor import ToolGate
 from swarm.agent.memory import memory_prompt, with_memory
 from swarm.agent.permissions.policy import narrowest
-from swarm.agent.prompts import TEAMMATE, agent_system_prompt, system_prompt
+from swarm.agent.prompts import (
+    LEAD,
+    TEAMMATE,
+    agent_system_prompt,
+    is_lead,
+    system_prompt,
+    teammate_introduction,
+)
 from swarm.agent.read_only import read_only_gate
 from swarm.agent.skills import SkillCatalog, load_skills, preload_text
 from swarm.agent.toolpool import tool_pool
@@ -111,7 +123,7 @@ class Parent:
 
 @dataclass(frozen=True)
 class TeamSeat:
-    """A teammate's place in its team, for its system prompt."""
+    """A teammate's place in its team: its name and team open its first message, ``extra`` ends its system prompt."""
 
     name: str
     team: str
@@ -136,6 +148,9 @@ class AssembledAgent:
     """Most model calls the definition allows; 0: no limit of its own."""
     omit_instructions: bool
     """Leave CLAUDE.md out of its context block (the definition's ``omitClaudeMd``)."""
+    introduction: str = ""
+    """What opens its first message's context block: a teammate's name and team (not in the system prompt, so
+    teammates of one definition and team share it and its cache); "" for other agents."""
 
 
 def assemble(definition: AgentDefinition | None, seat: Seat, parent: Parent, *, tools: Sequence[Tool[Any]],
@@ -166,22 +181,23 @@ def assemble(definition: AgentDefinition | None, seat: Seat, parent: Parent, *, 
                         definition_model=definition.model if definition is not None and as_definition else None,
                         parent_model=parent.model, subagent=seat.role == "subagent")
     preload = _preload(definition, also_preload, seat)
+    names = [t.name for t in chosen]
+    lead = seat.role == "main" and is_lead(names)
     if definition is not None and as_definition:
-        system = agent_system_prompt(definition.prompt, seat.cwd, model=model or "default",
-                                     tools=[t.name for t in chosen],
+        system = agent_system_prompt(definition.prompt, seat.cwd, model=model or "default", tools=names,
                                      memory=memory_prompt(definition, seat.cwd, env=seat.env), skills=preload)
-        if team is not None:
-            system = "\n\n".join(p for p in (system, TEAMMATE.format(name=team.name, team=team.team), team.extra) if p)
+        roles = (LEAD if lead else "", TEAMMATE if team is not None else "", team.extra if team else "")
+        system = "\n\n".join(p for p in (system, *roles) if p)
     else:
-        system = system_prompt(seat.cwd, name=team.name if team else None, team=team.team if team else None,
-                               extra=team.extra if team else "")
-        system = "\n\n".join(p for p in (system, preload) if p)
+        system = system_prompt(seat.cwd, model=model or "default", tools=names, lead=lead, teammate=team is not None)
+        system = "\n\n".join(p for p in (system, team.extra if team else "", preload) if p)
     return AssembledAgent(
         definition=definition, tools=chosen, system=system, model=model,
         write_roots=with_memory(parent.write_roots, definition, seat.cwd, env=seat.env),
         spawnable=spawnable, gate=_gate(parent.gate, definition, mode),
         max_turns=definition.max_turns or 0 if definition is not None else 0,
-        omit_instructions=bool(definition is not None and definition.omit_claude_md))
+        omit_instructions=bool(definition is not None and definition.omit_claude_md),
+        introduction=teammate_introduction(team.name, team.team) if team is not None else "")
 
 
 def child_mode(gate: ToolGate | None, definition: AgentDefinition) -> str | None:

@@ -5,6 +5,8 @@ The block is a user-turn text wrapped in ``<system-reminder>``, not part of
 the system prompt, which stays byte-stable for prompt caching. It holds, in
 this order:
 
+0. who the agent is, when that is not in its system prompt (a teammate's
+   name and team: ``introduction``);
 1. instruction files, each introduced by its path (skipped with
    ``omit_instructions``, as Explore and Plan do):
    - ``<claude_config_dir>/CLAUDE.md`` (the user's instructions for every project);
@@ -73,10 +75,15 @@ def is_context_block(text: str) -> bool:
 
 
 def context_block(cwd: Path, *, env: Mapping[str, str], omit_instructions: bool = False,
-                  today: date | None = None) -> str:
-    """The ``<system-reminder>`` block for an agent working in ``cwd`` (see the module docstring)."""
+                  today: date | None = None, introduction: str = "") -> str:
+    """The ``<system-reminder>`` block for an agent working in ``cwd`` (see the module docstring).
+
+    ``introduction`` opens the block: who this agent is (a teammate's name
+    and team, ``AssembledAgent.introduction``), kept out of the system prompt
+    so that prompt is shared; it survives compaction with the block.
+    """
     here = cwd.resolve()
-    sections = []
+    sections = [introduction] if introduction else []
     if not omit_instructions:
         found = instruction_files(here, env=env)
         files = "\n\n".join(filter(None, (_file_section(path, kind) for path, kind in found)))

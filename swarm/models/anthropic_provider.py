@@ -323,16 +323,20 @@ CACHE = {"type": "ephemeral"}
 def build_params(model: str, request: ModelRequest) -> dict[str, Any]:
     """The keyword arguments for ``client.messages.create``, with prompt-cache breakpoints.
 
-    Three breakpoints (of the API's four): after the tools and after the
-    system prompt — the stable prefix every call of an agent shares, and
-    forks and same-definition teammates share with each other — and on the
-    last block of the conversation, so the next call reads everything up to
-    here from the cache. The markers are annotations: the bytes they mark
-    stay identical from call to call.
+    All four of the API's breakpoints: after the tools and after the system
+    prompt — the stable prefix every call of an agent shares, and forks and
+    same-definition teammates share with each other — on the last block of
+    the conversation, so the next call reads everything up to here from the
+    cache, and on the last block of the previous turn (the message before
+    the last), so the conversation up to there is still read from the cache
+    when the newest message is not what the last call sent (a message added
+    mid-turn, a cancelled call, a compacted or resumed tail). The markers
+    are annotations: the bytes they mark stay identical from call to call.
     """
     messages = [m.model_dump(mode="json") for m in request.messages]
-    if messages and messages[-1]["content"]:
-        messages[-1]["content"][-1]["cache_control"] = dict(CACHE)
+    for message in messages[-2:]:
+        if message["content"] and _markable(message["content"][-1]):
+            message["content"][-1]["cache_control"] = dict(CACHE)
     params: dict[str, Any] = {"model": model, "max_tokens": request.max_tokens, "messages": messages}
     if request.system:
         params["system"] = [{"type": "text", "text": request.system, "cache_control": dict(CACHE)}]
@@ -343,6 +347,11 @@ def build_params(model: str, request: ModelRequest) -> dict[str, Any]:
         ]
         params["tools"][-1]["cache_control"] = dict(CACHE)
     return params
+
+
+def _markable(block: Mapping[str, Any]) -> bool:
+    """May ``block`` carry a cache breakpoint? (The API refuses one on an empty text block.)"""
+    return not (block.get("type") == "text" and not block.get("text"))
 
 
 def to_model_response(message: Any) -> ModelResponse:

@@ -120,6 +120,7 @@ class TeammateSession:
                 config, home, self.catalogs, env, mailbox=self.mailbox, provider=provider,
                 make_provider=lambda chosen: make(chosen), gate=self.gate)))
         self.omit_instructions = agent.omit_instructions
+        self.introduction = agent.introduction
         self.spec = AgentSpec(provider=provider, tools=agent.tools, gate=agent.gate, system=agent.system,
                               compaction=CompactionPolicy.from_env(env))
         self.usage = Usage()
@@ -214,7 +215,8 @@ class TeammateSession:
         """The next user turn; the conversation's first one starts with the context block (instructions, git)."""
         if self.conversation.messages:
             return Message.user_text(text)
-        context = context_block(self.config.cwd, env=self.env, omit_instructions=self.omit_instructions)
+        context = context_block(self.config.cwd, env=self.env, omit_instructions=self.omit_instructions,
+                                introduction=self.introduction)
         return Message(role="user", content=[TextBlock(text=context), TextBlock(text=text)])
 
     def _admit(self, entries: list[InboxEntry]) -> list[str]:

@@ -13,7 +13,7 @@ from swarm.agent.assembly import Catalogs, Parent, Seat, TeamSeat, assemble
 from swarm.agent.definitions import GENERAL_PURPOSE_TYPE, AgentDefinition
 from swarm.agent.executor import ToolGate
 from swarm.agent.memory import memory_dir
-from swarm.agent.prompts import BASE
+from swarm.agent.prompts import BASE, TEAMMATE
 from swarm.agent.read_only import ReadOnlyGate
 from swarm.agent.tools import core_tools
 from swarm.agent.tool_api.base import Tool
@@ -76,7 +76,8 @@ def test_a_teammate_whose_type_is_general_purpose_is_a_role_label(tmp_path: Path
                      Parent(model=None, write_roots=[tmp_path]), tools=core_tools(),
                      team=TeamSeat(name="alice", team="t", extra="PLAN NOTE"))
     assert _names(agent.tools) == _names(core_tools())  # every tool: the definition's list is not applied
-    assert agent.system.startswith(BASE) and 'You are alice, a member of team "t"' in agent.system
+    assert agent.system.startswith(BASE) and TEAMMATE in agent.system and "alice" not in agent.system
+    assert 'You are "alice", a member of team "t"' in agent.introduction  # the name opens its first message
     assert agent.system.endswith("PLAN NOTE") and "general-purpose agent" not in agent.system
 
 
@@ -85,7 +86,7 @@ def test_a_teammate_definition_prompt_comes_first_then_its_team(tmp_path: Path) 
                      Parent(model=None, write_roots=[tmp_path]), tools=core_tools(),
                      team=TeamSeat(name="bob", team="t"))
     assert agent.system.startswith("Review with care.")
-    assert agent.system.index("Model: default") < agent.system.index('You are bob, a member of team "t"')
+    assert agent.system.index("Model: default") < agent.system.index(TEAMMATE) and "bob" not in agent.system
 
 
 @pytest.mark.parametrize(("role", "asked", "definition_model", "parent", "expected"), [

@@ -68,3 +68,13 @@ def test_a_refusal_exits_non_zero_with_one_line_that_says_so(tmp_path: Path, api
                   {"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": api.base_url})
     assert result.returncode == 1 and result.stdout == ""
     assert "refusal" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_the_main_agent_of_swarm_run_is_a_lead_told_how_its_team_works(tmp_path: Path, api: FakeAnthropicServer) -> None:
+    api.enqueue(text_reply("hello"))
+    result = _run(["-p", "hi"], tmp_path, {"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": api.base_url})
+    assert result.returncode == 0, result.stderr
+    body = api.requests[0].body
+    system = body["system"][0]["text"]
+    assert f"Model: {body['model']}" in system and "Shell: " in system and "# Git" in system
+    assert "# Leading a team" in system and "[idle]" in system and "shutdown_request" in system

@@ -135,9 +135,10 @@ def test_a_teammate_started_from_a_definition_gets_its_prompt_tools_and_model(
                                                   "TaskUpdate"]
     assert body["model"] == "claude-haiku-test"
     system = json.dumps(body["system"])
-    assert "You only read files." in system and 'member of team \\"t\\"' in system
+    assert "You only read files." in system and "# Working in a team" in system and '\\"r\\"' not in system
     assert "claim the next available one" in system  # and it is told to use them
-    assert body["messages"][0]["content"][0]["text"].startswith("<system-reminder>")
+    first = body["messages"][0]["content"][0]["text"]
+    assert first.startswith("<system-reminder>") and 'You are "r", a member of team "t"' in first
 
 
 SKILLED = r"""

@@ -95,7 +95,7 @@ class BashTool(Tool[BashInput]):
     read_only = False
 
     def __init__(self, shell: str | None = None, kill_grace: float = KILL_GRACE_SECONDS) -> None:
-        self._shell = shell or _default_shell()
+        self._shell = shell or default_shell()
         self._kill_grace = kill_grace
         self._log_dir: Path | None = None
 
@@ -154,7 +154,7 @@ class BashTool(Tool[BashInput]):
         return Path(name)
 
 
-def _default_shell() -> str:
+def default_shell() -> str:
     if os.access("/bin/bash", os.X_OK):
         return "/bin/bash"
     return shutil.which("bash") or shutil.which("sh") or "/bin/sh"
