@@ -24,6 +24,21 @@ class ToolUseBlock(BaseModel):
     input: dict[str, Any] = Field(default_factory=dict)
 
 
+class ThinkingBlock(BaseModel):
+    """The model's thinking, with the signature the API checks when it is sent back (kept byte for byte)."""
+
+    type: Literal["thinking"] = "thinking"
+    thinking: str
+    signature: str
+
+
+class RedactedThinkingBlock(BaseModel):
+    """Thinking the API encrypted (``data``): never shown, sent back unchanged."""
+
+    type: Literal["redacted_thinking"] = "redacted_thinking"
+    data: str
+
+
 class ToolResultBlock(BaseModel):
     type: Literal["tool_result"] = "tool_result"
     tool_use_id: str
@@ -31,7 +46,11 @@ class ToolResultBlock(BaseModel):
     is_error: bool = False
 
 
-ContentBlock = Annotated[Union[TextBlock, ToolUseBlock, ToolResultBlock], Field(discriminator="type")]
+ContentBlock = Annotated[Union[ThinkingBlock, RedactedThinkingBlock, TextBlock, ToolUseBlock, ToolResultBlock],
+                        Field(discriminator="type")]
+AssistantBlock = Annotated[Union[ThinkingBlock, RedactedThinkingBlock, TextBlock, ToolUseBlock],
+                          Field(discriminator="type")]
+"""What a model answers with; thinking blocks come first and go back to the API unchanged, in order."""
 
 
 class Message(BaseModel):
@@ -45,7 +64,7 @@ class Message(BaseModel):
         return cls(role="user", content=[TextBlock(text=text)])
 
     def text(self) -> str:
-        """The text blocks joined, without tool blocks."""
+        """The text blocks joined, without tool or thinking blocks."""
         return "".join(b.text for b in self.content if isinstance(b, TextBlock))
 
     def tool_uses(self) -> list[ToolUseBlock]:

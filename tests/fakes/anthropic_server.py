@@ -318,7 +318,13 @@ def conversation_error(messages: Any) -> str | None:
 
 
 def sse_events(message: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """A Messages API response as the server-sent events a streaming request gets (text cut in pieces)."""
+    """A Messages API response as the server-sent events a streaming request gets (text cut in pieces).
+
+    As the API streams them: a thinking block starts empty, its text arrives
+    as ``thinking_delta`` pieces and its signature as one ``signature_delta``
+    before the block stops; a ``redacted_thinking`` block arrives whole in its
+    ``content_block_start``.
+    """
     usage = dict(message.get("usage") or {})
     start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 0}}
     events: list[tuple[str, dict[str, Any]]] = [("message_start", {"type": "message_start", "message": start})]
@@ -330,6 +336,20 @@ def sse_events(message: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
             for piece in [text[i:i + 7] for i in range(0, len(text), 7)] or [""]:
                 events.append(("content_block_delta", {"type": "content_block_delta", "index": index,
                                                        "delta": {"type": "text_delta", "text": piece}}))
+        elif block["type"] == "thinking":
+            events.append(("content_block_start", {"type": "content_block_start", "index": index,
+                                                   "content_block": {"type": "thinking", "thinking": "",
+                                                                     "signature": ""}}))
+            thinking = block["thinking"]
+            for piece in [thinking[i:i + 7] for i in range(0, len(thinking), 7)] or [""]:
+                events.append(("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                       "delta": {"type": "thinking_delta", "thinking": piece}}))
+            events.append(("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                   "delta": {"type": "signature_delta",
+                                                             "signature": block["signature"]}}))
+        elif block["type"] == "redacted_thinking":
+            events.append(("content_block_start", {"type": "content_block_start", "index": index,
+                                                   "content_block": dict(block)}))
         else:
             events.append(("content_block_start", {"type": "content_block_start", "index": index,
                                                    "content_block": {**block, "input": {}}}))
