@@ -121,7 +121,7 @@ class TeammateSession:
                 make_provider=lambda chosen: make(chosen), gate=self.gate)))
         self.omit_instructions = agent.omit_instructions
         self.spec = AgentSpec(provider=provider, tools=agent.tools, gate=agent.gate, system=agent.system,
-                              compaction=CompactionPolicy.from_env(env))
+                              compaction=CompactionPolicy.from_env(env), effort=agent.effort)
         self.usage = Usage()
         self.lead_watch = LeadWatch(self.teams, config.team, on_gone=self.ctx.turn.cancel.set)
         """The process leading the team, if swarm started one: its end ends this teammate's run."""
