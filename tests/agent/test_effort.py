@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from swarm.agent.assembly import Catalogs, Parent, Seat, assemble
 from swarm.agent.definitions import AgentDefinition, parse_definition_file
 from swarm.agent.tools import core_tools
+from tests.fakes import FakeAnthropicServer, text_reply, tool_use_reply
 from swarm.agent.config_files import ConfigFileError
 
 SKILLS = Catalogs.empty().skills
@@ -42,3 +44,26 @@ def test_the_assembled_agent_carries_its_effort(tmp_path: Path, asked: str | Non
                      Parent(model=None, write_roots=None, effort=parent), tools=core_tools(),  # type: ignore[arg-type]
                      asked_effort=asked)  # type: ignore[arg-type]
     assert agent.effort == expected
+
+
+def test_a_subagent_thinks_with_its_definitions_effort_else_its_parents(api: FakeAnthropicServer,
+                                                                       tmp_path: Path) -> None:
+    from swarm.agent.definitions import load_agents
+    from swarm.agent.headless import MainOptions, run_headless
+    from swarm.agent.limits import Limits
+    from tests.agent.subagent_helpers import api_env, provider_for
+
+    agents = json.dumps({"deep": {"description": "d", "prompt": "Deep.", "model": "claude-opus-5-5", "effort": "max"},
+                         "plain": {"description": "p", "prompt": "Plain.", "model": "claude-opus-5-5"}})
+    api.enqueue(tool_use_reply("Agent", {"description": "a", "prompt": "go deep", "subagent_type": "deep"},
+                               tool_id="toolu_a"), text_reply("deep done"),
+                tool_use_reply("Agent", {"description": "b", "prompt": "go plain", "subagent_type": "plain"},
+                               tool_id="toolu_b"), text_reply("plain done"), text_reply("all done"))
+    env = api_env(api)
+    catalog = load_agents(tmp_path, env=env, cli_json=agents)
+    main = MainOptions(catalog=catalog, env=env, make_provider=lambda model: provider_for(env, model),
+                       agents_dir=tmp_path / "agents", effort="low")
+    with provider_for(env, "claude-opus-5-5") as parent:
+        assert run_headless("work", parent, cwd=tmp_path, limits=Limits(max_turns=10), main=main).ok
+    efforts = [r.body.get("output_config", {}).get("effort") for r in api.requests]
+    assert efforts == ["low", "max", "low", "low", "low"]  # main, deep child, main, plain child (inherits), main
