@@ -7,7 +7,8 @@ the conversation so far, and the conversation continues from that summary:
 
 - The summary request is the conversation itself with the summary
   instruction added to its last (user) message, under the same system
-  prompt and tools, so it reads the prompt cache like any other call.
+  prompt, tools and effort (thinking parameters are part of what the cache
+  compares), so it reads the prompt cache like any other call.
 - The conversation after compaction is one user message — the summary,
   introduced as the continuation of an earlier session — followed by the
   step in progress: the last assistant tool call and its results, when the
@@ -48,7 +49,7 @@ from dataclasses import dataclass
 from swarm.agent.conversation import Conversation
 from swarm.agent.instructions import is_context_block
 from swarm.errors import ModelError, PromptTooLong
-from swarm.models.base import ModelProvider, ModelRequest, ModelResponse, ToolSpec
+from swarm.models.base import Effort, ModelProvider, ModelRequest, ModelResponse, ToolSpec
 from swarm.models.catalog import model_info
 from swarm.models.messages import Message, TextBlock, ToolResultBlock, Usage
 
@@ -115,18 +116,18 @@ def _positive(raw: str | None) -> float | None:
 
 
 def compact_if_due(policy: CompactionPolicy | None, provider: ModelProvider, conversation: Conversation, *,
-                   system: str, tools: Sequence[ToolSpec]) -> Usage:
+                   system: str, tools: Sequence[ToolSpec], effort: Effort | None = None) -> Usage:
     """Compact ``conversation`` if its context reached the threshold; the usage of the summary call (or none)."""
     if policy is None or not policy.enabled or not conversation.unfinished:
         return Usage()
     threshold = policy.threshold(provider.model)
     if conversation.context_tokens < max(threshold, conversation.compaction_retry_at):
         return Usage()
-    return compact(provider, conversation, system=system, tools=tools, threshold=threshold) or Usage()
+    return compact(provider, conversation, system=system, tools=tools, threshold=threshold, effort=effort) or Usage()
 
 
 def compact(provider: ModelProvider, conversation: Conversation, *, system: str, tools: Sequence[ToolSpec],
-            threshold: int) -> Usage | None:
+            threshold: int, effort: Effort | None = None) -> Usage | None:
     """Replace ``conversation`` (ending with a user message) by its summary, whatever its size.
 
     Returns the summary call's usage, or None when the summary failed (logged
@@ -135,7 +136,7 @@ def compact(provider: ModelProvider, conversation: Conversation, *, system: str,
     """
     messages = [*conversation.messages[:-1], _with_instruction(conversation.messages[-1])]
     try:
-        response = _summarise(provider, messages, system=system, tools=tools)
+        response = _summarise(provider, messages, system=system, tools=tools, effort=effort)
     except ModelError as exc:
         conversation.compaction_retry_at = conversation.context_tokens + int(threshold * RETRY_GROWTH) + 1
         log.warning("compaction failed; the conversation goes on whole", extra={"error": str(exc)})
@@ -149,13 +150,13 @@ def compact(provider: ModelProvider, conversation: Conversation, *, system: str,
     return response.usage
 
 
-def _summarise(provider: ModelProvider, messages: list[Message], *, system: str,
-               tools: Sequence[ToolSpec]) -> ModelResponse:
+def _summarise(provider: ModelProvider, messages: list[Message], *, system: str, tools: Sequence[ToolSpec],
+               effort: Effort | None) -> ModelResponse:
     """The summary call; a request too long for the window goes again with its oldest messages dropped."""
     trims = 0
     while True:
         request = ModelRequest(system=system, tools=list(tools), max_tokens=SUMMARY_MAX_TOKENS, summary=True,
-                               messages=messages)
+                               messages=messages, effort=effort)
         try:
             return provider.complete(request)
         except PromptTooLong:

@@ -131,7 +131,7 @@ def run_agent(spec: AgentSpec, conversation: Conversation, ctx: ToolContext,
                 raise Interrupted("cancelled before the next model call")
             spec.limits.check(turns=turns, usage=usage, started=started)
             usage = usage + compact_if_due(spec.compaction, spec.provider, conversation, system=spec.system,
-                                           tools=specs)
+                                           tools=specs, effort=spec.effort)
             response, compacted = _call(spec, conversation, specs, output_limit)
             usage = usage + compacted
             turns += 1
@@ -192,7 +192,8 @@ def _call(spec: AgentSpec, conversation: Conversation, specs: list[ToolSpec],
         if spec.compaction is None:
             raise
         threshold = spec.compaction.threshold(spec.provider.model)
-        summary = compact(spec.provider, conversation, system=spec.system, tools=specs, threshold=threshold)
+        summary = compact(spec.provider, conversation, system=spec.system, tools=specs, threshold=threshold,
+                          effort=spec.effort)
         if summary is None:
             raise
     log.info("prompt too long: compacted, trying once more")

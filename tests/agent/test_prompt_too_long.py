@@ -104,3 +104,18 @@ def test_thinking_and_effort_ride_through_the_loop(api: FakeAnthropicServer, tmp
     assert unmarked(second["messages"][1]) == {"role": "assistant", "content": [thinking, call]}
     resumed = Conversation.resume(Transcript(transcript.path))  # the transcript keeps the signature
     assert resumed.messages[1].model_dump(mode="json")["content"][0] == thinking
+
+
+def test_the_summary_request_thinks_like_the_agent_so_the_cached_prefix_holds(api: FakeAnthropicServer,
+                                                                             tmp_path: Path) -> None:
+    api.enqueue(text_reply("SUMMARY"), when=SUMMARY_MARK)
+    api.enqueue(error_reply(400, "invalid_request_error", TOO_LONG), text_reply("done"))
+    provider = AnthropicProvider(model="claude-opus-5-5",
+                                 env={"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": api.base_url})
+    conversation = Conversation()
+    conversation.add_user_text("go")
+    with provider:
+        assert run_agent(AgentSpec(provider=provider, tools=core_tools(), effort="medium"), conversation,
+                         _ctx(tmp_path)).ok
+    assert len(_summary_calls(api)) == 1
+    assert [r.body.get("output_config") for r in api.requests] == [{"effort": "medium"}] * 3
