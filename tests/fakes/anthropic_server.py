@@ -8,7 +8,10 @@ shape, so a test that forgot a reply fails loudly instead of hanging.
 Like the real API, a request whose conversation breaks the tool-use contract
 (a ``tool_use`` without a ``tool_result`` right after it, a result for no
 call) is refused with a 400 ``invalid_request_error`` (``conversation_error``),
-so every test that talks to this server checks what swarm sends. A request
+so every test that talks to this server checks what swarm sends. Thinking
+is checked the same way: a thinking block must be one this server sent, with
+its signature unchanged, and thinking blocks must come before an assistant
+message's text and tool calls (``thinking_error``). A request
 with ``"stream": true`` is answered with server-sent events (``sse_events``),
 as the real API does.
 
@@ -128,6 +131,8 @@ class FakeAnthropicServer:
         self._replies: deque[ScriptedReply] = deque()
         self._otherwise: ScriptedReply | None = None
         self._requests: list[RecordedRequest] = []
+        self._signed: set[tuple[str, str]] = set()
+        """(thinking, signature) of every thinking block served: only these may come back."""
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
@@ -200,18 +205,27 @@ class FakeAnthropicServer:
                 return ScriptedReply(200, {"input_tokens": max(1, len(json.dumps(request.body)) // 4)})
             if request.method != "POST" or request.path != MESSAGES_PATH:
                 return error_reply(404, "not_found_error", f"fake server serves POST {MESSAGES_PATH} only")
-            problem = conversation_error(request.body.get("messages") if isinstance(request.body, dict) else None)
+            messages = request.body.get("messages") if isinstance(request.body, dict) else None
+            problem = conversation_error(messages) or thinking_error(messages, self._signed)
             if problem is not None:
                 return error_reply(400, "invalid_request_error", problem)
             for reply in self._replies:
                 if reply.matches(request.body):
                     if not reply.repeat:
                         self._replies.remove(reply)
-                    return reply.answer(request.body)
+                    return self._signing(reply.answer(request.body))
             if self._otherwise is not None:
-                return self._otherwise.answer(request.body)
+                return self._signing(self._otherwise.answer(request.body))
             return error_reply(500, "api_error", f"fake anthropic server: no scripted reply left "
                                                  f"for request #{len(self._requests)}")
+
+    def _signing(self, reply: ScriptedReply) -> ScriptedReply:
+        """``reply``, its thinking blocks noted as this server's (called under the lock)."""
+        content = reply.body.get("content") if isinstance(reply.body, dict) else None
+        for block in content if isinstance(content, list) else []:
+            if isinstance(block, dict) and block.get("type") == "thinking":
+                self._signed.add((block.get("thinking", ""), block.get("signature", "")))
+        return reply
 
     def _wait(self, seconds: float) -> None:
         self._stopping.wait(seconds)
@@ -314,6 +328,28 @@ def conversation_error(messages: Any) -> str | None:
         if open_calls - results:
             return f"messages.{index}: tool_use ids without tool_result right after: {sorted(open_calls - results)}"
         open_calls = set()
+    return None
+
+
+def thinking_error(messages: Any, signed: set[tuple[str, str]]) -> str | None:
+    """What the Messages API would refuse in ``messages``'s thinking: a block it did not send or whose signature
+    changed, or thinking after an assistant message's text or tool calls; None when there is none."""
+    if not isinstance(messages, list):
+        return None
+    for index, message in enumerate(messages):
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, list) or message.get("role") != "assistant":
+            continue
+        seen_other = False
+        for block in content:
+            kind = block.get("type") if isinstance(block, dict) else None
+            if kind in ("thinking", "redacted_thinking"):
+                if seen_other:
+                    return f"messages.{index}: thinking blocks must come before text and tool_use blocks"
+                if kind == "thinking" and (block.get("thinking"), block.get("signature")) not in signed:
+                    return f"messages.{index}: Invalid `signature` in `thinking` block"
+            else:
+                seen_other = True
     return None
 
 

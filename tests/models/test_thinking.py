@@ -113,3 +113,16 @@ def test_a_prompt_too_long_400_is_its_own_error(make_anthropic: Make, anthropic_
         provider.complete(ModelRequest(messages=[Message.user_text("hi")]))
     assert not isinstance(other.value, PromptTooLong)
     assert len(anthropic_server.requests) == 2  # neither is retried
+
+
+def test_the_fake_api_refuses_thinking_that_was_changed_or_moved(make_anthropic: Make,
+                                                                 anthropic_server: FakeAnthropicServer) -> None:
+    anthropic_server.enqueue(ScriptedReply(200, message_json([THINKING, CALL], stop_reason="tool_use")))
+    provider = make_anthropic()
+    provider.complete(ModelRequest(messages=[Message.user_text("list files")]))
+    result = Message(role="user", content=[ToolResultBlock(tool_use_id="toolu_t1", content="a.py")])
+    changed = ThinkingBlock(thinking=THINKING["thinking"], signature="forged")
+    for assistant in ([changed, ToolUseBlock(**CALL)], [ToolUseBlock(**CALL), ThinkingBlock(**THINKING)]):
+        with pytest.raises(ModelError, match="signature|before text"):
+            provider.complete(ModelRequest(messages=[Message.user_text("list files"),
+                                                     Message(role="assistant", content=assistant), result]))
