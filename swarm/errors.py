@@ -66,3 +66,10 @@ class BackendError(SwarmError):
 
 class ModelError(SwarmError):
     """A model provider failed and will not be retried further."""
+
+
+class PromptTooLong(ModelError):
+    """The API refused a request because its prompt does not fit the model's window (a 400 that says so).
+
+    The agent loop answers it by compacting the conversation and trying once more.
+    """

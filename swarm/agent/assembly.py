@@ -25,6 +25,8 @@ The rules, each stated once here:
   mode and its definition's ``permissionMode`` — a child of an agent in plan
   mode stays in plan mode, and a definition never widens its parent's mode;
   a read-only definition wraps the gate read-only (``swarm.agent.read_only``);
+- **effort**: an explicit ask (``swarm run --effort``) > the definition's
+  ``effort`` > the parent's;
 - **write roots**: the parent's (or the person's), plus the definition's
   memory directory (``swarm.agent.memory.with_memory``);
 - **system prompt**: the definition's body + environment + memory + preloaded
@@ -67,6 +69,7 @@ from swarm.agent.skills import SkillCatalog, load_skills, preload_text
 from swarm.agent.toolpool import tool_pool
 from swarm.agent.tool_api.base import Tool
 from swarm.models.aliases import agent_model
+from swarm.models.base import Effort
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +122,8 @@ class Parent:
     """Where the parent may write (None: anywhere)."""
     gate: ToolGate | None = None
     """The parent's permission gate (None: every call runs)."""
+    effort: Effort | None = None
+    """How hard the parent's model thinks (None: the model's default)."""
 
 
 @dataclass(frozen=True)
@@ -151,12 +156,14 @@ class AssembledAgent:
     introduction: str = ""
     """What opens its first message's context block: a teammate's name and team (not in the system prompt, so
     teammates of one definition and team share it and its cache); "" for other agents."""
+    effort: Effort | None = None
+    """How hard its model thinks (``swarm.agent.loop.AgentSpec.effort``); None: the model's default."""
 
 
 def assemble(definition: AgentDefinition | None, seat: Seat, parent: Parent, *, tools: Sequence[Tool[Any]],
              kept: Sequence[Tool[Any]] = (), kept_names: Sequence[str] = (), asked_model: str | None = None,
              also_preload: Sequence[str] = (), team: TeamSeat | None = None,
-             background: bool = False) -> AssembledAgent:
+             background: bool = False, asked_effort: Effort | None = None) -> AssembledAgent:
     """The agent ``definition`` makes in ``seat`` under ``parent`` (see the module docstring for each rule).
 
     ``tools``: every tool this process can give an agent, fresh, in the
@@ -165,6 +172,7 @@ def assemble(definition: AgentDefinition | None, seat: Seat, parent: Parent, *, 
     a teammate's ``model``, the Agent tool's ``model``). ``also_preload``:
     skills preloaded beside the definition's (a team file's ``skills``).
     ``background``: a subagent that runs in the background (gate 3).
+    ``asked_effort``: an explicit effort (``--effort``).
     """
     as_definition = definition is not None and not (seat.role == "teammate"
                                                     and definition.name == GENERAL_PURPOSE_TYPE)
@@ -197,7 +205,9 @@ def assemble(definition: AgentDefinition | None, seat: Seat, parent: Parent, *, 
         spawnable=spawnable, gate=_gate(parent.gate, definition, mode),
         max_turns=definition.max_turns or 0 if definition is not None else 0,
         omit_instructions=bool(definition is not None and definition.omit_claude_md),
-        introduction=teammate_introduction(team.name, team.team) if team is not None else "")
+        introduction=teammate_introduction(team.name, team.team) if team is not None else "",
+        effort=asked_effort or (definition.effort if definition is not None and as_definition else None)
+        or parent.effort)
 
 
 def child_mode(gate: ToolGate | None, definition: AgentDefinition) -> str | None:

@@ -7,7 +7,8 @@ the conversation so far, and the conversation continues from that summary:
 
 - The summary request is the conversation itself with the summary
   instruction added to its last (user) message, under the same system
-  prompt and tools, so it reads the prompt cache like any other call.
+  prompt, tools and effort (thinking parameters are part of what the cache
+  compares), so it reads the prompt cache like any other call.
 - The conversation after compaction is one user message — the summary,
   introduced as the continuation of an earlier session — followed by the
   step in progress: the last assistant tool call and its results, when the
@@ -29,6 +30,14 @@ window), lowered — never raised — by ``CLAUDE_AUTOCOMPACT_PCT_OVERRIDE``
 failed summary call is logged and recorded, and the conversation goes on
 whole; it is tried again only once the context has grown by another
 ``RETRY_GROWTH`` of the window.
+
+A request the API refuses as too long (``PromptTooLong``) is compacted
+whatever the threshold (``compact``, called by the loop, which then tries
+the call once more; auto-compaction turned off does not stop this, only a
+policy of None does). The summary request itself must fit: while the API
+says it is too long, its oldest messages are dropped (about half each time,
+``_trimmed``), up to ``MAX_SUMMARY_TRIMS`` times; the newest step and the
+instruction are always sent.
 """
 
 from __future__ import annotations
@@ -39,8 +48,8 @@ from dataclasses import dataclass
 
 from swarm.agent.conversation import Conversation
 from swarm.agent.instructions import is_context_block
-from swarm.errors import ModelError
-from swarm.models.base import ModelProvider, ModelRequest, ToolSpec
+from swarm.errors import ModelError, PromptTooLong
+from swarm.models.base import Effort, ModelProvider, ModelRequest, ModelResponse, ToolSpec
 from swarm.models.catalog import model_info
 from swarm.models.messages import Message, TextBlock, ToolResultBlock, Usage
 
@@ -50,6 +59,9 @@ BUFFER = 13_000
 """Tokens kept free below the window (Claude Code's auto-compact buffer)."""
 RETRY_GROWTH = 0.05
 SUMMARY_MAX_TOKENS = 8192
+MAX_SUMMARY_TRIMS = 4
+"""Times a summary request the API finds too long is sent again with its oldest messages dropped."""
+OMITTED = "[The earliest part of this conversation was omitted here to fit the model's context window.]"
 
 SUMMARY_INSTRUCTION = """\
 Your task is to create a detailed summary of the conversation so far, which will replace it: \
@@ -104,28 +116,74 @@ def _positive(raw: str | None) -> float | None:
 
 
 def compact_if_due(policy: CompactionPolicy | None, provider: ModelProvider, conversation: Conversation, *,
-                   system: str, tools: Sequence[ToolSpec]) -> Usage:
+                   system: str, tools: Sequence[ToolSpec], effort: Effort | None = None) -> Usage:
     """Compact ``conversation`` if its context reached the threshold; the usage of the summary call (or none)."""
     if policy is None or not policy.enabled or not conversation.unfinished:
         return Usage()
     threshold = policy.threshold(provider.model)
     if conversation.context_tokens < max(threshold, conversation.compaction_retry_at):
         return Usage()
-    request = ModelRequest(system=system, tools=list(tools), max_tokens=SUMMARY_MAX_TOKENS, summary=True,
-                           messages=[*conversation.messages[:-1], _with_instruction(conversation.messages[-1])])
+    return compact(provider, conversation, system=system, tools=tools, threshold=threshold, effort=effort) or Usage()
+
+
+def compact(provider: ModelProvider, conversation: Conversation, *, system: str, tools: Sequence[ToolSpec],
+            threshold: int, effort: Effort | None = None) -> Usage | None:
+    """Replace ``conversation`` (ending with a user message) by its summary, whatever its size.
+
+    Returns the summary call's usage, or None when the summary failed (logged
+    and recorded; the conversation stays whole and is not tried again before
+    it has grown by ``RETRY_GROWTH`` of ``threshold``).
+    """
+    messages = [*conversation.messages[:-1], _with_instruction(conversation.messages[-1])]
     try:
-        response = provider.complete(request)
+        response = _summarise(provider, messages, system=system, tools=tools, effort=effort)
     except ModelError as exc:
         conversation.compaction_retry_at = conversation.context_tokens + int(threshold * RETRY_GROWTH) + 1
         log.warning("compaction failed; the conversation goes on whole", extra={"error": str(exc)})
         if conversation.transcript is not None:
             conversation.transcript.event("compaction_failed", error=str(exc), context_tokens=conversation.context_tokens)
-        return Usage()
+        return None
     summary = response.message().text().strip() or "(the summary came back empty)"
     before = len(conversation.messages)
     conversation.replace(_continued(summary, conversation.messages), summarised=before, usage=response.usage)
     log.info("conversation compacted", extra={"messages": before, "context_tokens": conversation.context_tokens})
     return response.usage
+
+
+def _summarise(provider: ModelProvider, messages: list[Message], *, system: str, tools: Sequence[ToolSpec],
+               effort: Effort | None) -> ModelResponse:
+    """The summary call; a request too long for the window goes again with its oldest messages dropped."""
+    trims = 0
+    while True:
+        request = ModelRequest(system=system, tools=list(tools), max_tokens=SUMMARY_MAX_TOKENS, summary=True,
+                               messages=messages, effort=effort)
+        try:
+            return provider.complete(request)
+        except PromptTooLong:
+            shorter = _trimmed(messages)
+            if shorter is None or trims >= MAX_SUMMARY_TRIMS:
+                raise
+            trims += 1
+            log.info("summary request too long; oldest messages dropped",
+                     extra={"messages": len(messages), "kept": len(shorter)})
+            messages = shorter
+
+
+def _trimmed(messages: list[Message]) -> list[Message] | None:
+    """``messages`` without about their older half, still a valid conversation; None if nothing can go.
+
+    The cut falls on a user message after the first, from the middle on,
+    that is not the last one (the last holds the newest step and the
+    instruction). That message loses its tool results (their calls are
+    dropped) and opens with ``OMITTED``, so the request still starts with a
+    user message and every ``tool_use`` it sends keeps its result.
+    """
+    last = len(messages) - 1
+    cut = next((i for i in range(max(1, len(messages) // 2), last) if messages[i].role == "user"), None)
+    if cut is None:
+        return None
+    kept = [b for b in messages[cut].content if not isinstance(b, ToolResultBlock)]
+    return [Message(role="user", content=[TextBlock(text=OMITTED), *kept]), *messages[cut + 1:]]
 
 
 def _with_instruction(last: Message) -> Message:

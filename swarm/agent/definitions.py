@@ -20,6 +20,7 @@ files work unchanged); the body is the agent's system prompt::
     description: Reviews a diff for bugs; use after a change.
     tools: Read, Grep, Glob        # or a YAML list; absent or "*" = all tools
     model: sonnet                  # sonnet/opus/haiku, a model id, or inherit
+    effort: high                   # low/medium/high/xhigh/max: how hard the model thinks
     ---
     You are a code reviewer...
 
@@ -55,6 +56,7 @@ from swarm.agent.permissions.policy import PERMISSION_MODES
 from swarm.agent.trust import is_trusted
 from swarm.core.names import validate_name
 from swarm.errors import InvalidNameError, UsageError
+from swarm.models.base import EFFORTS, Effort
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +82,8 @@ class AgentDefinition(BaseModel):
     """An alias (sonnet/opus/haiku), a model id, or ``inherit``; None = inherit."""
     permission_mode: str | None = None
     max_turns: int | None = None
+    effort: Effort | None = None
+    """How hard the model thinks (``swarm.models.anthropic_provider.thinking_params``); None: the parent's."""
     background: bool = False
     isolation: Literal["worktree"] | None = None
     color: str | None = None
@@ -141,6 +145,7 @@ class _Fields(BaseModel):
     model: str | None = None
     permission_mode: str | None = Field(None, alias="permissionMode")
     max_turns: int | None = Field(None, alias="maxTurns", gt=0)
+    effort: Effort | None = None
     background: bool = False
     isolation: Literal["worktree"] | None = None
     color: str | None = None
@@ -182,6 +187,7 @@ _HINTS = {
     "model": "use sonnet, opus, haiku, fable, inherit or a model id",
     "permissionMode": f"use one of {', '.join(PERMISSION_MODES)}",
     "maxTurns": "use a whole number above 0",
+    "effort": f"use {', '.join(EFFORTS[:-1])} or {EFFORTS[-1]}",
     "background": "use true or false",
     "omitClaudeMd": "use true or false",
     "isolation": "use worktree or leave it out",
@@ -199,7 +205,7 @@ def _definition(fields: _Fields, *, name: str, prompt: str, source: Source, path
     return AgentDefinition(
         name=name, description=fields.description, prompt=prompt, tools=fields.tools,
         disallowed_tools=fields.disallowed_tools or [], model=fields.model, permission_mode=fields.permission_mode,
-        max_turns=fields.max_turns, background=fields.background, isolation=fields.isolation, color=fields.color,
+        max_turns=fields.max_turns, effort=fields.effort, background=fields.background, isolation=fields.isolation, color=fields.color,
         memory=fields.memory, skills=fields.skills or [], omit_claude_md=fields.omit_claude_md, source=source,
         path=path, extra=dict(fields.model_extra or {}),
     )

@@ -42,7 +42,7 @@ from swarm.agent.transcript import Transcript
 from swarm.agent.turn_model import TurnModel
 from swarm.errors import UsageError
 from swarm.models.aliases import agent_model
-from swarm.models.base import ModelProvider
+from swarm.models.base import Effort, ModelProvider
 from swarm.models.factory import Choice, choose_model, make_provider
 from swarm.models.messages import Message, TextBlock, Usage
 from swarm.models.scripted import SCRIPTED
@@ -65,6 +65,8 @@ class MainOptions:
     """Run the main agent as this definition (``--agent``)."""
     note: Callable[[str], None] = lambda _: None
     """Where remarks for the person go (an unknown ``/name`` in the prompt)."""
+    effort: Effort | None = None
+    """How hard the main agent's model thinks (``--effort``; else its definition's ``effort``)."""
 
 
 @dataclass
@@ -100,10 +102,10 @@ class MainSetup:
                                  on_text=on_text)
         return cls(env, catalogs, definition, model, playbook, provider, choose_model(model, playbook=playbook, env=env))
 
-    def main_agent(self, agents_dir: Path, note: Callable[[str], None]) -> MainOptions:
+    def main_agent(self, agents_dir: Path, note: Callable[[str], None], effort: Effort | None = None) -> MainOptions:
         return MainOptions(catalog=self.catalogs.agents, env=self.env, agents_dir=agents_dir,
                          definition=self.definition, make_provider=self._child_providers(), skills=self.catalogs.skills,
-                         note=note)
+                         note=note, effort=effort)
 
     def _child_providers(self) -> Callable[[str], ModelProvider]:
         """How a subagent gets its provider: offline children play the parent's playbook, others their model."""
@@ -167,7 +169,7 @@ class MainSession:
         agent = assemble(main.definition, Seat(role="main", cwd=cwd, env=main.env, skills=main.skills, note=main.note),
                          Parent(model=None, write_roots=[cwd] if confine_writes else None, gate=gate),
                          tools=[*agent_tools(main.catalog, main.skills), *extra_tools], kept=extra_tools,
-                         asked_model=provider.model)
+                         asked_model=provider.model, asked_effort=main.effort)
         self.omit_instructions = agent.omit_instructions
         self.conversation = (Conversation.resume(Transcript(transcript)) if resume and transcript is not None
                              else Conversation(transcript=Transcript(transcript) if transcript else None))
@@ -177,11 +179,12 @@ class MainSession:
                               make_tools=lambda: agent_tools(main.catalog, main.skills),
                               transcript_dir=main.agents_dir, background=BackgroundAgents(self.sink),
                               fork_enabled=forks_enabled(main.env), skills=main.skills, gate=gate,
-                              note=main.note)
+                              note=main.note, effort=agent.effort)
         self.ctx = ToolContext(AgentIdentity(cwd=cwd, write_roots=agent.write_roots, spawnable=agent.spawnable),
                                services=AgentServices(team_control=team_control, agents=self.host, models=models),
                                turn=TurnState(cancel=cancel or threading.Event()))
         self.spec = AgentSpec(provider=models, tools=agent.tools, system=agent.system, gate=agent.gate,
+                              effort=agent.effort,
                               limits=Limits(max_turns=limits.max_turns or agent.max_turns, max_tokens=limits.max_tokens,
                                             max_seconds=limits.max_seconds,
                                             max_consecutive_tool_errors=limits.max_consecutive_tool_errors))

@@ -15,7 +15,11 @@ The model's stop reason is checked on every response: ``refusal`` ends the
 run as such (``ModelStopped``; ``swarm run -p`` exits non-zero), and an
 output cut at ``max_tokens`` is never taken as an answer and its tool calls
 never run (their input is partial): the model is told (``CUT_NOTE``) and
-goes on, up to ``MAX_CUT_CONTINUATIONS`` times in a row.
+goes on, up to ``MAX_CUT_CONTINUATIONS`` times in a row. A request the API
+refuses as too long for the window (``PromptTooLong``) is compacted
+whatever the threshold and tried once more (``agent.compaction.compact``).
+The agent's ``effort`` goes with every call; the model's thinking blocks are
+kept in the conversation as they came, and go back with its message.
 """
 
 from __future__ import annotations
@@ -27,13 +31,14 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
-from swarm.agent.compaction import CompactionPolicy, compact_if_due
+from swarm.agent.compaction import CompactionPolicy, compact, compact_if_due
 from swarm.agent.conversation import Conversation
 from swarm.agent.executor import MalformedCall, ToolGate, execute
 from swarm.agent.limits import AgentStop, EndRun, Interrupted, Limits, ModelStopped, TooManyToolErrors
 from swarm.agent.tool_api.base import Tool
 from swarm.agent.tool_api.context import ToolContext
-from swarm.models.base import ModelProvider, ModelRequest
+from swarm.errors import PromptTooLong
+from swarm.models.base import Effort, ModelProvider, ModelRequest, ModelResponse, ToolSpec
 from swarm.models.catalog import model_info
 from swarm.models.messages import (
     Message,
@@ -103,6 +108,8 @@ class AgentSpec:
     """Output tokens a response may have; None: the model's own limit (``swarm.models.catalog``)."""
     compaction: CompactionPolicy | None = field(default_factory=CompactionPolicy)
     """When the conversation is summarised to fit the model's window (``agent.compaction``); None: never."""
+    effort: Effort | None = None
+    """How hard the model thinks (a definition's ``effort``, ``swarm run --effort``); None: the model's default."""
 
 
 def run_agent(spec: AgentSpec, conversation: Conversation, ctx: ToolContext,
@@ -124,9 +131,9 @@ def run_agent(spec: AgentSpec, conversation: Conversation, ctx: ToolContext,
                 raise Interrupted("cancelled before the next model call")
             spec.limits.check(turns=turns, usage=usage, started=started)
             usage = usage + compact_if_due(spec.compaction, spec.provider, conversation, system=spec.system,
-                                           tools=specs)
-            response = spec.provider.complete(ModelRequest.of(
-                system=spec.system, messages=conversation.messages, tools=specs, max_tokens=output_limit))
+                                           tools=specs, effort=spec.effort)
+            response, compacted = _call(spec, conversation, specs, output_limit)
+            usage = usage + compacted
             turns += 1
             usage = usage + response.usage
             if response.stop_reason == "refusal":
@@ -165,6 +172,32 @@ def run_agent(spec: AgentSpec, conversation: Conversation, ctx: ToolContext,
         if conversation.transcript is not None:
             conversation.transcript.event("stop", reason=stop.reason, detail=str(stop))
         return AgentRun(conversation.last_text(), stop.reason, turns, usage, str(stop))
+
+
+def _call(spec: AgentSpec, conversation: Conversation, specs: list[ToolSpec],
+          output_limit: int) -> tuple[ModelResponse, Usage]:
+    """The model's answer to the conversation, and the usage of a compaction it took.
+
+    A prompt too long for the window is compacted, whatever the threshold,
+    and sent once more; a second refusal, or a summary that fails, is the
+    run's ``PromptTooLong``.
+    """
+    def request() -> ModelRequest:
+        return ModelRequest.of(system=spec.system, messages=conversation.messages, tools=specs,
+                               max_tokens=output_limit, effort=spec.effort)
+
+    try:
+        return spec.provider.complete(request()), Usage()
+    except PromptTooLong:
+        if spec.compaction is None:
+            raise
+        threshold = spec.compaction.threshold(spec.provider.model)
+        summary = compact(spec.provider, conversation, system=spec.system, tools=specs, threshold=threshold,
+                          effort=spec.effort)
+        if summary is None:
+            raise
+    log.info("prompt too long: compacted, trying once more")
+    return spec.provider.complete(request()), summary
 
 
 def _text_only(message: Message, empty: str) -> Message:

@@ -64,7 +64,7 @@ from swarm.agent.tool_api.processes import stop_background
 from swarm.agent.transcript import Transcript
 from swarm.agent.turn_model import TurnModel
 from swarm.errors import ModelError, SwarmError
-from swarm.models.base import ModelProvider, ModelRequest, ModelResponse
+from swarm.models.base import Effort, ModelProvider, ModelRequest, ModelResponse
 from swarm.models.messages import (
     Message,
     TextBlock,
@@ -134,6 +134,8 @@ class AgentHost:
     """The plan of each background child, by id, so a finished one can be resumed with a message."""
     note: Callable[[str], None] = field(default=lambda text: log.warning("%s", text))
     """Where remarks for the person go (a definition's ``skills:`` naming no skill); default: the log."""
+    effort: Effort | None = None
+    """The parent's effort: what a child whose definition names none thinks with."""
 
     def new_id(self) -> str:
         return f"a{secrets.token_hex(6)}"
@@ -163,6 +165,8 @@ class ChildPlan:
     """Allow rules for the child's whole run: a forked skill's ``allowed-tools`` (the skill is active there)."""
     fork: bool = False
     """A fork of its parent (``plan_fork``): the child's identity says so (``AgentIdentity.fork``) for its whole run."""
+    effort: Effort | None = None
+    """How hard the child's model thinks (its definition's ``effort``, else its parent's)."""
 
 
 @dataclass
@@ -197,7 +201,8 @@ def plan_fork(host: AgentHost, parent: ToolContext, prompt: str, description: st
     tools = [by_name.get(tool.name, tool) for tool in running.spec.tools]  # the same list, fresh where possible
     return ChildPlan(id=host.new_id(), kind="fork", description=description, system=running.spec.system,
                      tools=tools, model=host.model, messages=messages, cwd=parent.identity.cwd,
-                     write_roots=parent.identity.write_roots, limits=running.spec.limits, gate=host.gate, fork=True)
+                     write_roots=parent.identity.write_roots, limits=running.spec.limits, gate=host.gate, fork=True,
+                     effort=running.spec.effort)
 
 
 def _complete_history(messages: list[Message]) -> list[Message]:
@@ -243,14 +248,16 @@ def plan_definition(host: AgentHost, parent: ToolContext, definition: AgentDefin
             raise ToolError(f"a subagent's cwd must be a directory you may write: {exc}; "
                             "leave cwd out to start it in your own") from exc
     agent = assemble(definition, Seat(role="subagent", cwd=workdir, env=host.env, skills=host.skills, note=host.note),
-                     Parent(model=host.model, write_roots=parent.identity.write_roots, gate=host.gate),
+                     Parent(model=host.model, write_roots=parent.identity.write_roots, gate=host.gate,
+                            effort=host.effort),
                      tools=host.make_tools(), asked_model=model, background=background)
     blocks = [TextBlock(text=context_block(workdir, env=host.env, omit_instructions=agent.omit_instructions))]
     first = Message(role="user", content=[*(blocks if context else []), TextBlock(text=prompt)])
     return ChildPlan(id=host.new_id(), kind=definition.name, description=description, system=agent.system,
                      tools=agent.tools, model=agent.model or host.model, messages=[first], cwd=workdir,
                      write_roots=agent.write_roots, limits=Limits(max_turns=agent.max_turns),
-                     isolation=definition.isolation, name=name, spawnable=agent.spawnable, gate=agent.gate)
+                     isolation=definition.isolation, name=name, spawnable=agent.spawnable, gate=agent.gate,
+                     effort=agent.effort)
 
 
 def launch(host: AgentHost, parent: ToolContext, plan: ChildPlan) -> BackgroundAgent:
@@ -324,7 +331,7 @@ def run_child(host: AgentHost, parent: ToolContext, plan: ChildPlan, cancel: thr
         for message in plan.messages:
             conversation.add(message)
         spec = AgentSpec(provider=_Counted(models, counter), tools=plan.tools, system=plan.system,
-                         limits=plan.limits, gate=plan.gate)
+                         limits=plan.limits, gate=plan.gate, effort=plan.effort)
         inbound = (lambda: Arrivals(texts=host.background.drain(task))) if task is not None else None
         try:
             run = run_agent(spec, conversation, ctx, inbound=inbound)

@@ -38,6 +38,7 @@ from swarm.interactive.sessions import find_session, history_path, new_session
 from swarm.interactive.terminal import PlainLines, Terminal
 from swarm.interactive.view import View
 from swarm.models.aliases import expand_alias
+from swarm.models.base import Effort
 from swarm.models.factory import make_provider
 from swarm.runtime.lead import LeadTeam
 from swarm.runtime.lead_process import StopSignals
@@ -46,7 +47,7 @@ from swarm.runtime.lead_process import StopSignals
 def run_chat(home: Home, *, resume: str | None, permission_mode: str, model: str | None, playbook: Path | None,
              cwd: Path | None, agent_name: str | None, agents_json: str | None, allow: tuple[str, ...],
              deny: tuple[str, ...], backend: str, tmux_socket: str | None, teammate_playbooks: dict[str, Path],
-             allow_writes_outside_cwd: bool, trust: bool) -> None:
+             allow_writes_outside_cwd: bool, trust: bool, effort: Effort | None = None) -> None:
     workdir = (cwd or Path.cwd()).resolve()
     terminal = sys.stdin.isatty() and sys.stdout.isatty()
     env = _trusted_env(workdir, trust=trust, ask=terminal)
@@ -58,7 +59,7 @@ def run_chat(home: Home, *, resume: str | None, permission_mode: str, model: str
     provider = setup.provider
     desk = Desk()
     view = View(workdir, plain=not terminal)
-    main = setup.main_agent(stored.transcript.with_suffix(".subagents"), note=view.warn)
+    main = setup.main_agent(stored.transcript.with_suffix(".subagents"), note=view.warn, effort=effort)
     policy = LeadPolicy(allow=list(allow), deny=list(deny)) if allow or deny else None
     lead = LeadTeam(home, env, workdir, backend=backend, tmux_socket=tmux_socket, policy=policy,
                     playbooks=teammate_playbooks, ceiling=permission_mode, person_answers_plans=True)

@@ -25,6 +25,7 @@ from swarm.core.home import Home
 from swarm.core.protocol import LeadPolicy
 from swarm.core.teams import TeamStore
 from swarm.errors import SwarmError, UsageError
+from swarm.models.base import EFFORTS, Effort
 from swarm.runtime.lead import LeadOutcome, LeadTeam, run_lead
 from swarm.runtime.lead_process import StopSignals
 
@@ -50,6 +51,9 @@ def _playbooks(ctx: click.Context, param: click.Parameter, values: tuple[str, ..
               help="The widest mode the lead may give the teammates it starts; in the interactive session also "
                    "how the lead's own tool calls are decided (the rest are asked).")
 @click.option("--model", "-m", default=None, help="Model id, or 'scripted[:PLAYBOOK]' for the offline model.")
+@click.option("--effort", type=click.Choice(EFFORTS), default=None,
+              help="How hard the model thinks (adaptive thinking's effort, or an extended-thinking budget); "
+                   "default: the --agent definition's effort, else the model's default.")
 @click.option("--playbook", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
               help="Run the offline scripted model with this playbook (TOML or JSON).")
 @click.option("--cwd", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
@@ -78,7 +82,7 @@ def _playbooks(ctx: click.Context, param: click.Parameter, values: tuple[str, ..
 @json_option
 @click.pass_context
 def run(ctx: click.Context, prompt: str | None, resume: str | None, permission_mode: str, model: str | None,
-        playbook: Path | None, cwd: Path | None,
+        effort: Effort | None, playbook: Path | None, cwd: Path | None,
         max_turns: int, token_budget: int, timeout: float, transcript: Path | None,
         allow_writes_outside_cwd: bool, agent_name: str | None, agents_json: str | None, allow: tuple[str, ...],
         deny: tuple[str, ...], backend: str, tmux_socket: str | None, trust: bool, remove: bool,
@@ -115,7 +119,7 @@ def run(ctx: click.Context, prompt: str | None, resume: str | None, permission_m
         run_chat(home_of(ctx), resume=resume, permission_mode=permission_mode, model=model, playbook=playbook,
                  cwd=cwd, agent_name=agent_name, agents_json=agents_json, allow=allow, deny=deny, backend=backend,
                  tmux_socket=tmux_socket, teammate_playbooks=teammate_playbooks,
-                 allow_writes_outside_cwd=allow_writes_outside_cwd, trust=trust)
+                 allow_writes_outside_cwd=allow_writes_outside_cwd, trust=trust, effort=effort)
         return
     if resume is not None:
         raise UsageError("--resume continues an interactive session; leave out -p")
@@ -127,7 +131,7 @@ def run(ctx: click.Context, prompt: str | None, resume: str | None, permission_m
                            playbook=playbook, note=warn)
     say_model(setup.choice)
     provider = setup.provider
-    main = setup.main_agent(_agents_dir(home_of(ctx), transcript), note=warn)
+    main = setup.main_agent(_agents_dir(home_of(ctx), transcript), note=warn, effort=effort)
     policy = LeadPolicy(allow=list(allow), deny=list(deny)) if allow or deny else None
     lead = LeadTeam(home_of(ctx), env, workdir, backend=backend, tmux_socket=tmux_socket, policy=policy,
                     playbooks=teammate_playbooks, ceiling=permission_mode)

@@ -1,5 +1,7 @@
 """What the person sees: one line per event, printed above the prompt.
 
+- the model's thinking is one collapsed line per block (``✻ thinking: …``,
+  its first words), printed before the message's text and calls;
 - the model's text streams into a live preview under the prompt (``preview``)
   while it is produced; when the message is complete it is printed — an
   intermediate message with ``●``, the turn's final answer under ``◆ answer``;
@@ -34,7 +36,14 @@ from swarm.agent.instructions import is_context_block
 from swarm.agent.loop import AgentRun
 from swarm.agent.permissions.describe import MODEL_NOTE, describe
 from swarm.core.text import flat, for_terminal
-from swarm.models.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from swarm.models.messages import (
+    Message,
+    RedactedThinkingBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
 from swarm.runtime.lead_inbox import LeadMessage
 
 STYLE = Style.from_dict({
@@ -47,6 +56,8 @@ PREVIEW_LINES = 3
 """Lines of the text being produced shown under the prompt."""
 TARGET_WIDTH = 70
 OUTCOME_WIDTH = 50
+THINKING_WIDTH = 86
+"""Characters of a thinking block shown on its one collapsed line."""
 
 
 @dataclass
@@ -99,6 +110,11 @@ class View:
             with self._lock:
                 self._partial = ""
             self.on_change()
+            for thought in message.content:
+                if isinstance(thought, ThinkingBlock):
+                    self._print([("class:note", f"✻ thinking: {flat(thought.thinking, THINKING_WIDTH)}")])
+                elif isinstance(thought, RedactedThinkingBlock):
+                    self._print([("class:note", "✻ thinking (redacted)")])
             text = message.text().strip()
             calls = message.tool_uses()
             if text and calls:

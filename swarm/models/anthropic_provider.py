@@ -15,7 +15,8 @@ Retries are ours, not the SDK's (the client is built with ``max_retries=0``):
         and is honoured whole
     an overloaded API (529, ``overloaded_error``) gets more attempts
     (``RetryPolicy.overloaded_retries``) than other failures
-    never retried (explicit list): 400, 401, 403, 404, 413, 422
+    never retried (explicit list): 400, 401, 403, 404, 413, 422; a 400 that says
+    the prompt is too long is ``PromptTooLong`` (the loop compacts and tries once more)
     never retried either: any other 4xx, other SDK errors
 
 The counts and waits come from ``RetryPolicy.from_env`` (``SWARM_API_MAX_RETRIES``,
@@ -43,11 +44,18 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, get_args
 
 from swarm.core.text import flat
-from swarm.errors import ModelError, UsageError
-from swarm.models.base import ModelRequest, ModelResponse, StopReason
-from swarm.models.catalog import ALIASES, DEFAULT_ALIAS
+from swarm.errors import ModelError, PromptTooLong, UsageError
+from swarm.models.base import Effort, ModelRequest, ModelResponse, StopReason
+from swarm.models.catalog import ALIASES, DEFAULT_ALIAS, model_info
 from swarm.models.credentials import HOW_TO_SET, Credentials, find_credentials
-from swarm.models.messages import TextBlock, ToolUseBlock, Usage
+from swarm.models.messages import (
+    AssistantBlock,
+    RedactedThinkingBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+    Usage,
+)
 
 if TYPE_CHECKING:
     import anthropic
@@ -70,6 +78,12 @@ RETRY_STATUSES = frozenset({408, 409, 429})
 """Retried 4xx statuses; every status >= 500 is retried as well."""
 DO_NOT_RETRY_STATUSES = frozenset({400, 401, 403, 404, 413, 422})
 """Never retried: the same request would fail the same way."""
+PROMPT_TOO_LONG = "prompt is too long"
+"""What the API's 400 says when the request does not fit the model's window (``PromptTooLong``)."""
+THINKING_BUDGETS: Mapping[str, int] = {"low": 4_000, "medium": 10_000, "high": 20_000, "xhigh": 32_000, "max": 64_000}
+"""An effort as extended thinking's ``budget_tokens`` (models whose ``thinking`` is "extended"), before the cap."""
+MIN_THINKING_BUDGET = 1024
+"""The API's smallest ``budget_tokens``."""
 
 _STOP_REASONS = frozenset(get_args(StopReason))
 _ADVICE = {
@@ -146,6 +160,8 @@ class _Failure:
     detail: str = ""
     retry_after: float | None = None
     overloaded: bool = False
+    too_long: bool = False
+    """A 400 whose message says the prompt is too long (``PromptTooLong``)."""
 
     def message(self, attempts: int) -> str:
         """One line: ``anthropic API <what> [N times] [(detail)]; <advice>``."""
@@ -265,7 +281,8 @@ class AnthropicProvider:
             except (sdk.AnthropicError, _Cut) as exc:
                 failure = self._classify(exc, sdk)
                 if not failure.retryable or attempt >= self._retry.attempts(failure.overloaded):
-                    raise ModelError(failure.message(attempt)) from exc
+                    kind = PromptTooLong if failure.too_long else ModelError
+                    raise kind(failure.message(attempt)) from exc
             delay = self._retry.delay(attempt - 1, failure.retry_after, self._rand())
             log.warning("retried model request", extra={
                 "provider": "anthropic", "model": self._model, "attempt": attempt,
@@ -308,8 +325,12 @@ class AnthropicProvider:
             advice = "check https://status.anthropic.com or retry later" if status >= 500 else "it is not retried"
         advice = advice.format(model=self._model, base_url=self._base_url, credentials=self._credentials.source)
         retryable = status not in DO_NOT_RETRY_STATUSES and (status in RETRY_STATUSES or status >= 500)
-        return _Failure(retryable, what, advice, _error_detail(exc.body), _retry_after(exc.response.headers),
-                        overloaded=status == 529)
+        detail = _error_detail(exc.body)
+        too_long = status == 400 and PROMPT_TOO_LONG in detail.lower()
+        if too_long:
+            advice = "the conversation does not fit the model's window; compact it or start anew"
+        return _Failure(retryable, what, advice, detail, _retry_after(exc.response.headers),
+                        overloaded=status == 529, too_long=too_long)
 
 
 class _Cut(Exception):
@@ -332,6 +353,8 @@ def build_params(model: str, request: ModelRequest) -> dict[str, Any]:
     when the newest message is not what the last call sent (a message added
     mid-turn, a cancelled call, a compacted or resumed tail). The markers
     are annotations: the bytes they mark stay identical from call to call.
+    Thinking blocks go back as they came (signature included); an ``effort``
+    becomes the model's thinking parameters (``thinking_params``).
     """
     messages = [m.model_dump(mode="json") for m in request.messages]
     for message in messages[-2:]:
@@ -346,23 +369,50 @@ def build_params(model: str, request: ModelRequest) -> dict[str, Any]:
             for t in request.tools
         ]
         params["tools"][-1]["cache_control"] = dict(CACHE)
+    params.update(thinking_params(model, request.effort, max_tokens=request.max_tokens))
     return params
 
 
 def _markable(block: Mapping[str, Any]) -> bool:
     """May ``block`` carry a cache breakpoint? (The API refuses one on an empty text block.)"""
-    return not (block.get("type") == "text" and not block.get("text"))
+    return block.get("type") not in ("thinking", "redacted_thinking") and not (
+        block.get("type") == "text" and not block.get("text"))
+
+
+def thinking_params(model: str, effort: Effort | None, *, max_tokens: int) -> dict[str, Any]:
+    """The request parameters that ask ``model`` to think with ``effort`` (none for no effort or no thinking).
+
+    By the model's ``thinking`` in the catalog: "adaptive" models decide how
+    much to think themselves, so the effort goes as ``output_config.effort``
+    beside ``thinking: {"type": "adaptive"}``; "extended" models get a fixed
+    ``budget_tokens`` (``THINKING_BUDGETS``), kept below ``max_tokens`` (at
+    most three quarters of it, never under the API's 1,024).
+    """
+    kind = model_info(model).thinking
+    if effort is None or kind == "none":
+        return {}
+    if kind == "adaptive":
+        return {"thinking": {"type": "adaptive"}, "output_config": {"effort": effort}}
+    budget = min(THINKING_BUDGETS[effort], max_tokens * 3 // 4)
+    if budget < MIN_THINKING_BUDGET:
+        return {}
+    return {"thinking": {"type": "enabled", "budget_tokens": budget}}
 
 
 def to_model_response(message: Any) -> ModelResponse:
     """Translate an SDK ``Message`` into our ``ModelResponse``.
 
-    Text and tool_use blocks are kept; other block kinds (thinking, server
-    tools) are dropped with a debug log.
+    Text, tool_use, thinking and redacted_thinking blocks are kept, in order
+    (thinking verbatim, signature included: it goes back unchanged); other
+    block kinds (server tools) are dropped with a debug log.
     """
-    content: list[TextBlock | ToolUseBlock] = []
+    content: list[AssistantBlock] = []
     for block in message.content:
-        if block.type == "text":
+        if block.type == "thinking":
+            content.append(ThinkingBlock(thinking=block.thinking, signature=block.signature))
+        elif block.type == "redacted_thinking":
+            content.append(RedactedThinkingBlock(data=block.data))
+        elif block.type == "text":
             content.append(TextBlock(text=block.text))
         elif block.type == "tool_use":
             content.append(ToolUseBlock(id=block.id, name=block.name, input=dict(block.input or {})))

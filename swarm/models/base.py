@@ -6,7 +6,12 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
-from swarm.models.messages import Message, TextBlock, ToolUseBlock, Usage
+from swarm.models.messages import AssistantBlock, Message, Usage
+
+
+Effort = Literal["low", "medium", "high", "xhigh", "max"]
+"""How hard the model thinks (Claude Code's ``effort``); a provider maps it to its own parameters."""
+EFFORTS: tuple[Effort, ...] = ("low", "medium", "high", "xhigh", "max")
 
 
 class ToolSpec(BaseModel):
@@ -24,23 +29,27 @@ class ModelRequest(BaseModel):
     max_tokens: int = 8192
     summary: bool = False
     """The model is asked to summarise the conversation (compaction); sent like any other request."""
+    effort: Effort | None = None
+    """Thinking asked for; None: the model's default (no thinking parameters sent)."""
 
     @classmethod
-    def of(cls, *, system: str, messages: list[Message], tools: list[ToolSpec], max_tokens: int) -> ModelRequest:
+    def of(cls, *, system: str, messages: list[Message], tools: list[ToolSpec], max_tokens: int,
+           effort: Effort | None = None) -> ModelRequest:
         """A request from parts that are already models (the agent loop's): not validated again.
 
         Validating would visit every message of the conversation on every
         call, a cost that grows with the conversation; the request gets a
         shallow copy of the list (a provider's changes to it stay its own).
         """
-        return cls.model_construct(system=system, messages=list(messages), tools=tools, max_tokens=max_tokens)
+        return cls.model_construct(system=system, messages=list(messages), tools=tools, max_tokens=max_tokens,
+                                   summary=False, effort=effort)
 
 
 StopReason = Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "refusal", "pause_turn"]
 
 
 class ModelResponse(BaseModel):
-    content: list[TextBlock | ToolUseBlock]
+    content: list[AssistantBlock]
     stop_reason: StopReason | None = "end_turn"
     usage: Usage = Field(default_factory=Usage)
     model: str = ""

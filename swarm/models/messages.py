@@ -60,6 +60,21 @@ ResultContent = Annotated[Union[TextBlock, ImageBlock, DocumentBlock], Field(dis
 """A block a tool result may carry: text, an image, a document."""
 
 
+class ThinkingBlock(BaseModel):
+    """The model's thinking, with the signature the API checks when it is sent back (kept byte for byte)."""
+
+    type: Literal["thinking"] = "thinking"
+    thinking: str
+    signature: str
+
+
+class RedactedThinkingBlock(BaseModel):
+    """Thinking the API encrypted (``data``): never shown, sent back unchanged."""
+
+    type: Literal["redacted_thinking"] = "redacted_thinking"
+    data: str
+
+
 class ToolResultBlock(BaseModel):
     """What a tool call gave: plain text (most tools), or blocks of text, images and documents (Read)."""
 
@@ -85,7 +100,11 @@ def block_text(block: TextBlock | ImageBlock | DocumentBlock) -> str:
     return f"[{block.source.media_type} {kind}, {size:,} bytes]"
 
 
-ContentBlock = Annotated[Union[TextBlock, ToolUseBlock, ToolResultBlock], Field(discriminator="type")]
+ContentBlock = Annotated[Union[ThinkingBlock, RedactedThinkingBlock, TextBlock, ToolUseBlock, ToolResultBlock],
+                        Field(discriminator="type")]
+AssistantBlock = Annotated[Union[ThinkingBlock, RedactedThinkingBlock, TextBlock, ToolUseBlock],
+                          Field(discriminator="type")]
+"""What a model answers with; thinking blocks come first and go back to the API unchanged, in order."""
 
 
 class Message(BaseModel):
@@ -99,7 +118,7 @@ class Message(BaseModel):
         return cls(role="user", content=[TextBlock(text=text)])
 
     def text(self) -> str:
-        """The text blocks joined, without tool blocks."""
+        """The text blocks joined, without tool or thinking blocks."""
         return "".join(b.text for b in self.content if isinstance(b, TextBlock))
 
     def tool_uses(self) -> list[ToolUseBlock]:

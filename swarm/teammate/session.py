@@ -122,7 +122,7 @@ class TeammateSession:
         self.omit_instructions = agent.omit_instructions
         self.introduction = agent.introduction
         self.spec = AgentSpec(provider=provider, tools=agent.tools, gate=agent.gate, system=agent.system,
-                              compaction=CompactionPolicy.from_env(env))
+                              compaction=CompactionPolicy.from_env(env), effort=agent.effort)
         self.usage = Usage()
         self.lead_watch = LeadWatch(self.teams, config.team, on_gone=self.ctx.turn.cancel.set)
         """The process leading the team, if swarm started one: its end ends this teammate's run."""

@@ -185,8 +185,8 @@ hooks: {PreToolUse: []}
     assert definition == AgentDefinition(
         name="file-stem", description="Does everything", prompt="You are thorough.\n\nAlways.", model="inherit",
         permission_mode="acceptEdits", max_turns=7, background=True, isolation="worktree", color="blue",
-        memory="project", omit_claude_md=True, source="project", path=repo / ".swarm" / "agents" / "file-stem.md",
-        extra={"effort": "high", "hooks": {"PreToolUse": []}})
+        memory="project", omit_claude_md=True, effort="high", source="project",
+        path=repo / ".swarm" / "agents" / "file-stem.md", extra={"hooks": {"PreToolUse": []}})
     assert catalog.warnings == []
 
 

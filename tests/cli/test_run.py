@@ -78,3 +78,25 @@ def test_the_main_agent_of_swarm_run_is_a_lead_told_how_its_team_works(tmp_path:
     system = body["system"][0]["text"]
     assert f"Model: {body['model']}" in system and "Shell: " in system and "# Git" in system
     assert "# Leading a team" in system and "[idle]" in system and "shutdown_request" in system
+
+
+def test_effort_flag_asks_the_model_to_think(tmp_path: Path, api: FakeAnthropicServer) -> None:
+    api.enqueue(text_reply("thought about it"))
+    result = _run(["-p", "think", "--effort", "max", "--model", "claude-opus-5-5"], tmp_path,
+                  {"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": api.base_url})
+    assert result.returncode == 0, result.stderr
+    body = api.requests[0].body
+    assert body["thinking"] == {"type": "adaptive"} and body["output_config"] == {"effort": "max"}
+
+
+def test_an_agent_definitions_effort_reaches_the_request(tmp_path: Path, api: FakeAnthropicServer) -> None:
+    agents = tmp_path / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "thinker.md").write_text("---\nname: thinker\ndescription: d\neffort: low\n"
+                                       "model: claude-sonnet-4-6\n---\nThink.\n")
+    api.enqueue(text_reply("ok"))
+    result = _run(["-p", "think", "--agent", "thinker", "--trust"], tmp_path,
+                  {"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": api.base_url})
+    assert result.returncode == 0, result.stderr
+    thinking = api.requests[0].body["thinking"]
+    assert thinking["type"] == "enabled" and thinking["budget_tokens"] == 4_000

@@ -9,7 +9,10 @@ Like the real API, a request whose conversation breaks the tool-use contract
 (a ``tool_use`` without a ``tool_result`` right after it, a result for no
 call, a result whose blocks are not text, images and PDFs as the API takes them,
 an image over 5 MB) is refused with a 400 ``invalid_request_error`` (``conversation_error``),
-so every test that talks to this server checks what swarm sends. A request
+so every test that talks to this server checks what swarm sends. Thinking
+is checked the same way: a thinking block must be one this server sent, with
+its signature unchanged, and thinking blocks must come before an assistant
+message's text and tool calls (``thinking_error``). A request
 with ``"stream": true`` is answered with server-sent events (``sse_events``),
 as the real API does.
 
@@ -129,6 +132,8 @@ class FakeAnthropicServer:
         self._replies: deque[ScriptedReply] = deque()
         self._otherwise: ScriptedReply | None = None
         self._requests: list[RecordedRequest] = []
+        self._signed: set[tuple[str, str]] = set()
+        """(thinking, signature) of every thinking block served: only these may come back."""
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
@@ -201,18 +206,27 @@ class FakeAnthropicServer:
                 return ScriptedReply(200, {"input_tokens": max(1, len(json.dumps(request.body)) // 4)})
             if request.method != "POST" or request.path != MESSAGES_PATH:
                 return error_reply(404, "not_found_error", f"fake server serves POST {MESSAGES_PATH} only")
-            problem = conversation_error(request.body.get("messages") if isinstance(request.body, dict) else None)
+            messages = request.body.get("messages") if isinstance(request.body, dict) else None
+            problem = conversation_error(messages) or thinking_error(messages, self._signed)
             if problem is not None:
                 return error_reply(400, "invalid_request_error", problem)
             for reply in self._replies:
                 if reply.matches(request.body):
                     if not reply.repeat:
                         self._replies.remove(reply)
-                    return reply.answer(request.body)
+                    return self._signing(reply.answer(request.body))
             if self._otherwise is not None:
-                return self._otherwise.answer(request.body)
+                return self._signing(self._otherwise.answer(request.body))
             return error_reply(500, "api_error", f"fake anthropic server: no scripted reply left "
                                                  f"for request #{len(self._requests)}")
+
+    def _signing(self, reply: ScriptedReply) -> ScriptedReply:
+        """``reply``, its thinking blocks noted as this server's (called under the lock)."""
+        content = reply.body.get("content") if isinstance(reply.body, dict) else None
+        for block in content if isinstance(content, list) else []:
+            if isinstance(block, dict) and block.get("type") == "thinking":
+                self._signed.add((block.get("thinking", ""), block.get("signature", "")))
+        return reply
 
     def _wait(self, seconds: float) -> None:
         self._stopping.wait(seconds)
@@ -362,11 +376,38 @@ def result_content_error(block: dict[str, Any]) -> str | None:
                        f"{MAX_IMAGE_BASE64} bytes"
         else:
             return f"{where}.type: Input tag {kind!r} does not match 'text', 'image', 'document'"
+
+
+def thinking_error(messages: Any, signed: set[tuple[str, str]]) -> str | None:
+    """What the Messages API would refuse in ``messages``'s thinking: a block it did not send or whose signature
+    changed, or thinking after an assistant message's text or tool calls; None when there is none."""
+    if not isinstance(messages, list):
+        return None
+    for index, message in enumerate(messages):
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, list) or message.get("role") != "assistant":
+            continue
+        seen_other = False
+        for block in content:
+            kind = block.get("type") if isinstance(block, dict) else None
+            if kind in ("thinking", "redacted_thinking"):
+                if seen_other:
+                    return f"messages.{index}: thinking blocks must come before text and tool_use blocks"
+                if kind == "thinking" and (block.get("thinking"), block.get("signature")) not in signed:
+                    return f"messages.{index}: Invalid `signature` in `thinking` block"
+            else:
+                seen_other = True
     return None
 
 
 def sse_events(message: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """A Messages API response as the server-sent events a streaming request gets (text cut in pieces)."""
+    """A Messages API response as the server-sent events a streaming request gets (text cut in pieces).
+
+    As the API streams them: a thinking block starts empty, its text arrives
+    as ``thinking_delta`` pieces and its signature as one ``signature_delta``
+    before the block stops; a ``redacted_thinking`` block arrives whole in its
+    ``content_block_start``.
+    """
     usage = dict(message.get("usage") or {})
     start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 0}}
     events: list[tuple[str, dict[str, Any]]] = [("message_start", {"type": "message_start", "message": start})]
@@ -378,6 +419,20 @@ def sse_events(message: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
             for piece in [text[i:i + 7] for i in range(0, len(text), 7)] or [""]:
                 events.append(("content_block_delta", {"type": "content_block_delta", "index": index,
                                                        "delta": {"type": "text_delta", "text": piece}}))
+        elif block["type"] == "thinking":
+            events.append(("content_block_start", {"type": "content_block_start", "index": index,
+                                                   "content_block": {"type": "thinking", "thinking": "",
+                                                                     "signature": ""}}))
+            thinking = block["thinking"]
+            for piece in [thinking[i:i + 7] for i in range(0, len(thinking), 7)] or [""]:
+                events.append(("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                       "delta": {"type": "thinking_delta", "thinking": piece}}))
+            events.append(("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                   "delta": {"type": "signature_delta",
+                                                             "signature": block["signature"]}}))
+        elif block["type"] == "redacted_thinking":
+            events.append(("content_block_start", {"type": "content_block_start", "index": index,
+                                                   "content_block": dict(block)}))
         else:
             events.append(("content_block_start", {"type": "content_block_start", "index": index,
                                                    "content_block": {**block, "input": {}}}))

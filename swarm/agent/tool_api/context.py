@@ -30,6 +30,7 @@ from swarm.agent.conversation import Conversation
 from swarm.agent.limits import Limits
 from swarm.agent.tool_api.walking import within_roots
 from swarm.core.mailbox import Mailbox
+from swarm.models.base import Effort
 
 
 class ToolError(Exception):
@@ -72,6 +73,9 @@ class RunningSpec(Protocol):
 
     @property
     def limits(self) -> Limits: ...
+
+    @property
+    def effort(self) -> Effort | None: ...
 
 
 class Running(Protocol):
