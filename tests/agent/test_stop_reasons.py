@@ -12,7 +12,7 @@ from swarm.agent.loop import CUT_NOTE, MAX_CUT_CONTINUATIONS
 from swarm.models.anthropic_provider import AnthropicProvider
 from swarm.models.catalog import model_info
 from tests.fakes import FakeAnthropicServer
-from tests.fakes.anthropic_server import ScriptedReply, message_json, text_reply
+from tests.fakes.anthropic_server import ScriptedReply, message_json, text_reply, unmarked
 
 
 def _cut(content: list[dict[str, object]]) -> ScriptedReply:
@@ -27,7 +27,7 @@ def test_a_tool_call_cut_at_max_tokens_never_runs_and_the_model_is_told_to_go_on
     result = run_headless("write big.py", claude, cwd=tmp_path, limits=Limits())
     assert result.ok and result.text == "I will write it in smaller pieces."
     assert not (tmp_path / "big.py").exists()
-    second = api.requests[1].body["messages"]
+    second = unmarked(api.requests[1].body)["messages"]
     assert "toolu_cut" not in json.dumps(second)  # the partial call is not sent back either
     assert second[-2]["content"] == [{"type": "text", "text": "Writing the file."}]
     limit = model_info(claude.model).max_output  # the model's own output limit, asked for in every request

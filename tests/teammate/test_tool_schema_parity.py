@@ -36,8 +36,8 @@ DELIBERATE: dict[Difference, str] = {
     ("Agent", "mode", "enum"): "swarm's permission modes are checked when the teammate starts, not in the schema",
     ("Agent", "isolation", "enum"): "swarm has no remote agents",
     ("Bash", "dangerouslyDisableSandbox", "missing"): "swarm has no sandbox to disable",
-    ("Read", "pages", "missing"): "swarm's Read does not render PDFs",
-    ("Read", "allow_large", "missing"): "the Read tool's result handling is being changed separately",
+    ("Read", "allow_large", "missing"): "swarm refuses a read over its token limit with an error pointing at "
+                                        "offset/limit; there is no switch to take the whole file",
     ("ExitPlanMode", "plan", "extra"): "a swarm teammate cannot write a plan file in plan mode; it may pass the "
                                        "plan here (optional: without it the plan is its message's text)",
     ("ExitPlanMode", "allowedPrompts", "missing"): "deprecated and unused in Claude Code; ignored like any stray field",
