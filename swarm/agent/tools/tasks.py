@@ -241,7 +241,8 @@ def _store(ctx: ToolContext) -> TaskStore:
         return TaskStore(ctx.services.mailbox.home, ctx.identity.team)
     if ctx.services.session_tasks is not None:
         return ctx.services.session_tasks
-    raise ToolError("no task list: this agent is in no team and its session has no list of its own")
+    raise ToolError("no team: the task list belongs to a team or a main agent's session, and this agent has "
+                    "neither (a lead creates a team with TeamCreate)")
 
 
 def _mailbox(ctx: ToolContext) -> Mailbox:
