@@ -40,6 +40,7 @@ from swarm.agent.tools.skill_tool import expand_slash
 from swarm.agent.tool_catalog import agent_tools
 from swarm.agent.transcript import Transcript
 from swarm.agent.turn_model import TurnModel
+from swarm.core.tasks import TaskStore
 from swarm.errors import UsageError
 from swarm.models.aliases import agent_model
 from swarm.models.base import Effort, ModelProvider
@@ -155,14 +156,15 @@ class MainSession:
     TeamDelete); ``team_control`` lets the agent lead a team. ``close``
     stops its background agents and commands. ``resume`` continues the
     conversation recorded in ``transcript``; ``gate`` decides the agent's
-    (and its subagents') tool calls — none: every call runs.
+    (and its subagents') tool calls — none: every call runs. ``tasks`` is the
+    session's own task list, for the task tools while the agent is in no team.
     """
 
     def __init__(self, provider: ModelProvider, *, cwd: Path, limits: Limits, main: MainOptions,
                  transcript: Path | None = None, confine_writes: bool = True,
                  cancel: threading.Event | None = None, extra_tools: Sequence[Tool[Any]] = (),
                  team_control: TeamControl | None = None, resume: bool = False,
-                 gate: ToolGate | None = None) -> None:
+                 gate: ToolGate | None = None, tasks: TaskStore | None = None) -> None:
         self.main = main
         self.cwd = cwd
         models = TurnModel(provider, main.make_provider, main.env)
@@ -181,7 +183,8 @@ class MainSession:
                               fork_enabled=forks_enabled(main.env), skills=main.skills, gate=gate,
                               note=main.note, effort=agent.effort)
         self.ctx = ToolContext(AgentIdentity(cwd=cwd, write_roots=agent.write_roots, spawnable=agent.spawnable),
-                               services=AgentServices(team_control=team_control, agents=self.host, models=models),
+                               services=AgentServices(team_control=team_control, agents=self.host, models=models,
+                                                      session_tasks=tasks),
                                turn=TurnState(cancel=cancel or threading.Event()))
         self.spec = AgentSpec(provider=models, tools=agent.tools, system=agent.system, gate=agent.gate,
                               effort=agent.effort,

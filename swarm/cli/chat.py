@@ -31,6 +31,7 @@ from swarm.cli.options import say_model, warn
 from swarm.cli.render import echo
 from swarm.core.home import Home
 from swarm.core.protocol import LeadPolicy
+from swarm.core.tasks import TaskStore
 from swarm.interactive.chat import Chat
 from swarm.interactive.commands import Commands
 from swarm.interactive.questions import Desk, PersonGate
@@ -67,7 +68,7 @@ def run_chat(home: Home, *, resume: str | None, permission_mode: str, model: str
         RuleSet(allow=tuple(parse_rules(list(allow))), deny=tuple(parse_rules(list(deny)))))
     session = MainSession(provider, cwd=workdir, main=main, transcript=stored.transcript, resume=resume is not None,
                           limits=Limits(), confine_writes=not allow_writes_outside_cwd, extra_tools=team_tools(lead),
-                          team_control=lead, gate=PersonGate(desk, own_rules, permission_mode, cwd=workdir))
+                          team_control=lead, tasks=TaskStore.of_session(home, stored.id), gate=PersonGate(desk, own_rules, permission_mode, cwd=workdir))
     chat = Chat(session, lead, view, desk, stored.id)
     relay.target = chat.stream
     commands = Commands(chat, lambda chosen: make_provider(expand_alias(chosen, env), playbook=None, env=env,

@@ -23,6 +23,7 @@ from swarm.cli.render import echo, emit_json
 from swarm.core.clock import now_ms
 from swarm.core.home import Home
 from swarm.core.protocol import LeadPolicy
+from swarm.core.tasks import TaskStore, task_document
 from swarm.core.teams import TeamStore
 from swarm.errors import SwarmError, UsageError
 from swarm.models.base import EFFORTS, Effort
@@ -131,14 +132,16 @@ def run(ctx: click.Context, prompt: str | None, resume: str | None, permission_m
                            playbook=playbook, note=warn)
     say_model(setup.choice)
     provider = setup.provider
-    main = setup.main_agent(_agents_dir(home_of(ctx), transcript), note=warn, effort=effort)
+    run_id = f"{now_ms()}-{os.getpid()}"
+    main = setup.main_agent(_agents_dir(home_of(ctx), transcript, run_id), note=warn, effort=effort)
+    tasks = TaskStore.of_session(home_of(ctx), run_id)
     policy = LeadPolicy(allow=list(allow), deny=list(deny)) if allow or deny else None
     lead = LeadTeam(home_of(ctx), env, workdir, backend=backend, tmux_socket=tmux_socket, policy=policy,
                     playbooks=teammate_playbooks, ceiling=permission_mode)
     session = MainSession(provider, cwd=workdir, main=main, transcript=transcript,
                           limits=Limits(max_turns=max_turns, max_tokens=token_budget, max_seconds=timeout),
                           confine_writes=not allow_writes_outside_cwd, extra_tools=team_tools(lead),
-                          team_control=lead)
+                          team_control=lead, tasks=tasks)
     stops = StopSignals(_first_interrupt(session.ctx.turn))
     try:
         with stops:
@@ -146,17 +149,20 @@ def run(ctx: click.Context, prompt: str | None, resume: str | None, permission_m
     finally:
         session.close()
         provider.close()
-    _finish(home_of(ctx), outcome, remove=remove, as_json=as_json, stopped_by=stops.received)
+    _finish(home_of(ctx), outcome, remove=remove, as_json=as_json, stopped_by=stops.received, tasks=tasks)
 
 
-def _finish(home: Home, outcome: LeadOutcome, *, remove: bool, as_json: bool, stopped_by: str | None = None) -> None:
-    """Print the answer (or the JSON report) and fail when the run did not end well."""
+def _finish(home: Home, outcome: LeadOutcome, *, remove: bool, as_json: bool, stopped_by: str | None = None,
+            tasks: TaskStore | None = None) -> None:
+    """Print the answer (or the JSON report, with the tasks of the run's own list) and fail when the run did not
+    end well."""
     result = outcome.run
     if remove and outcome.team is not None and TeamStore(home).exists(outcome.team):
         TeamStore(home).delete(outcome.team, force=True)
     if as_json:
         emit_json({"text": result.text, "stop_reason": result.stop_reason, "reason": outcome.reason,
-                   "report": outcome.report.model_dump(mode="json") if outcome.report else None})
+                   "report": outcome.report.model_dump(mode="json") if outcome.report else None,
+                   "tasks": [task_document(t) for t in tasks.list()] if tasks is not None else []})
     if outcome.reason in ("timeout", "interrupted"):
         ended_by = stopped_by if outcome.reason == "interrupted" and stopped_by else outcome.reason
         raise SwarmError(f"run ended by {ended_by}; teammates were shut down"
@@ -168,11 +174,11 @@ def _finish(home: Home, outcome: LeadOutcome, *, remove: bool, as_json: bool, st
         echo(result.text)
 
 
-def _agents_dir(home: Home, transcript: Path | None) -> Path:
+def _agents_dir(home: Home, transcript: Path | None, run_id: str) -> Path:
     """Subagent transcripts: beside the run's transcript, else under the home."""
     if transcript is not None:
         return transcript.with_name(f"{transcript.stem}.subagents")
-    return home.root / "runs" / f"{now_ms()}-{os.getpid()}" / "subagents"
+    return home.root / "runs" / run_id / "subagents"
 
 
 def _first_interrupt(turn: TurnState) -> Callable[[int, FrameType | None], None]:

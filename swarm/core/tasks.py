@@ -103,16 +103,24 @@ class TaskChange:
 
 
 _CODEC = TaskCodec()
+SESSION_LIST_PREFIX = "session-"
+"""What a session's own task list is named by (``<home>/tasks/session-<id>``): a solo agent's, in no team."""
 
 
 class TaskStore:
-    """The task list of one team."""
+    """The task list of one team (or of one solo session: ``of_session``)."""
 
     def __init__(self, home: Home, team: str) -> None:
         self.home = home
         self.team = validate_name(team, "team name")
         self.dir = home.tasks_dir(team)
         self._watermark = LockedJsonFile(self.dir / WATERMARK, WatermarkCodec())
+
+    @classmethod
+    def of_session(cls, home: Home, session_id: str) -> TaskStore:
+        """The task list of one main agent's session while it is in no team (``swarm run``): kept apart from
+        every team's, it stays when the agent later creates a team, whose own list is used from then on."""
+        return cls(home, validate_name(SESSION_LIST_PREFIX + session_id, "session task list"))
 
     # -- reading (no lock) ------------------------------------------------
 

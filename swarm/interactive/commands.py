@@ -88,12 +88,14 @@ class Commands:
 
     def _tasks(self, _: str) -> None:
         team = self.chat.lead.team
-        if team is None:
+        solo = self.chat.session.ctx.services.session_tasks
+        if team is None and solo is None:
             self.chat.view.note("no team, so no task list yet")
             return
-        tasks = TaskStore(self.chat.lead.home, team).list()
+        tasks = TaskStore(self.chat.lead.home, team).list() if team is not None else solo.list() if solo else []
         if not tasks:
-            self.chat.view.note(f"team {team!r} has no tasks yet")
+            self.chat.view.note(f"team {team!r} has no tasks yet" if team is not None
+                                else "no team, and this session has no tasks of its own yet")
             return
         rows = [task_line(task, tasks) for task in tasks]
         self.chat.view.block("\n".join(rows))

@@ -243,7 +243,7 @@ def test_without_a_terminal_each_line_is_a_prompt_and_the_output_is_plain(
     assert "\x1b[" not in done.stdout
     lines = done.stdout.splitlines()
     assert lines.index("> one") < lines.index("> two") < lines.index("first answer") < lines.index("second answer")
-    assert "· no team, so no task list yet" in lines  # a command answers at once, even while the lead works
+    assert "· no team, and this session has no tasks of its own yet" in lines  # a command answers at once, even while the lead works
     assert "· queued: the lead reads it when its current turn ends" in lines
     assert [_last_user_text(r).splitlines()[-1] for r in fake_api.requests] == ["one", "two"]
 

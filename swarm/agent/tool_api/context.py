@@ -9,7 +9,7 @@
 - ``turn`` (``TurnState``): cancellation and interruption, the rules a skill
   granted for the rest of the turn, the running agent. The loop and the
   session that runs it change these.
-- ``services`` (``AgentServices``, frozen): the team's mailbox, what starts
+- ``services`` (``AgentServices``, frozen): the team's mailbox, a solo session's task list, what starts
   children, the team a lead controls, the model switch — each behind a small
   protocol here, so no tool module needs the modules that provide them.
 
@@ -30,6 +30,7 @@ from swarm.agent.conversation import Conversation
 from swarm.agent.limits import Limits
 from swarm.agent.tool_api.walking import within_roots
 from swarm.core.mailbox import Mailbox
+from swarm.core.tasks import TaskStore
 from swarm.models.base import Effort
 
 
@@ -157,6 +158,9 @@ class AgentServices:
     team_control: TeamControl | None = None
     """The team this agent leads (TeamCreate, teammates through Agent, shutdown and plan answers); None: no team."""
     models: ModelSwitch | None = None
+    session_tasks: TaskStore | None = None
+    """The task list of the main agent's session (its subagents share it), used by the task tools while the
+    agent is in no team; a team's list replaces it for as long as the agent is in one. None: no solo list."""
 
 
 @dataclass

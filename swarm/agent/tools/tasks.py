@@ -1,7 +1,11 @@
 """TaskCreate, TaskGet, TaskList, TaskUpdate: the team's shared task list (``core.tasks``).
 
 Every agent of a team has them, lead and teammates alike; the list is the
-team's (``TaskStore(home, ctx.identity.team)``). Inputs keep Claude Code's field
+team's (``TaskStore(home, ctx.identity.team)``). A main agent in no team (a
+solo ``swarm run``) uses its session's own list (``ctx.services.session_tasks``,
+``TaskStore.of_session``) instead; once it creates a team the team's list is
+used, and the solo list is kept as it was, apart (TeamDelete makes it current
+again). A teammate never has one: it sees only its team's. Inputs keep Claude Code's field
 names (``taskId``, ``activeForm``, ``addBlocks``, ``addBlockedBy``).
 
 - A claim is one TaskUpdate setting ``status: in_progress`` with ``owner``
@@ -232,10 +236,13 @@ def _open(ids: list[str], tasks: list[Task]) -> list[str]:
 
 
 def _store(ctx: ToolContext) -> TaskStore:
-    if ctx.identity.team is None or ctx.services.mailbox is None:
-        raise ToolError("no team: the task list belongs to a team, and this agent is in none "
-                        "(a lead creates one with TeamCreate)")
-    return TaskStore(ctx.services.mailbox.home, ctx.identity.team)
+    """The team's list while the agent is in one; else its session's own (``session_tasks``)."""
+    if ctx.identity.team is not None and ctx.services.mailbox is not None:
+        return TaskStore(ctx.services.mailbox.home, ctx.identity.team)
+    if ctx.services.session_tasks is not None:
+        return ctx.services.session_tasks
+    raise ToolError("no team: the task list belongs to a team or a main agent's session, and this agent has "
+                    "neither (a lead creates a team with TeamCreate)")
 
 
 def _mailbox(ctx: ToolContext) -> Mailbox:
