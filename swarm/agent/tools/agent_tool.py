@@ -2,7 +2,8 @@
 
 Agent only routes (seed 000, "the decision tree in call()"), in this order:
 
-1. ``team_name`` + ``name`` → a teammate in that team, started by the
+1. ``team_name`` + ``name`` (or ``name`` alone from a lead: the team it
+   leads, else a new ``session-<8 hex>`` team) → a teammate, started by the
    lead's ``TeamControl`` (``ctx.services.team_control``: ``swarm run``'s lead, see
    ``swarm.runtime.lead``) in the team it leads. A teammate process cannot
    start teammates, nor can an agent that leads no team (or another team):
@@ -23,6 +24,7 @@ Running a child is ``swarm.agent.subagents.run_child`` in every case.
 
 from __future__ import annotations
 
+import secrets
 from pathlib import Path
 from typing import Literal
 
@@ -136,7 +138,7 @@ class AgentTool(Tool[AgentInput]):
         host = ctx.services.agents
         if host is None:
             raise ToolError("subagents are not available to this agent")
-        if args.team_name is not None:
+        if args.team_name is not None or _implicit_teammate(args, ctx):
             return self._teammate(args, ctx)
         if ctx.identity.fork:  # the run's fact, not text in a conversation compaction may have rewritten
             raise ToolError(FORK_REFUSED)
@@ -156,9 +158,12 @@ class AgentTool(Tool[AgentInput]):
         control = ctx.services.team_control
         if control is None:
             raise ToolError(_no_team_spawn(ctx))
-        if control.team != args.team_name:
+        if args.team_name is None and control.team is None:
+            control.create(session_team_name(), None, ctx)
+        team = args.team_name or control.team
+        if control.team != team:
             raise ToolError(f"you lead team {control.team!r}, not {args.team_name!r}" if control.team else
-                            f"create the team first with TeamCreate(team_name={args.team_name!r})")
+                            f"create the team first with TeamCreate(team_name={team!r})")
         if not args.name:
             raise ToolError("a teammate needs a name: pass name with team_name")
         return control.spawn(ctx, name=args.name, prompt=args.prompt, agent_type=args.subagent_type,
@@ -192,6 +197,18 @@ class AgentTool(Tool[AgentInput]):
                                model=args.model, background=background, cwd=cwd, name=args.name,
                                effort=args.effort)
         return plan, background
+
+
+def session_team_name() -> str:
+    """The team a lead's ``Agent(name=...)`` creates when it leads none yet (Claude Code's implicit team)."""
+    return f"session-{secrets.token_hex(4)}"
+
+
+def _implicit_teammate(args: AgentInput, ctx: ToolContext) -> bool:
+    """A named agent from a lead (an agent holding a ``TeamControl``) is a teammate even without ``team_name``:
+    in the team it leads, else in a new session team."""
+    return (args.name is not None and ctx.services.team_control is not None
+            and not ctx.identity.subagent)
 
 
 def _cwd(raw: str | None, ctx: ToolContext) -> Path | None:
