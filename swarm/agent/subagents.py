@@ -75,6 +75,8 @@ from swarm.models.messages import (
 
 log = logging.getLogger(__name__)
 
+FORK_TYPE = "fork"
+"""The ``subagent_type`` that asks for a fork (omitting the type forks too, while forks are on)."""
 FORK_TAG = "fork-boilerplate"
 FORK_PLACEHOLDER = "Fork started — processing in background"
 """The tool_result every fork child gets for each of the parent's calls: identical, so the prefix is shared."""
@@ -180,7 +182,7 @@ class ChildOutcome:
 
 
 def forks_enabled(env: Mapping[str, str]) -> bool:
-    """Forking (an Agent call without subagent_type) is on unless ``SWARM_FORK_SUBAGENT=0``."""
+    """Forking (an Agent call with ``subagent_type`` "fork" or none) is on unless ``SWARM_FORK_SUBAGENT=0``."""
     return env.get("SWARM_FORK_SUBAGENT", "1").strip() not in ("0", "false", "no", "off")
 
 
@@ -199,7 +201,7 @@ def plan_fork(host: AgentHost, parent: ToolContext, prompt: str, description: st
     messages = [*history, Message(role="user", content=[*placeholders, TextBlock(text=fork_directive(prompt))])]
     by_name = {tool.name: tool for tool in host.make_tools()}
     tools = [by_name.get(tool.name, tool) for tool in running.spec.tools]  # the same list, fresh where possible
-    return ChildPlan(id=host.new_id(), kind="fork", description=description, system=running.spec.system,
+    return ChildPlan(id=host.new_id(), kind=FORK_TYPE, description=description, system=running.spec.system,
                      tools=tools, model=host.model, messages=messages, cwd=parent.identity.cwd,
                      write_roots=parent.identity.write_roots, limits=running.spec.limits, gate=host.gate, fork=True,
                      effort=running.spec.effort)
@@ -233,10 +235,11 @@ def plan_skill_fork(host: AgentHost, parent: ToolContext, skill: Skill, body: st
 
 def plan_definition(host: AgentHost, parent: ToolContext, definition: AgentDefinition, *, prompt: str,
                     description: str, model: str | None, background: bool, cwd: Path | None,
-                    name: str | None, context: bool = True) -> ChildPlan:
+                    name: str | None, context: bool = True, effort: Effort | None = None) -> ChildPlan:
     """A child started from an agent definition: a fresh conversation, its own prompt, tools and model.
 
     Its first message is the context block and the prompt; ``context=False`` sends the prompt alone.
+    ``effort`` (the Agent call's) wins over the definition's and the parent's.
     A ``cwd`` (the model's choice) must lie inside the parent's write roots: the child's paths, its memory
     directory and its worktree are all read from there.
     """
@@ -250,7 +253,7 @@ def plan_definition(host: AgentHost, parent: ToolContext, definition: AgentDefin
     agent = assemble(definition, Seat(role="subagent", cwd=workdir, env=host.env, skills=host.skills, note=host.note),
                      Parent(model=host.model, write_roots=parent.identity.write_roots, gate=host.gate,
                             effort=host.effort),
-                     tools=host.make_tools(), asked_model=model, background=background)
+                     tools=host.make_tools(), asked_model=model, background=background, asked_effort=effort)
     blocks = [TextBlock(text=context_block(workdir, env=host.env, omit_instructions=agent.omit_instructions))]
     first = Message(role="user", content=[*(blocks if context else []), TextBlock(text=prompt)])
     return ChildPlan(id=host.new_id(), kind=definition.name, description=description, system=agent.system,

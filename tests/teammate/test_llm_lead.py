@@ -285,3 +285,21 @@ def test_a_headless_lead_model_answers_its_teammates_plan(home: Home, api: FakeA
     assert [(d["decision"], d["by"]) for d in plans] == [("allow", "lead")]  # the model's answer, not a default
     assert (work / "x.txt").read_text() == "planned\n"
     assert teammate_pids(home) == []
+
+
+def test_a_named_agent_without_a_team_starts_a_teammate_in_an_implicit_session_team(
+        home: Home, api: FakeAnthropicServer, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    api.enqueue(tool_use_reply("Agent", {"description": "a", "prompt": "IMPLICIT JOB", "name": "helper"}),
+                text_reply("waiting"), when=LEAD)
+    api.enqueue(text_reply("still waiting"), when=LEAD, repeat=True)
+    api.enqueue(text_reply("done with it"), when="IMPLICIT JOB", repeat=True)
+
+    _run_lead(home, api, work, "start a helper", timeout=4)
+
+    teams = [t.name for t in TeamStore(home).list()]
+    assert len(teams) == 1 and re.fullmatch(r"session-[0-9a-f]{8}", teams[0])
+    assert TeamStore(home).get(teams[0]).member("helper") is not None
+    leads = [r for r in api.requests if LEAD in json.dumps(r.body)]
+    assert "Started teammate 'helper'" in json.dumps(leads[1].body["messages"][-1])

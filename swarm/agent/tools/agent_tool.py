@@ -2,24 +2,29 @@
 
 Agent only routes (seed 000, "the decision tree in call()"), in this order:
 
-1. ``team_name`` + ``name`` → a teammate in that team, started by the
+1. ``team_name`` + ``name`` (or ``name`` alone from a lead: the team it
+   leads, else a new ``session-<8 hex>`` team) → a teammate, started by the
    lead's ``TeamControl`` (``ctx.services.team_control``: ``swarm run``'s lead, see
    ``swarm.runtime.lead``) in the team it leads. A teammate process cannot
    start teammates, nor can an agent that leads no team (or another team):
    each is a tool error saying what to use instead.
-2. ``subagent_type`` omitted and fork enabled (``SWARM_FORK_SUBAGENT`` not
-   ``0``) → a fork of this agent; inside a fork child, a tool error.
+2. ``subagent_type`` ``"fork"``, or omitted, with forks enabled
+   (``SWARM_FORK_SUBAGENT`` not ``0``) → a fork of this agent; inside a fork
+   child, a tool error. ``"fork"`` with forks off is a tool error too.
 3. Otherwise the definition named by ``subagent_type`` (default
    ``general-purpose``); unknown or not allowed here → a tool error listing
    the ones that are.
 4. ``isolation`` (or the definition's) picks a worktree; ``run_in_background``
-   (or the definition's ``background``) picks the background path.
+   (default: true for a named agent, as in Claude Code; or the definition's
+   ``background``) picks the background path. ``model`` and ``effort`` go to
+   the definition's child (``plan_definition``); a fork keeps its parent's.
 
 Running a child is ``swarm.agent.subagents.run_child`` in every case.
 """
 
 from __future__ import annotations
 
+import secrets
 from pathlib import Path
 from typing import Literal
 
@@ -29,6 +34,7 @@ from swarm.agent.background import BackgroundAgent
 from swarm.agent.definitions import GENERAL_PURPOSE_TYPE, AgentCatalog
 from swarm.agent.subagents import (
     FORK_REFUSED,
+    FORK_TYPE,
     AgentHost,
     ChildPlan,
     LinkedCancel,
@@ -41,27 +47,38 @@ from swarm.agent.subagents import (
 from swarm.agent.tool_api.base import Tool
 from swarm.agent.tool_api.context import ToolContext, ToolError
 from swarm.agent.tool_api.inputs import NoneOmitted, PosInt, ToolInput
-from swarm.core.text import one_line
 from swarm.errors import UsageError
-from swarm.models.catalog import check_name
+from swarm.models.base import Effort
+from swarm.models.catalog import ALIASES, check_name
 
 DEFAULT_OUTPUT_WAIT_MS = 30_000
 MAX_OUTPUT_WAIT_MS = 600_000
+
+
+MODEL_CHOICES: list[str] = [*ALIASES, "inherit"]
+"""What the schema offers for ``model``: the aliases, or the parent's model (a full id is accepted too)."""
 
 
 class AgentInput(ToolInput):
     description: str = Field(description="A short (3-5 word) description of the task.")
     prompt: str = Field(description="The task for the agent to perform.")
     subagent_type: str | NoneOmitted = Field(
-        default=None, description="The type of specialized agent to use. Omit it to fork yourself: the child "
-        "inherits this whole conversation and works on the prompt as its directive.")
+        default=None, description=f'The type of specialized agent to use, or "{FORK_TYPE}" to fork yourself: the '
+        "child inherits this whole conversation and works on the prompt as its directive. Omitted, it forks too "
+        "(general-purpose when forks are off).")
     model: str | NoneOmitted = Field(
-        default=None, description="Model for this agent: sonnet, opus, haiku, fable, a model id, or inherit. A fork "
-        "(subagent_type omitted) ignores it and always runs on your model, so that it shares your prompt cache.")
-    run_in_background: bool = Field(
-        default=False, description="Run in the background; you are notified when it completes. "
-        "Use TaskOutput to read its progress, TaskStop to stop it.")
-    name: str | NoneOmitted = Field(default=None, description="A name for the agent (with team_name: a teammate).")
+        default=None, json_schema_extra={"enum": MODEL_CHOICES},
+        description="Model for this agent (an alias, or inherit for yours; default: the definition's, else yours). "
+        "A fork ignores it and always runs on your model, so that it shares your prompt cache.")
+    effort: Effort | NoneOmitted = Field(
+        default=None, description="How hard this agent's model thinks (default: the definition's, else yours). "
+        "A fork ignores it, as it does model.")
+    run_in_background: bool | NoneOmitted = Field(
+        default=None, description="Run in the background; you are notified when it completes. Default: true for "
+        "an agent with a name (outside a team), false otherwise.")
+    name: str | NoneOmitted = Field(
+        default=None, description="A name for the agent: SendMessage reaches it by this name (with team_name: a "
+        "teammate's name).")
     team_name: str | NoneOmitted = Field(default=None, description="Spawn a teammate in this team (with name).")
     isolation: Literal["worktree"] | NoneOmitted = Field(
         default=None, description='"worktree" runs the agent in a fresh git worktree of this repository.')
@@ -76,11 +93,24 @@ class AgentInput(ToolInput):
 class AgentTool(Tool[AgentInput]):
     name = "Agent"
     description = (
-        "Launch a subagent to handle a task on its own and report back: a fresh agent of a given type "
-        "(subagent_type), or, with subagent_type omitted, a fork of you that inherits this conversation. "
-        "A synchronous agent's final answer is this tool's result; a background agent (run_in_background) "
-        "returns at once and you get a <task-notification> when it finishes. Give each agent a complete, "
-        "self-contained prompt: it does not see your conversation unless it is a fork."
+        "Launch a subagent to handle a task on its own and report back. Its final answer is this tool's result, "
+        "and only that answer enters your context: delegate work whose steps you do not need to see.\n\n"
+        "Which agent:\n"
+        "- A specialized type (subagent_type, from the list below) when one matches the task: each has its own "
+        "tools and instructions. general-purpose suits open-ended, multi-step work.\n"
+        f'- A fork (subagent_type "{FORK_TYPE}") when the child needs what you already know: it inherits this '
+        "whole conversation, your tools and your model, so its prompt can be a short directive.\n\n"
+        "Do not delegate what you can do in a few tool calls yourself: reading a file you know, one search, a small "
+        "edit. Starting an agent costs time and tokens, and you still have to check its answer.\n\n"
+        "Writing the prompt: every agent but a fork starts without your conversation, so make the prompt "
+        "self-contained: the goal and why it matters, what you already found or ruled out, the files and names "
+        "involved, constraints, and exactly what to report back (and how briefly). Say whether it should change "
+        "code or only research. Its answer is not shown to the person: pass on what they need to know.\n\n"
+        "Independent tasks run in parallel when you make several Agent calls in one message.\n\n"
+        "With run_in_background (the default for a named agent) the call returns at once and a "
+        "<task-notification> tells you when the agent finishes; do not poll it with TaskOutput or sleep while "
+        "waiting: go on with other work, or end your turn. TaskStop stops it; SendMessage to a named one gives it "
+        "more work."
     )
     input_model = AgentInput
     read_only = True
@@ -100,14 +130,15 @@ class AgentTool(Tool[AgentInput]):
             definition = catalog.get(name)
             if definition is not None:
                 tools = ", ".join(definition.tools) if definition.tools else "all tools"
-                lines.append(f"- {name}: {one_line(definition.description, 200)} (Tools: {tools})")
+                about = " ".join(definition.description.split())  # whole: "use proactively" is often at its end
+                lines.append(f"- {name}: {about} (Tools: {tools})")
         return cls("\n".join(lines))
 
     def run(self, args: AgentInput, ctx: ToolContext) -> str:
         host = ctx.services.agents
         if host is None:
             raise ToolError("subagents are not available to this agent")
-        if args.team_name is not None:
+        if args.team_name is not None or _implicit_teammate(args, ctx):
             return self._teammate(args, ctx)
         if ctx.identity.fork:  # the run's fact, not text in a conversation compaction may have rewritten
             raise ToolError(FORK_REFUSED)
@@ -127,9 +158,12 @@ class AgentTool(Tool[AgentInput]):
         control = ctx.services.team_control
         if control is None:
             raise ToolError(_no_team_spawn(ctx))
-        if control.team != args.team_name:
+        if args.team_name is None and control.team is None:
+            control.create(session_team_name(), None, ctx)
+        team = args.team_name or control.team
+        if control.team != team:
             raise ToolError(f"you lead team {control.team!r}, not {args.team_name!r}" if control.team else
-                            f"create the team first with TeamCreate(team_name={args.team_name!r})")
+                            f"create the team first with TeamCreate(team_name={team!r})")
         if not args.name:
             raise ToolError("a teammate needs a name: pass name with team_name")
         return control.spawn(ctx, name=args.name, prompt=args.prompt, agent_type=args.subagent_type,
@@ -142,10 +176,14 @@ class AgentTool(Tool[AgentInput]):
                 check_name(args.model)
             except UsageError as exc:
                 raise ToolError(str(exc)) from exc
-        if args.subagent_type is None and host.fork_enabled:
+        named_default = args.name is not None  # a named agent runs in the background unless told otherwise
+        if args.subagent_type == FORK_TYPE and not host.fork_enabled:
+            raise ToolError("forking is off here (SWARM_FORK_SUBAGENT=0); pass another subagent_type")
+        if args.subagent_type == FORK_TYPE or (args.subagent_type is None and host.fork_enabled):
             if args.cwd is not None:
                 raise ToolError("a fork works in your own directory; pass subagent_type to choose another cwd")
-            return plan_fork(host, ctx, args.prompt, args.description), args.run_in_background
+            background = named_default if args.run_in_background is None else args.run_in_background
+            return plan_fork(host, ctx, args.prompt, args.description), background
         kind = args.subagent_type or GENERAL_PURPOSE_TYPE
         definition = host.catalog.get(kind)
         allowed = [n for n in host.catalog.names() if ctx.identity.spawnable is None or n in ctx.identity.spawnable]
@@ -153,10 +191,24 @@ class AgentTool(Tool[AgentInput]):
             why = "unknown" if definition is None else "not allowed here"
             raise ToolError(f"agent type {kind!r} is {why}; available: {', '.join(allowed) or '(none)'}")
         cwd = _cwd(args.cwd, ctx)
-        background = args.run_in_background or definition.background
+        asked = named_default if args.run_in_background is None else args.run_in_background
+        background = asked or definition.background
         plan = plan_definition(host, ctx, definition, prompt=args.prompt, description=args.description,
-                               model=args.model, background=background, cwd=cwd, name=args.name)
+                               model=args.model, background=background, cwd=cwd, name=args.name,
+                               effort=args.effort)
         return plan, background
+
+
+def session_team_name() -> str:
+    """The team a lead's ``Agent(name=...)`` creates when it leads none yet (Claude Code's implicit team)."""
+    return f"session-{secrets.token_hex(4)}"
+
+
+def _implicit_teammate(args: AgentInput, ctx: ToolContext) -> bool:
+    """A named agent from a lead (an agent holding a ``TeamControl``) is a teammate even without ``team_name``:
+    in the team it leads, else in a new session team."""
+    return (args.name is not None and ctx.services.team_control is not None
+            and not ctx.identity.subagent)
 
 
 def _cwd(raw: str | None, ctx: ToolContext) -> Path | None:
