@@ -30,6 +30,7 @@ from swarm.core.teams import TeamStore
 from tests.backends.helpers import retry_until
 from tests.cli.conftest import SWARM_EXE
 from tests.teammate.conftest import teammate_pids
+from tests.teammate.test_orphans import processes_named
 
 LEAD = r"""
 [default]
@@ -63,21 +64,12 @@ LEFT_BEHIND = 30.0
 """Seconds a lead's end may take to reach every process (the handshake is quick: the teammate is idle)."""
 
 
-def _named(prefix: str) -> list[psutil.Process]:
-    found = []
-    for proc in psutil.process_iter(["cmdline", "status"]):
-        cmd = proc.info.get("cmdline") or []
-        if cmd and cmd[0].startswith(prefix) and proc.info.get("status") != psutil.STATUS_ZOMBIE:
-            found.append(proc)
-    return found
-
-
 @pytest.fixture
 def tok(tmp_path: Path) -> Iterator[str]:
     """A unique name for this test's processes; whatever still carries it (or runs the home) is stopped after."""
     value = uuid.uuid4().hex[:10]
     yield value
-    for proc in _named("swarm-lead"):
+    for proc in processes_named("swarm-lead"):
         if value in proc.info["cmdline"][0]:
             proc.kill()
     for pid in teammate_pids(Home(tmp_path / "home")):
@@ -104,11 +96,11 @@ def _ready(home: Home, tok: str) -> bool:
     if not TeamStore(home).exists("sig"):
         return False
     worker = TeamStore(home).get("sig").member("worker")
-    return worker is not None and worker.present() and bool(_named(f"swarm-leadfg-{tok}"))
+    return worker is not None and worker.present() and bool(processes_named(f"swarm-leadfg-{tok}"))
 
 
 def _nothing_left(home: Home, tok: str) -> bool:
-    return not teammate_pids(home) and not _named(f"swarm-leadbg-{tok}") and not _named(f"swarm-leadfg-{tok}")
+    return not teammate_pids(home) and not processes_named(f"swarm-leadbg-{tok}") and not processes_named(f"swarm-leadfg-{tok}")
 
 
 def test_timeout_sigterm_of_a_headless_lead_shuts_its_team_down(tmp_path: Path, tok: str) -> None:
@@ -120,7 +112,7 @@ def test_timeout_sigterm_of_a_headless_lead_shuts_its_team_down(tmp_path: Path, 
     try:
         retry_until(lambda: _ready(home, tok) or proc.poll() is not None, 60, what="the team to be up")
         assert proc.poll() is None, proc.communicate()
-        assert len(teammate_pids(home)) >= 1 and _named(f"swarm-leadbg-{tok}")
+        assert len(teammate_pids(home)) >= 1 and processes_named(f"swarm-leadbg-{tok}")
         proc.send_signal(signal.SIGALRM)
         out, err = proc.communicate(timeout=LEFT_BEHIND)
     finally:

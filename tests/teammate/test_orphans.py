@@ -50,7 +50,8 @@ text = "refused"
 KINDS = ("bg", "daemon", "fg")
 
 
-def _named(prefix: str) -> list[psutil.Process]:
+def processes_named(prefix: str) -> list[psutil.Process]:
+    """Live processes whose argv[0] starts with ``prefix`` (the unique names these tests give their commands)."""
     found = []
     for proc in psutil.process_iter(["cmdline", "status"]):
         cmd = proc.info.get("cmdline") or []
@@ -65,7 +66,7 @@ def tok() -> Iterator[str]:
     value = uuid.uuid4().hex[:10]
     yield value
     for kind in KINDS:
-        for proc in _named(f"swarm-{kind}-{value}"):
+        for proc in processes_named(f"swarm-{kind}-{value}"):
             proc.kill()
 
 
@@ -82,7 +83,7 @@ def swarm(*args: str, env: dict[str, str] | None = None) -> subprocess.Completed
 
 
 def _escapees(tok: str) -> dict[str, list[psutil.Process]]:
-    return {kind: _named(f"swarm-{kind}-{tok}") for kind in KINDS}
+    return {kind: processes_named(f"swarm-{kind}-{tok}") for kind in KINDS}
 
 
 def _start_escaper(start: Callable[..., Member], tok: str, escaper: Path, backend: str = "subprocess") -> Member:
