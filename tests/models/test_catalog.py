@@ -44,7 +44,9 @@ def test_an_unknown_model_name_is_one_line_before_anything_starts(name: str) -> 
 
 @pytest.mark.parametrize("name", ["fable", "Opus", "inherit", "claude-opus-5-5", "claude-x[1m]", "scripted:p.toml"])
 def test_aliases_ids_and_the_offline_model_are_accepted(name: str) -> None:
-    check_name(name)
+    check_name(name)  # raises UsageError for a name that is not a model (the test above)
+    resolved = agent_model(env={}, asked=name, definition_model=None, parent_model="claude-parent-1")
+    assert resolved == ("claude-parent-1" if name == "inherit" else expand_alias(name, {}))
 
 
 def test_an_output_cap_from_the_environment_lowers_max_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
