@@ -83,7 +83,7 @@ class AgentDefinition(BaseModel):
     permission_mode: str | None = None
     max_turns: int | None = None
     effort: Effort | None = None
-    """How hard the model thinks (``swarm.models.anthropic_provider.thinking_params``); None: the parent's."""
+    """How hard the model thinks (``swarm.models.api_shapes.thinking_params``); None: the parent's."""
     background: bool = False
     isolation: Literal["worktree"] | None = None
     color: str | None = None

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from swarm.agent.headless import run_headless
 from swarm.agent.limits import Limits
-from swarm.models.anthropic_provider import AnthropicProvider, build_params
+from swarm.models.anthropic_provider import AnthropicProvider
+from swarm.models.api_shapes import build_params
 from swarm.models.base import ModelRequest
 from swarm.models.messages import Message, TextBlock
 from tests.fakes import FakeAnthropicServer, text_reply, tool_use_reply, usage_json

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from swarm.agent.conversation import Conversation
 from swarm.agent.transcript import Transcript
-from swarm.models.anthropic_provider import build_params
+from swarm.models.api_shapes import build_params
 from swarm.models.base import ModelRequest
 from tests.backends.helpers import retry_until
 from tests.cli.conftest import SWARM_EXE

@@ -8,7 +8,8 @@ from collections.abc import Callable
 import pytest
 
 from swarm.errors import ModelError, PromptTooLong
-from swarm.models.anthropic_provider import AnthropicProvider, thinking_params
+from swarm.models.anthropic_provider import AnthropicProvider
+from swarm.models.api_shapes import thinking_params
 from swarm.models.base import ModelRequest
 from swarm.models.messages import (
     Message,

@@ -24,7 +24,7 @@ from swarm.core.frames import IdleNotification, entry_frame
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.teams import TeamStore
-from swarm.models.anthropic_provider import build_params
+from swarm.models.api_shapes import build_params
 from swarm.models.base import ModelRequest
 from swarm.runtime.spawn import SpawnRequest, spawn
 from tests.backends.helpers import retry_until
