@@ -158,6 +158,8 @@ class AssembledAgent:
     teammates of one definition and team share it and its cache); "" for other agents."""
     effort: Effort | None = None
     """How hard its model thinks (``swarm.agent.loop.AgentSpec.effort``); None: the model's default."""
+    reminder: str = ""
+    """Sent after each of its tool results (the definition's ``critical_system_reminder``); "": none."""
 
 
 def assemble(definition: AgentDefinition | None, seat: Seat, parent: Parent, *, tools: Sequence[Tool[Any]],
@@ -207,7 +209,8 @@ def assemble(definition: AgentDefinition | None, seat: Seat, parent: Parent, *, 
         omit_instructions=bool(definition is not None and definition.omit_claude_md),
         introduction=teammate_introduction(team.name, team.team) if team is not None else "",
         effort=asked_effort or (definition.effort if definition is not None and as_definition else None)
-        or parent.effort)
+        or parent.effort,
+        reminder=definition.critical_system_reminder if definition is not None and as_definition else "")
 
 
 def child_mode(gate: ToolGate | None, definition: AgentDefinition) -> str | None:

@@ -6,7 +6,9 @@ Limits are checked before every model call, and a conversation near the
 model's window is compacted first (``agent.compaction``); cancellation is checked between
 steps, so the conversation always ends in a consistent state (every tool_use
 has its tool_result). A tool may end the run (``EndRun``): the step's results
-are recorded first. Messages that arrive while the agent works are asked for
+are recorded first. An agent whose definition has a critical reminder
+(``AgentSpec.reminder``) gets it again after every step's tool results.
+Messages that arrive while the agent works are asked for
 between steps and ride along in the next model request; they are recorded in
 the same durable transcript write as the tool results, and only then taken
 out of the inbox (``Arrivals.taken``).
@@ -110,6 +112,8 @@ class AgentSpec:
     """When the conversation is summarised to fit the model's window (``agent.compaction``); None: never."""
     effort: Effort | None = None
     """How hard the model thinks (a definition's ``effort``, ``swarm run --effort``); None: the model's default."""
+    reminder: str = ""
+    """The definition's ``critical_system_reminder``: sent after every step's tool results (``reminder_block``)."""
 
 
 def run_agent(spec: AgentSpec, conversation: Conversation, ctx: ToolContext,
@@ -159,7 +163,8 @@ def run_agent(spec: AgentSpec, conversation: Conversation, ctx: ToolContext,
             results, ended = _run_calls(calls, tools, ctx, spec.gate)
             error_streak = error_streak + 1 if all(isinstance(r, MalformedCall) for r in results) else 0
             arrivals = inbound() if inbound is not None else Arrivals()
-            conversation.add(Message(role="user", content=[*results, *(TextBlock(text=t) for t in arrivals.texts)]),
+            extra = [*arrivals.texts, *([reminder_block(spec.reminder)] if spec.reminder else [])]
+            conversation.add(Message(role="user", content=[*results, *(TextBlock(text=t) for t in extra)]),
                              delivered=arrivals.delivered)
             arrivals.taken()
             if ended is not None:
@@ -172,6 +177,11 @@ def run_agent(spec: AgentSpec, conversation: Conversation, ctx: ToolContext,
         if conversation.transcript is not None:
             conversation.transcript.event("stop", reason=stop.reason, detail=str(stop))
         return AgentRun(conversation.last_text(), stop.reason, turns, usage, str(stop))
+
+
+def reminder_block(text: str) -> str:
+    """A definition's critical reminder as the block that follows each step's tool results."""
+    return f"<system-reminder>\n{text}\n</system-reminder>"
 
 
 def _call(spec: AgentSpec, conversation: Conversation, specs: list[ToolSpec],

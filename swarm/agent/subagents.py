@@ -46,7 +46,9 @@ from typing import Any
 
 from swarm.agent.assembly import Parent, Seat, assemble
 from swarm.agent.background import BackgroundAgents, BackgroundAgent, Work
+from swarm.agent.builtin_agents import ONE_SHOT_TYPES
 from swarm.agent.conversation import Conversation
+from swarm.agent.coordinator import coordinator_mode
 from swarm.agent.definitions import AgentCatalog, AgentDefinition
 from swarm.agent.executor import ToolGate
 from swarm.agent.instructions import context_block
@@ -169,6 +171,10 @@ class ChildPlan:
     """A fork of its parent (``plan_fork``): the child's identity says so (``AgentIdentity.fork``) for its whole run."""
     effort: Effort | None = None
     """How hard the child's model thinks (its definition's ``effort``, else its parent's)."""
+    reminder: str = ""
+    """Its definition's critical reminder, after each of its tool results (``AgentSpec.reminder``)."""
+    one_shot: bool = False
+    """A one-shot built-in (``ONE_SHOT_TYPES``): its answer goes back without agentId and usage trailer."""
 
 
 @dataclass
@@ -182,7 +188,10 @@ class ChildOutcome:
 
 
 def forks_enabled(env: Mapping[str, str]) -> bool:
-    """Forking (an Agent call with ``subagent_type`` "fork" or none) is on unless ``SWARM_FORK_SUBAGENT=0``."""
+    """Forking (an Agent call with ``subagent_type`` "fork" or none) is on unless ``SWARM_FORK_SUBAGENT=0`` or in
+    coordinator mode (``swarm.agent.coordinator``: the coordinator only starts workers)."""
+    if coordinator_mode(env):
+        return False
     return env.get("SWARM_FORK_SUBAGENT", "1").strip() not in ("0", "false", "no", "off")
 
 
@@ -260,7 +269,8 @@ def plan_definition(host: AgentHost, parent: ToolContext, definition: AgentDefin
                      tools=agent.tools, model=agent.model or host.model, messages=[first], cwd=workdir,
                      write_roots=agent.write_roots, limits=Limits(max_turns=agent.max_turns),
                      isolation=definition.isolation, name=name, spawnable=agent.spawnable, gate=agent.gate,
-                     effort=agent.effort)
+                     effort=agent.effort, reminder=agent.reminder,
+                     one_shot=definition.builtin and definition.name in ONE_SHOT_TYPES)
 
 
 def launch(host: AgentHost, parent: ToolContext, plan: ChildPlan) -> BackgroundAgent:
@@ -335,7 +345,7 @@ def run_child(host: AgentHost, parent: ToolContext, plan: ChildPlan, cancel: thr
         for message in plan.messages:
             conversation.add(message)
         spec = AgentSpec(provider=_Counted(models, counter), tools=plan.tools, system=plan.system,
-                         limits=plan.limits, gate=plan.gate, effort=plan.effort)
+                         limits=plan.limits, gate=plan.gate, effort=plan.effort, reminder=plan.reminder)
         inbound = (lambda: Arrivals(texts=host.background.drain(task))) if task is not None else None
         try:
             run = run_agent(spec, conversation, ctx, inbound=inbound)
@@ -426,6 +436,8 @@ def result_text(plan: ChildPlan, outcome: ChildOutcome) -> str:
         lines.append(f"(the subagent stopped early: {run.stop_reason}{': ' + run.detail if run.detail else ''})")
     if outcome.note:
         lines.append(outcome.note)
+    if plan.one_shot:  # nobody continues or audits a one-shot built-in: its id and totals are tokens for nothing
+        return "\n\n".join(lines)
     lines.append(f"agentId: {plan.id}")
     lines.append(f"<usage>total_tokens: {outcome.tokens}\ntool_uses: {outcome.tool_uses}\n"
                  f"duration_ms: {outcome.duration_ms}</usage>")

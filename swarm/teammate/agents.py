@@ -66,7 +66,7 @@ def assemble_teammate(config: TeammateConfig, catalogs: Catalogs, env: Mapping[s
     Skills named by the definition or the team file are preloaded into it.
     A teammate writes in its cwd (anywhere in ``bypassPermissions``).
     """
-    tools = [*agent_tools(catalogs.agents, catalogs.skills, messaging=SendMessage(shutdown=shutdown)),
+    tools = [*agent_tools(catalogs.skills, env, messaging=SendMessage(shutdown=shutdown)),
              *([plan_tool] if plan_tool else [])]
     definition = catalogs.agents.get(config.agent_type)
     if definition is None:
@@ -83,7 +83,7 @@ def teammate_host(config: TeammateConfig, home: Home, catalogs: Catalogs, env: M
                   gate: Any) -> AgentHost:
     """What the teammate's subagents are made from; their transcripts go under the teammate's."""
     def make_tools() -> list[Tool[Any]]:
-        return agent_tools(catalogs.agents, catalogs.skills)
+        return agent_tools(catalogs.skills, env)
 
     transcripts = home.transcript_path(config.team, config.name).parent / config.name / "subagents"
     return AgentHost(catalog=catalogs.agents, env=env, model=provider.model, make_provider=make_provider,

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 
 import psutil
 
+from swarm.agent.agent_listing import agent_types_attachment
 from swarm.agent.assembly import Catalogs
 from swarm.agent.compaction import CompactionPolicy
 from swarm.agent.conversation import Conversation
@@ -121,8 +122,12 @@ class TeammateSession:
                 make_provider=lambda chosen: make(chosen), gate=self.gate)))
         self.omit_instructions = agent.omit_instructions
         self.introduction = agent.introduction
+        self.agent_types = (agent_types_attachment(self.catalogs.agents, agent.spawnable)
+                            if any(t.name == "Agent" for t in agent.tools) else "")
+        """The agent types its Agent tool may start, told in its first message (not in the tool's text)."""
         self.spec = AgentSpec(provider=provider, tools=agent.tools, gate=agent.gate, system=agent.system,
-                              compaction=CompactionPolicy.from_env(env), effort=agent.effort)
+                              compaction=CompactionPolicy.from_env(env), effort=agent.effort,
+                              reminder=agent.reminder)
         self.usage = Usage()
         self.lead_watch = LeadWatch(self.teams, config.team, on_gone=self.ctx.turn.cancel.set)
         """The process leading the team, if swarm started one: its end ends this teammate's run."""
@@ -217,7 +222,8 @@ class TeammateSession:
             return Message.user_text(text)
         context = context_block(self.config.cwd, env=self.env, omit_instructions=self.omit_instructions,
                                 introduction=self.introduction)
-        return Message(role="user", content=[TextBlock(text=context), TextBlock(text=text)])
+        blocks = [TextBlock(text=t) for t in (context, self.agent_types, text) if t]
+        return Message(role="user", content=blocks)
 
     def _admit(self, entries: list[InboxEntry]) -> list[str]:
         """Texts for the model; answers the runtime handles itself are taken out."""

@@ -31,7 +31,7 @@ from typing import Literal
 from pydantic import Field
 
 from swarm.agent.background import BackgroundAgent
-from swarm.agent.definitions import GENERAL_PURPOSE_TYPE, AgentCatalog
+from swarm.agent.definitions import GENERAL_PURPOSE_TYPE
 from swarm.agent.subagents import (
     FORK_REFUSED,
     FORK_TYPE,
@@ -95,11 +95,9 @@ class AgentTool(Tool[AgentInput]):
     description = (
         "Launch a subagent to handle a task on its own and report back. Its final answer is this tool's result, "
         "and only that answer enters your context: delegate work whose steps you do not need to see.\n\n"
-        "Which agent:\n"
-        "- A specialized type (subagent_type, from the list below) when one matches the task: each has its own "
-        "tools and instructions. general-purpose suits open-ended, multi-step work.\n"
-        f'- A fork (subagent_type "{FORK_TYPE}") when the child needs what you already know: it inherits this '
-        "whole conversation, your tools and your model, so its prompt can be a short directive.\n\n"
+        "Which agent: a specialized type (subagent_type) when one matches the task: each has its own tools and "
+        "instructions. The types you can start are listed in a <system-reminder> in the conversation (the latest "
+        "list counts); general-purpose suits open-ended, multi-step work.\n\n"
         "Do not delegate what you can do in a few tool calls yourself: reading a file you know, one search, a small "
         "edit. Starting an agent costs time and tokens, and you still have to check its answer.\n\n"
         "Writing the prompt: every agent but a fork starts without your conversation, so make the prompt "
@@ -112,27 +110,32 @@ class AgentTool(Tool[AgentInput]):
         "waiting: go on with other work, or end your turn. TaskStop stops it; SendMessage to a named one gives it "
         "more work."
     )
+    FORKS = (
+        f'When to fork (subagent_type "{FORK_TYPE}", or none): when the child needs what you already know. A fork '
+        "inherits this whole conversation, your tools and your model, and shares your prompt cache, so its prompt "
+        "is a short directive: what to do and what to report, not the background. Fork for open questions and "
+        "side work whose intermediate output you do not want in your context; several forks in one message run "
+        "in parallel. A fork cannot fork again."
+    )
+    COORDINATOR = (
+        'Start a worker (subagent_type "worker") on one task. Workers always run in the background and cannot '
+        "start workers; a <task-notification> tells you when one finishes. Give each a self-contained prompt. "
+        "SendMessage to its name or agentId continues it; TaskStop stops it."
+    )
     input_model = AgentInput
     read_only = True
     """Starting a child changes nothing by itself; each of the child's calls goes through the gate."""
 
-    def __init__(self, types: str = "") -> None:
-        self._types = types
+    def __init__(self, *, forks: bool = True, coordinator: bool = False) -> None:
+        self.forks = forks and not coordinator
+        self.coordinator = coordinator
 
-    def listing(self) -> str:
-        return f"Available agent types:\n{self._types}" if self._types else ""
-
-    @classmethod
-    def for_catalog(cls, catalog: AgentCatalog) -> AgentTool:
-        """The tool with the catalog's agent types in its description (fixed for the process: cache-safe)."""
-        lines = []
-        for name in catalog.names():
-            definition = catalog.get(name)
-            if definition is not None:
-                tools = ", ".join(definition.tools) if definition.tools else "all tools"
-                about = " ".join(definition.description.split())  # whole: "use proactively" is often at its end
-                lines.append(f"- {name}: {about} (Tools: {tools})")
-        return cls("\n".join(lines))
+    def full_description(self) -> str:
+        """The text for this agent's mode, fixed for the process whatever definitions come and go (the types
+        themselves travel as an attachment: ``swarm.agent.agent_listing``), so the tools stay cache-identical."""
+        if self.coordinator:
+            return self.COORDINATOR
+        return f"{self.description}\n\n{self.FORKS}" if self.forks else self.description
 
     def run(self, args: AgentInput, ctx: ToolContext) -> str:
         host = ctx.services.agents
