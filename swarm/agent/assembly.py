@@ -36,7 +36,9 @@ The rules, each stated once here:
   gets the lead's section (``LEAD``), a teammate the team section
   (``TEAMMATE``), the same for every teammate: its name and team go into its
   first message (``AssembledAgent.introduction``), so teammates of one
-  definition and team send the same system prompt and share its cache.
+  definition and team send the same system prompt and share its cache;
+- **coordinator mode** (``swarm.agent.coordinator``): a main agent keeps only
+  Agent, SendMessage and TaskStop, and its prompt is the coordinator's.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from swarm.agent.coordinator import COORDINATOR_PROMPT, COORDINATOR_TOOLS, coordinator_mode
 from swarm.agent.definitions import (
     GENERAL_PURPOSE_TYPE,
     AgentCatalog,
@@ -60,6 +63,7 @@ from swarm.agent.prompts import (
     LEAD,
     TEAMMATE,
     agent_system_prompt,
+    environment,
     is_lead,
     system_prompt,
     teammate_introduction,
@@ -187,13 +191,18 @@ def assemble(definition: AgentDefinition | None, seat: Seat, parent: Parent, *, 
         keep = {id(t) for t in kept}
         chosen = [t for t in tools if t.name in pool.names or id(t) in keep or t.name in kept_names]
         spawnable = pool.spawnable
+    coordinating = seat.role == "main" and coordinator_mode(seat.env)
+    if coordinating:  # the coordinator only starts, continues and stops workers
+        chosen = [t for t in chosen if t.name in COORDINATOR_TOOLS]
     model = agent_model(env=seat.env, asked=asked_model,
                         definition_model=definition.model if definition is not None and as_definition else None,
                         parent_model=parent.model, subagent=seat.role == "subagent")
     preload = _preload(definition, also_preload, seat)
     names = [t.name for t in chosen]
     lead = seat.role == "main" and is_lead(names)
-    if definition is not None and as_definition:
+    if coordinating:
+        system = "\n\n".join((COORDINATOR_PROMPT, environment(seat.cwd, model=model or "default", tools=names)))
+    elif definition is not None and as_definition:
         system = agent_system_prompt(definition.prompt, seat.cwd, model=model or "default", tools=names,
                                      memory=memory_prompt(definition, seat.cwd, env=seat.env), skills=preload)
         roles = (LEAD if lead else "", TEAMMATE if team is not None else "", team.extra if team else "")

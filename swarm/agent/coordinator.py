@@ -23,7 +23,7 @@ from swarm.agent.definition_model import AgentDefinition
 COORDINATOR_ENV = "CLAUDE_CODE_COORDINATOR_MODE"
 WORKER_TYPE = "worker"
 COORDINATOR_TOOLS = ("Agent", "SendMessage", "TaskStop")
-"""The coordinator's whole tool set, in this order."""
+"""The coordinator's whole tool set (in the order of the full tool list)."""
 
 
 def coordinator_mode(env: Mapping[str, str]) -> bool:

@@ -53,3 +53,45 @@ def test_the_agent_tools_text_follows_the_mode_not_the_definitions(tmp_path: Pat
     assert _run(["-p", "go"], tmp_path, api, SWARM_FORK_SUBAGENT="0").returncode == 0
     forks, no_forks = ({t["name"]: t for t in r.body["tools"]}["Agent"]["description"] for r in api.requests)
     assert "When to fork" in forks and "When to fork" not in no_forks and forks.startswith(no_forks)
+
+
+COORDINATOR = "swarm's coordinator"
+WORKER = "You are a worker started by a coordinator"
+
+
+def test_coordinator_mode_orchestrates_background_workers_that_cannot_spawn_and_resume_on_send_message(
+        tmp_path: Path, api: FakeAnthropicServer) -> None:
+    api.enqueue(tool_use_reply("Agent", {"description": "first job", "prompt": "WORK ONE", "name": "w1"},
+                               tool_id="toolu_c1"),
+                text_reply("waiting"),
+                tool_use_reply("SendMessage", {"to": "w1", "message": "MORE WORK"}, tool_id="toolu_c2"),
+                text_reply("waiting again"), text_reply("all done"), when=COORDINATOR)
+    api.enqueue(tool_use_reply("Agent", {"description": "sub", "prompt": "spawn deeper"}, tool_id="toolu_w1"),
+                text_reply("worker done"), text_reply("more done"), when=WORKER)
+    result = _run(["--coordinator", "-p", "orchestrate"], tmp_path, api)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "all done\n"
+    coordinator = [r.body for r in api.requests if COORDINATOR in json.dumps(r.body["system"])]
+    worker = [r.body for r in api.requests if WORKER in json.dumps(r.body["system"])]
+    assert all([t["name"] for t in body["tools"]] == ["SendMessage", "Agent", "TaskStop"] for body in coordinator)
+    agent_text = {t["name"]: t for t in coordinator[0]["tools"]}["Agent"]["description"]
+    assert "When to fork" not in agent_text and "worker" in agent_text
+    [listing] = [t for t in _texts(coordinator[0]["messages"][0]) if t.startswith(OPENING)]
+    assert "- worker:" in listing and "- Explore:" not in listing and "- general-purpose:" not in listing
+    assert "Async agent launched" in json.dumps(coordinator[1]["messages"][-1])  # no subagent_type: a worker
+    names = [t["name"] for t in worker[0]["tools"]]
+    assert "Agent" not in names and {"Bash", "Read", "Write", "Edit"} <= set(names)
+    [refused] = [b for b in worker[1]["messages"][-1]["content"] if b.get("type") == "tool_result"]
+    assert refused.get("is_error") and "Agent" in json.dumps(refused)  # a worker's Agent call is refused
+    assert len(worker) == 3 and "MORE WORK" in json.dumps(worker[2]["messages"][-1])
+    assert "worker done" in json.dumps(worker[2]["messages"])  # resumed with its earlier context
+    assert "more done" in json.dumps(coordinator[-1]["messages"][-1])
+
+
+def test_the_environment_switch_is_coordinator_mode_too(tmp_path: Path, api: FakeAnthropicServer) -> None:
+    api.enqueue(tool_use_reply("Agent", {"description": "d", "prompt": "p", "subagent_type": "fork"}),
+                text_reply("ok"))
+    result = _run(["-p", "go"], tmp_path, api, CLAUDE_CODE_COORDINATOR_MODE="1")
+    assert result.returncode == 0, result.stderr
+    assert [t["name"] for t in api.requests[0].body["tools"]] == ["SendMessage", "Agent", "TaskStop"]
+    assert "forking is off" in json.dumps(api.requests[1].body["messages"][-1])  # no forks in this mode

@@ -31,6 +31,7 @@ from typing import Literal
 from pydantic import Field
 
 from swarm.agent.background import BackgroundAgent
+from swarm.agent.coordinator import WORKER_TYPE
 from swarm.agent.definitions import GENERAL_PURPOSE_TYPE
 from swarm.agent.subagents import (
     FORK_REFUSED,
@@ -141,7 +142,9 @@ class AgentTool(Tool[AgentInput]):
         host = ctx.services.agents
         if host is None:
             raise ToolError("subagents are not available to this agent")
-        if args.team_name is not None or _implicit_teammate(args, ctx):
+        if self.coordinator and args.team_name is not None:
+            raise ToolError("coordinator mode starts workers, not teammates: leave out team_name")
+        if not self.coordinator and (args.team_name is not None or _implicit_teammate(args, ctx)):
             return self._teammate(args, ctx)
         if ctx.identity.fork:  # the run's fact, not text in a conversation compaction may have rewritten
             raise ToolError(FORK_REFUSED)
@@ -181,13 +184,13 @@ class AgentTool(Tool[AgentInput]):
                 raise ToolError(str(exc)) from exc
         named_default = args.name is not None  # a named agent runs in the background unless told otherwise
         if args.subagent_type == FORK_TYPE and not host.fork_enabled:
-            raise ToolError("forking is off here (SWARM_FORK_SUBAGENT=0); pass another subagent_type")
+            raise ToolError("forking is off here (SWARM_FORK_SUBAGENT=0, or coordinator mode); pass another subagent_type")
         if args.subagent_type == FORK_TYPE or (args.subagent_type is None and host.fork_enabled):
             if args.cwd is not None:
                 raise ToolError("a fork works in your own directory; pass subagent_type to choose another cwd")
             background = named_default if args.run_in_background is None else args.run_in_background
             return plan_fork(host, ctx, args.prompt, args.description), background
-        kind = args.subagent_type or GENERAL_PURPOSE_TYPE
+        kind = args.subagent_type or (WORKER_TYPE if self.coordinator else GENERAL_PURPOSE_TYPE)
         definition = host.catalog.get(kind)
         allowed = [n for n in host.catalog.names() if ctx.identity.spawnable is None or n in ctx.identity.spawnable]
         if definition is None or kind not in allowed:
