@@ -21,6 +21,9 @@ branch; any other is kept, and ``summary`` says where and what it holds.
 Cleanup never raises: a worktree that cannot be measured or removed is
 kept and the summary says why, so the child's own outcome (or exception)
 is what the caller sees. The git work itself is ``swarm.backends.worktree``.
+
+A fork child in a worktree inherits a conversation full of its parent's
+paths; ``worktree_notice`` (seed 002 §9.4) tells it where it is instead.
 """
 
 from __future__ import annotations
@@ -92,3 +95,13 @@ def _finish(tree: IsolatedTree) -> None:
     except SwarmError as exc:  # the child's outcome matters more; a worktree left in place loses nothing
         tree.kept, tree.summary = True, f"kept worktree {tree.path} on branch {tree.branch} (could not check it: {exc})"
     log.info("kept agent worktree", extra={"path": str(tree.path), "branch": tree.branch, "summary": tree.summary})
+
+
+def worktree_notice(parent_cwd: Path, worktree: Path) -> str:
+    """What a fork child in its own worktree is told after its inherited context: the paths there are its
+    parent's, and files may have changed since."""
+    return (f"You've inherited the conversation context above from a parent agent working in {parent_cwd}. "
+            f"You are operating in an isolated git worktree at {worktree}: the same repository, the same relative "
+            "file structure, a separate working copy. Paths in the inherited context refer to the parent's working "
+            "directory; translate them to your worktree root. Re-read files before editing them if the parent may "
+            "have modified them since they appear in the context.")

@@ -9,9 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from swarm.agent.definitions import load_agents
+from swarm.agent.subagents import FORK_TAG
 from swarm.agent.verification import VERIFICATION_REMINDER
 from tests.agent.subagent_helpers import PARENT, last_results, run_main, tool_names
 from tests.fakes import FakeAnthropicServer, text_reply, tool_use_reply
+from tests.fakes.anthropic_server import unmarked
 
 VERIFIER = "verification specialist"
 """Text only the Verification child's requests carry (its system prompt)."""
@@ -92,3 +94,18 @@ def test_any_definition_may_carry_a_critical_reminder_under_either_name(tmp_path
     assert b is not None and b.critical_system_reminder == "Never fix." and "criticalSystemReminder_EXPERIMENTAL" not in b.extra
     [warning] = catalog.warnings
     assert catalog.get("c") is None and "criticalSystemReminder" in warning and "use one line of text" in warning
+
+
+def test_a_fork_in_a_worktree_is_told_both_paths_after_its_directive(api: FakeAnthropicServer, tmp_path: Path) -> None:
+    repo = small_repo(tmp_path / "repo")
+    api.enqueue(tool_use_reply("Agent", {"description": "fork it", "prompt": "FORK JOB", "isolation": "worktree"}),
+                text_reply("forked done"), text_reply("ok"))
+    run_main(api, repo)
+    child = api.requests[1].body
+    assert FORK_TAG in json.dumps(child["messages"][-1])  # a fork: the parent's conversation, then its directive
+    *_, directive, notice = _texts(child["messages"][-1])
+    assert directive.endswith("FORK JOB")
+    trees = repo / ".swarm" / "agent-worktrees"
+    assert f"parent agent working in {repo}" in notice and f"isolated git worktree at {trees}/" in notice
+    assert "Re-read files before editing" in notice
+    assert unmarked(child["messages"][:-2]) == unmarked(api.requests[0].body["messages"])  # the prefix is kept
