@@ -30,7 +30,8 @@ The rules, each stated once here:
 - **write roots**: the parent's (or the person's), plus the definition's
   memory directory (``swarm.agent.memory.with_memory``);
 - **system prompt**: the definition's body + environment + memory + preloaded
-  skills (``swarm.agent.prompts.agent_system_prompt``), or swarm's own prompt
+  skills (``swarm.agent.prompts.agent_system_prompt``; the built-in guide's
+  body is built now from the person's configuration: ``swarm.agent.guide``), or swarm's own prompt
   (``system_prompt``: working guidance, environment) when there is no
   definition; a main agent that holds the team tools (``prompts.is_lead``)
   gets the lead's section (``LEAD``), a teammate the team section
@@ -49,6 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from swarm.agent.builtin_agents import GUIDE_TYPE
 from swarm.agent.coordinator import COORDINATOR_PROMPT, COORDINATOR_TOOLS, coordinator_mode
 from swarm.agent.definitions import (
     GENERAL_PURPOSE_TYPE,
@@ -57,6 +59,7 @@ from swarm.agent.definitions import (
     load_agents,
 )
 from swarm.agent.executor import ToolGate
+from swarm.agent.guide import guide_prompt
 from swarm.agent.memory import memory_prompt, with_memory
 from swarm.agent.permissions.policy import narrowest
 from swarm.agent.prompts import (
@@ -203,7 +206,9 @@ def assemble(definition: AgentDefinition | None, seat: Seat, parent: Parent, *, 
     if coordinating:
         system = "\n\n".join((COORDINATOR_PROMPT, environment(seat.cwd, model=model or "default", tools=names)))
     elif definition is not None and as_definition:
-        system = agent_system_prompt(definition.prompt, seat.cwd, model=model or "default", tools=names,
+        body = (guide_prompt(definition.prompt, seat.cwd, seat.env)
+                if definition.builtin and definition.name == GUIDE_TYPE else definition.prompt)
+        system = agent_system_prompt(body, seat.cwd, model=model or "default", tools=names,
                                      memory=memory_prompt(definition, seat.cwd, env=seat.env), skills=preload)
         roles = (LEAD if lead else "", TEAMMATE if team is not None else "", team.extra if team else "")
         system = "\n\n".join(p for p in (system, *roles) if p)

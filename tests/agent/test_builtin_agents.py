@@ -109,3 +109,29 @@ def test_a_fork_in_a_worktree_is_told_both_paths_after_its_directive(api: FakeAn
     assert f"parent agent working in {repo}" in notice and f"isolated git worktree at {trees}/" in notice
     assert "Re-read files before editing" in notice
     assert unmarked(child["messages"][:-2]) == unmarked(api.requests[0].body["messages"])  # the prefix is kept
+
+
+def test_the_guides_prompt_is_built_from_the_persons_configuration_and_the_readme(
+        api: FakeAnthropicServer, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / ".claude" / "agents").mkdir(parents=True)
+    (project / ".claude" / "agents" / "db-migrator.md").write_text("---\ndescription: Writes SQL migrations\n---\nM.\n")
+    (project / ".claude" / "skills" / "release-notes").mkdir(parents=True)
+    (project / ".claude" / "skills" / "release-notes" / "SKILL.md").write_text(
+        "---\nname: release-notes\ndescription: Drafts release notes\n---\nDraft them.\n")
+    (project / ".claude" / "settings.json").write_text(json.dumps(
+        {"permissions": {"allow": ["Bash(ls)"]}, "hooks": {"PreToolUse": [], "SessionStart": []}}))
+    (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"postgres-prod": {"command": "pg-mcp"}}}))
+    (project / "crew.toml").write_text('[team]\nname = "crew"\n')
+    api.enqueue(tool_use_reply("Agent", {"description": "how to", "prompt": "How do I add a hook?",
+                                         "subagent_type": "swarm-guide"}),
+                text_reply("Add it to settings."), text_reply("done"))
+    run_main(api, project)
+    guide = api.requests[1].body
+    system = json.dumps(guide["system"])
+    assert guide["model"].startswith("claude-haiku") and tool_names(api.requests[1]) == ["Read", "Glob", "Grep"]
+    for fact in ("db-migrator", "Writes SQL migrations", "release-notes", "Drafts release notes", "PreToolUse",
+                 "SessionStart", "postgres-prod", "crew.toml", "keys hooks, permissions"):
+        assert fact in system, fact
+    assert "README" in system and "## Agent definitions" in system  # the README's outline, as its reference
+    assert "db-migrator" not in json.dumps(api.requests[0].body["system"])  # only the guide's prompt is built so
