@@ -96,9 +96,10 @@ def team_files(cwd: Path) -> list[Path]:
     return found
 
 
-def readme_section() -> str:
-    """swarm's README as the guide's reference: its outline and path in a checkout, else its whole text."""
-    path = Path(__file__).resolve().parents[2] / "README.md"
+def readme_section(checkout: Path | None = None) -> str:
+    """swarm's README as the guide's reference: its outline and path in a checkout (``checkout``, default the
+    directory above the package), else its whole text from the installed package's metadata."""
+    path = (checkout or Path(__file__).resolve().parents[2]) / "README.md"
     text = _read(path)
     if text is not None and text.startswith(f"# {PACKAGE}"):
         outline = [line for line in text.splitlines() if line.startswith("## ")]

@@ -37,6 +37,7 @@ from pathlib import Path
 from swarm.backends import worktree as git_worktree
 from swarm.core.names import validate_name
 from swarm.errors import SwarmError, UsageError
+from swarm.models.messages import Message, TextBlock
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +60,12 @@ class IsolatedTree:
     summary: str = ""
     """E.g. ``kept worktree /x on branch swarm/agent/ab12: 1 commit ahead, 1 file changed, ...`` or
     ``removed (no changes)``; empty while the worktree is in use."""
+
+    def notice(self, messages: list[Message], parent_cwd: Path) -> list[Message]:
+        """A fork's first messages with ``worktree_notice`` after its directive (the inherited prefix unchanged)."""
+        last = messages[-1]
+        added = TextBlock(text=worktree_notice(parent_cwd, self.path))
+        return [*messages[:-1], last.model_copy(update={"content": [*last.content, added]})]
 
 
 @contextmanager

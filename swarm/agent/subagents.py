@@ -333,8 +333,8 @@ def run_child(host: AgentHost, parent: ToolContext, plan: ChildPlan, cancel: thr
         if plan.isolation == "worktree":
             tree = stack.enter_context(_isolated(plan))
             workdir, roots = tree.path, [tree.path]
-            if plan.fork and not resume:
-                messages = _noticed(messages, plan.cwd, tree.path)
+            if plan.fork and not resume:  # its inherited context names the parent's paths
+                messages = tree.notice(messages, plan.cwd)
         identity = replace(parent.identity, cwd=workdir, write_roots=roots, spawnable=plan.spawnable, subagent=True,
                            fork=parent.identity.fork or plan.fork)  # state of the run: compaction cannot drop it
         ctx = ToolContext(identity, services=AgentServices(mailbox=parent.services.mailbox, agents=host, models=models,
@@ -356,15 +356,6 @@ def run_child(host: AgentHost, parent: ToolContext, plan: ChildPlan, cancel: thr
     note = tree.summary if tree is not None else ""  # known once the worktree was settled on leaving
     return ChildOutcome(run=run, tool_uses=counter.tool_uses, tokens=counter.usage.total,
                         duration_ms=int((time.monotonic() - started) * 1000), note=note)
-
-
-def _noticed(messages: list[Message], parent_cwd: Path, worktree: Path) -> list[Message]:
-    """A fork's messages with the worktree notice after its directive (the inherited prefix stays identical)."""
-    from swarm.agent.isolation import worktree_notice
-
-    last = messages[-1]
-    notice = TextBlock(text=worktree_notice(parent_cwd, worktree))
-    return [*messages[:-1], last.model_copy(update={"content": [*last.content, notice]})]
 
 
 @contextmanager
