@@ -82,7 +82,7 @@ def configured_mcp_servers(mcp: Any) -> list[str]:
 
 def team_files(cwd: Path) -> list[Path]:
     """TOML files in ``cwd`` and two levels below that have a ``[team]`` table (``swarm up``'s team files)."""
-    found = []
+    found: list[Path] = []
     for pattern in ("*.toml", "*/*.toml", "*/*/*.toml"):
         for path in sorted(cwd.glob(pattern)):
             if len(found) >= MOST or any(part.startswith(".") for part in path.relative_to(cwd).parts):
@@ -106,7 +106,7 @@ def readme_section(checkout: Path | None = None) -> str:
         return (f"# swarm's README\nThe README is {path}; read the sections you need with Read (offset and "
                 "limit for a part). Its sections:\n" + "\n".join(outline))
     try:
-        installed = metadata.metadata(PACKAGE).get_payload()
+        installed = metadata.metadata(PACKAGE).json.get("description")
     except metadata.PackageNotFoundError:
         installed = None
     if isinstance(installed, str) and installed.strip():
