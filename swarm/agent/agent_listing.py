@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from swarm.agent.definitions import AgentCatalog
+from swarm.agent.peer_messages import neutral
 from swarm.models.messages import Message, TextBlock
 
 OPENING = "<system-reminder>\nAgent types the Agent tool can start (its subagent_type):\n"
@@ -33,7 +34,7 @@ def agent_types(catalog: AgentCatalog, spawnable: frozenset[str] | None = None) 
             continue
         tools = ", ".join(definition.tools) if definition.tools else "all tools"
         about = " ".join(definition.description.split())  # whole: "use proactively" is often at its end
-        lines.append(f"- {name}: {about} (Tools: {tools})")
+        lines.append(neutral(f"- {name}: {about} (Tools: {tools})"))  # a file's text cannot close the block
     return "\n".join(lines) or "(none)"
 
 
