@@ -7,12 +7,13 @@ Agent only routes (seed 000, "the decision tree in call()"), in this order:
    lead's ``TeamControl`` (``ctx.services.team_control``: ``swarm run``'s lead, see
    ``swarm.runtime.lead``) in the team it leads. A teammate process cannot
    start teammates, nor can an agent that leads no team (or another team):
-   each is a tool error saying what to use instead.
+   each is a tool error saying what to use instead. Never in coordinator
+   mode (``swarm.agent.coordinator``): ``team_name`` is a tool error there.
 2. ``subagent_type`` ``"fork"``, or omitted, with forks enabled
    (``SWARM_FORK_SUBAGENT`` not ``0``) → a fork of this agent; inside a fork
    child, a tool error. ``"fork"`` with forks off is a tool error too.
 3. Otherwise the definition named by ``subagent_type`` (default
-   ``general-purpose``); unknown or not allowed here → a tool error listing
+   ``general-purpose``, in coordinator mode ``worker``); unknown or not allowed here → a tool error listing
    the ones that are.
 4. ``isolation`` (or the definition's) picks a worktree; ``run_in_background``
    (default: true for a named agent, as in Claude Code; or the definition's
@@ -20,6 +21,10 @@ Agent only routes (seed 000, "the decision tree in call()"), in this order:
    the definition's child (``plan_definition``); a fork keeps its parent's.
 
 Running a child is ``swarm.agent.subagents.run_child`` in every case.
+
+The tool's text depends only on the mode (forks on, off, coordinator), never on
+the definitions: the agent types reach the model as an attachment
+(``swarm.agent.agent_listing``), so the tools part of a request stays cached.
 """
 
 from __future__ import annotations
