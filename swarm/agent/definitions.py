@@ -89,6 +89,11 @@ class AgentDefinition(BaseModel):
     color: str | None = None
     memory: Literal["user", "project", "local"] | None = None
     skills: list[str] = []
+    mcp_servers: list[str | dict[str, Any]] = []
+    """``mcpServers:``: a server's name (the parent's connection, shared) or ``{name: config}`` (started for this
+    agent and closed when it ends); read by ``swarm.agent.mcp.agent_servers``."""
+    required_mcp_servers: list[str] = []
+    """``requiredMcpServers:``: servers the agent cannot run without (it waits up to 30 s for each, then fails)."""
     omit_claude_md: bool = False
     """Skip the instruction files (CLAUDE.md ...) in the context block; git status and date stay."""
     read_only: bool = False
@@ -152,8 +157,11 @@ class _Fields(BaseModel):
     memory: Literal["user", "project", "local"] | None = None
     skills: list[str] | None = None
     omit_claude_md: bool = Field(False, alias="omitClaudeMd")
+    mcp_servers: list[str | dict[str, dict[str, Any]]] | None = Field(None, alias="mcpServers")
+    required_mcp_servers: list[str] | None = Field(None, alias="requiredMcpServers")
 
-    _split = field_validator("tools", "disallowed_tools", "skills", mode="before")(_names_list)
+    _split = field_validator("tools", "disallowed_tools", "skills", "required_mcp_servers",
+                             mode="before")(_names_list)
 
     @field_validator("permission_mode")
     @classmethod
@@ -190,6 +198,8 @@ _HINTS = {
     "effort": f"use {', '.join(EFFORTS[:-1])} or {EFFORTS[-1]}",
     "background": "use true or false",
     "omitClaudeMd": "use true or false",
+    "mcpServers": "use a YAML list of server names or {name: {command: ..., args: [...]}} entries",
+    "requiredMcpServers": "use a YAML list or a comma-separated string of MCP server names",
     "isolation": "use worktree or leave it out",
     "memory": "use user, project or local",
     "color": "use a color name such as blue",
@@ -207,6 +217,7 @@ def _definition(fields: _Fields, *, name: str, prompt: str, source: Source, path
         disallowed_tools=fields.disallowed_tools or [], model=fields.model, permission_mode=fields.permission_mode,
         max_turns=fields.max_turns, effort=fields.effort, background=fields.background, isolation=fields.isolation, color=fields.color,
         memory=fields.memory, skills=fields.skills or [], omit_claude_md=fields.omit_claude_md, source=source,
+        mcp_servers=list(fields.mcp_servers or []), required_mcp_servers=fields.required_mcp_servers or [],
         path=path, extra=dict(fields.model_extra or {}),
     )
 
