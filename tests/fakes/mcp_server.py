@@ -1,7 +1,8 @@
 """A real MCP server for tests, written with the SDK's own server API: ``python mcp_server.py [--http PORT]``.
 
 Tools: ``echo`` (text back), ``add`` (two numbers), ``fail`` (an ``isError`` result), ``picture`` (a PNG),
-``crash`` (the process exits mid-call), ``pid`` (its process id). Each call is appended to the file named by
+``crash`` (the process exits mid-call), ``pid`` (its process id). ``MCP_TEST_DELAY`` seconds pass before it
+serves (a server that connects late). Each call is appended to the file named by
 ``MCP_TEST_LOG`` (when set), so a test can see which server ran a call.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 import base64
 import os
 import sys
+import time
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import ImageContent
@@ -30,7 +32,7 @@ def _log(text: str) -> None:
 
 @server.tool(description="Echo the text back, prefixed with the server's tag.")
 def echo(text: str) -> str:
-    _log(f"echo {text}")
+    _log(f"echo {text} pid={os.getpid()}")
     return f"{os.environ.get('MCP_TEST_TAG', 'echo')}: {text}"
 
 
@@ -61,6 +63,7 @@ def pid() -> str:
 
 
 if __name__ == "__main__":
+    time.sleep(float(os.environ.get("MCP_TEST_DELAY", "0")))  # a server that is slow to start
     if len(sys.argv) == 3 and sys.argv[1] == "--http":
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
     else:

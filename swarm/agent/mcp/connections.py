@@ -39,7 +39,7 @@ from swarm.agent.mcp.config import ServerEntry
 
 log = logging.getLogger(__name__)
 
-State = Literal["pending", "connected", "failed", "closed", "needs approval", "invalid"]
+State = Literal["pending", "connected", "failed", "closed", "needs approval", "not started", "invalid"]
 CONNECT_TIMEOUT = 30.0
 """Seconds a server has to start and answer (Claude Code's ``MCP_TIMEOUT``, in ms, overrides)."""
 DEFAULT_CALL_TIMEOUT = 600.0
@@ -120,8 +120,8 @@ class McpConnections:
             if entry.problem:
                 self._settle(conn, "invalid", entry.problem)
             elif entry.approval:
-                self._settle(conn, "needs approval" if entry.approval == "needs approval" else "failed",
-                             entry.approval)
+                needs = entry.approval == "needs approval"
+                self._settle(conn, "needs approval" if needs else "not started", "" if needs else entry.approval)
             else:
                 self._launch(conn)
 
