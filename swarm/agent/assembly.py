@@ -203,18 +203,19 @@ def assemble(definition: AgentDefinition | None, seat: Seat, parent: Parent, *, 
     else:
         system = system_prompt(seat.cwd, model=model or "default", tools=names, lead=lead, teammate=team is not None)
         system = "\n\n".join(p for p in (system, team.extra if team else "", preload) if p)
-    tools: Sequence[Tool[Any]] = chosen
+    holds: Sequence[Tool[Any]] = chosen
     if mcp is not None:
-        def keep(name: str) -> bool:
+        def cut(name: str) -> bool:
+            """The definition's tools / disallowedTools, for an MCP tool (they pass the gates)."""
             if definition is None or not as_definition:
                 return True
             return bool(tool_pool([name], tools=definition.tools, disallowed=definition.disallowed_tools,
                                   builtin=definition.builtin, background=background,
                                   main_thread=seat.role != "subagent", permission_mode=mode).names)
 
-        tools = LiveTools(chosen, mcp, keep)
+        holds = LiveTools(chosen, mcp, cut)
     return AssembledAgent(
-        definition=definition, tools=tools, system=system, model=model,
+        definition=definition, tools=holds, system=system, model=model,
         write_roots=with_memory(parent.write_roots, definition, seat.cwd, env=seat.env),
         spawnable=spawnable, gate=_gate(parent.gate, definition, mode),
         max_turns=definition.max_turns or 0 if definition is not None else 0,

@@ -53,8 +53,7 @@ from swarm.agent.executor import ToolGate
 from swarm.agent.instructions import context_block
 from swarm.agent.limits import Limits
 from swarm.agent.mcp.connections import McpConnections
-from swarm.agent.mcp.lifecycle import McpUnavailable, agent_servers
-from swarm.agent.mcp.tools import McpToolset
+from swarm.agent.mcp.lifecycle import child_servers
 from swarm.agent.loop import AgentRun, AgentSpec, Arrivals, run_agent
 from swarm.agent.skills import Skill, SkillCatalog
 from swarm.agent.tool_api.base import Tool
@@ -259,22 +258,13 @@ def plan_definition(host: AgentHost, parent: ToolContext, definition: AgentDefin
         except ToolError as exc:
             raise ToolError(f"a subagent's cwd must be a directory you may write: {exc}; "
                             "leave cwd out to start it in your own") from exc
-    try:  # the seeds' step 11: its servers are up before its tool list is taken
-        own = agent_servers(definition, host.mcp, workdir, host.env, host.note)
-    except McpUnavailable as exc:
-        raise ToolError(str(exc)) from None
-    servers = [c for c in (own, host.mcp) if c is not None]
-    try:
+    with child_servers(definition, host.mcp, workdir, host.env, host.note) as (own, toolset):  # the seeds' step 11
         agent = assemble(definition, Seat(role="subagent", cwd=workdir, env=host.env, skills=host.skills,
                                           note=host.note),
                          Parent(model=host.model, write_roots=parent.identity.write_roots, gate=host.gate,
                                 effort=host.effort),
                          tools=host.make_tools(), asked_model=model, background=background, asked_effort=effort,
-                         mcp=McpToolset(*servers) if servers else None)
-    except BaseException:
-        if own is not None:
-            own.close()
-        raise
+                         mcp=toolset)
     blocks = [TextBlock(text=context_block(workdir, env=host.env, omit_instructions=agent.omit_instructions))]
     first = Message(role="user", content=[*(blocks if context else []), TextBlock(text=prompt)])
     return ChildPlan(id=host.new_id(), kind=definition.name, description=description, system=agent.system,

@@ -173,6 +173,10 @@ class McpConnections:
         loop.call_soon_threadsafe(loop.stop)
         if thread is not None:
             thread.join(CLOSE_TIMEOUT)
+        with self._lock:
+            self._loop = None
+        if thread is None or not thread.is_alive():
+            loop.close()
 
     # -- calls ------------------------------------------------------------------
 

@@ -17,13 +17,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 from swarm.agent.definitions import AgentDefinition
 from swarm.agent.mcp.approval import declared_servers
 from swarm.agent.mcp.config import inline_servers
 from swarm.agent.mcp.connections import McpConnections
+from swarm.agent.mcp.tools import McpToolset
+from swarm.agent.tool_api.context import ToolError
 from swarm.errors import UsageError
 
 REQUIRED_WAIT = 30.0
@@ -86,6 +89,24 @@ def agent_servers(definition: AgentDefinition, parent: McpConnections | None, cw
             own.close()
         raise
     return own
+
+
+@contextmanager
+def child_servers(definition: AgentDefinition, parent: McpConnections | None, cwd: Path, env: Mapping[str, str],
+                  note: Callable[[str], None]) -> Iterator[tuple[McpConnections | None, McpToolset | None]]:
+    """A subagent's own connections (``agent_servers``) and the MCP tools it sees (its own, then its parent's);
+    a ToolError for the parent's model when a required server is missing; its own are closed if the body fails."""
+    try:
+        own = agent_servers(definition, parent, cwd, env, note)
+    except McpUnavailable as exc:
+        raise ToolError(str(exc)) from None
+    servers = [c for c in (own, parent) if c is not None]
+    try:
+        yield own, McpToolset(*servers) if servers else None
+    except BaseException:
+        if own is not None:
+            own.close()
+        raise
 
 
 def require(definition: AgentDefinition | None, connections: McpConnections) -> None:

@@ -34,7 +34,7 @@ from swarm.agent.output_cap import ToolOutput
 from swarm.agent.tool_api.base import Tool
 from swarm.agent.tool_api.context import ToolContext, ToolError
 from swarm.models.base import ToolSpec
-from swarm.models.messages import ImageBlock, ImageSource, TextBlock
+from swarm.models.messages import DocumentBlock, ImageBlock, ImageSource, TextBlock
 
 PREFIX = "mcp__"
 API_NAME_LIMIT = 64
@@ -102,9 +102,10 @@ def mcp_tool(connections: McpConnections, server: str, remote: Any) -> McpTool:
     return kind(connections)
 
 
-def result_blocks(content: Sequence[Any], *, structured: Any = None) -> list[TextBlock | ImageBlock]:
+def result_blocks(content: Sequence[Any], *,
+                  structured: Any = None) -> list[TextBlock | ImageBlock | DocumentBlock]:
     """An MCP result's content as tool-result blocks (see the module docstring)."""
-    blocks: list[TextBlock | ImageBlock] = []
+    blocks: list[TextBlock | ImageBlock | DocumentBlock] = []
     for item in content:
         kind = getattr(item, "type", "")
         if kind == "text":
