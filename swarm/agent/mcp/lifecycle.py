@@ -29,6 +29,9 @@ from swarm.agent.mcp.tools import McpToolset
 from swarm.agent.tool_api.context import ToolError
 from swarm.errors import UsageError
 
+OFF_VAR = "SWARM_MCP"
+"""``SWARM_MCP=0``: no MCP server starts (``swarm demo`` sets it: the offline demo never starts the person's servers);
+teammates inherit it."""
 REQUIRED_WAIT = 30.0
 """Seconds an agent waits for the servers its definition names (the seeds' step 5)."""
 
@@ -40,10 +43,12 @@ class McpUnavailable(UsageError):
 def process_servers(cwd: Path, env: Mapping[str, str], definition: AgentDefinition | None, *,
                     recorded: Mapping[str, str] | None, note: Callable[[str], None]) -> McpConnections:
     """The connections of a process's main agent, started (not waited for); each config warning to ``note``."""
+    connections = McpConnections(cwd, env, note=note)
+    if env.get(OFF_VAR, "").strip() == "0":
+        return connections
     declared = declared_servers(cwd, env, recorded)
     for warning in declared.warnings:
         note(warning)
-    connections = McpConnections(cwd, env, note=note)
     entries = list(declared.servers.values())
     if definition is not None:
         _names, inline = inline_servers(definition.mcp_servers, source=definition.origin, env=env)

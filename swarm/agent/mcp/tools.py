@@ -37,6 +37,8 @@ from swarm.models.base import ToolSpec
 from swarm.models.messages import DocumentBlock, ImageBlock, ImageSource, TextBlock
 
 PREFIX = "mcp__"
+DESCRIPTION_LIMIT = 2048
+"""Characters of a server's tool description kept (Claude Code caps them too: a server's text is not the prompt)."""
 API_NAME_LIMIT = 64
 """Characters the Messages API allows in a tool name."""
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
@@ -95,7 +97,7 @@ def mcp_tool(connections: McpConnections, server: str, remote: Any) -> McpTool:
     if schema.get("type") != "object":
         schema = {"type": "object", "properties": {}}
     name = tool_name(server, remote.name)[:API_NAME_LIMIT]
-    description = (remote.description or remote.name).strip()
+    description = (remote.description or remote.name).strip()[:DESCRIPTION_LIMIT]
     kind = type(f"McpTool_{normalized(server)}_{normalized(remote.name)}", (McpTool,), {
         "name": name, "description": description, "server": server, "remote_name": remote.name, "schema": schema,
     })

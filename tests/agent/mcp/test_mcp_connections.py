@@ -180,3 +180,19 @@ def test_no_server_process_outlives_a_close_or_a_kill_9_of_its_owner(how: str, t
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_a_definitions_tools_and_disallowed_tools_cut_mcp_tools_by_server_or_by_name(
+        servers: McpConnections, tmp_path: Path) -> None:
+    from swarm.agent.assembly import Catalogs, Parent, Seat, assemble
+    from swarm.agent.definitions import AgentDefinition
+
+    definition = AgentDefinition(name="db-reader", source="project", tools=["Read", "mcp__st"],
+                                 disallowed_tools=["mcp__st__crash"])
+    agent = assemble(definition, Seat(role="subagent", cwd=tmp_path, env={}, skills=Catalogs.empty().skills),
+                     Parent(model=None, write_roots=None), tools=core_tools(), mcp=McpToolset(servers))
+    assert [t.name for t in agent.tools] == ["Read", "mcp__st__add", "mcp__st__echo", "mcp__st__fail",
+                                              "mcp__st__picture", "mcp__st__pid"]
+    everything = assemble(None, Seat(role="main", cwd=tmp_path, env={}, skills=Catalogs.empty().skills),
+                          Parent(model=None, write_roots=None), tools=core_tools(), mcp=McpToolset(servers))
+    assert len([t for t in everything.tools if t.name.startswith("mcp__")]) == 12
