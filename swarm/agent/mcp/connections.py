@@ -13,8 +13,9 @@ entered it (the SDK's anyio task groups require that).
   only the servers its definition names.
 - A server that fails to start, or whose connection breaks during a call
   (a crashed process, a closed HTTP session), is ``failed``: reported once
-  (``note``), and its tools answer with an error; a later call after
-  ``RECONNECT_AFTER`` seconds starts it again in the background.
+  (``note``); the tools it listed stay (the tool list does not change) and
+  answer with an error; a call ``RECONNECT_AFTER`` seconds or more after the
+  failure starts it again in the background.
 - ``close`` ends every connection (a stdio server gets its stdin closed,
   then SIGTERM, then SIGKILL from the SDK) and stops the loop; a process
   that is killed outright leaves its stdio servers reading EOF on stdin,
@@ -81,6 +82,8 @@ class _Connection:
     failed_at: float = 0.0
     reported: bool = False
     generation: int = 0
+    listing: int = 0
+    """Counts the times the server's tools were listed (a reconnect lists them again)."""
 
 
 def timeout_from(env: Mapping[str, str], var: str, default: float) -> float:
@@ -101,6 +104,7 @@ class McpConnections:
         self.note = note or (lambda text: log.warning("%s", text))
         self.connect_timeout = timeout_from(env, "MCP_TIMEOUT", CONNECT_TIMEOUT)
         self.call_timeout = timeout_from(env, "MCP_TOOL_TIMEOUT", DEFAULT_CALL_TIMEOUT)
+        self.reconnect_after = RECONNECT_AFTER
         self._lock = threading.Lock()
         self._servers: dict[str, _Connection] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -149,11 +153,11 @@ class McpConnections:
     def statuses(self) -> list[ServerStatus]:
         return [s for s in (self.status(n) for n in self.names()) if s is not None]
 
-    def connected(self) -> list[tuple[str, int, list[Any]]]:
-        """(server, generation, tools) of every connected server, by name."""
+    def known_tools(self) -> list[tuple[str, int, list[Any]]]:
+        """(server, listing, tools) of every server that has listed its tools, by name: a server that failed since
+        keeps its tools (they answer with an error until it is back); ``listing`` changes when they are listed anew."""
         with self._lock:
-            return [(n, c.generation, list(c.tools)) for n, c in sorted(self._servers.items())
-                    if c.state == "connected"]
+            return [(n, c.listing, list(c.tools)) for n, c in sorted(self._servers.items()) if c.tools]
 
     def close(self) -> None:
         """End every connection and the loop (idempotent)."""
@@ -226,7 +230,7 @@ class McpConnections:
     def _maybe_reconnect(self, conn: _Connection) -> None:
         with self._lock:
             due = (conn.state == "failed" and not conn.entry.approval and not self._closed
-                   and time.monotonic() - conn.failed_at >= RECONNECT_AFTER)
+                   and time.monotonic() - conn.failed_at >= self.reconnect_after)
         if due:
             log.info("reconnecting MCP server", extra={"server": conn.entry.name})
             self._launch(conn)
@@ -275,7 +279,9 @@ class McpConnections:
                 if not cursor:
                     break
         with self._lock:
-            self._servers[entry.name].tools = tools
+            conn = self._servers[entry.name]
+            if tools != conn.tools:
+                conn.tools, conn.listing = tools, conn.listing + 1
         return session
 
     def _transport(self, entry: ServerEntry, stack: contextlib.AsyncExitStack) -> Any:

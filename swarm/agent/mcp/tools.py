@@ -17,8 +17,10 @@ followed by the MCP tools, sorted by name. ``run_agent`` takes the list once
 per call, so within a turn the tools part of every request is the same
 bytes; the MCP tools of a server that connects late (or comes back after a
 failure) join at the start of the agent's next turn, never in the middle
-of one. A tool object is made once per connection, so its bytes stay the
-same from turn to turn.
+of one. A tool object is made once per listing of a server's tools, so its
+bytes stay the same from turn to turn; a server that fails keeps its tools
+in the list (they answer with an error until it is back), so a crash does
+not change the tools part either.
 """
 
 from __future__ import annotations
@@ -132,7 +134,7 @@ def result_blocks(content: Sequence[Any], *,
 
 
 class McpToolset:
-    """The MCP tools of one or more connection sets, made once per connection, sorted by name."""
+    """The MCP tools of one or more connection sets, made once per listing, sorted by name."""
 
     def __init__(self, *connections: McpConnections) -> None:
         self.connections = [c for c in connections if c is not None]
@@ -141,8 +143,8 @@ class McpToolset:
     def tools(self) -> list[McpTool]:
         found: dict[str, McpTool] = {}
         for conns in self.connections:
-            for server, generation, remote in conns.connected():
-                key = (id(conns), server, generation)
+            for server, listing, remote in conns.known_tools():
+                key = (id(conns), server, listing)
                 if key not in self._made:
                     self._made[key] = [mcp_tool(conns, server, r) for r in remote]
                 for tool in self._made[key]:

@@ -6,6 +6,7 @@ API would receive: the tools part of each request, and each tool result.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -136,8 +137,18 @@ def test_a_server_that_crashes_mid_run_is_reported_once_and_its_tools_answer_err
         after = unmarked(api.requests[2].body)["messages"][-1]["content"][0]
         assert crashed["is_error"] and "disconnected" in crashed["content"]
         assert after["is_error"] and "not connected" in after["content"]
+        assert len({json.dumps(unmarked(r.body)["tools"]) for r in api.requests}) == 1  # a crash changes no tool
         assert len(notes) == 1 and "fragile failed" in notes[0]
         assert connections.status("fragile").state == "failed"  # type: ignore[union-attr]
+
+        # a call after the pause starts it again (that call still answers an error); then its tools work
+        connections.reconnect_after = 0
+        echo = next(t for t in tools if t.name == "mcp__fragile__echo")
+        with pytest.raises(ToolError, match="not connected"):
+            echo.run(McpInput.model_validate({"text": "again"}), _ctx(tmp_path))
+        connections.wait(timeout=60)
+        assert echo.run(McpInput.model_validate({"text": "again"}), _ctx(tmp_path)) == "fragile: again"
+        assert len(notes) == 1
     finally:
         connections.close()
 
