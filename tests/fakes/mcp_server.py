@@ -1,4 +1,4 @@
-"""A real MCP server for tests, written with the SDK's own server API: ``python mcp_server.py [--http PORT]``.
+"""A real MCP server for tests, written with the SDK's own server API: ``python mcp_server.py [--http PORT | --sse PORT]``.
 
 Tools: ``echo`` (text back), ``add`` (two numbers), ``fail`` (an ``isError`` result), ``picture`` (a PNG),
 ``crash`` (the process exits mid-call), ``pid`` (its process id). ``MCP_TEST_DELAY`` seconds pass before it
@@ -66,5 +66,7 @@ if __name__ == "__main__":
     time.sleep(float(os.environ.get("MCP_TEST_DELAY", "0")))  # a server that is slow to start
     if len(sys.argv) == 3 and sys.argv[1] == "--http":
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    elif len(sys.argv) == 3 and sys.argv[1] == "--sse":
+        server.run("sse", host="127.0.0.1", port=int(sys.argv[2]))
     else:
         server.run()

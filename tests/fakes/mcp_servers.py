@@ -1,8 +1,8 @@
 """Starting the test MCP server (``tests/fakes/mcp_server.py``, the SDK's own server API) and declaring it.
 
 ``stdio_entry`` is a config entry that runs the script as a stdio server;
-``HttpMcpServer`` runs it as a streamable-HTTP server on 127.0.0.1 on a free
-port, stopped by its owner (a session fixture in ``tests/conftest.py``).
+``HttpMcpServer`` runs it as a streamable-HTTP (or SSE) server on 127.0.0.1 on a
+free port, stopped by its owner (a session fixture in ``tests/conftest.py``).
 ``declare_user_servers`` writes Claude Code's user-scope ``mcpServers`` into the
 test's Claude config dir.
 """
@@ -38,7 +38,8 @@ def declare_user_servers(servers: dict[str, Any], env: dict[str, str] | None = N
 class HttpMcpServer:
     """The test server over streamable HTTP on a free loopback port."""
 
-    def __init__(self, log: Path) -> None:
+    def __init__(self, log: Path, transport: str = "http") -> None:
+        self.transport = transport
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             self.port = probe.getsockname()[1]
@@ -47,11 +48,11 @@ class HttpMcpServer:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/mcp"
+        return f"http://127.0.0.1:{self.port}/{'sse' if self.transport == 'sse' else 'mcp'}"
 
     def start(self, timeout: float = 60.0) -> HttpMcpServer:
         env = {**os.environ, "MCP_TEST_TAG": "web", "MCP_TEST_LOG": str(self.log)}
-        self.proc = subprocess.Popen([sys.executable, str(SCRIPT), "--http", str(self.port)], env=env,
+        self.proc = subprocess.Popen([sys.executable, str(SCRIPT), f"--{self.transport}", str(self.port)], env=env,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

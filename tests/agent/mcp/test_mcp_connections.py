@@ -207,3 +207,18 @@ def test_a_definitions_tools_and_disallowed_tools_cut_mcp_tools_by_server_or_by_
     everything = assemble(None, Seat(role="main", cwd=tmp_path, env={}, skills=Catalogs.empty().skills),
                           Parent(model=None, write_roots=None), tools=core_tools(), mcp=McpToolset(servers))
     assert len([t for t in everything.tools if t.name.startswith("mcp__")]) == 12
+
+
+def test_an_sse_server_with_headers(tmp_path: Path) -> None:
+    server = HttpMcpServer(tmp_path / "sse.log", transport="sse").start()
+    connections = McpConnections(tmp_path, {"TOKEN": "t0k"})
+    try:
+        connections.start([server_entry("old", {"type": "sse", "url": server.url,  # type: ignore[list-item]
+                                                 "headers": {"X-Token": "${TOKEN}"}}, scope="user", source="t",
+                                        env={"TOKEN": "t0k"})])
+        connections.wait(timeout=60)
+        echo = next(t for t in McpToolset(connections).tools() if t.name == "mcp__old__echo")
+        assert echo.run(McpInput.model_validate({"text": "hi"}), _ctx(tmp_path)) == "web: hi"
+    finally:
+        connections.close()
+        server.stop()
