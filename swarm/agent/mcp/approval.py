@@ -32,7 +32,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from swarm.agent.config_files import claude_config_dir, owned_by_user, project_root
+from swarm.agent.config_files import claude_config_dir, claude_json_path, owned_by_user, project_root
 from swarm.agent.mcp.config import (
     Declared,
     claude_json,
@@ -57,12 +57,11 @@ def declared_servers(cwd: Path, env: Mapping[str, str], recorded: Mapping[str, s
     they are now (a process with no team: ``swarm run``, ``swarm mcp list``).
     """
     found = Declared()
-    config = claude_json(env)
-    parse_servers(config.get("mcpServers"), scope="user", source="~/.claude.json", env=env, into=found)
+    config, where = claude_json(env), str(claude_json_path(env))
+    parse_servers(config.get("mcpServers"), scope="user", source=where, env=env, into=found)
     _project_servers(cwd, env, recorded, config, found)
     local = project_entry(config, cwd)
-    parse_servers(local.get("mcpServers"), scope="local", source="~/.claude.json (this project)", env=env,
-                  into=found)
+    parse_servers(local.get("mcpServers"), scope="local", source=f"{where} (this project)", env=env, into=found)
     return found
 
 
