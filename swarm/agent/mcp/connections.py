@@ -168,7 +168,7 @@ class McpConnections:
         if loop is None:
             return
         for conn in conns:
-            self._request_stop(conn)
+            self._request_stop(conn.stop)
         deadline = time.monotonic() + CLOSE_TIMEOUT
         for conn in conns:
             if conn.task is not None:
@@ -237,15 +237,19 @@ class McpConnections:
 
     async def _serve(self, conn: _Connection, generation: int) -> None:
         stop = asyncio.Event()
-        conn.stop = stop
+        with self._lock:
+            if conn.generation == generation:
+                conn.stop = stop
         try:
             async with contextlib.AsyncExitStack() as stack:
                 session = await self._open(conn.entry, stack)
                 with self._lock:
-                    if conn.generation == generation:
+                    current = conn.generation == generation
+                    if current:
                         conn.session, conn.state = session, "connected"
-                conn.settled.set()
-                if self._closed:
+                if current:
+                    conn.settled.set()
+                if self._closed or not current:
                     return
                 await stop.wait()
         except TimeoutError:
@@ -254,11 +258,13 @@ class McpConnections:
             self._broken(conn, generation, _describe(exc))
         finally:
             with self._lock:
-                if conn.generation == generation:
+                current = conn.generation == generation
+                if current:
                     conn.session = None
                     if conn.state in ("connected", "pending"):
                         conn.state = "closed"
-            conn.settled.set()
+            if current:  # an older connection ending never marks a newer one settled
+                conn.settled.set()
 
     async def _open(self, entry: ServerEntry, stack: contextlib.AsyncExitStack) -> Any:
         from mcp import ClientSession
@@ -319,13 +325,14 @@ class McpConnections:
             conn.state, conn.error, conn.failed_at, conn.session = "failed", error, time.monotonic(), None
             first = not conn.reported
             conn.reported = True
+            stop = conn.stop  # this generation's (a newer one cannot exist yet: the generation still matches)
         conn.settled.set()
-        self._request_stop(conn)
+        self._request_stop(stop)
         if first and not self._closed:
             self.note(f"MCP server {conn.entry.name} failed: {error}")
 
-    def _request_stop(self, conn: _Connection) -> None:
-        loop, stop = self._loop, conn.stop
+    def _request_stop(self, stop: asyncio.Event | None) -> None:
+        loop = self._loop
         if loop is not None and stop is not None and not loop.is_closed():
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(stop.set)
