@@ -14,7 +14,7 @@ The rules, each stated once here:
 - **model**: ``swarm.models.aliases.agent_model`` (explicit ask >
   definition > parent; aliases expanded; an offline parent keeps its children
   offline);
-- **tools**: the process's full list, cut by the definition's ``tools`` /
+- **tools**: the process's full list (then its MCP tools, re-read each turn), cut by the definition's ``tools`` /
   ``disallowedTools`` through ``swarm.agent.toolpool.tool_pool`` (a subagent
   also passes the three gates; a main agent or teammate does not), plus the
   tools the role always keeps (a lead's Team tools, a teammate's messaging
@@ -60,6 +60,7 @@ from swarm.agent.definitions import (
 )
 from swarm.agent.executor import ToolGate
 from swarm.agent.guide import guide_prompt
+from swarm.agent.mcp.tools import LiveTools, McpToolset
 from swarm.agent.memory import memory_prompt, with_memory
 from swarm.agent.permissions.policy import narrowest
 from swarm.agent.prompts import (
@@ -148,7 +149,8 @@ class AssembledAgent:
     """What the loop needs to run one agent (``swarm.agent.loop.AgentSpec`` is made from it)."""
 
     definition: AgentDefinition | None
-    tools: list[Tool[Any]]
+    tools: Sequence[Tool[Any]]
+    """Its tools; with MCP servers a ``LiveTools`` (its own tools, then the MCP tools it may use, re-read per turn)."""
     system: str
     model: str | None
     """The model to make the provider for (None: the provider's default)."""
@@ -172,7 +174,8 @@ class AssembledAgent:
 def assemble(definition: AgentDefinition | None, seat: Seat, parent: Parent, *, tools: Sequence[Tool[Any]],
              kept: Sequence[Tool[Any]] = (), kept_names: Sequence[str] = (), asked_model: str | None = None,
              also_preload: Sequence[str] = (), team: TeamSeat | None = None,
-             background: bool = False, asked_effort: Effort | None = None) -> AssembledAgent:
+             background: bool = False, asked_effort: Effort | None = None,
+             mcp: McpToolset | None = None) -> AssembledAgent:
     """The agent ``definition`` makes in ``seat`` under ``parent`` (see the module docstring for each rule).
 
     ``tools``: every tool this process can give an agent, fresh, in the
@@ -181,7 +184,8 @@ def assemble(definition: AgentDefinition | None, seat: Seat, parent: Parent, *, 
     a teammate's ``model``, the Agent tool's ``model``). ``also_preload``:
     skills preloaded beside the definition's (a team file's ``skills``).
     ``background``: a subagent that runs in the background (gate 3).
-    ``asked_effort``: an explicit effort (``--effort``).
+    ``asked_effort``: an explicit effort (``--effort``). ``mcp``: the MCP tools the agent may see; they
+    follow its own tools, through the same cut, taken at each turn's start (``swarm.agent.mcp.tools``).
     """
     as_definition = definition is not None and not (seat.role == "teammate"
                                                     and definition.name == GENERAL_PURPOSE_TYPE)
@@ -215,8 +219,19 @@ def assemble(definition: AgentDefinition | None, seat: Seat, parent: Parent, *, 
     else:
         system = system_prompt(seat.cwd, model=model or "default", tools=names, lead=lead, teammate=team is not None)
         system = "\n\n".join(p for p in (system, team.extra if team else "", preload) if p)
+    holds: Sequence[Tool[Any]] = chosen
+    if mcp is not None:
+        def cut(name: str) -> bool:
+            """The definition's tools / disallowedTools, for an MCP tool (they pass the gates)."""
+            if definition is None or not as_definition:
+                return True
+            return bool(tool_pool([name], tools=definition.tools, disallowed=definition.disallowed_tools,
+                                  builtin=definition.builtin, background=background,
+                                  main_thread=seat.role != "subagent", permission_mode=mode).names)
+
+        holds = LiveTools(chosen, mcp, cut)
     return AssembledAgent(
-        definition=definition, tools=chosen, system=system, model=model,
+        definition=definition, tools=holds, system=system, model=model,
         write_roots=with_memory(parent.write_roots, definition, seat.cwd, env=seat.env),
         spawnable=spawnable, gate=_gate(parent.gate, definition, mode),
         max_turns=definition.max_turns or 0 if definition is not None else 0,

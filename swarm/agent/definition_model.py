@@ -40,6 +40,11 @@ class AgentDefinition(BaseModel):
     color: str | None = None
     memory: Literal["user", "project", "local"] | None = None
     skills: list[str] = []
+    mcp_servers: list[str | dict[str, Any]] = []
+    """``mcpServers:``: a server's name (the parent's connection, shared) or ``{name: config}`` (started for this
+    agent and closed when it ends); read by ``swarm.agent.mcp.agent_servers``."""
+    required_mcp_servers: list[str] = []
+    """``requiredMcpServers:``: servers the agent cannot run without (it waits up to 30 s for each, then fails)."""
     omit_claude_md: bool = False
     """Skip the instruction files (CLAUDE.md ...) in the context block; git status and date stay."""
     read_only: bool = False

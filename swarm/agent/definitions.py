@@ -113,8 +113,11 @@ class _Fields(BaseModel):
     skills: list[str] | None = None
     omit_claude_md: bool = Field(False, alias="omitClaudeMd")
     critical_system_reminder: str | None = Field(None, alias="criticalSystemReminder")
+    mcp_servers: list[str | dict[str, dict[str, Any]]] | None = Field(None, alias="mcpServers")
+    required_mcp_servers: list[str] | None = Field(None, alias="requiredMcpServers")
 
-    _split = field_validator("tools", "disallowed_tools", "skills", mode="before")(_names_list)
+    _split = field_validator("tools", "disallowed_tools", "skills", "required_mcp_servers",
+                             mode="before")(_names_list)
 
     @model_validator(mode="before")
     @classmethod
@@ -159,6 +162,8 @@ _HINTS = {
     "effort": f"use {', '.join(EFFORTS[:-1])} or {EFFORTS[-1]}",
     "background": "use true or false",
     "omitClaudeMd": "use true or false",
+    "mcpServers": "use a YAML list of server names or {name: {command: ..., args: [...]}} entries",
+    "requiredMcpServers": "use a YAML list or a comma-separated string of MCP server names",
     "isolation": "use worktree or leave it out",
     "memory": "use user, project or local",
     "color": "use a color name such as blue",
@@ -178,6 +183,7 @@ def _definition(fields: _Fields, *, name: str, prompt: str, source: Source, path
         max_turns=fields.max_turns, effort=fields.effort, background=fields.background, isolation=fields.isolation, color=fields.color,
         memory=fields.memory, skills=fields.skills or [], omit_claude_md=fields.omit_claude_md, source=source,
         critical_system_reminder=(fields.critical_system_reminder or "").strip(),
+        mcp_servers=list(fields.mcp_servers or []), required_mcp_servers=fields.required_mcp_servers or [],
         path=path, extra=dict(fields.model_extra or {}),
     )
 

@@ -24,6 +24,8 @@ from swarm.agent.definitions import AgentCatalog, AgentDefinition, load_agents
 from swarm.agent.executor import ToolGate
 from swarm.agent.instructions import context_block
 from swarm.agent.limits import Limits
+from swarm.agent.mcp.lifecycle import process_servers, require
+from swarm.agent.mcp.tools import McpToolset
 from swarm.agent.loop import AgentRun, AgentSpec, Arrivals, RunningAgent, run_agent
 from swarm.agent.skills import SkillCatalog
 from swarm.agent.subagents import AgentHost, forks_enabled
@@ -167,7 +169,7 @@ class MainSession:
 
     ``extra_tools`` are added after the standard set (a lead's TeamCreate /
     TeamDelete); ``team_control`` lets the agent lead a team. ``close``
-    stops its background agents and commands. ``resume`` continues the
+    stops its background agents and commands and closes its MCP servers. ``resume`` continues the
     conversation recorded in ``transcript``; ``gate`` decides the agent's
     (and its subagents') tool calls — none: every call runs. ``tasks`` is the
     session's own task list, for the task tools while the agent is in no team.
@@ -181,10 +183,11 @@ class MainSession:
         self.main = main
         self.cwd = cwd
         models = TurnModel(provider, main.make_provider, main.env)
+        self.mcp = process_servers(cwd, main.env, main.definition, recorded=None, note=main.note)
         agent = assemble(main.definition, Seat(role="main", cwd=cwd, env=main.env, skills=main.skills, note=main.note),
                          Parent(model=None, write_roots=[cwd] if confine_writes else None, gate=gate),
                          tools=[*agent_tools(main.skills, main.env), *extra_tools], kept=extra_tools,
-                         asked_model=provider.model, asked_effort=main.effort)
+                         asked_model=provider.model, asked_effort=main.effort, mcp=McpToolset(self.mcp))
         self.omit_instructions = agent.omit_instructions
         self.conversation = (Conversation.resume(Transcript(transcript)) if resume and transcript is not None
                              else Conversation(transcript=Transcript(transcript) if transcript else None))
@@ -194,7 +197,7 @@ class MainSession:
                               make_tools=lambda: agent_tools(main.skills, main.env),
                               transcript_dir=main.agents_dir, background=BackgroundAgents(self.sink),
                               fork_enabled=forks_enabled(main.env), skills=main.skills, gate=gate,
-                              note=main.note, effort=agent.effort)
+                              note=main.note, effort=agent.effort, mcp=self.mcp)
         self.ctx = ToolContext(AgentIdentity(cwd=cwd, write_roots=agent.write_roots, spawnable=agent.spawnable),
                                services=AgentServices(team_control=team_control, agents=self.host, models=models,
                                                       session_tasks=tasks),
@@ -208,9 +211,12 @@ class MainSession:
                                             max_seconds=limits.max_seconds,
                                             max_consecutive_tool_errors=limits.max_consecutive_tool_errors))
         self.usage = Usage()
+        self._settled = False
 
     def start(self, prompt: str) -> AgentRun:
-        """The first turn: ``/skill`` commands expanded, after the context block."""
+        """The first turn: ``/skill`` commands expanded, after the context block, once its MCP servers settled
+        (connected or failed; McpUnavailable when its definition requires one that is not up)."""
+        self._settle()
         text = self._expand(prompt)
         context = context_block(self.cwd, env=self.main.env, omit_instructions=self.omit_instructions)
         attachments = [self.listing.first()] if self.listing is not None else []
@@ -246,8 +252,17 @@ class MainSession:
     def close(self) -> None:
         self.host.background.stop_all()
         stop_background(self.ctx)
+        self.mcp.close()
+
+    def _settle(self) -> None:
+        """Before the first model call only: wait while its MCP servers start, check the required ones."""
+        if not self._settled:
+            self.mcp.wait()
+            require(self.main.definition, self.mcp)
+            self._settled = True
 
     def _serve(self) -> AgentRun:
+        self._settle()
         run = _serve(self.spec, self.conversation, self.ctx, self.host, self.sink, self._attachments)
         self.ctx.turn.granted_rules.clear()
         if self.ctx.services.models is not None:

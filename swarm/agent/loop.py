@@ -123,8 +123,9 @@ def run_agent(spec: AgentSpec, conversation: Conversation, ctx: ToolContext,
     ``conversation`` must end with the user message to answer. Model errors
     (``ModelError``) propagate; everything a tool does wrong goes back to the model.
     """
-    tools = {tool.name: tool for tool in spec.tools}
-    specs = [tool.spec() for tool in spec.tools]
+    current = list(spec.tools)  # read once a turn: a live list (MCP tools) changes only between turns
+    tools = {tool.name: tool for tool in current}
+    specs = [tool.spec() for tool in current]
     ctx.turn.running = RunningAgent(spec, conversation)
     started = time.monotonic()
     usage, turns, error_streak, cut = Usage(), 0, 0, 0

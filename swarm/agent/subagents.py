@@ -5,7 +5,8 @@ child *is* — its system prompt, tools, model, first messages, limits, cwd —
 is decided up front into a ``ChildPlan`` by ``plan_fork`` or
 ``plan_definition``; ``run_child`` then runs any plan the same way, through
 the same ``run_agent`` loop as every other agent, and releases what the child
-held (its provider, its background commands, its worktree) in one ``finally``.
+held (its provider, its background commands, its worktree, its inline MCP
+servers) in one ``finally``.
 
 Context isolation (what a child shares with its parent):
 
@@ -38,7 +39,7 @@ import logging
 import secrets
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -53,6 +54,8 @@ from swarm.agent.definitions import AgentCatalog, AgentDefinition
 from swarm.agent.executor import ToolGate
 from swarm.agent.instructions import context_block
 from swarm.agent.limits import Limits
+from swarm.agent.mcp.connections import McpConnections
+from swarm.agent.mcp.lifecycle import child_servers
 from swarm.agent.loop import AgentRun, AgentSpec, Arrivals, run_agent
 from swarm.agent.skills import Skill, SkillCatalog
 from swarm.agent.tool_api.base import Tool
@@ -140,6 +143,9 @@ class AgentHost:
     """Where remarks for the person go (a definition's ``skills:`` naming no skill); default: the log."""
     effort: Effort | None = None
     """The parent's effort: what a child whose definition names none thinks with."""
+    mcp: McpConnections | None = None
+    """The parent's MCP connections: its children see their tools, and a definition's ``mcpServers:`` names
+    resolve to them (shared, never closed by a child)."""
 
     def new_id(self) -> str:
         return f"a{secrets.token_hex(6)}"
@@ -154,7 +160,7 @@ class ChildPlan:
     """``fork`` or the definition's name."""
     description: str
     system: str
-    tools: list[Tool[Any]]
+    tools: Sequence[Tool[Any]]
     model: str
     messages: list[Message]
     cwd: Path
@@ -175,6 +181,8 @@ class ChildPlan:
     """Its definition's critical reminder, after each of its tool results (``AgentSpec.reminder``)."""
     one_shot: bool = False
     """A one-shot built-in (``ONE_SHOT_TYPES``): its answer goes back without agentId and usage trailer."""
+    mcp: McpConnections | None = None
+    """The child's own (inline) MCP servers, closed when its run ends (``run_child``'s ``finally``)."""
 
 
 @dataclass
@@ -259,17 +267,20 @@ def plan_definition(host: AgentHost, parent: ToolContext, definition: AgentDefin
         except ToolError as exc:
             raise ToolError(f"a subagent's cwd must be a directory you may write: {exc}; "
                             "leave cwd out to start it in your own") from exc
-    agent = assemble(definition, Seat(role="subagent", cwd=workdir, env=host.env, skills=host.skills, note=host.note),
-                     Parent(model=host.model, write_roots=parent.identity.write_roots, gate=host.gate,
-                            effort=host.effort),
-                     tools=host.make_tools(), asked_model=model, background=background, asked_effort=effort)
+    with child_servers(definition, host.mcp, workdir, host.env, host.note) as (own, toolset):  # the seeds' step 11
+        agent = assemble(definition, Seat(role="subagent", cwd=workdir, env=host.env, skills=host.skills,
+                                          note=host.note),
+                         Parent(model=host.model, write_roots=parent.identity.write_roots, gate=host.gate,
+                                effort=host.effort),
+                         tools=host.make_tools(), asked_model=model, background=background, asked_effort=effort,
+                         mcp=toolset)
     blocks = [TextBlock(text=context_block(workdir, env=host.env, omit_instructions=agent.omit_instructions))]
     first = Message(role="user", content=[*(blocks if context else []), TextBlock(text=prompt)])
     return ChildPlan(id=host.new_id(), kind=definition.name, description=description, system=agent.system,
                      tools=agent.tools, model=agent.model or host.model, messages=[first], cwd=workdir,
                      write_roots=agent.write_roots, limits=Limits(max_turns=agent.max_turns),
                      isolation=definition.isolation, name=name, spawnable=agent.spawnable, gate=agent.gate,
-                     effort=agent.effort, reminder=agent.reminder,
+                     effort=agent.effort, reminder=agent.reminder, mcp=own,
                      one_shot=definition.builtin and definition.name in ONE_SHOT_TYPES)
 
 
@@ -328,6 +339,8 @@ def run_child(host: AgentHost, parent: ToolContext, plan: ChildPlan, cancel: thr
     counter = _Progress(task)
     tree: Any = None
     with ExitStack() as stack:
+        if plan.mcp is not None:
+            stack.callback(plan.mcp.close)  # its inline servers end with it; the parent's shared ones do not
         models = stack.enter_context(_provider(host, plan.model))
         workdir, roots, messages = plan.cwd, plan.write_roots, plan.messages
         if plan.isolation == "worktree":

@@ -73,6 +73,7 @@ COMMANDS: dict[str, str] = {
     "up": "swarm.cli.up:up",
     "down": "swarm.cli.up:down",
     "trust": "swarm.cli.trust:trust",
+    "mcp": "swarm.cli.mcp:mcp",
     "doctor": "swarm.cli.doctor:doctor",
 }
 """Command name -> ``module:attribute``; a command's module is imported only when it runs."""

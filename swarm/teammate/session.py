@@ -26,6 +26,8 @@ from swarm.agent.conversation import Conversation
 from swarm.agent.peer_messages import wrap
 from swarm.agent.instructions import context_block
 from swarm.agent.loop import AgentSpec, Arrivals, RunningAgent, run_agent
+from swarm.agent.mcp.lifecycle import McpUnavailable, process_servers, require
+from swarm.agent.mcp.tools import McpToolset
 from swarm.agent.permissions.settings import settings_rules
 from swarm.agent.skills import parse_slash
 from swarm.agent.tool_api.context import AgentIdentity, AgentServices, ToolContext
@@ -104,9 +106,14 @@ class TeammateSession:
         if untrusted is not None:  # the teammate runs on without the project's configuration: say so, once
             log.warning(untrusted)
         self.catalogs = Catalogs.load(config.cwd, env)
+        self.definition = self.catalogs.agents.get(config.agent_type)
+        self.mcp = process_servers(config.cwd, env, self.definition,
+                                   recorded=self.teams.get(config.team).settings_digests or {}, note=self._mcp_note)
+        self._mcp_settled = False
         agent = assemble_teammate(config, self.catalogs, env, shutdown=self.lifecycle,
                                   plan_tool=ExitPlanMode(self.gate) if config.plan_mode_required else None,
-                                  extra=PLAN_NOTE if config.plan_mode_required else "", gate=self.gate)
+                                  extra=PLAN_NOTE if config.plan_mode_required else "", gate=self.gate,
+                                  mcp=McpToolset(self.mcp))
         variables = self._playbook_variables()
 
         def make(model: str | None) -> ModelProvider:
@@ -119,7 +126,7 @@ class TeammateSession:
                           spawnable=agent.spawnable),
             services=AgentServices(mailbox=self.mailbox, models=provider, agents=teammate_host(
                 config, home, self.catalogs, env, mailbox=self.mailbox, provider=provider,
-                make_provider=lambda chosen: make(chosen), gate=self.gate)))
+                make_provider=lambda chosen: make(chosen), gate=self.gate, mcp=self.mcp)))
         self.omit_instructions = agent.omit_instructions
         self.introduction = agent.introduction
         self.agent_types = (agent_types_attachment(self.catalogs.agents, agent.spawnable)
@@ -131,6 +138,11 @@ class TeammateSession:
         self.usage = Usage()
         self.lead_watch = LeadWatch(self.teams, config.team, on_gone=self.ctx.turn.cancel.set)
         """The process leading the team, if swarm started one: its end ends this teammate's run."""
+
+    def _mcp_note(self, text: str) -> None:
+        """An MCP server's trouble (failed to start, died): the log and the transcript, once per server."""
+        log.warning("%s", text)
+        self.transcript.event("mcp", text=text)
 
     def _playbook_variables(self) -> dict[str, str]:
         """What a scripted playbook may refer to: ``{agent_name}``, ``{team}``, ``{cwd}``, ``{branch}``."""
@@ -175,6 +187,7 @@ class TeammateSession:
             if self.ctx.services.agents is not None:
                 self.ctx.services.agents.background.stop_all()
             self.spec.provider.close()
+            self.mcp.close()
             _stop_children()
             self.lifecycle.gone(self.usage, killed_by)
             self.transcript.event("left", usage=self.usage.model_dump(), killed_by=killed_by)
@@ -296,13 +309,19 @@ class TeammateSession:
             self.ctx.turn.cancel.set()  # the lead is gone: this turn ends after its first step
         self.ctx.turn.completed_tasks.clear()  # TaskUpdate records what this turn completes: the list is never read
         try:
+            if not self._mcp_settled:  # before the first model call: its MCP servers connected or failed
+                self.mcp.wait()
+                self._mcp_settled = True
+            require(self.definition, self.mcp)
             run = run_agent(self.spec, self.conversation, self.ctx, inbound=self._inbound)
-        except ModelError as exc:
+        except (ModelError, McpUnavailable) as exc:
             if before_idle is not None:
                 before_idle()
-            self.transcript.turn_end("model_error")
+            unavailable = isinstance(exc, McpUnavailable)
+            self.transcript.turn_end("mcp_unavailable" if unavailable else "model_error")
             self.lifecycle.idle(self.usage)
-            self.lifecycle.notify_idle("failed", summary="model error", failure=str(exc))
+            self.lifecycle.notify_idle("failed", summary="MCP server unavailable" if unavailable else "model error",
+                                       failure=str(exc))
             return
         finally:  # an active skill's grants and model last until the turn ends
             self.ctx.turn.granted_rules.clear()
