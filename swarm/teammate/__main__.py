@@ -18,6 +18,7 @@ from swarm.core.home import Home, ensure_dir
 from swarm.core.text import TerminalLogFormatter
 from swarm.errors import SwarmError
 from swarm.teammate.config import parse_args
+from swarm.teammate.pane import pane_writer
 from swarm.teammate.served import Launcher
 from swarm.teammate.session import TeammateSession, Terminated
 
@@ -27,11 +28,13 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
 
 
 def _setup_logging(home: Home, team: str, name: str) -> None:
+    """Log lines go to the log file, never over the pane's live view: in a tmux pane to ``logs/NAME.log``; a
+    subprocess teammate's stderr already is that file."""
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
-    if sys.stderr.isatty():  # in a tmux pane: also keep a log file for `swarm logs`
+    if sys.stderr.isatty():
         path = home.log_path(team, name)
         ensure_dir(path.parent)
-        handlers.append(logging.FileHandler(path))
+        handlers = [logging.FileHandler(path)]
     formatter = TerminalLogFormatter(f"%(asctime)s {name} %(levelname)s %(name)s: %(message)s")
     for handler in handlers:
         handler.setFormatter(formatter)
@@ -47,7 +50,7 @@ def main(argv: list[str] | None = None, launcher: Launcher | None = None) -> int
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, handler)
     try:
-        session = TeammateSession(config, home, dict(os.environ), launcher=launcher)
+        session = TeammateSession(config, home, dict(os.environ), launcher=launcher, pane=pane_writer())
         startup_done()
         return session.run()
     except SwarmError as exc:

@@ -17,12 +17,14 @@ from __future__ import annotations
 import copy
 import logging
 import secrets
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from swarm.agent.live_events import LiveEvent
 from swarm.agent.permissions.describe import describe
 from swarm.agent.permissions.paths import anchored
 from swarm.agent.permissions.policy import CallFacts, RuleSet, decide
@@ -77,6 +79,8 @@ class TeammateGate:
         self.team = self.teams.roster(config.team)  # read per tool call: re-read only when it changed
         self.granted: list[str] = []
         self.mode = "plan" if config.plan_mode_required else config.permission_mode
+        self.on_event: Callable[[LiveEvent], object] = lambda event: None
+        """Told of each request sent and its answer (the teammate's live view)."""
 
     # -- ToolGate ----------------------------------------------------------------
 
@@ -154,6 +158,10 @@ class TeammateGate:
         except (SwarmError, OSError) as exc:
             raise ToolError(f"could not send the request to the lead ({exc}); the call was not run") from exc
         self.transcript.event("approval_requested", request_id=event.request_id, request_kind=event.kind)
+        self.on_event(LiveEvent(
+            type="request", request_id=event.request_id, kind=event.kind, answerer=LEAD_NAME,
+            text=f"{event.description or event.tool}  (answer: swarm approve|deny {event.request_id} "
+                 f"--team {self.config.team})"))
 
     def _await(self, request_id: str, kind: type, event: PermissionEvent) -> Any:
         def match(frame: object, entry: InboxEntry) -> bool:
@@ -169,6 +177,7 @@ class TeammateGate:
             except ConflictError:  # answered just now: the response is on its way
                 answer = wait_for_frame(self.mailbox, self.config.name, match, 2.0, lead=self.lead)
         self.transcript.event("approval_answered", request_id=request_id, answered=answer is not None)
+        self.on_event(_answered(request_id, answer, self._shutdown_owed() if answer is None else False))
         return answer
 
     def _shutdown_owed(self) -> bool:
@@ -219,6 +228,20 @@ def _valid_rules(texts: list[str]) -> list[Rule]:
         except SwarmError:
             log.warning("ignored an allowed-tools entry that is not a rule", extra={"rule": text})
     return rules
+
+
+def _answered(request_id: str, answer: object, shutdown: bool) -> LiveEvent:
+    """The live event for a request's answer (``None``: nobody answered in time, or a shutdown cut it short)."""
+    if answer is None:
+        return LiveEvent(type="answered", request_id=request_id, kind="denied" if shutdown else "timeout",
+                         text="the teammate was asked to shut down" if shutdown else "no answer in time")
+    if isinstance(answer, PlanApprovalResponse):
+        return LiveEvent(type="answered", request_id=request_id, kind="approved" if answer.approved else "denied",
+                         answerer=LEAD_NAME, text=answer.feedback or None)
+    denied = isinstance(answer, PermissionResponse) and answer.subtype == "error"
+    return LiveEvent(type="answered", request_id=request_id, kind="denied" if denied else "approved",
+                     answerer=LEAD_NAME, text=(answer.error or None) if denied and isinstance(
+                         answer, PermissionResponse) else None)
 
 
 def _is_shutdown(frame: object, entry: InboxEntry) -> bool:

@@ -22,6 +22,8 @@ import psutil
 from swarm.agent.assembly import Catalogs
 from swarm.agent.compaction import CompactionPolicy
 from swarm.agent.conversation import Conversation
+from swarm.agent.limits import Interrupted
+from swarm.agent.live_events import LiveEvent
 from swarm.agent.peer_messages import wrap
 from swarm.agent.instructions import context_block
 from swarm.agent.loop import AgentSpec, Arrivals, RunningAgent, run_agent
@@ -57,6 +59,8 @@ from swarm.teammate.delivery import Batch, Delivery
 from swarm.teammate.gate import TeammateGate
 from swarm.teammate.lead_watch import LEAD_CHECK, LeadWatch
 from swarm.teammate.lifecycle import Lifecycle
+from swarm.teammate.live import TeammateLive
+from swarm.teammate.pane import PaneWriter
 from swarm.teammate.plan_tool import ExitPlanMode
 from swarm.teammate.served import Launcher
 
@@ -82,22 +86,29 @@ IDLE_WAIT = 3600.0
 
 class TeammateSession:
     def __init__(self, config: TeammateConfig, home: Home, env: Mapping[str, str],
-                 launcher: Launcher | None = None) -> None:
+                 launcher: Launcher | None = None, pane: PaneWriter | None = None) -> None:
         self.config = config
         self.launcher = launcher
+        self.live = TeammateLive(home, config.team, config.name, config.cwd, pane)
+        """Its live events: the events file, and its pane (or log) when it has one."""
         self.teams = TeamStore(home)
         self.mailbox = Mailbox(home, config.team)
         self.transcript = Transcript(home.transcript_path(config.team, config.name))
         self.conversation = Conversation.resume(self.transcript)
+        self.conversation.observer = self.live.narrator.message
+        self.conversation.on_compacted = lambda summarised: self.live.emit(
+            LiveEvent(type="compaction", summarised=summarised))
         self.delivery = Delivery(self.mailbox, config.name, self.transcript)
         self.lead = LeadVerifier(VerifyKey.parse(config.lead_verify_key) if config.lead_verify_key else None,
                                  self.transcript.delivered_ids())
         self.pane_id = env.get("TMUX_PANE", "") if config.backend == "tmux" else "subprocess"
         self.lifecycle = Lifecycle(config, home, self.mailbox, self.transcript, self.pane_id)
+        self.lifecycle.on_state = self.live.state
         self.gate = TeammateGate(config, home, self.mailbox, self.transcript, settings_rules(
             config.cwd, self.teams.get(config.team).settings_digests or {},
             lambda path: self.transcript.event("settings_allow_ignored", path=str(path)), env=env),
             self.lifecycle, self.lead)
+        self.gate.on_event = self.live.emit
         self.env = env
         untrusted = untrusted_warning(config.cwd, env)
         if untrusted is not None:  # the teammate runs on without the project's configuration: say so, once
@@ -109,9 +120,10 @@ class TeammateSession:
         variables = self._playbook_variables()
 
         def make(model: str | None) -> ModelProvider:
-            return make_provider(model, playbook=config.playbook, env=env, variables=variables)
+            return make_provider(model, playbook=config.playbook, env=env, variables=variables, on_text=self._stream)
 
         provider = TurnModel(make(agent.model), lambda chosen: make(chosen), env)
+        self.live.model = provider.model
         self.ctx = ToolContext(
             AgentIdentity(cwd=config.cwd, name=config.name, team=config.team, write_roots=agent.write_roots,
                           pane_id=self.pane_id, backend_type=config.backend, color=config.color,
@@ -126,6 +138,12 @@ class TeammateSession:
         self.usage = Usage()
         self.lead_watch = LeadWatch(self.teams, config.team, on_gone=self.ctx.turn.cancel.set)
         """The process leading the team, if swarm started one: its end ends this teammate's run."""
+
+    def _stream(self, piece: str) -> None:
+        """The provider's ``on_text``: shown live; the stream stops once the turn is interrupted (Ctrl-C)."""
+        if self.ctx.turn.cancel.is_set():
+            raise Interrupted("interrupted while the model was writing")
+        self.live.narrator.stream(piece)
 
     def _playbook_variables(self) -> dict[str, str]:
         """What a scripted playbook may refer to: ``{agent_name}``, ``{team}``, ``{cwd}``, ``{branch}``."""
@@ -233,6 +251,7 @@ class TeammateSession:
                 texts.append(frame.text)
                 continue
             verified = entry.sender != LEAD_NAME or self.lead.verified(entry)
+            self.live.arrived(entry.sender, frame if isinstance(frame, str) else (entry.summary or entry.text))
             by_person = self.lead.by_person(entry, self.config.name)  # signed as a person's words, for this teammate
             if (isinstance(frame, str) and frame.lstrip().startswith("/")
                     and (by_person or (entry.sender == LEAD_NAME and verified))):
@@ -295,6 +314,7 @@ class TeammateSession:
             if before_idle is not None:
                 before_idle()
             self.transcript.turn_end("model_error")
+            self.live.turn_end("model_error", self.usage, str(exc))
             self.lifecycle.idle(self.usage)
             self.lifecycle.notify_idle("failed", summary="model error", failure=str(exc))
             return
@@ -306,6 +326,7 @@ class TeammateSession:
             before_idle()
         self.transcript.turn_end(run.stop_reason)
         self.usage = self.usage + run.usage
+        self.live.turn_end(run.stop_reason, run.usage, run.detail if not run.ok else "")
         self.lifecycle.idle(self.usage)
         self.lifecycle.notify_idle("available" if run.ok else "interrupted", result=run.text,
                                    completed=self._completed())
