@@ -12,7 +12,9 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Callable
 from types import FrameType
+from typing import TextIO
 
 from swarm.core.home import Home, ensure_dir
 from swarm.core.text import TerminalLogFormatter
@@ -25,6 +27,17 @@ from swarm.teammate.session import TeammateSession, Terminated
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
     raise Terminated(signal.Signals(signum).name)
+
+
+def _pane_signals(sessions: list[TeammateSession]) -> Callable[[int, FrameType | None], None]:
+    """In a pane the person types in, Ctrl-C (SIGINT) interrupts the running turn; other signals stop it."""
+    def handler(signum: int, frame: FrameType | None) -> None:
+        if signum == signal.SIGINT and sessions:
+            sessions[0].interrupt()
+            return
+        _on_signal(signum, frame)
+
+    return handler
 
 
 def _setup_logging(home: Home, team: str, name: str) -> None:
@@ -44,13 +57,18 @@ def _setup_logging(home: Home, team: str, name: str) -> None:
 def main(argv: list[str] | None = None, launcher: Launcher | None = None) -> int:
     """Run a teammate until it stops; ``launcher``: this process was forked for it by the CLI server."""
     config = parse_args(sys.argv[1:] if argv is None else argv)
-    handler = _on_signal if launcher is None else launcher.bind(_on_signal)
+    typing = config.backend == "tmux" and _is_terminal(sys.stdin)
+    sessions: list[TeammateSession] = []
+    on_signal = _pane_signals(sessions) if typing else _on_signal
+    handler = on_signal if launcher is None else launcher.bind(on_signal)
     home = Home.from_env(config.home)
     _setup_logging(home, config.team, config.name)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, handler)
     try:
-        session = TeammateSession(config, home, dict(os.environ), launcher=launcher, pane=pane_writer())
+        session = TeammateSession(config, home, dict(os.environ), launcher=launcher, pane=pane_writer(),
+                                  pane_input=sys.stdin if typing else None)
+        sessions.append(session)
         startup_done()
         return session.run()
     except SwarmError as exc:
@@ -59,6 +77,13 @@ def main(argv: list[str] | None = None, launcher: Launcher | None = None) -> int
     except Terminated as exc:
         logging.getLogger("swarm.teammate").info("teammate stopped by %s", exc)
         return 143
+
+
+def _is_terminal(stream: TextIO | None) -> bool:
+    try:
+        return stream is not None and stream.isatty()
+    except (OSError, ValueError):
+        return False
 
 
 if __name__ == "__main__":

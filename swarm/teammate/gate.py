@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import logging
 import secrets
+import threading
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -131,7 +132,9 @@ class TeammateGate:
                                 tool=tool.name, input=asked.args, cwd=str(cwd), description=frame.description,
                                 suggestions=rules)
         self._send(event, frame, f"permission: {frame.description}"[:100])
-        response = self._await(request_id, PermissionResponse, event)
+        response = self._await(request_id, PermissionResponse, event, ctx.turn.interrupt)
+        if response is None and ctx.turn.interrupt.is_set():
+            raise ToolError("not run: the person interrupted this turn (Ctrl-C) while the request waited")
         if response is None and self._shutdown_owed():
             ctx.turn.cancel.set()
             raise ToolError("not run: the lead asked this teammate to shut down")
@@ -163,21 +166,26 @@ class TeammateGate:
             text=f"{event.description or event.tool}  (answer: swarm approve|deny {event.request_id} "
                  f"--team {self.config.team})"))
 
-    def _await(self, request_id: str, kind: type, event: PermissionEvent) -> Any:
+    def _await(self, request_id: str, kind: type, event: PermissionEvent,
+               interrupt: threading.Event | None = None) -> Any:
         def match(frame: object, entry: InboxEntry) -> bool:
             return isinstance(frame, kind) and getattr(frame, "request_id", None) == request_id
 
         answer = wait_for_frame(self.mailbox, self.config.name, match, self.config.permission_timeout,
-                                abort=_is_shutdown, lead=self.lead)
+                                abort=_is_shutdown, lead=self.lead, interrupt=interrupt)
+        interrupted = answer is None and interrupt is not None and interrupt.is_set()
         if answer is None:
-            by, why = ("shutdown", "the teammate was asked to shut down") if self._shutdown_owed() else (
+            by, why = ("person", "interrupted by the person (Ctrl-C)") if interrupted else (
+                "shutdown", "the teammate was asked to shut down") if self._shutdown_owed() else (
                 "timeout", "no answer from the lead in time")
             try:
                 self.permlog.decide(event, "deny", by, reason=why)
             except ConflictError:  # answered just now: the response is on its way
                 answer = wait_for_frame(self.mailbox, self.config.name, match, 2.0, lead=self.lead)
         self.transcript.event("approval_answered", request_id=request_id, answered=answer is not None)
-        self.on_event(_answered(request_id, answer, self._shutdown_owed() if answer is None else False))
+        self.on_event(_answered(request_id, answer, self._shutdown_owed() if answer is None else False)
+                      if not interrupted else LiveEvent(type="answered", request_id=request_id, kind="denied",
+                                                        answerer="person", text="interrupted (Ctrl-C)"))
         return answer
 
     def _shutdown_owed(self) -> bool:

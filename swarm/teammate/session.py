@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Callable, Mapping
+from typing import TextIO
 
 import psutil
 
@@ -61,6 +63,7 @@ from swarm.teammate.lead_watch import LEAD_CHECK, LeadWatch
 from swarm.teammate.lifecycle import Lifecycle
 from swarm.teammate.live import TeammateLive
 from swarm.teammate.pane import PaneWriter
+from swarm.teammate.pane_input import PaneInput
 from swarm.teammate.plan_tool import ExitPlanMode
 from swarm.teammate.served import Launcher
 
@@ -86,7 +89,8 @@ IDLE_WAIT = 3600.0
 
 class TeammateSession:
     def __init__(self, config: TeammateConfig, home: Home, env: Mapping[str, str],
-                 launcher: Launcher | None = None, pane: PaneWriter | None = None) -> None:
+                 launcher: Launcher | None = None, pane: PaneWriter | None = None,
+                 pane_input: TextIO | None = None) -> None:
         self.config = config
         self.launcher = launcher
         self.live = TeammateLive(home, config.team, config.name, config.cwd, pane)
@@ -136,6 +140,8 @@ class TeammateSession:
         self.spec = AgentSpec(provider=provider, tools=agent.tools, gate=agent.gate, system=agent.system,
                               compaction=CompactionPolicy.from_env(env), effort=agent.effort)
         self.usage = Usage()
+        self.pane_input = PaneInput(self.mailbox, config.name, self.live, pane_input) if pane_input else None
+        """The person typing in this teammate's pane (a tmux pane's terminal), if anyone can."""
         self.lead_watch = LeadWatch(self.teams, config.team, on_gone=self.ctx.turn.cancel.set)
         """The process leading the team, if swarm started one: its end ends this teammate's run."""
 
@@ -167,6 +173,8 @@ class TeammateSession:
                                       worker=(pid, process_create_time(pid)))
             log.info("joined team", extra={"team": self.config.team, "agent_id": self.config.agent_id})
             self.lead_watch.start()
+            if self.pane_input is not None:
+                self.pane_input.start()
             self._resume()
             while not self.lifecycle.stopping:
                 if self.lead_watch.gone.is_set():
@@ -191,6 +199,17 @@ class TeammateSession:
             _stop_children()
             self.lifecycle.gone(self.usage, killed_by)
             self.transcript.event("left", usage=self.usage.model_dump(), killed_by=killed_by)
+
+    def interrupt(self) -> None:
+        """The person's Ctrl-C in the pane (called from the signal handler): the running turn stops, a running
+        command is killed, the teammate waits for its next message; when idle, nothing happens."""
+        if self.lifecycle.state != "busy":
+            return
+        self.ctx.turn.cancel.set()
+        self.ctx.turn.interrupt.set()
+        # not drawn from the handler: the main thread may be inside the pane's lock right now
+        threading.Thread(target=self.live.say, args=("warning", "interrupted by the person (Ctrl-C)"),
+                         daemon=True).start()
 
     def _wait(self, watcher: ChangeWatcher) -> None:
         """Until the inbox may have changed; while a lead process is watched, no longer than its end."""
@@ -305,6 +324,7 @@ class TeammateSession:
         ``before_idle`` runs once the model is done, before the teammate is marked idle.
         """
         self.ctx.turn.cancel.clear()
+        self.ctx.turn.interrupt.clear()
         if self.lead_watch.gone.is_set():
             self.ctx.turn.cancel.set()  # the lead is gone: this turn ends after its first step
         self.ctx.turn.completed_tasks.clear()  # TaskUpdate records what this turn completes: the list is never read
