@@ -6,7 +6,6 @@ import dataclasses
 import os
 import shutil
 import sys
-import time
 from pathlib import Path
 
 import click
@@ -26,6 +25,7 @@ from swarm.cli.options import (
 from swarm.agent.live_events import LiveEvent
 from swarm.agent.live_render import lines, plain
 from swarm.cli.render import echo, emit_json, json_line, table, write_out
+from swarm.cli.top import run_top
 from swarm.core.fileio import open_regular
 from swarm.core.home import Home
 from swarm.core.permlog import PermissionLog
@@ -36,6 +36,7 @@ from swarm.runtime.shutdown import shutdown as shutdown_teammates
 from swarm.runtime.lead_process import forget_dead_lead
 from swarm.runtime.spawn import SpawnRequest, spawn_reporting, wait_joined
 from swarm.runtime.status import MemberStatus, team_status
+from swarm.runtime.overview import TeamOverview
 from swarm.runtime.watching import Window, since_epoch
 from swarm.runtime.watching import follow as follow_events
 from swarm.runtime.worktrees import Worktree
@@ -117,7 +118,8 @@ def spawn(ctx: click.Context, name: str, team: str, prompt: str, backend: str, a
 @click.command()
 @team_option
 @json_option
-@click.option("--watch", "-w", is_flag=True, help="Refresh every second until Ctrl-C.")
+@click.option("--watch", "-w", is_flag=True,
+              help="Live: on a terminal the full-screen `swarm top`; with --json a snapshot per change.")
 @click.pass_context
 def status(ctx: click.Context, team: str, as_json: bool, watch: bool) -> None:
     """Show each member: backend, process, state, queued messages, activity, tokens, worktree."""
@@ -126,16 +128,19 @@ def status(ctx: click.Context, team: str, as_json: bool, watch: bool) -> None:
         _print_status(team_status(home, team), as_json)
         _print_waiting(home, team, as_json)
         return
+    if not as_json:
+        run_top(home, team)
+        return
+    overview = TeamOverview(home, team)  # a snapshot now and after each change of the team's files
     try:
         while True:
-            rows = team_status(home, team)
-            if not as_json:
-                click.clear()
-            _print_status(rows, as_json)
-            _print_waiting(home, team, as_json)
-            time.sleep(1.0)
+            _print_status(team_status(home, team), as_json)
+            while not overview.wait(3600.0):
+                pass
     except KeyboardInterrupt:
         return
+    finally:
+        overview.close()
 
 
 def _print_waiting(home: Home, team: str, as_json: bool) -> None:
