@@ -46,6 +46,8 @@ STYLE = Style.from_dict({
 })
 CONTINUATION_OPENING = CONTINUATION.split("{", 1)[0]
 """How a compacted conversation's summary message begins (not the person's words)."""
+HELD = 500
+"""The lead's events kept while a teammate is viewed (the oldest go first)."""
 PREVIEW_LINES = 3
 """Lines of the text being produced shown under the prompt."""
 
@@ -70,6 +72,9 @@ class View:
         self.narrator = Narrator(cwd, self.event)
         self.colors: dict[str, str] = {}
         """Teammate name -> colour (from the team file)."""
+        self.viewing: str | None = None
+        """The teammate the main view shows (``interactive/focus.py``); None: the lead."""
+        self._held: list[LiveEvent] = []
 
     # -- the model's text --------------------------------------------------------------
 
@@ -95,10 +100,27 @@ class View:
             self.on_change()
         self.narrator.message(message)
 
-    def event(self, event: LiveEvent) -> None:
-        """Show one live event (the lead's own, from its narrator, or a teammate's, in its view).
+    def focus(self, name: str | None) -> None:
+        """Show teammate ``name``'s events from now on (None: the lead's again, with those held meanwhile)."""
+        with self._lock:
+            self.viewing = name
+            held, self._held = (self._held, []) if name is None else ([], self._held)
+        if held:
+            self.note(f"the lead meanwhile ({len(held)} events):")
+        for event in held:
+            self.event(event)
 
-        A call's start shows nothing here: its one line comes with its outcome."""
+    def event(self, event: LiveEvent, source: str | None = None) -> None:
+        """Show one live event of the lead (its narrator's), or of teammate ``source`` (while it is viewed).
+
+        The lead's events are held while a teammate is viewed. A call's start
+        shows nothing here: its one line comes with its outcome."""
+        with self._lock:
+            if source != self.viewing:
+                if source is None:
+                    self._held.append(event)
+                    del self._held[:-HELD]
+                return
         if event.type in ("text_delta", "tool_start"):
             return
         style = _colour(self.colors.get(event.sender)) if event.sender else "class:tool"
