@@ -51,7 +51,7 @@ def lines(event: LiveEvent, *, sender_style: str = "class:tool") -> list[Fragmen
     if kind == "state":
         return [[("class:dim", f"— {event.state}" + _usage(event))]]
     if kind == "task":
-        return [[("class:note", f"· task #{event.task_id}: {flat(text, 120)}")]]
+        return [[("class:note", f"· task #{event.task_id} {flat(text, 120)}")]]
     if kind == "turn_end":
         if event.stop_reason == "interrupted":
             return [[("class:warning", "✗ interrupted" + _usage(event))]]

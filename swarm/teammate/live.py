@@ -12,19 +12,16 @@ Log lines never come here: they go to the teammate's log file.
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 from swarm.agent.live_events import EventLog, LiveEvent
 from swarm.agent.narration import Narrator
 from swarm.core.home import Home
-from swarm.core.tasks import TaskStore
 from swarm.errors import SwarmError
 from swarm.models.catalog import model_info
 from swarm.models.messages import Usage
 from swarm.teammate.pane import PaneWriter
 
-log = logging.getLogger(__name__)
 
 
 class TeammateLive:
@@ -32,7 +29,6 @@ class TeammateLive:
         self.log = EventLog(home.events_path(team, name))
         self.pane = pane
         self.narrator = Narrator(cwd, self.emit)
-        self.tasks = TaskStore(home, team)
         self.name = name
         self.model = ""
         """The model the teammate runs (for the cost; unknown models cost nothing shown)."""
@@ -42,6 +38,8 @@ class TeammateLive:
         event = self.log.emit(event)
         if self.pane is not None:
             self.pane.show(event)
+        if event.type == "tool_end" and event.tool == "TaskUpdate" and not event.is_error:
+            self._task_changed(event.number)
 
     def say(self, kind: str, text: str) -> None:
         """A ``note`` or ``warning`` for the watcher."""
@@ -52,7 +50,6 @@ class TeammateLive:
 
     def state(self, state: str, usage: Usage) -> None:
         self.emit(LiveEvent(type="state", state=state, tokens=usage.total, cost_usd=self.cost(usage)))
-        self._check_task()
 
     def turn_end(self, stop_reason: str, usage: Usage, detail: str = "") -> None:
         self.emit(LiveEvent(type="turn_end", stop_reason=stop_reason, tokens=usage.total,
@@ -66,15 +63,17 @@ class TeammateLive:
             return None
         return price.cost(usage) if price is not None else None
 
-    def _check_task(self) -> None:
-        """A ``task`` event when the task this teammate has in progress changed."""
-        try:
-            task = next((t for t in self.tasks.list() if t.owner == self.name and t.status == "in_progress"), None)
-        except SwarmError as exc:
-            log.warning("task list unreadable", extra={"reason": str(exc)})
+    def _task_changed(self, number: int | None) -> None:
+        """A ``task`` event when TaskUpdate call ``number`` started or finished this teammate's task (from the
+        call's own input: a turn reads no task list for the view)."""
+        record = next((r for r in self.narrator.records() if r.number == number), None)
+        status = record.input.get("status") if record is not None else None
+        if record is None or status not in ("in_progress", "completed"):
             return
-        key = task.id if task is not None else None
-        if key != self._task:
-            self._task = key
-            if task is not None:
-                self.emit(LiveEvent(type="task", task_id=task.id, text=task.subject))
+        task_id = str(record.input.get("taskId", ""))
+        if status == "in_progress" and task_id != self._task:
+            self._task = task_id
+            self.emit(LiveEvent(type="task", task_id=task_id, text="in progress"))
+        elif status == "completed" and task_id == self._task:
+            self._task = None
+            self.emit(LiveEvent(type="task", task_id=task_id, text="completed"))
