@@ -75,6 +75,9 @@ def test_follow_shows_the_teammates_events_as_they_happen_and_ends_when_it_is_go
     finally:
         follower.proc.kill()
     assert follower.lines[-1].startswith("— gone")
+    log = home.log_path("t", "ann").read_text()  # a subprocess teammate's log: the same rendering, plain
+    assert "[2] Bash run: echo listed-beta → ok: listed-beta" in log and "joined team" in log
+    assert "\x1b[" not in log  # no colours or cursor moves in a file
 
     # the same events, one JSON object a line; the last N; since a time
     every = EventReader(home.events_path("t", "ann")).history()
