@@ -198,7 +198,7 @@ class TeammateGate:
 
     # -- plan mode -----------------------------------------------------------------
 
-    def submit_plan(self, plan: str) -> str:
+    def submit_plan(self, plan: str, interrupt: threading.Event | None = None) -> str:
         if self.mode != "plan":
             raise ToolError(f"you are not in plan mode (mode: {self.mode}); go ahead with the work")
         request_id = f"plan_approval-{now_ms()}@{self.config.name}"
@@ -209,7 +209,10 @@ class TeammateGate:
                                 agent=self.config.name, tool="ExitPlanMode", plan=plan,
                                 description=one_line(plan) or "(empty plan)")
         self._send(event, frame, "plan approval request")
-        answer = self._await(request_id, PlanApprovalResponse, event)
+        answer = self._await(request_id, PlanApprovalResponse, event, interrupt)
+        if answer is None and interrupt is not None and interrupt.is_set():
+            raise ToolError("the person interrupted this turn (Ctrl-C) while the plan waited; you are still in "
+                            "plan mode")
         if answer is None:
             raise ToolError(f"the lead did not answer the plan within {self.config.permission_timeout:g}s; "
                             "you are still in plan mode")

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -100,3 +103,25 @@ def test_top_shows_live_state_and_its_keys_approve_open_a_live_view_and_stop(top
     _keys(socket, "q")
     retry_until(lambda: subprocess.run(["tmux", "-L", socket, "list-sessions"], capture_output=True).returncode != 0,
                 10, what="top to quit")
+
+
+def test_status_watch_json_prints_a_snapshot_per_change_and_none_without(
+        cli_team: tuple[Home, Path]) -> None:  # noqa: F811
+    home, work = cli_team
+    assert swarm("spawn", "cy", "--team", "t", "--prompt", "hello", "--backend", "subprocess",
+                 "--cwd", str(work)).returncode == 0
+    retry_until(lambda: TeamStore(home).get("t").member("cy").status == "idle", 20, what="cy's first turn")
+    watch = subprocess.Popen([str(SWARM_EXE), "status", "--team", "t", "--watch", "--json"],
+                             stdout=subprocess.PIPE, text=True, env=dict(os.environ))
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(watch.stdout or []), daemon=True)
+    reader.start()
+    try:
+        retry_until(lambda: lines.count("[\n") == 1, 10, what="the first snapshot")
+        time.sleep(1.5)
+        assert lines.count("[\n") == 1  # nothing changed: nothing printed (no timer)
+        assert swarm("send", "cy", "hello again", "--team", "t").returncode == 0
+        retry_until(lambda: lines.count("[\n") >= 2, 10, what="a snapshot after the change")
+    finally:
+        watch.send_signal(signal.SIGINT)
+        watch.wait(timeout=10)
