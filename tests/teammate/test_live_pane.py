@@ -131,6 +131,8 @@ def test_a_line_typed_in_the_pane_is_the_persons_message_and_ctrl_c_interrupts_o
     assert TeamStore(home).get(team).member("bob").status == "busy"  # bob's command runs on
     assert _idle_reasons(home, team, "bob") == []
 
+    _keys(tmux_socket, alice.tmux_pane_id, "C-c")  # Ctrl-C with no turn running: nothing happens to alice
     # alice still answers: the pane is still hers to type to
     _keys(tmux_socket, alice.tmux_pane_id, "/deploy again", "Enter")
     retry_until(lambda: (workdir / "deployed-again.txt").exists(), 20, what="alice after Ctrl-C")
+    assert TeamStore(home).get(team).member("alice").is_active
