@@ -104,7 +104,9 @@ class View:
         """Show teammate ``name``'s events from now on (None: the lead's again, with those held meanwhile)."""
         with self._lock:
             self.viewing = name
+            self._partial = ""  # the text the other agent was producing is not this one's
             held, self._held = (self._held, []) if name is None else ([], self._held)
+        self.on_change()
         if held:
             self.note(f"the lead meanwhile ({len(held)} events):")
         for event in held:
@@ -121,6 +123,13 @@ class View:
                     self._held.append(event)
                     del self._held[:-HELD]
                 return
+        if source is not None and event.type == "text_delta":  # a viewed teammate's text, as it streams
+            self.stream(event.text or "")
+            return
+        if source is not None and event.type == "text":
+            with self._lock:
+                self._partial = ""
+            self.on_change()
         if event.type in ("text_delta", "tool_start"):
             return
         style = _colour(self.colors.get(event.sender)) if event.sender else "class:tool"
