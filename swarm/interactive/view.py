@@ -78,9 +78,12 @@ class View:
 
     # -- the model's text --------------------------------------------------------------
 
-    def stream(self, piece: str) -> None:
-        """A piece of the text being produced (the Anthropic provider's ``on_text``)."""
+    def stream(self, piece: str, source: str | None = None) -> None:
+        """A piece of the text being produced: the lead's (the Anthropic provider's ``on_text``), or the viewed
+        teammate ``source``'s; another agent's than the one viewed is not previewed."""
         with self._lock:
+            if source != self.viewing:
+                return
             self._partial += piece
         self.on_change()
 
@@ -124,7 +127,7 @@ class View:
                     del self._held[:-HELD]
                 return
         if source is not None and event.type == "text_delta":  # a viewed teammate's text, as it streams
-            self.stream(event.text or "")
+            self.stream(event.text or "", source)
             return
         if source is not None and event.type == "text":
             with self._lock:
