@@ -131,6 +131,15 @@ def test_a_line_typed_in_the_pane_is_the_persons_message_and_ctrl_c_interrupts_o
     assert TeamStore(home).get(team).member("bob").status == "busy"  # bob's command runs on
     assert _idle_reasons(home, team, "bob") == []
 
+    # Ctrl-C while she waits for an answer: the person denies the request, and the turn ends
+    _keys(tmux_socket, alice.tmux_pane_id, "relay to bob", "Enter")
+    retry_until(lambda: len(PermissionLog(home, team).pending()) == 1, 20, what="alice's request")
+    _keys(tmux_socket, alice.tmux_pane_id, "C-c")
+    retry_until(lambda: _idle_reasons(home, team, "alice").count("interrupted") == 2, 20, what="the second stop")
+    decisions = [e for e in PermissionLog(home, team).events() if e.event == "decision"]
+    assert [(d.decision, d.by) for d in decisions] == [("deny", "person")]
+    assert "✗ denied request" in _pane(tmux_socket, alice.tmux_pane_id)
+
     _keys(tmux_socket, alice.tmux_pane_id, "C-c")  # Ctrl-C with no turn running: nothing happens to alice
     # alice still answers: the pane is still hers to type to
     _keys(tmux_socket, alice.tmux_pane_id, "/deploy again", "Enter")
