@@ -16,6 +16,7 @@ from collections.abc import Callable
 from types import FrameType
 from typing import TextIO
 
+from swarm.agent.live_events import LiveEvent
 from swarm.core.home import Home, ensure_dir
 from swarm.core.text import TerminalLogFormatter
 from swarm.errors import SwarmError
@@ -65,14 +66,17 @@ def main(argv: list[str] | None = None, launcher: Launcher | None = None) -> int
     _setup_logging(home, config.team, config.name)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, handler)
+    pane = pane_writer()
     try:
-        session = TeammateSession(config, home, dict(os.environ), launcher=launcher, pane=pane_writer(),
+        session = TeammateSession(config, home, dict(os.environ), launcher=launcher, pane=pane,
                                   pane_input=sys.stdin if typing else None)
         sessions.append(session)
         startup_done()
         return session.run()
     except SwarmError as exc:
         logging.getLogger("swarm.teammate").error("teammate failed: %s", exc)
+        if pane is not None and pane.terminal:  # the log is not where a person looking at the pane reads
+            pane.show(LiveEvent(type="warning", text=f"teammate failed: {exc}"))
         return 1
     except Terminated as exc:
         logging.getLogger("swarm.teammate").info("teammate stopped by %s", exc)
