@@ -61,6 +61,7 @@ COMMANDS: dict[str, str] = {
     "run": "swarm.cli.run:run",
     "spawn": "swarm.cli.teammates:spawn",
     "status": "swarm.cli.teammates:status",
+    "top": "swarm.cli.top:top",
     "logs": "swarm.cli.teammates:logs",
     "attach": "swarm.cli.teammates:attach",
     "shutdown": "swarm.cli.teammates:shutdown",

@@ -40,6 +40,7 @@ from swarm.core.teams import TeamStore
 from swarm.core.text import flat
 from swarm.core.watch import watch_dirs
 from swarm.errors import ConflictError, SwarmError
+from swarm.interactive.focus import Focus
 from swarm.interactive.questions import Desk, PersonAnswer, Question
 from swarm.interactive.view import View
 from swarm.runtime import permission_desk as team_desk
@@ -83,6 +84,8 @@ class Chat:
         self._rebuilding = threading.Lock()
         self._interrupted = False
         self._team_event = threading.Event()
+        self.focus = Focus(lead.home, view, lambda: self.lead.team, on_change=lambda: self.on_change())
+        """Whose transcript the main view shows, and where what the person types goes (``/view``, Ctrl-T)."""
         self._follower = TeamFollower(lead, lambda team: LeadPump(lead.home, team, on_request=self._offer))
         """The coordinator of the lead's team: pumped by the inbox thread, shared with the shutdown at ``close``."""
         self._threads = [threading.Thread(target=self._work, name="lead-turns", daemon=True),
@@ -135,6 +138,7 @@ class Chat:
         self.session.ctx.turn.cancel.set()
         self.session.ctx.turn.interrupt.set()
         self.inputs.put(None)
+        self.focus.show(None)
         deadline = time.monotonic() + CLOSE_WAIT
         while self.busy.is_set() and time.monotonic() < deadline:
             time.sleep(0.05)
