@@ -21,6 +21,8 @@ from swarm.agent.background import BackgroundAgents, QueueSink
 from swarm.agent.conversation import Conversation
 from swarm.agent.definitions import AgentCatalog, AgentDefinition
 from swarm.agent.executor import ToolGate
+from swarm.agent.hooks.session import load_agent_hooks
+from swarm.agent.hooks.session_events import SessionHooks
 from swarm.agent.instructions import context_block
 from swarm.agent.limits import Limits
 from swarm.agent.loop import AgentRun, AgentSpec, Arrivals, RunningAgent, run_agent
@@ -182,9 +184,10 @@ class MainSession:
                               transcript_dir=main.agents_dir, background=BackgroundAgents(self.sink),
                               fork_enabled=forks_enabled(main.env), skills=main.skills, gate=gate,
                               note=main.note, effort=agent.effort)
+        self.hooks = load_agent_hooks(cwd, main.env, recorded=None, definition=main.definition, note=main.note)
         self.ctx = ToolContext(AgentIdentity(cwd=cwd, write_roots=agent.write_roots, spawnable=agent.spawnable),
                                services=AgentServices(team_control=team_control, agents=self.host, models=models,
-                                                      session_tasks=tasks),
+                                                      session_tasks=tasks, hooks=self.hooks or None),
                                turn=TurnState(cancel=cancel or threading.Event()))
         self.spec = AgentSpec(provider=models, tools=agent.tools, system=agent.system, gate=agent.gate,
                               effort=agent.effort,
@@ -192,13 +195,18 @@ class MainSession:
                                             max_seconds=limits.max_seconds,
                                             max_consecutive_tool_errors=limits.max_consecutive_tool_errors))
         self.usage = Usage()
+        self.hook_events = SessionHooks(self.hooks, self.conversation, lambda: self.spec.gate)
 
     def start(self, prompt: str) -> AgentRun:
-        """The first turn: ``/skill`` commands expanded, after the context block."""
+        """The first turn: ``/skill`` commands expanded, after the context block (and what ``SessionStart`` and
+        ``UserPromptSubmit`` hooks add)."""
+        started = self.hook_events.session_start("resume" if self.conversation.messages else "startup")
         text = self._expand(prompt)
-        self.conversation.add(_first_message(context_block(self.cwd, env=self.main.env,
-                                                           omit_instructions=self.omit_instructions),
-                                             text))
+        submitted = self.hook_events.prompt(text)
+        if submitted.refused is not None:
+            return submitted.refused
+        context = context_block(self.cwd, env=self.main.env, omit_instructions=self.omit_instructions)
+        self.conversation.add(_first_message("\n\n".join(t for t in (context, started) if t), submitted.text))
         return self._serve()
 
     def prompt(self, text: str) -> AgentRun:
@@ -213,14 +221,23 @@ class MainSession:
         self.ctx.turn.running = RunningAgent(self.spec, self.conversation)
         return expand_slash(text, self.main.skills, self.ctx, self.main.note, by_person=True)  # the person's prompt
 
-    def turn(self, text: str) -> AgentRun:
-        """Another turn, on ``text`` as the next user message (e.g. what teammates sent)."""
+    def turn(self, text: str, *, by_person: bool = True) -> AgentRun:
+        """Another turn, on ``text`` as the next user message (what the person typed, or with ``by_person`` False
+        what teammates sent: no ``UserPromptSubmit`` then)."""
+        if by_person:
+            submitted = self.hook_events.prompt(text)
+            if submitted.refused is not None:
+                return submitted.refused
+            text = submitted.text
         self.conversation.add_user_text(text)
         return self._serve()
 
     def close(self) -> None:
-        self.host.background.stop_all()
-        stop_background(self.ctx)
+        try:
+            self.hook_events.session_end("other")
+        finally:
+            self.host.background.stop_all()
+            stop_background(self.ctx)
 
     def _serve(self) -> AgentRun:
         run = _serve(self.spec, self.conversation, self.ctx, self.host, self.sink)

@@ -124,6 +124,7 @@ def run_agent(spec: AgentSpec, conversation: Conversation, ctx: ToolContext,
     ctx.turn.running = RunningAgent(spec, conversation)
     started = time.monotonic()
     usage, turns, error_streak, cut = Usage(), 0, 0, 0
+    stop_hook_active = False
     output_limit = spec.max_tokens or model_info(spec.provider.model).max_output
     try:
         while True:
@@ -131,8 +132,8 @@ def run_agent(spec: AgentSpec, conversation: Conversation, ctx: ToolContext,
                 raise Interrupted("cancelled before the next model call")
             spec.limits.check(turns=turns, usage=usage, started=started)
             usage = usage + compact_if_due(spec.compaction, spec.provider, conversation, system=spec.system,
-                                           tools=specs, effort=spec.effort)
-            response, compacted = _call(spec, conversation, specs, output_limit)
+                                           tools=specs, effort=spec.effort, before=lambda: _pre_compact(spec, ctx))
+            response, compacted = _call(spec, conversation, specs, output_limit, ctx)
             usage = usage + compacted
             turns += 1
             usage = usage + response.usage
@@ -154,7 +155,12 @@ def run_agent(spec: AgentSpec, conversation: Conversation, ctx: ToolContext,
             conversation.add(assistant, usage=response.usage)
             calls = assistant.tool_uses()
             if not calls:
-                return AgentRun(assistant.text(), "end_turn", turns, usage)
+                feedback = _stop_hooks(spec, conversation, ctx, assistant.text(), stop_hook_active)
+                if feedback is None:
+                    return AgentRun(assistant.text(), "end_turn", turns, usage)
+                stop_hook_active = True
+                conversation.add_user_text(feedback)
+                continue
             conversation.make_durable()  # a tool acts only on input that is on disk (see Conversation.add)
             results, ended = _run_calls(calls, tools, ctx, spec.gate)
             error_streak = error_streak + 1 if all(isinstance(r, MalformedCall) for r in results) else 0
@@ -175,7 +181,7 @@ def run_agent(spec: AgentSpec, conversation: Conversation, ctx: ToolContext,
 
 
 def _call(spec: AgentSpec, conversation: Conversation, specs: list[ToolSpec],
-          output_limit: int) -> tuple[ModelResponse, Usage]:
+          output_limit: int, ctx: ToolContext) -> tuple[ModelResponse, Usage]:
     """The model's answer to the conversation, and the usage of a compaction it took.
 
     A prompt too long for the window is compacted, whatever the threshold,
@@ -192,12 +198,39 @@ def _call(spec: AgentSpec, conversation: Conversation, specs: list[ToolSpec],
         if spec.compaction is None:
             raise
         threshold = spec.compaction.threshold(spec.provider.model)
+        _pre_compact(spec, ctx)
         summary = compact(spec.provider, conversation, system=spec.system, tools=specs, threshold=threshold,
                           effort=spec.effort)
         if summary is None:
             raise
     log.info("prompt too long: compacted, trying once more")
     return spec.provider.complete(request()), summary
+
+
+def _pre_compact(spec: AgentSpec, ctx: ToolContext) -> None:
+    """The agent's ``PreCompact`` hooks, just before its conversation is summarised (they cannot stop it)."""
+    hooks = ctx.services.hooks
+    if hooks is not None and hooks.active("PreCompact", "auto"):
+        running = ctx.turn.running
+        hooks.fire("PreCompact", target="auto", transcript=running.conversation.transcript if running else None,
+                   permission_mode=spec.gate.mode if spec.gate is not None else "bypassPermissions", cwd=ctx.cwd,
+                   trigger="auto", custom_instructions="")
+
+
+def _stop_hooks(spec: AgentSpec, conversation: Conversation, ctx: ToolContext, text: str,
+                active: bool) -> str | None:
+    """The agent's ``Stop`` (a subagent's ``SubagentStop``) hooks on the turn it ended: None lets it end; else what
+    keeps it working (a hook's exit 2 or ``decision: "block"``, with its reason), for the model as the next message.
+    ``active`` (``stop_hook_active``) tells a hook it kept this turn going already, so it can let it end."""
+    hooks = ctx.services.hooks
+    if hooks is None or not hooks.active(hooks.stop_event):
+        return None
+    outcome = hooks.fire(hooks.stop_event, transcript=conversation.transcript,
+                         permission_mode=spec.gate.mode if spec.gate is not None else "bypassPermissions",
+                         cwd=ctx.cwd, stop_hook_active=active, last_assistant_message=text)
+    if outcome.stop or not outcome.blocked:
+        return None
+    return f"{hooks.stop_event} hook feedback:\n{outcome.reason}"
 
 
 def _text_only(message: Message, empty: str) -> Message:

@@ -177,7 +177,7 @@ class Chat:
             text, self._interrupted = f"{INTERRUPTED_NOTE}\n\n{text}", False
         began = time.monotonic()
         try:
-            run = self.session.turn(text) if item.from_team else self.session.prompt(text)
+            run = self.session.turn(text, by_person=False) if item.from_team else self.session.prompt(text)
         except SwarmError as exc:  # the model failed (after its retries): say so, keep the session
             self.view.warn(str(exc))
         except Exception:

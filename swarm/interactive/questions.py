@@ -156,7 +156,8 @@ class PersonGate:
         facts = CallFacts(tool=tool.name, args=args.model_dump(mode="json", by_alias=True, exclude_none=True),
                           read_only=tool.read_only, cwd=ctx.identity.cwd, write_roots=ctx.identity.write_roots,
                           rules_cwd=self.cwd)
-        own = RuleSet(allow=tuple(parse_rules([*self.granted, *ctx.turn.granted_rules])))
+        own = RuleSet(allow=tuple(parse_rules([*self.granted, *ctx.turn.granted_rules])),
+                      ask=tuple(parse_rules(ctx.turn.asked_rules)))
         decision = decide(facts, self._mode, self.rules.merged(own))
         if decision.verdict == "allow":
             return args

@@ -84,7 +84,7 @@ class TeammateGate:
         facts = CallFacts(tool=tool.name, args=args.model_dump(mode="json", by_alias=True, exclude_none=True),
                           read_only=tool.read_only, cwd=ctx.identity.cwd, write_roots=ctx.identity.write_roots,
                           rules_cwd=self.config.cwd)
-        decision = decide(facts, self.mode, self._rules(ctx.turn.granted_rules))
+        decision = decide(facts, self.mode, self._rules(ctx.turn.granted_rules, ctx.turn.asked_rules))
         if decision.verdict == "allow":
             return args
         if decision.verdict == "deny":
@@ -101,14 +101,16 @@ class TeammateGate:
         view.mode = mode
         return view
 
-    def _rules(self, for_now: list[str] | None = None) -> RuleSet:
-        """Settings, team and member rules, grants from the lead, and ``for_now`` (an active skill's allowed-tools)."""
+    def _rules(self, for_now: list[str] | None = None, ask_now: list[str] | None = None) -> RuleSet:
+        """Settings, team and member rules, grants from the lead, ``for_now`` (an active skill's allowed-tools)
+        and ``ask_now`` (a PreToolUse hook asked for this call)."""
         team = self.team.current()
         member = team.member(self.config.name)
         own = RuleSet(
             tuple(parse_rules([*self.config.allowed_tools, *(member.allowed_tools or [] if member else []),
                                *self.granted]) + _valid_rules(for_now or [])),
             tuple(parse_rules([*self.config.disallowed_tools, *(member.disallowed_tools or [] if member else [])])),
+            tuple(parse_rules(ask_now or [])),
         )
         return self.settings.merged(rules_of(team.permissions)).merged(own)
 
