@@ -184,10 +184,10 @@ class MainSession:
                               transcript_dir=main.agents_dir, background=BackgroundAgents(self.sink),
                               fork_enabled=forks_enabled(main.env), skills=main.skills, gate=gate,
                               note=main.note, effort=agent.effort)
-        self.hooks = load_agent_hooks(cwd, main.env, recorded=None, definition=main.definition, note=main.note)
+        self.hooks = load_agent_hooks(cwd, main.env, recorded=None, extra=agent.hooks, note=main.note)
         self.ctx = ToolContext(AgentIdentity(cwd=cwd, write_roots=agent.write_roots, spawnable=agent.spawnable),
                                services=AgentServices(team_control=team_control, agents=self.host, models=models,
-                                                      session_tasks=tasks, hooks=self.hooks or None),
+                                                      session_tasks=tasks, hooks=self.hooks),
                                turn=TurnState(cancel=cancel or threading.Event()))
         self.spec = AgentSpec(provider=models, tools=agent.tools, system=agent.system, gate=agent.gate,
                               effort=agent.effort,

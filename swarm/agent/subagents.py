@@ -49,6 +49,8 @@ from swarm.agent.background import BackgroundAgents, BackgroundAgent, Work
 from swarm.agent.conversation import Conversation
 from swarm.agent.definitions import AgentCatalog, AgentDefinition
 from swarm.agent.executor import ToolGate
+from swarm.agent.hooks.config import HookSet
+from swarm.agent.hooks.session import AgentHooks, subagent_hooks
 from swarm.agent.instructions import context_block
 from swarm.agent.limits import Limits
 from swarm.agent.loop import AgentRun, AgentSpec, Arrivals, run_agent
@@ -169,6 +171,8 @@ class ChildPlan:
     """A fork of its parent (``plan_fork``): the child's identity says so (``AgentIdentity.fork``) for its whole run."""
     effort: Effort | None = None
     """How hard the child's model thinks (its definition's ``effort``, else its parent's)."""
+    hooks: HookSet = field(default_factory=HookSet)
+    """Its definition's hooks (``AssembledAgent.hooks``), added to its parent's for its run only."""
 
 
 @dataclass
@@ -260,7 +264,7 @@ def plan_definition(host: AgentHost, parent: ToolContext, definition: AgentDefin
                      tools=agent.tools, model=agent.model or host.model, messages=[first], cwd=workdir,
                      write_roots=agent.write_roots, limits=Limits(max_turns=agent.max_turns),
                      isolation=definition.isolation, name=name, spawnable=agent.spawnable, gate=agent.gate,
-                     effort=agent.effort)
+                     effort=agent.effort, hooks=agent.hooks)
 
 
 def launch(host: AgentHost, parent: ToolContext, plan: ChildPlan) -> BackgroundAgent:
@@ -325,14 +329,16 @@ def run_child(host: AgentHost, parent: ToolContext, plan: ChildPlan, cancel: thr
             workdir, roots = tree.path, [tree.path]
         identity = replace(parent.identity, cwd=workdir, write_roots=roots, spawnable=plan.spawnable, subagent=True,
                            fork=parent.identity.fork or plan.fork)  # state of the run: compaction cannot drop it
+        hooks = subagent_hooks(parent.services.hooks, plan.hooks, cwd=workdir, env=host.env, agent_id=plan.id,
+                               agent_type=plan.kind)
         ctx = ToolContext(identity, services=AgentServices(mailbox=parent.services.mailbox, agents=host, models=models,
-                                                           session_tasks=parent.services.session_tasks),
+                                                           session_tasks=parent.services.session_tasks, hooks=hooks),
                           turn=TurnState(cancel=cancel, granted_rules=list(plan.granted_rules),
                                          completed_tasks=parent.turn.completed_tasks))
         stack.callback(stop_background, ctx)
         conversation = Conversation.resume(transcript) if resume else Conversation(transcript=transcript)
         conversation.observer = counter.saw
-        for message in plan.messages:
+        for message in _started(hooks, plan, transcript, resume):
             conversation.add(message)
         spec = AgentSpec(provider=_Counted(models, counter), tools=plan.tools, system=plan.system,
                          limits=plan.limits, gate=plan.gate, effort=plan.effort)
@@ -344,6 +350,18 @@ def run_child(host: AgentHost, parent: ToolContext, plan: ChildPlan, cancel: thr
     note = tree.summary if tree is not None else ""  # known once the worktree was settled on leaving
     return ChildOutcome(run=run, tool_uses=counter.tool_uses, tokens=counter.usage.total,
                         duration_ms=int((time.monotonic() - started) * 1000), note=note)
+
+
+def _started(hooks: AgentHooks | None, plan: ChildPlan, transcript: Transcript, resume: bool) -> list[Message]:
+    """``SubagentStart``: the child's first messages, the last with what its hooks add (their context)."""
+    if hooks is None or resume or not plan.messages or not hooks.active("SubagentStart", plan.kind):
+        return plan.messages
+    outcome = hooks.fire("SubagentStart", target=plan.kind, transcript=transcript,
+                         permission_mode=plan.gate.mode if plan.gate is not None else "bypassPermissions")
+    if not outcome.context_text:
+        return plan.messages
+    last = plan.messages[-1]
+    return [*plan.messages[:-1], Message(role=last.role, content=[*last.content, TextBlock(text=outcome.context_text)])]
 
 
 @contextmanager

@@ -24,7 +24,8 @@ from swarm.agent.compaction import CompactionPolicy
 from swarm.agent.conversation import Conversation
 from swarm.agent.peer_messages import wrap
 from swarm.agent.instructions import context_block
-from swarm.agent.loop import AgentSpec, Arrivals, RunningAgent, run_agent
+from swarm.agent.hooks.session import load_agent_hooks
+from swarm.agent.loop import AgentRun, AgentSpec, Arrivals, RunningAgent, run_agent
 from swarm.agent.permissions.settings import settings_rules
 from swarm.agent.skills import parse_slash
 from swarm.agent.tool_api.context import AgentIdentity, AgentServices, ToolContext
@@ -55,6 +56,7 @@ from swarm.teammate.agents import assemble_teammate, teammate_host
 from swarm.teammate.config import PLAYBOOK_VARIABLES, TeammateConfig
 from swarm.teammate.delivery import Batch, Delivery
 from swarm.teammate.gate import TeammateGate
+from swarm.teammate.hook_events import TeammateHooks
 from swarm.teammate.lead_watch import LEAD_CHECK, LeadWatch
 from swarm.teammate.lifecycle import Lifecycle
 from swarm.teammate.plan_tool import ExitPlanMode
@@ -112,18 +114,22 @@ class TeammateSession:
             return make_provider(model, playbook=config.playbook, env=env, variables=variables)
 
         provider = TurnModel(make(agent.model), lambda chosen: make(chosen), env)
+        self.hooks = load_agent_hooks(
+            config.cwd, env, recorded=self.teams.get(config.team).settings_digests or {}, extra=agent.hooks,
+            changed=lambda path: self.transcript.event("settings_hooks_ignored", path=str(path)))
         self.ctx = ToolContext(
             AgentIdentity(cwd=config.cwd, name=config.name, team=config.team, write_roots=agent.write_roots,
                           pane_id=self.pane_id, backend_type=config.backend, color=config.color,
                           spawnable=agent.spawnable),
             services=AgentServices(mailbox=self.mailbox, models=provider, agents=teammate_host(
                 config, home, self.catalogs, env, mailbox=self.mailbox, provider=provider,
-                make_provider=lambda chosen: make(chosen), gate=self.gate)))
+                make_provider=lambda chosen: make(chosen), gate=self.gate), hooks=self.hooks))
         self.omit_instructions = agent.omit_instructions
         self.introduction = agent.introduction
         self.spec = AgentSpec(provider=provider, tools=agent.tools, gate=agent.gate, system=agent.system,
                               compaction=CompactionPolicy.from_env(env), effort=agent.effort)
         self.usage = Usage()
+        self.hook_events = TeammateHooks(self.hooks, self.conversation, self.gate, config.name, config.team)
         self.lead_watch = LeadWatch(self.teams, config.team, on_gone=self.ctx.turn.cancel.set)
         """The process leading the team, if swarm started one: its end ends this teammate's run."""
 
@@ -148,6 +154,7 @@ class TeammateSession:
                 self.lifecycle.joined(self.launcher.pid, self.launcher.start, self.usage,
                                       worker=(pid, process_create_time(pid)))
             log.info("joined team", extra={"team": self.config.team, "agent_id": self.config.agent_id})
+            self.hook_events.started()
             self.lead_watch.start()
             self._resume()
             while not self.lifecycle.stopping:
@@ -167,6 +174,7 @@ class TeammateSession:
             raise
         finally:
             watcher.close()
+            self.hook_events.ended("killed" if killed_by else "other")
             if self.ctx.services.agents is not None:
                 self.ctx.services.agents.background.stop_all()
             self.spec.provider.close()
@@ -291,6 +299,9 @@ class TeammateSession:
         self.ctx.turn.completed_tasks.clear()  # TaskUpdate records what this turn completes: the list is never read
         try:
             run = run_agent(self.spec, self.conversation, self.ctx, inbound=self._inbound)
+            while run.ok and not self.ctx.turn.cancel.is_set() and (keep := self.hook_events.idle()) is not None:
+                self.conversation.add_user_text(keep)  # a TeammateIdle hook keeps it working, with its feedback
+                run = _added(run, run_agent(self.spec, self.conversation, self.ctx, inbound=self._inbound))
         except ModelError as exc:
             if before_idle is not None:
                 before_idle()
@@ -315,6 +326,11 @@ class TeammateSession:
         idle notification."""
         done = self.ctx.turn.completed_tasks
         return max(done, key=int) if done else None
+
+
+def _added(before: AgentRun, after: AgentRun) -> AgentRun:
+    return AgentRun(after.text, after.stop_reason, before.turns + after.turns, before.usage + after.usage,
+                    after.detail)
 
 
 def batch_texts(texts: list[str]) -> str:

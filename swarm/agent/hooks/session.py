@@ -5,8 +5,8 @@ fields — ``session_id``, ``transcript_path``, ``cwd``, ``permission_mode``,
 ``hook_event_name`` — plus the event's own), runs the matching hooks
 (``runner``) and returns what they decided (``outcome``). Each hook that
 fails or times out is one log line, one transcript event (``hook_failed``)
-and one note for the person. ``for_agent`` gives a child agent (a subagent, a
-definition) the same settings hooks plus its definition's, for its lifetime
+and one note for the person. ``for_agent`` gives a subagent the same settings
+hooks plus its definition's (``AssembledAgent.hooks``), for its lifetime
 only: the child's object is dropped when it ends, the parent's never held them.
 """
 
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from swarm.agent.hooks.config import HookSet, definition_hooks, settings_hooks
+from swarm.agent.hooks.config import HookSet, settings_hooks
 from swarm.agent.hooks.outcome import HookOutcome, interpret
 from swarm.agent.hooks.runner import run_hooks
 from swarm.agent.transcript import Transcript
@@ -74,27 +74,36 @@ class AgentHooks:
                              reason=outcome.reason if outcome.blocked else outcome.stop_reason)
         return outcome
 
-    def for_agent(self, definition: Any, *, subagent: bool, cwd: Path | None = None,
-                  agent_id: str | None = None) -> AgentHooks:
-        """The hooks a child agent fires: these plus its definition's ``hooks:``, in its own cwd."""
-        extra = definition_hooks(definition, subagent=subagent) if definition is not None else HookSet()
-        for warning in extra.warnings:
-            self.note(warning)
+    def for_agent(self, extra: HookSet, *, subagent: bool, cwd: Path | None = None, agent_id: str | None = None,
+                  agent_type: str | None = None) -> AgentHooks:
+        """The hooks a child agent fires: these plus ``extra`` (its definition's), in its own cwd; a subagent's
+        turn ends with ``SubagentStop`` and its inputs name it (``agent_id``, ``agent_type``)."""
         agent = dict(self.agent)
         if subagent and agent_id is not None:
-            agent.update(agent_id=agent_id, agent_type=getattr(definition, "name", "general-purpose"))
-        return replace(self, hooks=self.hooks.plus(HookSet(extra.hooks)), cwd=cwd or self.cwd,
+            agent.update(agent_id=agent_id, agent_type=agent_type or "general-purpose")
+        return replace(self, hooks=self.hooks.plus(extra), cwd=cwd or self.cwd,
                        stop_event="SubagentStop" if subagent else self.stop_event, agent=agent)
 
-
 def load_agent_hooks(cwd: Path, env: Mapping[str, str], *, recorded: Mapping[str, str] | None,
-                     definition: Any = None, changed: Callable[[Path], None] | None = None,
-                     note: Callable[[str], None] = _log_note, session_id: str | None = None) -> AgentHooks:
+                     extra: HookSet = HookSet(), changed: Callable[[Path], None] | None = None,
+                     note: Callable[[str], None] = _log_note, session_id: str | None = None) -> AgentHooks | None:
     """A process's own agent's hooks: the settings files' (``config.settings_hooks``; ``recorded`` as there) and
-    its definition's; each entry that cannot be read is one note."""
+    ``extra`` (its definition's); each entry that cannot be read is one note. None: it has none."""
     found = settings_hooks(cwd, env, recorded, changed)
-    base = AgentHooks(HookSet(found.hooks), cwd=cwd, env=env, project_dir=cwd, note=note,
-                      **({"session_id": session_id} if session_id else {}))
     for warning in found.warnings:
         note(warning)
-    return base.for_agent(definition, subagent=False) if definition is not None else base
+    hooks = HookSet(found.hooks).plus(extra)
+    if not hooks:
+        return None
+    return AgentHooks(hooks, cwd=cwd, env=env, project_dir=cwd, note=note,
+                      **({"session_id": session_id} if session_id else {}))
+
+
+def subagent_hooks(parent: AgentHooks | None, extra: HookSet, *, cwd: Path, env: Mapping[str, str], agent_id: str,
+                   agent_type: str) -> AgentHooks | None:
+    """A subagent's hooks: its parent's plus its definition's (``extra``), gone when it ends; None: none at all."""
+    if parent is None:
+        if not extra:
+            return None
+        parent = AgentHooks(HookSet(), cwd=cwd, env=env, project_dir=cwd)
+    return parent.for_agent(extra, subagent=True, cwd=cwd, agent_id=agent_id, agent_type=agent_type)
