@@ -18,6 +18,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from swarm.agent.hooks.permission_hooks import notify, permission_request
 from swarm.agent.permissions.describe import describe
 from swarm.agent.permissions.paths import anchored
 from swarm.agent.permissions.policy import CallFacts, RuleSet, decide
@@ -163,6 +164,9 @@ class PersonGate:
             return args
         if decision.verdict == "deny":
             raise ToolError(f"permission denied: {decision.reason}")
+        if permission_request(ctx, tool.name, facts.args, mode=self._mode, asked_by=decision.by) == "allow":
+            return args
+        notify(ctx, f"swarm needs your permission to use {tool.name}")
         rules = suggest(tool.name, anchored(tool.name, facts.args, facts.cwd), self.cwd or facts.cwd)
         question = Question("permission", LEAD_ASKER, tool.name,
                             describe(tool.name, facts.args, facts.cwd, usual=self.cwd), rule=rules[0] if rules else None)

@@ -23,6 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from swarm.agent.hooks.permission_hooks import permission_request
 from swarm.agent.permissions.describe import describe
 from swarm.agent.permissions.paths import anchored
 from swarm.agent.permissions.policy import CallFacts, RuleSet, decide
@@ -93,6 +94,9 @@ class TeammateGate:
         if self._shutdown_owed():
             raise ToolError("not run: the lead asked this teammate to shut down; answer the shutdown request "
                             "(SendMessage shutdown_response) instead of starting new work")
+        if permission_request(ctx, tool.name, facts.args, mode=self.mode, asked_by=decision.by) == "allow":
+            self.transcript.event("permission_hook_allowed", tool=tool.name)
+            return args
         return self._ask(tool, facts, tool_use_id, ctx)
 
     def with_mode(self, mode: str) -> TeammateGate:

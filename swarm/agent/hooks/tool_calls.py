@@ -123,13 +123,14 @@ class ToolHooks:
 
     def _fire(self, event: str, args: BaseModel, **fields: Any) -> HookOutcome:
         assert self.hooks is not None
-        return self.hooks.fire(event, target=self.call.name, transcript=_transcript(self.ctx),
+        return self.hooks.fire(event, target=self.call.name, transcript=transcript_of(self.ctx),
                                permission_mode=self.mode, cwd=self.ctx.cwd, tool_name=self.call.name,
                                tool_input=args.model_dump(mode="json", by_alias=True, exclude_none=True),
                                tool_use_id=self.call.id, **fields)
 
 
-def _transcript(ctx: ToolContext) -> Transcript | None:
+def transcript_of(ctx: ToolContext) -> Transcript | None:
+    """The transcript of the agent a call belongs to (None outside a run, or an agent that keeps none)."""
     running = ctx.turn.running
     return running.conversation.transcript if running is not None else None
 

@@ -37,6 +37,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from swarm.agent.hooks.tool_calls import transcript_of
 from swarm.agent.output_cap import PEER_TEXT_CHARS
 from swarm.agent.tool_api.base import Tool
 from swarm.agent.tool_api.context import ToolContext, ToolError
@@ -164,7 +165,7 @@ class TaskUpdate(Tool[TaskUpdateInput]):
             owner = ctx.identity.name  # in_progress on a free task is a claim (the store checks it under the lock)
         elif isinstance(owner, str) and owner != ctx.identity.name:
             _call(lambda: check_assignee(_mailbox(ctx), owner))
-        if args.status == "completed":
+        if args.status == "completed" and ctx.services.hooks is not None and ctx.services.hooks.active("TaskCompleted"):
             current = _call(lambda: store.get(task_id))
             refusal = _task_hooks(ctx, "TaskCompleted", current) if current.status != "completed" else None
             if refusal is not None:
@@ -194,8 +195,7 @@ def _task_hooks(ctx: ToolContext, event: str, task: Task) -> str | None:
     hooks = ctx.services.hooks
     if hooks is None or not hooks.active(event):
         return None
-    running = ctx.turn.running
-    outcome = hooks.fire(event, transcript=running.conversation.transcript if running is not None else None,
+    outcome = hooks.fire(event, transcript=transcript_of(ctx),
                          cwd=ctx.cwd, task_id=task.id, task_subject=task.subject, task_description=task.description,
                          teammate_name=ctx.identity.name, team_name=ctx.identity.team or "")
     return f"{event} hook feedback: {outcome.reason}" if outcome.blocked else None

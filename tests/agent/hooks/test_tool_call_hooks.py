@@ -191,3 +191,42 @@ def test_continue_false_stops_the_agent(tmp_path: Path) -> None:
     run = run_agent(AgentSpec(provider=ScriptedProvider(playbook), tools=core_tools()), conversation, ctx)
     assert run.stop_reason == "hook_stopped" and "budget spent" in run.detail
     assert not (work / "marker").exists()
+
+
+PERMISSION_ALLOW = """cat >/dev/null
+echo '{"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}}'
+"""
+
+
+def test_permission_request_allow_answers_what_the_mode_would_ask(tmp_path: Path) -> None:
+    allower = script(tmp_path, "perm.sh", PERMISSION_ALLOW)
+    [result], _ = _run(tmp_path, "touch marker", hook_settings(PermissionRequest=[("Bash", allower, None)]),
+                       gate=PersonGate(Desk(), RuleSet(), "default"))
+    assert not result.is_error and (tmp_path / "work" / "marker").exists()
+
+
+def test_attacker_permission_request_allow_cannot_answer_what_an_ask_rule_reserves(tmp_path: Path) -> None:
+    """An ask rule is the person's: a hook's allow does not answer it; the person is asked (and notified)."""
+    allower = script(tmp_path, "perm.sh", PERMISSION_ALLOW)
+    told = tmp_path / "told.json"
+    notifier = script(tmp_path, "notify.sh", f"cat > {told}\n")
+    desk, asked = Desk(), []
+    thread = _answering_deny(desk, asked)
+    gate = PersonGate(desk, RuleSet(ask=tuple(parse_rules(["Bash(touch:*)"]))), "bypassPermissions")
+    [result], _ = _run(tmp_path, "touch marker", hook_settings(PermissionRequest=[("Bash", allower, None)],
+                                                               Notification=[("permission_prompt", notifier, None)]),
+                       gate=gate)
+    thread.join()
+    assert asked == ["Bash"] and result.is_error and not (tmp_path / "work" / "marker").exists()
+    notice = json.loads(told.read_text())
+    assert notice["hook_event_name"] == "Notification" and notice["notification_type"] == "permission_prompt"
+    assert "Bash" in notice["message"]
+
+
+def test_permission_request_deny_refuses_with_its_message(tmp_path: Path) -> None:
+    denier = script(tmp_path, "deny.sh", """cat >/dev/null
+echo '{"hookSpecificOutput": {"decision": {"behavior": "deny", "message": "not on fridays"}}}'
+""")
+    [result], _ = _run(tmp_path, "touch marker", hook_settings(PermissionRequest=[("", denier, None)]),
+                       gate=PersonGate(Desk(), RuleSet(), "default"))
+    assert result.is_error and "not on fridays" in str(result.content)
