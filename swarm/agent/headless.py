@@ -200,7 +200,7 @@ class MainSession:
     def start(self, prompt: str) -> AgentRun:
         """The first turn: ``/skill`` commands expanded, after the context block (and what ``SessionStart`` and
         ``UserPromptSubmit`` hooks add)."""
-        started = self.hook_events.session_start("resume" if self.conversation.messages else "startup")
+        started = self.hook_events.session_start("startup")
         text = self._expand(prompt)
         submitted = self.hook_events.prompt(text)
         if submitted.refused is not None:

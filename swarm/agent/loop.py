@@ -50,6 +50,8 @@ from swarm.models.messages import (
 
 log = logging.getLogger(__name__)
 
+MAX_STOP_HOOK_BLOCKS = 8
+"""Times a Stop hook may keep one run going; then the run ends anyway (a hook cannot loop it forever)."""
 MAX_CUT_CONTINUATIONS = 3
 """Model outputs in a row cut at ``max_tokens`` that are answered with ``CUT_NOTE``; one more ends the run."""
 CUT_NOTE = ("[Your last output was cut off at the {tokens}-token output limit, so it was not used: any tool call in it "
@@ -124,7 +126,7 @@ def run_agent(spec: AgentSpec, conversation: Conversation, ctx: ToolContext,
     ctx.turn.running = RunningAgent(spec, conversation)
     started = time.monotonic()
     usage, turns, error_streak, cut = Usage(), 0, 0, 0
-    stop_hook_active = False
+    kept_going = 0  # times a Stop hook kept this run going (see _stop_hooks)
     output_limit = spec.max_tokens or model_info(spec.provider.model).max_output
     try:
         while True:
@@ -155,10 +157,10 @@ def run_agent(spec: AgentSpec, conversation: Conversation, ctx: ToolContext,
             conversation.add(assistant, usage=response.usage)
             calls = assistant.tool_uses()
             if not calls:
-                feedback = _stop_hooks(spec, conversation, ctx, assistant.text(), stop_hook_active)
+                feedback = _stop_hooks(spec, conversation, ctx, assistant.text(), kept_going)
                 if feedback is None:
                     return AgentRun(assistant.text(), "end_turn", turns, usage)
-                stop_hook_active = True
+                kept_going += 1
                 conversation.add_user_text(feedback)
                 continue
             conversation.make_durable()  # a tool acts only on input that is on disk (see Conversation.add)
@@ -218,12 +220,17 @@ def _pre_compact(spec: AgentSpec, ctx: ToolContext) -> None:
 
 
 def _stop_hooks(spec: AgentSpec, conversation: Conversation, ctx: ToolContext, text: str,
-                active: bool) -> str | None:
+                kept_going: int) -> str | None:
     """The agent's ``Stop`` (a subagent's ``SubagentStop``) hooks on the turn it ended: None lets it end; else what
     keeps it working (a hook's exit 2 or ``decision: "block"``, with its reason), for the model as the next message.
-    ``active`` (``stop_hook_active``) tells a hook it kept this turn going already, so it can let it end."""
+    ``stop_hook_active`` tells a hook it kept this run going already, so it can let it end; a hook that kept it
+    going ``MAX_STOP_HOOK_BLOCKS`` times in this run is not asked again (the run ends, a note says so)."""
     hooks = ctx.services.hooks
     if hooks is None or not hooks.active(hooks.stop_event):
+        return None
+    active = kept_going > 0
+    if kept_going >= MAX_STOP_HOOK_BLOCKS:
+        hooks.note(f"{hooks.stop_event} hooks kept the agent going {kept_going} times; it stops now")
         return None
     outcome = hooks.fire(hooks.stop_event, transcript=conversation.transcript,
                          permission_mode=spec.gate.mode if spec.gate is not None else "bypassPermissions",

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -91,7 +90,3 @@ def _text(raw: bytes) -> str:
     text = raw.decode("utf-8", errors="replace")
     return text if len(text) <= OUTPUT_LIMIT else text[:OUTPUT_LIMIT] + "\n[hook output cut]"
 
-
-def process_env(env: Mapping[str, str]) -> dict[str, str]:
-    """The environment hooks run with: the process's, as given (never the model's)."""
-    return dict(env) if env else dict(os.environ)
