@@ -106,3 +106,24 @@ def test_attacker_settings_rewritten_after_the_lead_recorded_them_run_no_hook(
     assert not pwned.exists()
     events = Transcript(home.transcript_path(team, "bob")).events("settings_hooks_ignored")
     assert [e["path"] for e in events] == [str((workdir / ".claude" / "settings.json").resolve())]
+
+
+def test_a_hooks_ask_sends_a_teammates_call_to_the_lead_even_in_bypass_mode(
+        home: Home, team: str, workdir: Path, tmp_path: Path, start: Callable[..., Member]) -> None:
+    """``ask`` goes through the normal flow: for a teammate, a permission request to the lead; unanswered, the
+    call is denied and never runs."""
+    from swarm.core.frames import PermissionRequest, entry_frame
+    from swarm.core.mailbox import Mailbox
+
+    asker = script(tmp_path, "ask.sh", """cat >/dev/null
+echo '{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask"}}'
+""")
+    _settings(workdir, hook_settings(PreToolUse=[("Bash", asker, None)]))
+    book = tmp_path / "team.toml"
+    book.write_text(PLAYBOOK)
+    start("alice", "write the report", book=book, permission_mode="bypassPermissions", permission_timeout=2.0)
+    retry_until(lambda: "reported" in idle_results(home, team, "alice"), 30, what="alice's turn")
+    requests = [f for f in (entry_frame(e) for e in Mailbox(home, team).read("team-lead"))
+                if isinstance(f, PermissionRequest)]
+    assert [(r.tool_name, r.input["command"]) for r in requests] == [("Bash", "echo report > report.txt")]
+    assert not (workdir / "report.txt").exists()
