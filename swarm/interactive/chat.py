@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from swarm.agent.headless import MainSession
+from swarm.agent.hooks.permission_hooks import notify
 from swarm.agent.limits import Interrupted
 from swarm.core.clock import now_ms
 from swarm.core.frames import IdleNotification, PlanApprovalRequest, ShutdownRejected
@@ -244,6 +245,7 @@ class Chat:
         team = self.lead.team
         member = TeamStore(self.lead.home).get(team).member(request.agent) if team else None
         self.desk.offer(Question.of_request(request, Path(member.cwd) if member and member.cwd else self.lead.cwd))
+        notify(self.session.ctx, f"{request.agent} needs your permission to use {request.tool}")
 
     def _follow_activity(self) -> None:
         watching: str | None = None
