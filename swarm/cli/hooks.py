@@ -48,6 +48,8 @@ def hooks(as_json: bool, cwd: Path | None, agent_name: str | None) -> None:
 def _show(found: HookSet, as_json: bool) -> None:
     for warning in found.warnings:
         warn(warning)
+    if found.disabled:
+        warn('"disableAllHooks": true in a settings file: none of these hooks runs')
     if as_json:
         emit_json([hook.as_dict() for hook in found.hooks])
         return

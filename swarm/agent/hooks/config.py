@@ -18,7 +18,9 @@ settings file's allow rules (``swarm.agent.permissions.settings``), only from a
 file whose digest matches the one the lead recorded: a file written or changed
 after the team first looked (by a teammate, say) runs no hook, and the
 ``changed`` callback hears of it. A hook entry swarm cannot read is one warning;
-the file's other hooks still load.
+the file's other hooks still load. ``"disableAllHooks": true`` in a file that
+counts turns every hook off, a definition's too (a changed file cannot: a
+teammate must not be able to switch off a guard the person set).
 """
 
 from __future__ import annotations
@@ -103,10 +105,14 @@ class HookSet:
 
     hooks: tuple[Hook, ...] = ()
     warnings: tuple[str, ...] = field(default=())
+    disabled: bool = False
+    """A settings file that counts says ``"disableAllHooks": true``: no hook runs (a definition's neither)."""
 
     def for_event(self, event: str, target: str | None = None) -> list[Hook]:
         """The hooks of ``event`` whose matcher matches ``target`` (a tool name, a notification type...), each
-        command once."""
+        command once; none when hooks are disabled."""
+        if self.disabled:
+            return []
         found: dict[str, Hook] = {}
         for hook in self.hooks:
             if hook.event == event and hook.matches(target):
@@ -114,10 +120,11 @@ class HookSet:
         return list(found.values())
 
     def plus(self, other: HookSet) -> HookSet:
-        return HookSet(self.hooks + other.hooks, self.warnings + other.warnings)
+        return HookSet(self.hooks + other.hooks, self.warnings + other.warnings, self.disabled or other.disabled)
 
     def __bool__(self) -> bool:
-        return bool(self.hooks)
+        """Anything to keep: hooks, or the word that disables them (for the agent's children too)."""
+        return bool(self.hooks) or self.disabled
 
 
 def parse_hooks(doc: Any, *, source: Source, origin: str, stop_as: str = "Stop") -> HookSet:
@@ -217,5 +224,6 @@ def _hooks_of(path: Path, data: bytes, source: Source) -> HookSet:
         return HookSet(warnings=(f"{path}: not JSON ({exc}); its hooks were ignored",))
     if not isinstance(doc, dict):
         return HookSet()
-    return parse_hooks(doc.get("hooks"), source=source, origin=str(path))
+    found = parse_hooks(doc.get("hooks"), source=source, origin=str(path))
+    return HookSet(found.hooks, found.warnings, disabled=doc.get("disableAllHooks") is True)
 

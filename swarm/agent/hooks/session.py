@@ -92,7 +92,7 @@ def load_agent_hooks(cwd: Path, env: Mapping[str, str], *, recorded: Mapping[str
     found = settings_hooks(cwd, env, recorded, changed)
     for warning in found.warnings:
         note(warning)
-    hooks = HookSet(found.hooks).plus(extra)
+    hooks = HookSet(found.hooks, disabled=found.disabled).plus(extra)
     if not hooks:
         return None
     return AgentHooks(hooks, cwd=cwd, env=env, project_dir=cwd, note=note,

@@ -78,3 +78,18 @@ def test_several_hooks_deny_wins_and_errors_are_notes_not_blocks() -> None:
     assert trusted.permission == "allow" and trusted.permission_trusted
     mixed = interpret("PreToolUse", [allow, _run(0, allow.stdout, source="agent")])
     assert mixed.permission == "allow" and not mixed.permission_trusted
+
+
+def test_disable_all_hooks_turns_off_every_hook_a_definitions_too(tmp_path: Path, env: dict[str, str]) -> None:
+    from swarm.agent.hooks.session import load_agent_hooks, subagent_hooks
+
+    work = tmp_path / "work"
+    (work / ".claude").mkdir(parents=True)
+    (work / ".claude" / "settings.json").write_text(json.dumps({"hooks": {"Stop": [{"hooks": [
+        {"type": "command", "command": "lint.sh"}]}]}}))
+    (work / ".claude" / "settings.local.json").write_text(json.dumps({"disableAllHooks": True}))
+    mine = parse_hooks({"PreToolUse": [{"command": "guard.sh"}]}, source="agent", origin="agent 'x'")
+    hooks = load_agent_hooks(work, env, recorded=None, extra=mine)
+    assert hooks is not None and not hooks.active("Stop") and not hooks.active("PreToolUse", "Bash")
+    child = subagent_hooks(hooks, mine, cwd=work, env=env, agent_id="a1", agent_type="x")
+    assert child is not None and not child.active("PreToolUse", "Bash")
