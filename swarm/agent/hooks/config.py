@@ -140,8 +140,9 @@ def parse_hooks(doc: Any, *, source: Source, origin: str, stop_as: str = "Stop")
             warnings.append(f"{origin}: hooks: {event!r} is not an event swarm fires; it was ignored")
             continue
         for index, raw in enumerate(groups if isinstance(groups, list) else [groups]):
+            raw = _commands_only(_legacy(raw), f"{origin}: hooks.{event}[{index}]", warnings)
             try:
-                group = MatcherGroup.model_validate(_legacy(raw))
+                group = MatcherGroup.model_validate(raw)
             except ValidationError as exc:
                 err = exc.errors()[0]
                 where = ".".join(str(p) for p in err["loc"])
@@ -158,6 +159,20 @@ def _legacy(raw: Any) -> Any:
     if isinstance(raw, dict) and "hooks" not in raw and "command" in raw:
         return {"matcher": raw.get("matcher", ""), "hooks": [raw]}
     return raw
+
+
+def _commands_only(raw: Any, where: str, warnings: list[str]) -> Any:
+    """The group without hooks of a type swarm does not run yet (``prompt``, ``agent``, ``http``): one warning each."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("hooks"), list):
+        return raw
+    kept = []
+    for entry in raw["hooks"]:
+        kind = entry.get("type", "command") if isinstance(entry, dict) else "command"
+        if kind == "command":
+            kept.append(entry)
+        else:
+            warnings.append(f"{where}: a {kind!r} hook; swarm runs only 'command' hooks, so it was ignored")
+    return {**raw, "hooks": kept}
 
 
 def settings_hooks(cwd: Path, env: Mapping[str, str], recorded: Mapping[str, str] | None,

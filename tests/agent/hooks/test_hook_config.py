@@ -93,3 +93,12 @@ def test_disable_all_hooks_turns_off_every_hook_a_definitions_too(tmp_path: Path
     assert hooks is not None and not hooks.active("Stop") and not hooks.active("PreToolUse", "Bash")
     child = subagent_hooks(hooks, mine, cwd=work, env=env, agent_id="a1", agent_type="x")
     assert child is not None and not child.active("PreToolUse", "Bash")
+
+
+def test_hook_types_swarm_does_not_run_are_named_and_skipped() -> None:
+    found = parse_hooks({"Stop": [{"hooks": [{"type": "prompt", "prompt": "is it done?"},
+                                             {"type": "command", "command": "check.sh"}]}]},
+                        source="user", origin="u.json")
+    assert [h.command for h in found.hooks] == ["check.sh"]
+    assert found.warnings == ("u.json: hooks.Stop[0]: a 'prompt' hook; swarm runs only 'command' hooks, so it was "
+                              "ignored",)
