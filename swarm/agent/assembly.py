@@ -25,6 +25,8 @@ The rules, each stated once here:
   mode and its definition's ``permissionMode`` — a child of an agent in plan
   mode stays in plan mode, and a definition never widens its parent's mode;
   a read-only definition wraps the gate read-only (``swarm.agent.read_only``);
+- **hooks**: the definition's frontmatter ``hooks:`` (``swarm.agent.hooks``), for the agent's lifetime only;
+  a subagent's ``Stop`` hooks fire as ``SubagentStop``;
 - **effort**: an explicit ask (``swarm run --effort``) > the definition's
   ``effort`` > the parent's;
 - **write roots**: the parent's (or the person's), plus the definition's
@@ -61,6 +63,7 @@ from swarm.agent.definitions import (
 from swarm.agent.executor import ToolGate
 from swarm.agent.guide import guide_prompt
 from swarm.agent.mcp.tools import LiveTools, McpToolset
+from swarm.agent.hooks.config import HookSet, definition_hooks
 from swarm.agent.memory import memory_prompt, with_memory
 from swarm.agent.permissions.policy import narrowest
 from swarm.agent.prompts import (
@@ -169,6 +172,9 @@ class AssembledAgent:
     """How hard its model thinks (``swarm.agent.loop.AgentSpec.effort``); None: the model's default."""
     reminder: str = ""
     """Sent after each of its tool results (the definition's ``critical_system_reminder``); "": none."""
+    hooks: HookSet = field(default_factory=HookSet)
+    """Its definition's ``hooks:`` (a subagent's ``Stop`` as ``SubagentStop``), for its lifetime only: added to the
+    settings files' hooks where the agent's ``AgentHooks`` are made, dropped with them when it ends."""
 
 
 def assemble(definition: AgentDefinition | None, seat: Seat, parent: Parent, *, tools: Sequence[Tool[Any]],
@@ -239,7 +245,8 @@ def assemble(definition: AgentDefinition | None, seat: Seat, parent: Parent, *, 
         introduction=teammate_introduction(team.name, team.team) if team is not None else "",
         effort=asked_effort or (definition.effort if definition is not None and as_definition else None)
         or parent.effort,
-        reminder=definition.critical_system_reminder if definition is not None and as_definition else "")
+        reminder=definition.critical_system_reminder if definition is not None and as_definition else "",
+        hooks=_hooks(definition if as_definition else None, seat))
 
 
 def child_mode(gate: ToolGate | None, definition: AgentDefinition) -> str | None:
@@ -266,6 +273,16 @@ def _preload(definition: AgentDefinition | None, also: Sequence[str], seat: Seat
     for warning in warnings:
         seat.note(warning)
     return text
+
+
+def _hooks(definition: AgentDefinition | None, seat: Seat) -> HookSet:
+    """The definition's ``hooks:``; an entry that cannot be read is a remark."""
+    if definition is None:
+        return HookSet()
+    found = definition_hooks(definition, subagent=seat.role == "subagent")
+    for warning in found.warnings:
+        seat.note(warning)
+    return HookSet(found.hooks)
 
 
 def _log_warning(text: str) -> None:

@@ -22,6 +22,8 @@ from swarm.agent.conversation import Conversation
 from swarm.agent.agent_listing import AgentListing
 from swarm.agent.definitions import AgentCatalog, AgentDefinition, load_agents
 from swarm.agent.executor import ToolGate
+from swarm.agent.hooks.session import load_agent_hooks
+from swarm.agent.hooks.session_events import SessionHooks
 from swarm.agent.instructions import context_block
 from swarm.agent.limits import Limits
 from swarm.agent.mcp.lifecycle import process_servers, require
@@ -198,9 +200,10 @@ class MainSession:
                               transcript_dir=main.agents_dir, background=BackgroundAgents(self.sink),
                               fork_enabled=forks_enabled(main.env), skills=main.skills, gate=gate,
                               note=main.note, effort=agent.effort, mcp=self.mcp)
+        self.hooks = load_agent_hooks(cwd, main.env, recorded=None, extra=agent.hooks, note=main.note)
         self.ctx = ToolContext(AgentIdentity(cwd=cwd, write_roots=agent.write_roots, spawnable=agent.spawnable),
                                services=AgentServices(team_control=team_control, agents=self.host, models=models,
-                                                      session_tasks=tasks),
+                                                      session_tasks=tasks, hooks=self.hooks),
                                turn=TurnState(cancel=cancel or threading.Event()))
         self.listing = (AgentListing(main.catalog, spawnable=agent.spawnable, reload=main.reload_agents)
                         if any(t.name == "Agent" for t in agent.tools) else None)
@@ -212,15 +215,22 @@ class MainSession:
                                             max_consecutive_tool_errors=limits.max_consecutive_tool_errors))
         self.usage = Usage()
         self._settled = False
+        self.hook_events = SessionHooks(self.hooks, self.conversation, lambda: self.spec.gate)
 
     def start(self, prompt: str) -> AgentRun:
-        """The first turn: ``/skill`` commands expanded, after the context block, once its MCP servers settled
-        (connected or failed; McpUnavailable when its definition requires one that is not up)."""
+        """The first turn: ``/skill`` commands expanded, after the context block (and what ``SessionStart`` and
+        ``UserPromptSubmit`` hooks add), once its MCP servers settled (connected or failed; McpUnavailable when its
+        definition requires one that is not up)."""
         self._settle()
+        started = self.hook_events.session_start("startup")
         text = self._expand(prompt)
+        submitted = self.hook_events.prompt(text)
+        if submitted.refused is not None:
+            return submitted.refused
         context = context_block(self.cwd, env=self.main.env, omit_instructions=self.omit_instructions)
         attachments = [self.listing.first()] if self.listing is not None else []
-        self.conversation.add(_first_message(context, text, attachments))
+        self.conversation.add(_first_message("\n\n".join(t for t in (context, started) if t), submitted.text,
+                                             attachments))
         return self._serve()
 
     def prompt(self, text: str) -> AgentRun:
@@ -235,8 +245,14 @@ class MainSession:
         self.ctx.turn.running = RunningAgent(self.spec, self.conversation)
         return expand_slash(text, self.main.skills, self.ctx, self.main.note, by_person=True)  # the person's prompt
 
-    def turn(self, text: str) -> AgentRun:
-        """Another turn, on ``text`` as the next user message (e.g. what teammates sent)."""
+    def turn(self, text: str, *, by_person: bool = True) -> AgentRun:
+        """Another turn, on ``text`` as the next user message (what the person typed, or with ``by_person`` False
+        what teammates sent: no ``UserPromptSubmit`` then)."""
+        if by_person:
+            submitted = self.hook_events.prompt(text)
+            if submitted.refused is not None:
+                return submitted.refused
+            text = submitted.text
         self.conversation.add(Message(role="user", content=[*(TextBlock(text=t) for t in self._attachments()),
                                                             TextBlock(text=text)]))
         return self._serve()
@@ -250,9 +266,12 @@ class MainSession:
         return [update] if update is not None else []
 
     def close(self) -> None:
-        self.host.background.stop_all()
-        stop_background(self.ctx)
-        self.mcp.close()
+        try:
+            self.hook_events.session_end("other")
+        finally:
+            self.host.background.stop_all()
+            stop_background(self.ctx)
+            self.mcp.close()
 
     def _settle(self) -> None:
         """Before the first model call only: wait while its MCP servers start, check the required ones."""

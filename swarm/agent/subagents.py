@@ -52,6 +52,8 @@ from swarm.agent.conversation import Conversation
 from swarm.agent.coordinator import coordinator_mode
 from swarm.agent.definitions import AgentCatalog, AgentDefinition
 from swarm.agent.executor import ToolGate
+from swarm.agent.hooks.config import HookSet
+from swarm.agent.hooks.session import AgentHooks, subagent_hooks
 from swarm.agent.instructions import context_block
 from swarm.agent.limits import Limits
 from swarm.agent.mcp.connections import McpConnections
@@ -183,6 +185,8 @@ class ChildPlan:
     """A one-shot built-in (``ONE_SHOT_TYPES``): its answer goes back without agentId and usage trailer."""
     mcp: McpConnections | None = None
     """The child's own (inline) MCP servers, closed when its run ends (``run_child``'s ``finally``)."""
+    hooks: HookSet = field(default_factory=HookSet)
+    """Its definition's hooks (``AssembledAgent.hooks``), added to its parent's for its run only."""
 
 
 @dataclass
@@ -280,7 +284,7 @@ def plan_definition(host: AgentHost, parent: ToolContext, definition: AgentDefin
                      tools=agent.tools, model=agent.model or host.model, messages=[first], cwd=workdir,
                      write_roots=agent.write_roots, limits=Limits(max_turns=agent.max_turns),
                      isolation=definition.isolation, name=name, spawnable=agent.spawnable, gate=agent.gate,
-                     effort=agent.effort, reminder=agent.reminder, mcp=own,
+                     effort=agent.effort, reminder=agent.reminder, mcp=own, hooks=agent.hooks,
                      one_shot=definition.builtin and definition.name in ONE_SHOT_TYPES)
 
 
@@ -350,14 +354,16 @@ def run_child(host: AgentHost, parent: ToolContext, plan: ChildPlan, cancel: thr
                 messages = tree.notice(messages, plan.cwd)
         identity = replace(parent.identity, cwd=workdir, write_roots=roots, spawnable=plan.spawnable, subagent=True,
                            fork=parent.identity.fork or plan.fork)  # state of the run: compaction cannot drop it
+        hooks = subagent_hooks(parent.services.hooks, plan.hooks, cwd=workdir, env=host.env, agent_id=plan.id,
+                               agent_type=plan.kind)
         ctx = ToolContext(identity, services=AgentServices(mailbox=parent.services.mailbox, agents=host, models=models,
-                                                           session_tasks=parent.services.session_tasks),
+                                                           session_tasks=parent.services.session_tasks, hooks=hooks),
                           turn=TurnState(cancel=cancel, granted_rules=list(plan.granted_rules),
                                          completed_tasks=parent.turn.completed_tasks))
         stack.callback(stop_background, ctx)
         conversation = Conversation.resume(transcript) if resume else Conversation(transcript=transcript)
         conversation.observer = counter.saw
-        for message in messages:
+        for message in _started(hooks, plan, messages, transcript, resume):
             conversation.add(message)
         spec = AgentSpec(provider=_Counted(models, counter), tools=plan.tools, system=plan.system,
                          limits=plan.limits, gate=plan.gate, effort=plan.effort, reminder=plan.reminder)
@@ -369,6 +375,19 @@ def run_child(host: AgentHost, parent: ToolContext, plan: ChildPlan, cancel: thr
     note = tree.summary if tree is not None else ""  # known once the worktree was settled on leaving
     return ChildOutcome(run=run, tool_uses=counter.tool_uses, tokens=counter.usage.total,
                         duration_ms=int((time.monotonic() - started) * 1000), note=note)
+
+
+def _started(hooks: AgentHooks | None, plan: ChildPlan, messages: list[Message], transcript: Transcript,
+             resume: bool) -> list[Message]:
+    """``SubagentStart``: the child's first ``messages``, the last with what its hooks add (their context)."""
+    if hooks is None or resume or not messages or not hooks.active("SubagentStart", plan.kind):
+        return messages
+    outcome = hooks.fire("SubagentStart", target=plan.kind, transcript=transcript,
+                         permission_mode=plan.gate.mode if plan.gate is not None else "bypassPermissions")
+    if not outcome.context_text:
+        return messages
+    last = messages[-1]
+    return [*messages[:-1], Message(role=last.role, content=[*last.content, TextBlock(text=outcome.context_text)])]
 
 
 @contextmanager

@@ -52,6 +52,7 @@ from swarm.startup import hold_collector, startup_done
 COMMANDS: dict[str, str] = {
     "agents": "swarm.cli.agents:agents",
     "skills": "swarm.cli.skills:skills",
+    "hooks": "swarm.cli.hooks:hooks",
     "demo": "swarm.cli.demo:demo",
     "team": "swarm.cli.team:team",
     "send": "swarm.cli.messages:send",

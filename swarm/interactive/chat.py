@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from swarm.agent.headless import MainSession
+from swarm.agent.hooks.permission_hooks import notify
 from swarm.agent.limits import Interrupted
 from swarm.core.clock import now_ms
 from swarm.core.frames import IdleNotification, PlanApprovalRequest, ShutdownRejected
@@ -181,7 +182,7 @@ class Chat:
             text, self._interrupted = f"{INTERRUPTED_NOTE}\n\n{text}", False
         began = time.monotonic()
         try:
-            run = self.session.turn(text) if item.from_team else self.session.prompt(text)
+            run = self.session.turn(text, by_person=False) if item.from_team else self.session.prompt(text)
         except SwarmError as exc:  # the model failed (after its retries): say so, keep the session
             self.view.warn(str(exc))
         except Exception:
@@ -248,6 +249,7 @@ class Chat:
         team = self.lead.team
         member = TeamStore(self.lead.home).get(team).member(request.agent) if team else None
         self.desk.offer(Question.of_request(request, Path(member.cwd) if member and member.cwd else self.lead.cwd))
+        notify(self.session.ctx, f"{request.agent} needs your permission to use {request.tool}")
 
     def _follow_activity(self) -> None:
         watching: str | None = None

@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from swarm.agent.live_events import LiveEvent
+from swarm.agent.hooks.permission_hooks import permission_request
 from swarm.agent.permissions.describe import describe
 from swarm.agent.permissions.paths import anchored
 from swarm.agent.permissions.policy import CallFacts, RuleSet, decide
@@ -89,7 +90,7 @@ class TeammateGate:
         facts = CallFacts(tool=tool.name, args=args.model_dump(mode="json", by_alias=True, exclude_none=True),
                           read_only=tool.read_only, cwd=ctx.identity.cwd, write_roots=ctx.identity.write_roots,
                           rules_cwd=self.config.cwd)
-        decision = decide(facts, self.mode, self._rules(ctx.turn.granted_rules))
+        decision = decide(facts, self.mode, self._rules(ctx.turn.granted_rules, ctx.turn.asked_rules))
         if decision.verdict == "allow":
             return args
         if decision.verdict == "deny":
@@ -98,6 +99,9 @@ class TeammateGate:
         if self._shutdown_owed():
             raise ToolError("not run: the lead asked this teammate to shut down; answer the shutdown request "
                             "(SendMessage shutdown_response) instead of starting new work")
+        if permission_request(ctx, tool.name, facts.args, mode=self.mode, asked_by=decision.by) == "allow":
+            self.transcript.event("permission_hook_allowed", tool=tool.name)
+            return args
         return self._ask(tool, facts, tool_use_id, ctx)
 
     def with_mode(self, mode: str) -> TeammateGate:
@@ -106,14 +110,16 @@ class TeammateGate:
         view.mode = mode
         return view
 
-    def _rules(self, for_now: list[str] | None = None) -> RuleSet:
-        """Settings, team and member rules, grants from the lead, and ``for_now`` (an active skill's allowed-tools)."""
+    def _rules(self, for_now: list[str] | None = None, ask_now: list[str] | None = None) -> RuleSet:
+        """Settings, team and member rules, grants from the lead, ``for_now`` (an active skill's allowed-tools)
+        and ``ask_now`` (a PreToolUse hook asked for this call)."""
         team = self.team.current()
         member = team.member(self.config.name)
         own = RuleSet(
             tuple(parse_rules([*self.config.allowed_tools, *(member.allowed_tools or [] if member else []),
                                *self.granted]) + _valid_rules(for_now or [])),
             tuple(parse_rules([*self.config.disallowed_tools, *(member.disallowed_tools or [] if member else [])])),
+            tuple(parse_rules(ask_now or [])),
         )
         return self.settings.merged(rules_of(team.permissions)).merged(own)
 

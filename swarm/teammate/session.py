@@ -29,7 +29,8 @@ from swarm.agent.limits import Interrupted
 from swarm.agent.live_events import LiveEvent
 from swarm.agent.peer_messages import wrap
 from swarm.agent.instructions import context_block
-from swarm.agent.loop import AgentSpec, Arrivals, RunningAgent, run_agent
+from swarm.agent.hooks.session import load_agent_hooks
+from swarm.agent.loop import AgentRun, AgentSpec, Arrivals, RunningAgent, run_agent
 from swarm.agent.mcp.lifecycle import McpUnavailable, process_servers, require
 from swarm.agent.mcp.tools import McpToolset
 from swarm.agent.permissions.settings import settings_rules
@@ -62,6 +63,7 @@ from swarm.teammate.agents import assemble_teammate, teammate_host
 from swarm.teammate.config import PLAYBOOK_VARIABLES, TeammateConfig
 from swarm.teammate.delivery import Batch, Delivery
 from swarm.teammate.gate import TeammateGate
+from swarm.teammate.hook_events import TeammateHooks
 from swarm.teammate.lead_watch import LEAD_CHECK, LeadWatch
 from swarm.teammate.lifecycle import Lifecycle
 from swarm.teammate.live import TeammateLive
@@ -136,13 +138,16 @@ class TeammateSession:
 
         provider = TurnModel(make(agent.model), lambda chosen: make(chosen), env)
         self.live.model = provider.model
+        self.hooks = load_agent_hooks(
+            config.cwd, env, recorded=self.teams.get(config.team).settings_digests or {}, extra=agent.hooks,
+            changed=lambda path: self.transcript.event("settings_hooks_ignored", path=str(path)))
         self.ctx = ToolContext(
             AgentIdentity(cwd=config.cwd, name=config.name, team=config.team, write_roots=agent.write_roots,
                           pane_id=self.pane_id, backend_type=config.backend, color=config.color,
                           spawnable=agent.spawnable),
             services=AgentServices(mailbox=self.mailbox, models=provider, agents=teammate_host(
                 config, home, self.catalogs, env, mailbox=self.mailbox, provider=provider,
-                make_provider=lambda chosen: make(chosen), gate=self.gate, mcp=self.mcp)))
+                make_provider=lambda chosen: make(chosen), gate=self.gate, mcp=self.mcp), hooks=self.hooks))
         self.omit_instructions = agent.omit_instructions
         self.introduction = agent.introduction
         self.agent_types = (agent_types_attachment(self.catalogs.agents, agent.spawnable)
@@ -154,6 +159,7 @@ class TeammateSession:
         self.usage = Usage()
         self.pane_input = PaneInput(self.mailbox, config.name, self.live, pane_input) if pane_input else None
         """The person typing in this teammate's pane (a tmux pane's terminal), if anyone can."""
+        self.hook_events = TeammateHooks(self.hooks, self.conversation, self.gate, config.name, config.team)
         self.lead_watch = LeadWatch(self.teams, config.team, on_gone=self.ctx.turn.cancel.set)
         """The process leading the team, if swarm started one: its end ends this teammate's run."""
 
@@ -189,6 +195,7 @@ class TeammateSession:
                 self.lifecycle.joined(self.launcher.pid, self.launcher.start, self.usage,
                                       worker=(pid, process_create_time(pid)))
             log.info("joined team", extra={"team": self.config.team, "agent_id": self.config.agent_id})
+            self.hook_events.started()
             self.lead_watch.start()
             if self.pane_input is not None:
                 self.pane_input.start()
@@ -210,6 +217,7 @@ class TeammateSession:
             raise
         finally:
             watcher.close()
+            self.hook_events.ended("killed" if killed_by else "other")
             if self.ctx.services.agents is not None:
                 self.ctx.services.agents.background.stop_all()
             self.spec.provider.close()
@@ -353,6 +361,9 @@ class TeammateSession:
                 self._mcp_settled = True
             require(self.definition, self.mcp)
             run = run_agent(self.spec, self.conversation, self.ctx, inbound=self._inbound)
+            while run.ok and not self.ctx.turn.cancel.is_set() and (keep := self.hook_events.idle()) is not None:
+                self.conversation.add_user_text(keep)  # a TeammateIdle hook keeps it working, with its feedback
+                run = _added(run, run_agent(self.spec, self.conversation, self.ctx, inbound=self._inbound))
         except (ModelError, McpUnavailable) as exc:
             if before_idle is not None:
                 before_idle()
@@ -382,6 +393,11 @@ class TeammateSession:
         idle notification."""
         done = self.ctx.turn.completed_tasks
         return max(done, key=int) if done else None
+
+
+def _added(before: AgentRun, after: AgentRun) -> AgentRun:
+    return AgentRun(after.text, after.stop_reason, before.turns + after.turns, before.usage + after.usage,
+                    after.detail)
 
 
 def batch_texts(texts: list[str]) -> str:
