@@ -54,8 +54,8 @@ from typing import Any, Literal
 
 from swarm.agent.builtin_agents import GUIDE_TYPE
 from swarm.agent.coordinator import COORDINATOR_PROMPT, COORDINATOR_TOOLS, coordinator_mode
+from swarm.agent.definition_model import GENERAL_PURPOSE_TYPE
 from swarm.agent.definitions import (
-    GENERAL_PURPOSE_TYPE,
     AgentCatalog,
     AgentDefinition,
     load_agents,

@@ -54,7 +54,7 @@ from swarm.agent.config_files import (
     split_names,
 )
 from swarm.agent.permissions.policy import PERMISSION_MODES
-from swarm.agent.definition_model import GENERAL_PURPOSE_TYPE, AgentDefinition, Source
+from swarm.agent.definition_model import AgentDefinition, Source
 from swarm.agent.trust import is_trusted
 from swarm.core.names import validate_name
 from swarm.errors import InvalidNameError, UsageError

@@ -48,6 +48,7 @@ from typing import Any
 from swarm.agent.assembly import Parent, Seat, assemble
 from swarm.agent.background import BackgroundAgents, BackgroundAgent, Work
 from swarm.agent.builtin_agents import ONE_SHOT_TYPES
+from swarm.agent.child_progress import ChildProgress, CountedProvider
 from swarm.agent.conversation import Conversation
 from swarm.agent.coordinator import coordinator_mode
 from swarm.agent.definitions import AgentCatalog, AgentDefinition
@@ -71,13 +72,12 @@ from swarm.agent.tool_api.processes import stop_background
 from swarm.agent.transcript import Transcript
 from swarm.agent.turn_model import TurnModel
 from swarm.errors import ModelError, SwarmError
-from swarm.models.base import Effort, ModelProvider, ModelRequest, ModelResponse
+from swarm.models.base import Effort, ModelProvider
 from swarm.models.messages import (
     Message,
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
-    Usage,
 )
 
 log = logging.getLogger(__name__)
@@ -340,7 +340,7 @@ def run_child(host: AgentHost, parent: ToolContext, plan: ChildPlan, cancel: thr
     if not resume and parent.turn.running is not None and parent.turn.running.conversation.transcript is not None:
         parent.turn.running.conversation.transcript.event("subagent", agent_id=plan.id, agent_type=plan.kind,
                                                      description=plan.description, transcript=str(transcript.path))
-    counter = _Progress(task)
+    counter = ChildProgress(task)
     tree: Any = None
     with ExitStack() as stack:
         if plan.mcp is not None:
@@ -365,7 +365,7 @@ def run_child(host: AgentHost, parent: ToolContext, plan: ChildPlan, cancel: thr
         conversation.observer = counter.saw
         for message in _started(hooks, plan, messages, transcript, resume):
             conversation.add(message)
-        spec = AgentSpec(provider=_Counted(models, counter), tools=plan.tools, system=plan.system,
+        spec = AgentSpec(provider=CountedProvider(models, counter), tools=plan.tools, system=plan.system,
                          limits=plan.limits, gate=plan.gate, effort=plan.effort, reminder=plan.reminder)
         inbound = (lambda: Arrivals(texts=host.background.drain(task))) if task is not None else None
         try:
@@ -409,57 +409,6 @@ def _provider(host: AgentHost, model: str) -> Iterator[TurnModel]:
         yield provider
     finally:
         provider.close()
-
-
-class _Progress:
-    """Counts a child's tokens, tool uses and recent activities (into its background task, if any)."""
-
-    def __init__(self, task: BackgroundAgent | None) -> None:
-        self.task = task
-        self.tool_uses = 0
-        self.usage = Usage()
-
-    def saw(self, message: Message) -> None:
-        for use in message.tool_uses():
-            self.tool_uses += 1
-            if self.task is not None:
-                self.task.tool_uses = self.tool_uses
-                self.task.activities.append(_activity(use))
-
-    def used(self, usage: Usage) -> None:
-        self.usage = self.usage + usage
-        if self.task is not None:
-            self.task.tokens = self.usage.total
-
-
-def _activity(use: ToolUseBlock) -> str:
-    detail = next((str(use.input[k]) for k in ("command", "file_path", "pattern", "prompt", "to") if k in use.input),
-                  "")
-    return f"{use.name}: {detail[:80]}" if detail else use.name
-
-
-class _Counted:
-    """A provider that reports each response's usage to a ``_Progress``."""
-
-    def __init__(self, inner: ModelProvider, progress: _Progress) -> None:
-        self._inner = inner
-        self._progress = progress
-
-    @property
-    def name(self) -> str:
-        return self._inner.name
-
-    @property
-    def model(self) -> str:
-        return self._inner.model
-
-    def complete(self, request: ModelRequest) -> ModelResponse:
-        response = self._inner.complete(request)
-        self._progress.used(response.usage)
-        return response
-
-    def close(self) -> None:
-        self._inner.close()
 
 
 def result_text(plan: ChildPlan, outcome: ChildOutcome) -> str:

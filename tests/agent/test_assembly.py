@@ -10,7 +10,7 @@ import psutil
 import pytest
 
 from swarm.agent.assembly import Catalogs, Parent, Seat, TeamSeat, assemble
-from swarm.agent.definitions import GENERAL_PURPOSE_TYPE, AgentDefinition
+from swarm.agent.definition_model import GENERAL_PURPOSE_TYPE, AgentDefinition
 from swarm.agent.executor import ToolGate
 from swarm.agent.memory import memory_dir
 from swarm.agent.prompts import BASE, TEAMMATE

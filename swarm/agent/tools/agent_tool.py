@@ -37,7 +37,7 @@ from pydantic import Field
 
 from swarm.agent.background import BackgroundAgent
 from swarm.agent.coordinator import WORKER_TYPE
-from swarm.agent.definitions import GENERAL_PURPOSE_TYPE
+from swarm.agent.definition_model import GENERAL_PURPOSE_TYPE
 from swarm.agent.subagents import (
     FORK_REFUSED,
     FORK_TYPE,
