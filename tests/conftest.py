@@ -12,6 +12,7 @@ import pytest
 
 from swarm.core.home import Home
 from tests.fakes import FakeAnthropicServer
+from tests.fakes import pg_cluster
 
 
 def trust_tmp_dirs(config: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
@@ -80,3 +81,33 @@ def anthropic_server() -> Iterator[FakeAnthropicServer]:
 def api(anthropic_server: FakeAnthropicServer) -> FakeAnthropicServer:
     """Short name for ``anthropic_server``."""
     return anthropic_server
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """The URL of a PostgreSQL database for the whole run: ``$SWARM_TEST_POSTGRES`` (``.ci/run`` starts one),
+    else a throwaway cluster this session starts (and stops). A test isolates itself in a schema of its own
+    (``pg_cluster.fresh_schema``, as ``team_store`` does)."""
+    import os
+
+    pytest.importorskip("psycopg", reason="the postgres extra is not installed")
+    given = os.environ.get("SWARM_TEST_POSTGRES")
+    if given:
+        yield given
+        return
+    try:
+        directory, url = pg_cluster.start()
+    except (RuntimeError, OSError) as exc:
+        pytest.skip(f"no PostgreSQL to test against: {exc}")
+    try:
+        yield url
+    finally:
+        pg_cluster.stop(directory)
+
+
+@pytest.fixture(params=["files", "postgresql"])
+def team_store(request: pytest.FixtureRequest) -> str | None:
+    """The store a test's team is created in: None for files, else a database URL (parametrized: both)."""
+    if request.param == "files":
+        return None
+    return pg_cluster.fresh_schema(request.getfixturevalue("postgres_url"))
