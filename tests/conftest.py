@@ -105,9 +105,14 @@ def postgres_url() -> Iterator[str]:
         pg_cluster.stop(directory)
 
 
-@pytest.fixture(params=["files", "postgresql"])
+both_stores = pytest.mark.parametrize("team_store", ["files", "postgresql"], indirect=True)
+"""Run a test once with its team in files and once in PostgreSQL (it takes ``team_store``)."""
+
+
+@pytest.fixture
 def team_store(request: pytest.FixtureRequest) -> str | None:
-    """The store a test's team is created in: None for files, else a database URL (parametrized: both)."""
-    if request.param == "files":
+    """The store a test's team is created in: None for files (the default), else the URL of a schema of its own
+    in the session's PostgreSQL (``@both_stores`` runs a test with each)."""
+    if getattr(request, "param", "files") == "files":
         return None
     return pg_cluster.fresh_schema(request.getfixturevalue("postgres_url"))

@@ -21,7 +21,7 @@ from swarm.core.home import Home, ensure_dir
 from swarm.core.jsonfile import LockedJsonFile, encode_json
 from swarm.core.names import LEAD_NAME, agent_id, valid_name, validate_name
 from swarm.core.protocol import COLORS, Activity, Member, TeamFile
-from swarm.core.store import forget, recorded_teams, record, team_row
+from swarm.core.store import forget, locate, record, recorded_teams, team_row
 from swarm.core.team_view import TeamView, lay_activity
 from swarm.errors import ConflictError, CorruptFileError, NotFoundError, StorageError
 
@@ -69,7 +69,18 @@ class TeamStore:
         if store is not None:
             if LockedJsonFile(self.home.config_path(team), TeamCodec()).exists():
                 raise ConflictError(f"team {team!r} already exists here as files; pick another name")
+            had = locate(self.home, team)
             record(self.home, team, store)
+            try:
+                return self._create(team, description, cwd=cwd, lead_session_id=lead_session_id)
+            except BaseException:
+                if had is None:
+                    forget(self.home, team)  # no team was made: leave no record of one
+                raise
+        return self._create(team, description, cwd=cwd, lead_session_id=lead_session_id)
+
+    def _create(self, team: str, description: str | None, *, cwd: str | None,
+                lead_session_id: str | None) -> TeamFile:
         if self._file(team).exists():
             raise ConflictError(f"team {team!r} already exists; pick another name or `swarm team delete {team}`")
         ensure_dir(self.home.inboxes_dir(team))

@@ -104,6 +104,16 @@ class LeadTable(_Strict):
 class TeamTable(_Strict):
     name: str
     description: str | None = None
+    store: str | None = None
+    """Where the team keeps its state: ``files`` (the default) or a ``postgresql://…`` URL (``swarm.core.store``);
+    ``SWARM_STORE`` when absent."""
+
+    @field_validator("store")
+    @classmethod
+    def _store(cls, value: str | None) -> str | None:
+        from swarm.core.store import check_store
+
+        return check_store(value) or value
 
     @field_validator("name")
     @classmethod
