@@ -23,6 +23,7 @@ from swarm.errors import UsageError
 if TYPE_CHECKING:
     from swarm.core.store.postgres.database import Database
     from swarm.core.store.postgres.inbox import InboxRows
+    from swarm.core.store.postgres.permissions import PermissionRows
     from swarm.core.store.postgres.tasks import TaskRows
     from swarm.core.store.postgres.teams import TeamRow
 
@@ -135,3 +136,13 @@ def task_rows(home: Home, team: str) -> TaskRows | None:
     from swarm.core.store.postgres.tasks import TaskRows
 
     return TaskRows(database(home, url), team)
+
+
+def permission_rows(home: Home, team: str) -> PermissionRows | None:
+    """``team``'s permission record in its database, or None for a file team."""
+    url = locate(home, team)
+    if url is None:
+        return None
+    from swarm.core.store.postgres.permissions import PermissionRows
+
+    return PermissionRows(database(home, url), team)

@@ -15,6 +15,7 @@ from swarm.core.frames import TeammateTerminated, entry_frame
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.members import mark_gone
+from swarm.core.permlog import PermissionEvent, PermissionLog
 from swarm.core.protocol import Activity, Member
 from swarm.core.tasks import TaskStore
 from swarm.core.teams import TeamStore
@@ -167,3 +168,39 @@ def test_tasks_keep_ids_edges_and_history(crew: Home) -> None:
         ("status", "in_progress"), ("owner", "ann"), ("status", "completed")]
     with pytest.raises(NotFoundError, match="no task 2"):
         tasks.get("2")
+
+
+def test_a_permission_request_is_answered_exactly_once_with_its_answer_delivered_once(crew: Home,
+                                                                                     team_store: str | None) -> None:
+    record = PermissionLog(crew, "crew")
+    request = PermissionEvent(event="request", request_id="perm-1", ts=1, agent="bob", tool="Bash",
+                              input={"command": "npm install"})
+    record.record_request(request)
+    assert [e.request_id for e in PermissionLog(crew, "crew").pending()] == ["perm-1"]
+    outcomes: list[str] = []
+    lock = threading.Lock()
+
+    def answer(by: str) -> None:
+        def deliver() -> None:
+            Mailbox(crew, "crew").send("bob", f"answer from {by}", sender="team-lead")
+
+        try:
+            PermissionLog(crew, "crew").decide(request, "allow", by, deliver=deliver)
+            result = f"won {by}"
+        except ConflictError as exc:
+            result = str(exc)
+        with lock:
+            outcomes.append(result)
+
+    threads = [threading.Thread(target=answer, args=(f"desk{n}",)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    [won] = [o for o in outcomes if o.startswith("won ")]
+    assert all(o.startswith("request perm-1 was already answered (allow by desk") for o in outcomes if o != won)
+    assert [e.text for e in Mailbox(crew, "crew").pending("bob")] == [f"answer from {won[4:]}"]
+    assert PermissionLog(crew, "crew").pending() == []
+    decision = PermissionLog(crew, "crew").decision("perm-1")
+    assert decision is not None and decision.by == won[4:]
+    assert (crew.team_dir("crew") / "permissions.jsonl").exists() == (team_store is None)  # a database team's is rows
