@@ -43,7 +43,7 @@ from swarm.errors import NotFoundError, UsageError
 
 if TYPE_CHECKING:  # frames are loaded by the first send_frame: a plain `swarm send` never needs them
     from swarm.core.frames import Frame
-    from swarm.core.store.postgres.inbox import InboxRows
+    from swarm.core.store.base import Inboxes
 
 CLAUDE_CODE_INDENT = 2
 """Claude Code writes its files as 2-space JSON."""
@@ -63,7 +63,7 @@ class Mailbox:
     _files: dict[str, LockedJsonFile[list[InboxEntry]]] = field(init=False, repr=False, default_factory=dict)
     _appends: dict[tuple[str, bool], SpooledAppend] = field(init=False, repr=False, default_factory=dict)
     _roster: Roster = field(init=False, repr=False)
-    _rows: InboxRows | None = field(init=False, repr=False, default=None)
+    _rows: Inboxes | None = field(init=False, repr=False, default=None)
     """The team's inboxes in its database (``swarm.core.store``); None: files."""
 
     def __post_init__(self) -> None:

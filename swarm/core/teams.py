@@ -26,7 +26,7 @@ from swarm.core.team_view import TeamView, lay_activity
 from swarm.errors import ConflictError, CorruptFileError, NotFoundError, StorageError
 
 if TYPE_CHECKING:
-    from swarm.core.store.postgres.teams import TeamRow
+    from swarm.core.store.base import TeamRecord
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ class TeamStore:
     def __init__(self, home: Home) -> None:
         self.home = home
 
-    def _file(self, team: str) -> LockedJsonFile[TeamFile | None] | TeamRow:
+    def _file(self, team: str) -> LockedJsonFile[TeamFile | None] | TeamRecord:
         """The team file, or the team's row for a team kept in a database (``swarm.core.store``)."""
         row = team_row(self.home, team)
         if row is not None:

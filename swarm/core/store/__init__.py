@@ -21,11 +21,8 @@ from swarm.core.names import validate_name
 from swarm.errors import UsageError
 
 if TYPE_CHECKING:
+    from swarm.core.store.base import Inboxes, PermissionRecord, TaskList, TeamRecord
     from swarm.core.store.postgres.database import Database
-    from swarm.core.store.postgres.inbox import InboxRows
-    from swarm.core.store.postgres.permissions import PermissionRows
-    from swarm.core.store.postgres.tasks import TaskRows
-    from swarm.core.store.postgres.teams import TeamRow
 
 SCHEMES = ("postgresql://", "postgres://")
 FILES = "files"
@@ -115,7 +112,7 @@ def redacted(url: str) -> str:
     return redact_url(url)
 
 
-def team_row(home: Home, team: str) -> TeamRow | None:
+def team_row(home: Home, team: str) -> TeamRecord | None:
     """``team``'s row in its database, or None for a file team."""
     url = locate(home, team)
     if url is None:
@@ -125,7 +122,7 @@ def team_row(home: Home, team: str) -> TeamRow | None:
     return TeamRow(database(home, url), team)
 
 
-def inbox_rows(home: Home, team: str) -> InboxRows | None:
+def inbox_rows(home: Home, team: str) -> Inboxes | None:
     """``team``'s inboxes in its database, or None for a file team."""
     url = locate(home, team)
     if url is None:
@@ -135,7 +132,7 @@ def inbox_rows(home: Home, team: str) -> InboxRows | None:
     return InboxRows(database(home, url), team)
 
 
-def task_rows(home: Home, team: str) -> TaskRows | None:
+def task_rows(home: Home, team: str) -> TaskList | None:
     """``team``'s task list in its database, or None for a file team (and for a session's own list)."""
     url = locate(home, team)
     if url is None:
@@ -145,7 +142,7 @@ def task_rows(home: Home, team: str) -> TaskRows | None:
     return TaskRows(database(home, url), team)
 
 
-def permission_rows(home: Home, team: str) -> PermissionRows | None:
+def permission_rows(home: Home, team: str) -> PermissionRecord | None:
     """``team``'s permission record in its database, or None for a file team."""
     url = locate(home, team)
     if url is None:
