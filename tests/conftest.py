@@ -36,7 +36,7 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Temp
     # a `swarm` a test runs never starts a CLI server that would outlive it (tests/cli/test_forkserver.py: on)
     monkeypatch.setenv("SWARM_CLI_SERVER", "0")
     for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL",
-                "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "SWARM_TEAM",
+                "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "SWARM_TEAM", "SWARM_STORE",
                 "SWARM_TMUX_SOCKET", "TMUX", "TMUX_PANE", "SWARM_FORK_SUBAGENT", "SWARM_SUBAGENT_MODEL",
                 "CLAUDE_CODE_SUBAGENT_MODEL", "SWARM_MODEL_HAIKU", "SWARM_MODEL_SONNET", "SWARM_MODEL_OPUS",
                 "ANTHROPIC_DEFAULT_HAIKU_MODEL", "ANTHROPIC_DEFAULT_SONNET_MODEL", "ANTHROPIC_DEFAULT_OPUS_MODEL"):

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import shutil
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,8 +16,12 @@ from click.testing import Result
 from swarm.core.home import Home
 from swarm.core.store import locate
 from swarm.errors import UsageError
+from swarm.runtime.demo import DEMO_TEAM
 from swarm.runtime.upfile import load_upfile
+from tests.cli.conftest import SWARM_EXE
 from tests.fakes import pg_cluster
+
+psycopg = pytest.importorskip("psycopg")
 
 
 @pytest.fixture
@@ -72,3 +80,29 @@ def test_a_team_file_names_its_store(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="team.store") as caught:
         load_upfile(bad)
     assert "secret" not in str(caught.value)
+
+
+def test_the_demo_runs_its_whole_team_in_postgresql(url: str) -> None:
+    """The model lead's TeamCreate takes SWARM_STORE: tasks with a dependency, claims, the lead policy's
+    permission answers, messages between teammates and the shutdown all go through the database."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    done = subprocess.run([str(SWARM_EXE), "demo", "--backend", "subprocess", "--json", "--keep"],
+                          capture_output=True, text=True, env={**env, "SWARM_STORE": url}, timeout=180)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout[: done.stdout.rindex("}") + 1])
+    kept = Path(re.findall(r"kept: (\S+) ", done.stdout)[0])
+    try:
+        assert report["ok"] is True and report["reason"] == "settled"
+        assert [(t["id"], t["status"], t["owner"]) for t in report["tasks"]] == [
+            ("1", "completed", "implementer"), ("2", "completed", "tester")]
+        home = Home(kept / "home")
+        assert locate(home, DEMO_TEAM) == url and not home.config_path(DEMO_TEAM).exists()
+        assert not home.tasks_dir(DEMO_TEAM).exists() and not list(home.inboxes_dir(DEMO_TEAM).glob("*.json"))
+        with psycopg.connect(url) as conn:
+            decided = conn.execute("SELECT count(*) FROM swarm_permissions WHERE event->>'event' = 'decision'")
+            assert decided.fetchone() == (4,)  # the lead policy's four answers, recorded in the database
+            members = conn.execute("SELECT doc FROM swarm_teams WHERE team = %s", (DEMO_TEAM,)).fetchone()
+            assert members is not None and {m["name"]: m.get("status") for m in members[0]["members"]} == {
+                "team-lead": None, "implementer": "stopped", "tester": "stopped"}
+    finally:
+        shutil.rmtree(kept, ignore_errors=True)
