@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -100,6 +101,7 @@ class Database:
             if conn is not None:
                 conn.close()
             conn = self._local.conn = self.connect()
+            weakref.finalize(threading.current_thread(), conn.close)  # a thread's connection ends with it
         return conn
 
     def close(self) -> None:
