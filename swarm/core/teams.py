@@ -23,6 +23,7 @@ from swarm.core.names import LEAD_NAME, agent_id, valid_name, validate_name
 from swarm.core.protocol import COLORS, Activity, Member, TeamFile
 from swarm.core.store import forget, locate, record, recorded_teams, team_row
 from swarm.core.team_view import TeamView, lay_activity
+from swarm.core.watch import ChangeWatcher, watch_dirs
 from swarm.errors import ConflictError, CorruptFileError, NotFoundError, StorageError
 
 if TYPE_CHECKING:
@@ -154,6 +155,14 @@ class TeamStore:
         """The team file as last read (shared: do not change it); see ``Roster``."""
         row = team_row(self.home, team)
         return row.require() if row is not None else self.view.current(team)
+
+    def watcher(self, team: str) -> ChangeWatcher:
+        """Wakes when the team (who is active) or a member's activity (busy, idle) changes; close it when done."""
+        row = team_row(self.home, team)
+        if row is not None:
+            return row.watcher()
+        directory = self.home.team_dir(team)
+        return watch_dirs(ensure_dir(directory / "activity"), directory)
 
     def roster(self, team: str) -> Roster:
         """A reader of ``team``'s file that reads it again only when it changed (see ``Roster``)."""

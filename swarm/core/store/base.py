@@ -45,6 +45,10 @@ class TeamRecord(Protocol):
 
     def activities(self) -> dict[str, Activity]: ...
 
+    def watcher(self) -> ChangeWatcher:
+        """Wakes on a change to the team or to a member's activity."""
+        ...
+
 
 class Inboxes(Protocol):
     """A team's inboxes (``Mailbox``): delivered exactly once, woken by events."""

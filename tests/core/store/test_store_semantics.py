@@ -204,3 +204,19 @@ def test_a_permission_request_is_answered_exactly_once_with_its_answer_delivered
     decision = PermissionLog(crew, "crew").decision("perm-1")
     assert decision is not None and decision.by == won[4:]
     assert (crew.team_dir("crew") / "permissions.jsonl").exists() == (team_store is None)  # a database team's is rows
+
+
+def test_a_team_watcher_wakes_on_membership_and_activity_changes(crew: Home) -> None:
+    teams = TeamStore(crew)
+    watcher = teams.watcher("crew")
+    try:
+        assert not watcher.wait(0.2)
+        threading.Timer(0.2, lambda: TeamStore(crew).update_member("crew", "ann", is_active=False)).start()
+        assert watcher.wait(10.0)
+        while watcher.wait(0.3):  # the file store may report one change as several events
+            pass
+        threading.Timer(0.2, lambda: TeamStore(crew).set_activity(
+            "crew", "bob", Activity(status="busy", last_activity=int(time.time() * 1000)))).start()
+        assert watcher.wait(10.0)
+    finally:
+        watcher.close()

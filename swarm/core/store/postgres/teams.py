@@ -9,12 +9,14 @@ writes nothing.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from swarm.core.document_codecs import ActivityCodec, TeamCodec
 from swarm.core.protocol import Activity, TeamFile
+from swarm.core.store.postgres.listen import NotifyWatcher
 from swarm.errors import CorruptFileError, NotFoundError
 
 if TYPE_CHECKING:
@@ -39,6 +41,8 @@ class TeamRow:
     def __init__(self, db: Database, team: str) -> None:
         self.db = db
         self.team = team
+        self.channel = "swarm_team_" + hashlib.sha256(team.encode()).hexdigest()[:40]
+        """NOTIFYed on every change to the team row or a member's activity (``watcher``)."""
         self.source = Path(f"{db.shown}#team={team}")
 
     def _decode(self, doc: Any) -> TeamFile:
@@ -86,6 +90,9 @@ class TeamRow:
             elif doc != row[0]:
                 cur.execute("UPDATE swarm_teams SET doc = %s, version = version + 1 WHERE team = %s",
                             (_json(doc), self.team))
+            else:
+                return result
+            cur.execute("SELECT pg_notify(%s, 'team')", (self.channel,))
             return result
 
         return self.db.run(change, idempotent=False, what=f"change team {self.team!r} in")
@@ -110,8 +117,13 @@ class TeamRow:
         def put(cur: psycopg.Cursor[Any]) -> None:
             cur.execute("INSERT INTO swarm_activity (team, agent, doc) VALUES (%s, %s, %s) "
                         "ON CONFLICT (team, agent) DO UPDATE SET doc = excluded.doc", (self.team, name, _json(doc)))
+            cur.execute("SELECT pg_notify(%s, 'activity')", (self.channel,))
 
         self.db.run(put, idempotent=True, what=f"record {name}'s activity in")
+
+    def watcher(self) -> NotifyWatcher:
+        """Wakes on a change to the team or a member's activity."""
+        return NotifyWatcher(self.db, self.channel)
 
     def activities(self) -> dict[str, Activity]:
         def look(cur: psycopg.Cursor[Any]) -> list[tuple[str, Any]]:
