@@ -135,8 +135,9 @@ class Database:
                                        f"not have happened — check, then try again") from None
                 if time.monotonic() >= deadline:
                     raise self.error(exc, what) from None
-                log.warning("database connection lost; reconnecting",
-                            extra={"database": self.shown, "error": redact_text(str(exc), self.url)})
+                log.warning("database connection lost during %s; reconnecting: %s", what,
+                            redact_text(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__,
+                                        self.url), extra={"database": self.shown})
                 time.sleep(delay)
                 delay = min(delay * 2, 1.0)
             except StorageError:
