@@ -160,8 +160,9 @@ def own_cluster() -> Iterator[tuple[Path, str]]:
         pg_cluster.stop(directory)
 
 
+@pytest.mark.parametrize("mode", ["fast", "immediate"])  # immediate: a crash, recovered from the WAL
 def test_a_server_restart_mid_run_loses_nothing_acknowledged_and_delivers_nothing_twice(
-        home: Home, own_cluster: tuple[Path, str], workers: Workers, tmp_path: Path) -> None:
+        mode: str, home: Home, own_cluster: tuple[Path, str], workers: Workers, tmp_path: Path) -> None:
     directory, base = own_cluster
     url = pg_cluster.fresh_schema(base)
     _team(home, url)
@@ -174,7 +175,7 @@ def test_a_server_restart_mid_run_loses_nothing_acknowledged_and_delivers_nothin
     deadline = time.monotonic() + 30
     while (not sent_log.exists() or len(sent_log.read_text().splitlines()) < count // 3) and time.monotonic() < deadline:
         time.sleep(0.01)
-    pg_cluster.pg_ctl(directory, "restart")  # every connection of both processes is cut
+    pg_cluster.pg_ctl(directory, "restart", "-m", mode)  # every connection of both processes is cut
     at_restart = len(sent_log.read_text().splitlines())
     sender.expect("done", timeout=60)
     assert sender.join(30) == 0, sender.stderr()
