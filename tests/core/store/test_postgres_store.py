@@ -260,3 +260,26 @@ print("psycopg" in sys.modules)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
     assert not (home.root / "stores").exists() and home.inbox_path("files", "bob").is_file()
+
+
+def test_processes_meeting_a_fresh_database_at_once_create_the_schema_once(url: str, workers: Workers) -> None:
+    code = """
+import sys
+from swarm.core.store.postgres.database import Database
+db = Database(sys.argv[1])
+def say(word):
+    print(word, flush=True)
+say("ready")
+sys.stdin.readline()
+db.connect().close()
+say("done")
+"""
+    racers = [workers.start(f"m{n}", code, url, prologue=False) for n in range(4)]
+    for racer in racers:
+        racer.expect("ready")
+    for racer in racers:
+        racer.tell()
+    for racer in racers:
+        racer.expect("done", timeout=60)  # none failed on a table another was creating
+    with Database(url).connect() as conn:
+        assert conn.execute("SELECT version FROM swarm_schema").fetchall() == [(VERSION,)]
