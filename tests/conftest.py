@@ -10,9 +10,10 @@ from pathlib import Path
 import psutil
 import pytest
 
+import tests.fakes.pg_cluster as pg_cluster
+
 from swarm.core.home import Home
 from tests.fakes import FakeAnthropicServer
-from tests.fakes import pg_cluster
 
 
 def trust_tmp_dirs(config: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
@@ -59,30 +60,6 @@ def _no_cli_server_outlives_its_test(tmp_path_factory: pytest.TempPathFactory) -
     psutil.wait_procs(servers, timeout=10)
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Home:
-    """A fresh swarm home under tmp_path, also exported as SWARM_HOME."""
-    root = tmp_path / "home"
-    monkeypatch.setenv("SWARM_HOME", str(root))
-    return Home(root)
-
-
-@pytest.fixture
-def anthropic_server() -> Iterator[FakeAnthropicServer]:
-    """A started fake Messages API on 127.0.0.1; always stopped."""
-    server = FakeAnthropicServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def api(anthropic_server: FakeAnthropicServer) -> FakeAnthropicServer:
-    """Short name for ``anthropic_server``."""
-    return anthropic_server
-
-
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
     """The URL of a PostgreSQL database for the whole run: ``$SWARM_TEST_POSTGRES`` (``.ci/run`` starts one),
@@ -116,3 +93,28 @@ def team_store(request: pytest.FixtureRequest) -> str | None:
     if getattr(request, "param", "files") == "files":
         return None
     return pg_cluster.fresh_schema(request.getfixturevalue("postgres_url"))
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Home:
+    """A fresh swarm home under tmp_path, also exported as SWARM_HOME."""
+    root = tmp_path / "home"
+    monkeypatch.setenv("SWARM_HOME", str(root))
+    return Home(root)
+
+
+@pytest.fixture
+def anthropic_server() -> Iterator[FakeAnthropicServer]:
+    """A started fake Messages API on 127.0.0.1; always stopped."""
+    server = FakeAnthropicServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def api(anthropic_server: FakeAnthropicServer) -> FakeAnthropicServer:
+    """Short name for ``anthropic_server``."""
+    return anthropic_server
+
