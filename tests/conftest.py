@@ -117,4 +117,3 @@ def anthropic_server() -> Iterator[FakeAnthropicServer]:
 def api(anthropic_server: FakeAnthropicServer) -> FakeAnthropicServer:
     """Short name for ``anthropic_server``."""
     return anthropic_server
-
