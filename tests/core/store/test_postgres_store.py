@@ -189,6 +189,23 @@ def test_a_server_restart_mid_run_loses_nothing_acknowledged_and_delivers_nothin
     assert Mailbox(home, "crew").pending("bob") == []
 
 
+def test_a_change_that_cannot_be_repeated_is_made_once_after_a_restart_cut_the_idle_connection(
+        home: Home, own_cluster: tuple[Path, str]) -> None:
+    """The server rolled back nothing of ours (the connection was idle): the change is made, once."""
+    directory, base = own_cluster
+    _team(home, pg_cluster.fresh_schema(base))
+    Mailbox(home, "crew").send("bob", "before", sender="team-lead")
+    tasks = TaskStore(home, "crew")
+    tasks.create("before")
+    pg_cluster.pg_ctl(directory, "restart", "-m", "immediate")
+    assert tasks.create("after").id == "2"  # not a StorageError, and not made twice
+    TeamStore(home).modify("crew", lambda t: setattr(t, "description", "changed after"))
+    pg_cluster.pg_ctl(directory, "restart", "-m", "immediate")
+    assert [e.text for e in Mailbox(home, "crew").take("bob")] == ["before"]
+    assert [t.subject for t in tasks.list()] == ["before", "after"]
+    assert TeamStore(home).get("crew").description == "changed after"
+
+
 def test_a_password_in_the_url_is_never_shown(home: Home, postgres_url: str,
                                               caplog: pytest.LogCaptureFixture) -> None:
     bad = f"postgresql://swarm:{SECRET}@127.0.0.1:1/swarm"

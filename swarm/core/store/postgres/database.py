@@ -1,11 +1,15 @@
 """One process's connections to one database: a connection per thread, reconnects, the schema.
 
 Every operation is one transaction run by ``Database.run``. When the
-connection is lost (the server restarted, a network blip) the operation's
-outcome may be unknown; ``run`` reconnects (for up to ``RECONNECT_SECONDS``)
-and runs it again only if the caller said it is idempotent — every swarm
-operation that can be (a send carries its ``msg_id``, an acknowledgement
-names ids) says so; the others fail with a one-line ``StorageError``.
+connection is lost (the server restarted, a network blip) ``run``
+reconnects (for up to ``RECONNECT_SECONDS``) and runs the operation again
+when that is safe: always if the connection was lost before the commit was
+sent (the server rolls back a transaction whose client went away), and
+during the commit — where the outcome is unknown — only if the caller said
+the operation is idempotent (a send carries its ``msg_id``, an
+acknowledgement names ids, a claim reads back as the claimer's). The others
+then fail with a one-line ``StorageError`` saying it may or may not have
+happened.
 
 Nothing that reaches an error or a log carries the URL's password
 (``swarm.core.store.redact``).
@@ -114,23 +118,24 @@ class Database:
     # -- running -------------------------------------------------------------
 
     def run(self, work: Callable[[psycopg.Cursor[Any]], R], *, idempotent: bool, what: str) -> R:
-        """Run ``work`` in one transaction and commit; reconnect (and run again, if ``idempotent``) when the
-        connection was lost. ``what`` names the operation in errors ("send to alice")."""
+        """Run ``work`` in one transaction and commit; when the connection was lost, reconnect and run it again —
+        always if it was lost before the commit was sent (the server rolled the transaction back), and during
+        the commit only if ``idempotent``. ``what`` names the operation in errors ("send to alice")."""
         psycopg = driver()
         deadline = time.monotonic() + RECONNECT_SECONDS
         delay = 0.05
         while True:
-            started = False
+            committing = False
             try:
                 conn = self._connection()
-                started = True
                 with conn.transaction(), conn.cursor() as cur:
-                    return work(cur)
+                    result = work(cur)
+                    committing = True  # from here the outcome of a lost connection is unknown
+                return result
             except psycopg.OperationalError as exc:
-                lost = not started or self._lost()
-                if not lost:
+                if not self._lost():
                     raise self.error(exc, what) from None
-                if started and not idempotent:
+                if committing and not idempotent:
                     raise StorageError(f"the connection to {self.shown} was lost during {what}; it may or may "
                                        f"not have happened — check, then try again") from None
                 if time.monotonic() >= deadline:
