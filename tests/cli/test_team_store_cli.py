@@ -16,7 +16,9 @@ from click.testing import Result
 from swarm.core.home import Home
 from swarm.core.store import locate
 from swarm.errors import UsageError
+from swarm.core.teams import TeamStore
 from swarm.runtime.demo import DEMO_TEAM
+from swarm.runtime.spawn import SpawnRequest, spawn
 from swarm.runtime.upfile import load_upfile
 from tests.cli.conftest import SWARM_EXE
 from tests.fakes import pg_cluster
@@ -106,3 +108,12 @@ def test_the_demo_runs_its_whole_team_in_postgresql(url: str) -> None:
                 "team-lead": None, "implementer": "stopped", "tester": "stopped"}
     finally:
         shutil.rmtree(kept, ignore_errors=True)
+
+
+def test_a_claude_code_teammate_is_refused_in_a_database_team_with_nothing_made(home: Home, url: str,
+                                                                                tmp_path: Path) -> None:
+    TeamStore(home).create("pg", store=url)
+    request = SpawnRequest(team="pg", name="cc", prompt="hello", runtime="claude", cwd=tmp_path)
+    with pytest.raises(UsageError, match="Claude Code teammate reads and writes files only"):
+        spawn(home, request, dict(os.environ))
+    assert [m.name for m in TeamStore(home).get("pg").members] == ["team-lead"]
