@@ -10,6 +10,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+import tests.fakes.pg_cluster as pg_cluster
+
 from swarm.core.home import Home
 from tests.fakes import FakeAnthropicServer
 from tests.fakes.mcp_servers import HttpMcpServer
@@ -36,7 +38,7 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Temp
     # a `swarm` a test runs never starts a CLI server that would outlive it (tests/cli/test_forkserver.py: on)
     monkeypatch.setenv("SWARM_CLI_SERVER", "0")
     for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL",
-                "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "SWARM_TEAM",
+                "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "SWARM_TEAM", "SWARM_STORE",
                 "SWARM_TMUX_SOCKET", "TMUX", "TMUX_PANE", "SWARM_FORK_SUBAGENT", "SWARM_SUBAGENT_MODEL",
                 "CLAUDE_CODE_SUBAGENT_MODEL", "SWARM_MODEL_HAIKU", "SWARM_MODEL_SONNET", "SWARM_MODEL_OPUS",
                 "ANTHROPIC_DEFAULT_HAIKU_MODEL", "ANTHROPIC_DEFAULT_SONNET_MODEL", "ANTHROPIC_DEFAULT_OPUS_MODEL"):
@@ -57,6 +59,41 @@ def _no_cli_server_outlives_its_test(tmp_path_factory: pytest.TempPathFactory) -
             with contextlib.suppress(psutil.Error):
                 proc.terminate()
     psutil.wait_procs(servers, timeout=10)
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """The URL of a PostgreSQL database for the whole run: ``$SWARM_TEST_POSTGRES`` (``.ci/run`` starts one),
+    else a throwaway cluster this session starts (and stops). A test isolates itself in a schema of its own
+    (``pg_cluster.fresh_schema``, as ``team_store`` does)."""
+    import os
+
+    pytest.importorskip("psycopg", reason="the postgres extra is not installed")
+    given = os.environ.get("SWARM_TEST_POSTGRES")
+    if given:
+        yield given
+        return
+    try:
+        directory, url = pg_cluster.start()
+    except (RuntimeError, OSError) as exc:
+        pytest.skip(f"no PostgreSQL to test against: {exc}")
+    try:
+        yield url
+    finally:
+        pg_cluster.stop(directory)
+
+
+both_stores = pytest.mark.parametrize("team_store", ["files", "postgresql"], indirect=True)
+"""Run a test once with its team in files and once in PostgreSQL (it takes ``team_store``)."""
+
+
+@pytest.fixture
+def team_store(request: pytest.FixtureRequest) -> str | None:
+    """The store a test's team is created in: None for files (the default), else the URL of a schema of its own
+    in the session's PostgreSQL (``@both_stores`` runs a test with each)."""
+    if getattr(request, "param", "files") == "files":
+        return None
+    return pg_cluster.fresh_schema(request.getfixturevalue("postgres_url"))
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from swarm.cli.render import echo, emit_json, table
 from swarm.core.clock import now_ms
 from swarm.core.protocol import TeamFile
 from swarm.core.signing import rotate_lead_key
+from swarm.core.store import check_store, redacted
 from swarm.core.teams import TeamStore
 from swarm.runtime.member_kinds import Machine, member_kind
 from swarm.runtime.shutdown import delete_team
@@ -25,16 +26,20 @@ def team() -> None:
 @team.command("create")
 @team_name_argument
 @click.option("--description", "-d", default=None, help="What the team is for.")
+@click.option("--store", envvar="SWARM_STORE", default=None, metavar="URL",
+              help="Keep the team's state in PostgreSQL (postgresql://…) instead of files [env: SWARM_STORE].")
 @json_option
 @click.pass_context
-def create(ctx: click.Context, name: str, description: str | None, as_json: bool) -> None:
+def create(ctx: click.Context, name: str, description: str | None, store: str | None, as_json: bool) -> None:
     """Create team NAME with its team-lead member."""
-    created = TeamStore(home_of(ctx)).create(name, description)
+    url = check_store(store)
+    created = TeamStore(home_of(ctx)).create(name, description, store=url)
     rotate_lead_key(home_of(ctx), name)
     if as_json:
         emit_json(_team_json(created))
     else:
-        echo(f"created team {created.name} ({home_of(ctx).config_path(name)})")
+        where = home_of(ctx).config_path(name) if url is None else redacted(url)
+        echo(f"created team {created.name} ({where})")
 
 
 @team.command("list")

@@ -36,12 +36,14 @@ from swarm.core.names import BROADCAST, LEAD_NAME, validate_name
 from swarm.core.protocol import Author, InboxEntry, TeamFile
 from swarm.core.signing import LeadKey, sign_author, sign_entry, signing_key
 from swarm.core.spool import SpooledAppend
+from swarm.core.store import inbox_rows
 from swarm.core.teams import Roster, TeamStore
 from swarm.core.watch import ChangeWatcher, watch_file
 from swarm.errors import NotFoundError, UsageError
 
 if TYPE_CHECKING:  # frames are loaded by the first send_frame: a plain `swarm send` never needs them
     from swarm.core.frames import Frame
+    from swarm.core.store.base import Inboxes
 
 CLAUDE_CODE_INDENT = 2
 """Claude Code writes its files as 2-space JSON."""
@@ -61,11 +63,14 @@ class Mailbox:
     _files: dict[str, LockedJsonFile[list[InboxEntry]]] = field(init=False, repr=False, default_factory=dict)
     _appends: dict[tuple[str, bool], SpooledAppend] = field(init=False, repr=False, default_factory=dict)
     _roster: Roster = field(init=False, repr=False)
+    _rows: Inboxes | None = field(init=False, repr=False, default=None)
+    """The team's inboxes in its database (``swarm.core.store``); None: files."""
 
     def __post_init__(self) -> None:
         validate_name(self.team, "team name")
         self._teams = TeamStore(self.home)
         self._roster = self._teams.roster(self.team)
+        self._rows = inbox_rows(self.home, self.team)
 
     # -- writing -----------------------------------------------------------
 
@@ -113,7 +118,10 @@ class Mailbox:
                 entry.lead_sig = sign_entry(entry, self._lead_key)
             if author == "person" and self._lead_key is not None:
                 entry.author_sig = sign_author(entry, name, self._lead_key)
-            self._appending(name, shared).append(entry.wire())
+            if self._rows is not None:
+                self._rows.append(name, [entry.wire()])
+            else:
+                self._appending(name, shared).append(entry.wire())
             written.append(entry)
         return written
 
@@ -138,7 +146,7 @@ class Mailbox:
 
     def read(self, agent: str, *, unread_only: bool = False) -> list[InboxEntry]:
         """Entries in ``agent``'s inbox, oldest first, without changing it."""
-        entries = self._file(agent).read()
+        entries = self._file(agent).read() if self._rows is None else self._rows.pending(agent)
         return [e for e in entries if not e.read] if unread_only else entries
 
     def pending(self, agent: str) -> list[InboxEntry]:
@@ -147,6 +155,9 @@ class Mailbox:
 
     def take(self, agent: str) -> list[InboxEntry]:
         """Return the undelivered entries and prune the inbox in one locked cycle."""
+        if self._rows is not None:
+            return self._rows.take(agent)
+
         def drain(entries: list[InboxEntry]) -> list[InboxEntry]:
             undelivered = [e for e in entries if not e.read]
             entries.clear()
@@ -157,6 +168,8 @@ class Mailbox:
     def acknowledge(self, agent: str, keys: Iterable[str]) -> int:
         """Prune delivered entries by ``delivery_key`` (and any already marked read); return how many."""
         ids = set(keys)
+        if self._rows is not None:
+            return self._rows.acknowledge(agent, ids)
 
         def prune(entries: list[InboxEntry]) -> int:
             before = len(entries)
@@ -167,12 +180,16 @@ class Mailbox:
 
     def discard_if_empty(self, agent: str) -> bool:
         """Delete ``agent``'s inbox file if it holds no entries (decided under its lock); True if deleted."""
+        if self._rows is not None:
+            return False  # a database inbox has no file to remove
         return self._file(agent).remove_if(lambda entries: not entries)
 
     # -- waiting -------------------------------------------------------------
 
     def watcher(self, agent: str) -> ChangeWatcher:
         """A change watcher on ``agent``'s inbox; close it when done."""
+        if self._rows is not None:
+            return self._rows.watcher(agent)
         path = self.home.inbox_path(self.team, agent)
         ensure_dir(path.parent)
         return watch_file(path, events=self.events)

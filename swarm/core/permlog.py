@@ -19,6 +19,7 @@ from swarm.core.fileio import storage_error
 from swarm.core.flock import LockTimeout, locked
 from swarm.core.home import Home, ensure_dir
 from swarm.core.jsonl import append_record, read_records
+from swarm.core.store import permission_rows
 from swarm.errors import ConflictError, LockTimeoutError, NotFoundError
 
 log = logging.getLogger(__name__)
@@ -52,13 +53,15 @@ class PermissionLog:
     def __init__(self, home: Home, team: str) -> None:
         self.path = home.team_dir(team) / "permissions.jsonl"
         self._lock_path = self.path.with_name(f"{self.path.name}.lock")
+        self._rows = permission_rows(home, team)
+        """The record's rows when the team keeps it in a database (``swarm.core.store``); None: the file."""
 
     def record_request(self, event: PermissionEvent) -> None:
         self._append(event)
 
     def events(self) -> list[PermissionEvent]:
         out = []
-        for record in read_records(self.path):
+        for record in read_records(self.path) if self._rows is None else self._rows.records():
             try:
                 out.append(PermissionEvent.model_validate(record))
             except ValidationError:
@@ -83,24 +86,32 @@ class PermissionLog:
                reason: str | None = None, rule_added: str | None = None,
                deliver: Callable[[], None] | None = None) -> PermissionEvent:
         """Record the one decision for ``request``; ``deliver`` (send the response) runs under the lock first."""
+        def decide_now() -> PermissionEvent:
+            earlier = self.decision(request.request_id)
+            if earlier is not None:
+                raise ConflictError(f"request {request.request_id} was already answered "
+                                    f"({earlier.decision} by {earlier.by})")
+            if deliver is not None:
+                deliver()
+            event = PermissionEvent(event="decision", request_id=request.request_id, ts=now_ms(),
+                                    kind=request.kind, agent=request.agent, tool=request.tool,
+                                    decision=decision, by=by, reason=reason, rule_added=rule_added)
+            self._append(event)
+            return event
+
+        if self._rows is not None:
+            return self._rows.exclusive(decide_now)
         try:
             ensure_dir(self.path.parent)
             with locked(self._lock_path, LOCK_TIMEOUT):
-                earlier = self.decision(request.request_id)
-                if earlier is not None:
-                    raise ConflictError(f"request {request.request_id} was already answered "
-                                        f"({earlier.decision} by {earlier.by})")
-                if deliver is not None:
-                    deliver()
-                event = PermissionEvent(event="decision", request_id=request.request_id, ts=now_ms(),
-                                        kind=request.kind, agent=request.agent, tool=request.tool,
-                                        decision=decision, by=by, reason=reason, rule_added=rule_added)
-                self._append(event)
-                return event
+                return decide_now()
         except LockTimeout as exc:
             raise LockTimeoutError(f"could not lock {self.path} within {LOCK_TIMEOUT:g}s") from exc
         except OSError as exc:  # the lock file or the directory cannot be used
             raise storage_error(exc, self._lock_path, "lock") from exc
 
     def _append(self, event: PermissionEvent) -> None:
+        if self._rows is not None:
+            self._rows.append(event.model_dump(mode="json", exclude_none=True))
+            return
         append_record(self.path, event.model_dump(mode="json", exclude_none=True), durable=True)

@@ -54,6 +54,7 @@ from swarm.core.jsonfile import LockedJsonFile, lock_of
 from swarm.core.mailbox import Mailbox
 from swarm.core.names import RUNTIME_NAME, validate_name
 from swarm.core.protocol import Author, Task, TaskEdit
+from swarm.core.store import task_rows
 from swarm.core.task_graph import Board, symmetrize
 from swarm.core.teams import TeamStore
 from swarm.errors import (
@@ -115,6 +116,8 @@ class TaskStore:
         self.team = validate_name(team, "team name")
         self.dir = home.tasks_dir(team)
         self._watermark = LockedJsonFile(self.dir / WATERMARK, WatermarkCodec())
+        self._rows = task_rows(home, team)
+        """The list's rows when the team keeps it in a database (``swarm.core.store``); None: files."""
 
     @classmethod
     def of_session(cls, home: Home, session_id: str) -> TaskStore:
@@ -141,7 +144,7 @@ class TaskStore:
 
     def problems(self) -> builtins.list[str]:
         """One line per task whose file did not parse and was moved aside (and not put back)."""
-        if not self.dir.is_dir():
+        if not self.dir.is_dir() or self._rows is not None:
             return []
         lines = []
         for path in sorted(self.dir.iterdir()):
@@ -210,11 +213,14 @@ class TaskStore:
         """
         wanted = parse_task_id(task_id)
         fields = _Fields(owner=validate_name(agent, "agent name"), status="in_progress")
+        if self._rows is not None:
+            return self._rows.claim(wanted, agent, lambda board: fields.edit(board, board.require(wanted), agent),
+                                    self._missing)
         return self._change(lambda board: fields.edit(board, board.require(wanted), agent))
 
     def unassign(self, agent: str) -> builtins.list[Task]:
         """Put ``agent``'s unfinished tasks back to pending with no owner; return them."""
-        if not self.dir.is_dir():
+        if not self.dir.is_dir() and self._rows is None:
             return []
 
         def release(board: Board) -> builtins.list[Task]:
@@ -234,6 +240,8 @@ class TaskStore:
 
     def _load(self, *, quarantine: bool = False) -> Board:
         """Read every task file (a change quarantines bad ones) and read the edges as the union of both sides."""
+        if self._rows is not None:
+            return self._rows.load(self._missing)
         tasks: dict[str, Task] = {}
         on_disk: dict[str, Any] = {}
         unreadable: set[str] = set()
@@ -257,6 +265,9 @@ class TaskStore:
 
     def _change(self, step: Callable[[Board], R]) -> R:
         """Run ``step`` on the whole list under the list lock, then write what it changed (see the docstring)."""
+        if self._rows is not None:
+            return self._rows.change(step, self._missing)
+
         def run(mark: int) -> tuple[int, R]:
             for _ in range(MAX_ATTEMPTS):
                 board = self._load(quarantine=True)
@@ -290,6 +301,8 @@ class TaskStore:
         return True
 
     def _missing(self, task_id: str) -> SwarmError:
+        if self._rows is not None:
+            return NotFoundError(f"no task {task_id} in team {self.team!r}; `swarm tasks --team {self.team}` lists them")
         moved = sorted(self.dir.glob(f"{task_id}.json.corrupt-*")) if self.dir.is_dir() else []
         if moved:
             return CorruptFileError(f"task {task_id} of team {self.team!r} did not parse and was moved to {moved[-1]}; "

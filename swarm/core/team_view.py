@@ -42,6 +42,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -109,16 +110,7 @@ class TeamView:
 
     def get(self, team: str) -> TeamFile:
         """The team file with each running member's activity (busy/idle, tokens) laid over it: the caller's own."""
-        found = self.read_file(team)
-        for member in found.members:
-            if member.status not in ("idle", "busy") or not member.is_active:
-                continue  # starting, or gone: the team file knows best
-            activity = self.activity(team, member.name)
-            if activity is not None and activity.last_activity >= (member.last_activity or 0):
-                member.status, member.last_activity = activity.status, activity.last_activity
-                member.tokens, member.cache_read_tokens = activity.tokens, activity.cache_read_tokens
-                member.cache_creation_tokens = activity.cache_creation_tokens
-        return found
+        return lay_activity(self.read_file(team), lambda name: self.activity(team, name))
 
     def _team(self, team: str) -> tuple[TeamFile, _Kept | None]:
         """``team``'s file as on disk, and what the view keeps of it if that is what was returned (shared)."""
@@ -188,6 +180,19 @@ class TeamView:
                 return kept, signature, True
             self._kept.pop(path, None)
         return None, signature, _stable(signature.ctime_ns, began)
+
+
+def lay_activity(found: TeamFile, activity_of: Callable[[str], Activity | None]) -> TeamFile:
+    """``found`` with each running member's recorded activity (busy/idle, tokens) laid over it, in place."""
+    for member in found.members:
+        if member.status not in ("idle", "busy") or not member.is_active:
+            continue  # starting, or gone: the team file knows best
+        activity = activity_of(member.name)
+        if activity is not None and activity.last_activity >= (member.last_activity or 0):
+            member.status, member.last_activity = activity.status, activity.last_activity
+            member.tokens, member.cache_read_tokens = activity.tokens, activity.cache_read_tokens
+            member.cache_creation_tokens = activity.cache_creation_tokens
+    return found
 
 
 def stable(path: Path) -> bool:

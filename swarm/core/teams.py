@@ -12,7 +12,7 @@ import logging
 import os
 import shutil
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from swarm.core.clock import now_ms
 from swarm.core.document_codecs import ActivityCodec, TeamCodec
@@ -21,8 +21,13 @@ from swarm.core.home import Home, ensure_dir
 from swarm.core.jsonfile import LockedJsonFile, encode_json
 from swarm.core.names import LEAD_NAME, agent_id, valid_name, validate_name
 from swarm.core.protocol import COLORS, Activity, Member, TeamFile
-from swarm.core.team_view import TeamView
+from swarm.core.store import forget, locate, record, recorded_teams, team_row
+from swarm.core.team_view import TeamView, lay_activity
+from swarm.core.watch import ChangeWatcher, watch_dirs
 from swarm.errors import ConflictError, CorruptFileError, NotFoundError, StorageError
+
+if TYPE_CHECKING:
+    from swarm.core.store.base import TeamRecord
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +46,11 @@ class TeamStore:
     def __init__(self, home: Home) -> None:
         self.home = home
 
-    def _file(self, team: str) -> LockedJsonFile[TeamFile | None]:
+    def _file(self, team: str) -> LockedJsonFile[TeamFile | None] | TeamRecord:
+        """The team file, or the team's row for a team kept in a database (``swarm.core.store``)."""
+        row = team_row(self.home, team)
+        if row is not None:
+            return row
         return LockedJsonFile(self.home.config_path(team), TeamCodec(), indent=2)
 
     @property
@@ -52,9 +61,27 @@ class TeamStore:
     # -- teams -------------------------------------------------------------
 
     def create(self, team: str, description: str | None = None, *, cwd: str | None = None,
-               lead_session_id: str | None = None) -> TeamFile:
-        """Create ``team`` with its ``team-lead`` member; ConflictError if it exists."""
+               lead_session_id: str | None = None, store: str | None = None) -> TeamFile:
+        """Create ``team`` with its ``team-lead`` member; ConflictError if it exists.
+
+        ``store``: the URL of the PostgreSQL database the team lives in (``swarm.core.store``); None: files.
+        """
         validate_name(team, "team name")
+        if store is not None:
+            if LockedJsonFile(self.home.config_path(team), TeamCodec()).exists():
+                raise ConflictError(f"team {team!r} already exists here as files; pick another name")
+            had = locate(self.home, team)
+            record(self.home, team, store)
+            try:
+                return self._create(team, description, cwd=cwd, lead_session_id=lead_session_id)
+            except BaseException:
+                if had is None:
+                    forget(self.home, team)  # no team was made: leave no record of one
+                raise
+        return self._create(team, description, cwd=cwd, lead_session_id=lead_session_id)
+
+    def _create(self, team: str, description: str | None, *, cwd: str | None,
+                lead_session_id: str | None) -> TeamFile:
         if self._file(team).exists():
             raise ConflictError(f"team {team!r} already exists; pick another name or `swarm team delete {team}`")
         ensure_dir(self.home.inboxes_dir(team))
@@ -86,9 +113,8 @@ class TeamStore:
         """Every team in the home, by name, read or with why it cannot be."""
         teams: list[TeamFile] = []
         unreadable: dict[str, str] = {}
-        if not self.home.teams_dir.is_dir():
-            return Survey(teams, unreadable)
-        for entry in sorted(self.home.teams_dir.iterdir()):
+        entries = sorted(self.home.teams_dir.iterdir()) if self.home.teams_dir.is_dir() else []
+        for entry in entries:
             if not valid_name(entry.name):  # Claude Code's `<team>.deleted-<uuid>` tombstones, stray files
                 log.debug("skipped a teams/ entry that is not a team", extra={"entry": entry.name})
                 continue
@@ -102,6 +128,14 @@ class TeamStore:
                 unreadable[entry.name] = str(exc)
             except NotFoundError:  # deleted meanwhile
                 continue
+        for name in recorded_teams(self.home):
+            try:
+                teams.append(self.get(name))
+            except (CorruptFileError, StorageError) as exc:
+                unreadable[name] = str(exc)
+            except NotFoundError:
+                continue
+        teams.sort(key=lambda t: t.name)
         return Survey(teams, unreadable)
 
     def get(self, team: str) -> TeamFile:
@@ -110,7 +144,25 @@ class TeamStore:
         The caller's own copy; read from disk only when the file (or an
         activity record) changed since this process last read it.
         """
+        row = team_row(self.home, team)
+        if row is not None:
+            found = row.require()
+            activities = row.activities()
+            return lay_activity(found, activities.get)
         return self.view.get(team)
+
+    def current(self, team: str) -> TeamFile:
+        """The team file as last read (shared: do not change it); see ``Roster``."""
+        row = team_row(self.home, team)
+        return row.require() if row is not None else self.view.current(team)
+
+    def watcher(self, team: str) -> ChangeWatcher:
+        """Wakes when the team (who is active) or a member's activity (busy, idle) changes; close it when done."""
+        row = team_row(self.home, team)
+        if row is not None:
+            return row.watcher()
+        directory = self.home.team_dir(team)
+        return watch_dirs(ensure_dir(directory / "activity"), directory)
 
     def roster(self, team: str) -> Roster:
         """A reader of ``team``'s file that reads it again only when it changed (see ``Roster``)."""
@@ -122,7 +174,8 @@ class TeamStore:
         NotFoundError if there is no such team; CorruptFileError if its file
         does not parse (left in place) or was moved aside as corrupt.
         """
-        return self.view.read_file(team)
+        row = team_row(self.home, team)
+        return row.require() if row is not None else self.view.read_file(team)
 
     def exists(self, team: str) -> bool:
         return self._file(team).exists()
@@ -138,6 +191,10 @@ class TeamStore:
         the old record (it is on the path from a message to the turn, twice a
         turn); a power loss only loses a stale busy/idle.
         """
+        row = team_row(self.home, team)
+        if row is not None:
+            row.set_activity(name, activity)
+            return
         path = self.home.activity_path(team, name)
         data = encode_json(ActivityCodec().encode(activity))
         try:
@@ -167,6 +224,12 @@ class TeamStore:
             return current
 
         removed = self.modify(team, check)
+        row = team_row(self.home, team)
+        if row is not None:
+            row.delete()
+            forget(self.home, team)
+            shutil.rmtree(self.home.team_dir(team), ignore_errors=True)  # its logs and transcripts here
+            return removed
         tomb = self.home.teams_dir / f".deleted-{team}-{now_ms()}"
         os.replace(self.home.team_dir(team), tomb)
         self.view.forget(self.home.config_path(team))
@@ -249,7 +312,7 @@ class Roster:
         self._team = team
 
     def current(self) -> TeamFile:
-        return self._store.view.current(self._team)
+        return self._store.current(self._team)
 
 
 def _require_member(team_file: TeamFile, team: str, name: str) -> Member:

@@ -33,13 +33,11 @@ from swarm.agent.hooks.permission_hooks import notify
 from swarm.agent.limits import Interrupted
 from swarm.core.clock import now_ms
 from swarm.core.frames import IdleNotification, PlanApprovalRequest, ShutdownRejected
-from swarm.core.home import ensure_dir
 from swarm.core.names import LEAD_NAME
 from swarm.core.permlog import PermissionEvent
 from swarm.core.tasks import TaskStore
 from swarm.core.teams import TeamStore
 from swarm.core.text import flat
-from swarm.core.watch import watch_dirs
 from swarm.errors import ConflictError, SwarmError
 from swarm.interactive.focus import Focus
 from swarm.interactive.questions import Desk, PersonAnswer, Question
@@ -262,8 +260,7 @@ class Chat:
                         watcher.close()
                     watcher, watching = None, team
                     if team is not None and TeamStore(self.lead.home).exists(team):
-                        directory = self.lead.home.team_dir(team)  # config.json: who is active; activity/: busy, idle
-                        watcher = watch_dirs(ensure_dir(directory / "activity"), directory)
+                        watcher = TeamStore(self.lead.home).watcher(team)  # who is active; busy, idle
                 if watcher is None:
                     self._team_event.wait(WATCH_WAIT)
                     continue

@@ -50,6 +50,7 @@ from swarm.core.names import LEAD_NAME, validate_name
 from swarm.core.permlog import PermissionEvent
 from swarm.core.protocol import CLAUDE_RUNTIME, LeadPolicy
 from swarm.core.signing import rotate_lead_key
+from swarm.core.store import check_store
 from swarm.core.teams import TeamStore
 from swarm.errors import SwarmError
 from swarm.runtime.lead_inbox import LeadInbox, LeadMessage
@@ -97,7 +98,8 @@ class LeadTeam:
             raise ToolError(f"you already lead team {self.team!r}; one team at a time (TeamDelete it first)")
         try:
             validate_name(name, "team name")
-            TeamStore(self.home).create(name, description, cwd=str(self.cwd))
+            TeamStore(self.home).create(name, description, cwd=str(self.cwd),
+                                        store=check_store(self.env.get("SWARM_STORE")))
             record_lead(self.home, name)  # before any teammate: each one watches this process
             rotate_lead_key(self.home, name)
             if self.policy is not None:

@@ -31,6 +31,7 @@ from swarm.core.members import mark_gone
 from swarm.core.names import LEAD_NAME, RESERVED_NAMES, agent_id, validate_name
 from swarm.core.protocol import CLAUDE_RUNTIME, Author, InboxEntry, Member, TeamFile
 from swarm.core.signing import verify_key_arg
+from swarm.core.store import locate
 from swarm.core.teams import TeamStore
 from swarm.errors import BackendError, SwarmError, UsageError
 from swarm.models.catalog import check_name
@@ -95,6 +96,9 @@ def spawn(home: Home, request: SpawnRequest, env: Mapping[str, str]) -> Member:
 def spawn_reporting(home: Home, request: SpawnRequest, env: Mapping[str, str]) -> Spawned:
     """``spawn``, also returning the warnings met on the way."""
     _check(request)
+    if request.runtime == CLAUDE_RUNTIME and locate(home, request.team) is not None:
+        raise UsageError(f"team {request.team!r} keeps its state in PostgreSQL, and a Claude Code teammate reads "
+                         f"and writes files only; use a file team (the default) for Claude Code teammates")
     binary = _check_claude(request, env) if request.runtime == CLAUDE_RUNTIME else None
     TeamStore(home).get(request.team)
     reap_dead(home, request.team)  # a dead member of the same name may be replaced

@@ -24,6 +24,7 @@ from swarm.core.permlog import PermissionEvent, PermissionLog
 from swarm.core.protocol import CLAUDE_RUNTIME, LeadPolicy, RuleLists, TeamFile, command_author
 from swarm.core.signing import rotate_lead_key
 from swarm.core.tasks import TaskStore
+from swarm.core.store import check_store
 from swarm.core.teams import TeamStore
 from swarm.errors import ConflictError, SwarmError
 from swarm.models.credentials import find_credentials
@@ -66,7 +67,7 @@ def start_team(home: Home, spec: UpFile, *, cwd: Path, env: Mapping[str, str],
     spec.check_paths(cwd)
     _check_claude_members(spec, env)
     created = not TeamStore(home).exists(name)
-    _prepare_team(home, spec, cwd)
+    _prepare_team(home, spec, cwd, env)
     if lead:
         record_lead(home, name)
     else:
@@ -130,7 +131,7 @@ def _undo_start(home: Home, spec: UpFile, env: Mapping[str, str], *, created: bo
         TeamStore(home).delete(name, force=True)
 
 
-def _prepare_team(home: Home, spec: UpFile, cwd: Path) -> None:
+def _prepare_team(home: Home, spec: UpFile, cwd: Path, env: Mapping[str, str]) -> None:
     teams = TeamStore(home)
     name = spec.team.name
     if teams.exists(name):
@@ -139,7 +140,8 @@ def _prepare_team(home: Home, spec: UpFile, cwd: Path) -> None:
         if live:
             raise ConflictError(f"team {name!r} is already up ({', '.join(live)} running); `swarm down {name}` first")
     else:
-        teams.create(name, spec.team.description, cwd=str(cwd))
+        teams.create(name, spec.team.description, cwd=str(cwd),
+                     store=check_store(spec.team.store or env.get("SWARM_STORE")))
         rotate_lead_key(home, name)
 
     def configure(team: TeamFile) -> None:

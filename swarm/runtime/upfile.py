@@ -104,6 +104,19 @@ class LeadTable(_Strict):
 class TeamTable(_Strict):
     name: str
     description: str | None = None
+    store: str | None = None
+    """Where the team keeps its state: ``files`` (the default) or a ``postgresql://…`` URL (``swarm.core.store``);
+    ``SWARM_STORE`` when absent."""
+
+    @field_validator("store")
+    @classmethod
+    def _store(cls, value: str | None) -> str | None:
+        from swarm.core.store import check_store
+
+        try:
+            return check_store(value) or value
+        except UsageError as exc:
+            raise ValueError(str(exc)) from None
 
     @field_validator("name")
     @classmethod
@@ -239,5 +252,10 @@ def _first_error(exc: ValidationError) -> str:
         message = "unknown field (check the spelling; see `swarm up --help` for the format)"
     elif err["type"] == "missing":
         message = "required field is missing"
-    return f"{where}: {message}" + (f" (got {err['input']!r})" if err["type"] not in ("missing", "extra_forbidden")
-                                    and not isinstance(err.get("input"), dict) else "")
+    shown = err.get("input")
+    if err["loc"][-1:] == ("store",) and isinstance(shown, str):  # a database URL may carry a password
+        from swarm.core.store import redacted
+
+        shown = redacted(shown)
+    return f"{where}: {message}" + (f" (got {shown!r})" if err["type"] not in ("missing", "extra_forbidden")
+                                    and not isinstance(shown, dict) else "")

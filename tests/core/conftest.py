@@ -160,10 +160,10 @@ class Workers:
 
 
 @pytest.fixture
-def team(home: Home) -> Home:
-    """``home`` with team ``crew`` (team-lead + ``bob``); returns the home."""
+def team(home: Home, team_store: str | None) -> Home:
+    """``home`` with team ``crew`` (team-lead + ``bob``), in files or in ``team_store``'s database; returns the home."""
     store = TeamStore(home)
-    store.create(TEAM, cwd=str(home.root))
+    store.create(TEAM, cwd=str(home.root), store=team_store)
     store.add_member(TEAM, Member(agent_id=f"{RECIPIENT}@{TEAM}", name=RECIPIENT))
     return home
 

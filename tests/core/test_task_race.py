@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from swarm.core.home import Home
 from swarm.core.tasks import TaskStore
+from tests.conftest import both_stores
 
 if TYPE_CHECKING:
     from conftest import Workers  # tests/core/conftest.py; only for annotations
@@ -101,6 +102,7 @@ def start_all(workers: Workers, body: str, args: list[list[object]]) -> None:
         assert worker.join(30) == 0, worker.stderr()
 
 
+@both_stores
 def test_eight_processes_claim_twenty_tasks_each_exactly_once(team: Home, workers: Workers, tmp_path: Path) -> None:
     store = TaskStore(team, TEAM)
     for i in range(1, TASKS + 1):
@@ -123,6 +125,7 @@ def test_eight_processes_claim_twenty_tasks_each_exactly_once(team: Home, worker
     assert store.claimable() == [] and store.create("after").id == str(TASKS + 1)
 
 
+@both_stores
 def test_concurrent_creates_and_deletes_hand_out_every_id_once(team: Home, workers: Workers,
                                                                 tmp_path: Path) -> None:
     per_worker = 6

@@ -26,6 +26,7 @@ from swarm.runtime.lead_pump import LeadPump
 from swarm.runtime.lead_inbox import LeadInbox, LeadMessage, catch_up
 from swarm.runtime.up import stop_team
 from tests.cli.conftest import SWARM_EXE
+from tests.conftest import both_stores
 from tests.teammate.conftest import REFUSER, teammate_pids, wait_status
 
 T = "2026-12-01T10:00:00.000Z"
@@ -36,6 +37,7 @@ def _members(home: Home, team: str, *names: str) -> None:
         TeamStore(home).add_member(team, Member(agent_id=f"{name}@{team}", name=name, is_active=True))
 
 
+@both_stores
 def test_what_reaches_the_lead_is_recorded_once_in_order_for_every_subscriber(home: Home, team: str) -> None:
     _members(home, team, "w")
     mailbox = Mailbox(home, team)
@@ -56,6 +58,7 @@ def test_what_reaches_the_lead_is_recorded_once_in_order_for_every_subscriber(ho
     inbox.close()
 
 
+@both_stores
 def test_two_threads_collecting_at_once_lose_nothing_and_record_nothing_twice(home: Home, team: str) -> None:
     _members(home, team, "w")
     mailbox = Mailbox(home, team)
@@ -84,6 +87,7 @@ def test_two_threads_collecting_at_once_lose_nothing_and_record_nothing_twice(ho
     assert heard == inbox.messages
 
 
+@both_stores
 def test_a_process_that_is_not_the_leads_records_without_taking(home: Home, team: str) -> None:
     _members(home, team, "w")
     mailbox = Mailbox(home, team)
@@ -123,6 +127,7 @@ def test_claude_code_requests_reach_the_desk_through_the_one_consumer_only(home:
     assert len(permission_desk.pending(home, team)) == 2  # recorded once
 
 
+@both_stores
 def test_a_shutdown_hears_the_answer_the_coordinators_pump_took(
         home: Home, team: str, tmp_path: Path, start: Callable[..., Member]) -> None:
     """The coordinator pumps on its own thread, woken by whatever arrives, while a shutdown waits on the same

@@ -69,9 +69,10 @@ def tmux_socket() -> Iterator[str]:
 
 
 @pytest.fixture
-def team(home: Home, tmp_path: Path) -> Iterator[str]:
-    """Team ``t`` in a fresh home; every teammate process still alive at teardown is killed."""
-    TeamStore(home).create("t")
+def team(home: Home, tmp_path: Path, team_store: str | None) -> Iterator[str]:
+    """Team ``t`` in a fresh home (in files, or in ``team_store``'s database); every teammate process still alive
+    at teardown is killed."""
+    TeamStore(home).create("t", store=team_store)
     yield "t"
     for member in TeamStore(home).get("t").members if TeamStore(home).exists("t") else []:
         if member.pid and member.name != "team-lead" and psutil.pid_exists(member.pid):

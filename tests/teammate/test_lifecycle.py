@@ -28,6 +28,7 @@ from swarm.errors import ConflictError
 from swarm.runtime.shutdown import shutdown
 from swarm.runtime.status import team_status
 from tests.backends.helpers import retry_until
+from tests.conftest import both_stores
 from tests.teammate.conftest import teammate_pids, wait_status
 
 BACKENDS = ["subprocess", "tmux"]
@@ -48,6 +49,7 @@ def _panes(socket: str) -> list[str]:
     return out.stdout.split() if out.returncode == 0 else []
 
 
+@both_stores
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_three_teammates_answer_and_shut_down(backend: str, home: Home, team: str, tmux_socket: str,
                                              start: Callable[..., Member]) -> None:
@@ -81,6 +83,7 @@ def test_three_teammates_answer_and_shut_down(backend: str, home: Home, team: st
         assert member.is_active is False and member.status == "stopped"
 
 
+@both_stores
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_teammate_that_ignores_shutdown_is_killed(backend: str, home: Home, team: str, tmux_socket: str,
                                                   stubborn_playbook: Path, start: Callable[..., Member]) -> None:
@@ -96,6 +99,7 @@ def test_teammate_that_ignores_shutdown_is_killed(backend: str, home: Home, team
     assert member is not None and member.is_active is False
 
 
+@both_stores
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_kill_dash_nine_is_detected_and_reported_once(backend: str, home: Home, team: str,
                                                        start: Callable[..., Member]) -> None:

@@ -13,6 +13,7 @@ from swarm.core.protocol import Member
 from swarm.runtime.permission_desk import pending
 from tests.backends.helpers import retry_until
 from tests.cli.conftest import SWARM_EXE
+from tests.conftest import both_stores
 from tests.agent.permissions.conftest import tool_results
 
 
@@ -20,6 +21,7 @@ def swarm(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(SWARM_EXE), *args], capture_output=True, text=True, timeout=60, env=dict(os.environ))
 
 
+@both_stores
 def test_list_approve_deny_and_errors(home: Home, team: str, workdir: Path, start: Callable[..., Member]) -> None:
     start("a", "run touch a.txt")
     start("b", "run touch b.txt")

@@ -27,14 +27,16 @@ from swarm.core.protocol import Member
 from swarm.core.tasks import TaskStore
 from swarm.core.teams import TeamStore
 
+from tests.conftest import both_stores
+
 from .conftest import Call
 
 TEAM = "crew"
 @pytest.fixture
-def team_ctx(home: Home, ctx: ToolContext) -> ToolContext:
-    """``ctx`` as alice of team ``crew`` (team-lead, alice, bob)."""
+def team_ctx(home: Home, ctx: ToolContext, team_store: str | None) -> ToolContext:
+    """``ctx`` as alice of team ``crew`` (team-lead, alice, bob), in files or in ``team_store``'s database."""
     teams = TeamStore(home)
-    teams.create(TEAM, cwd=str(home.root))
+    teams.create(TEAM, cwd=str(home.root), store=team_store)
     for name in ("alice", "bob"):
         teams.add_member(TEAM, Member(agent_id=f"{name}@{TEAM}", name=name, is_active=True))
     ctx.with_team(TEAM, "alice", Mailbox(home, TEAM))
@@ -73,6 +75,7 @@ def test_an_agent_without_a_team_is_told_so(call: Call) -> None:
     assert refused(call, TaskCreate(), subject="x", description="y").startswith("no team: ")
 
 
+@both_stores
 def test_create_list_and_get(team_ctx: ToolContext, call: Call, store: TaskStore) -> None:
     assert call(TaskCreate(), subject="Write the parser", description="in parse.py",
                 activeForm="Writing the parser", metadata={"area": "core"}) == \
@@ -87,6 +90,7 @@ def test_create_list_and_get(team_ctx: ToolContext, call: Call, store: TaskStore
         "Description: in parse.py\nBlocks: #2\nMetadata: {\"area\": \"core\"}")
 
 
+@both_stores
 def test_a_claim_is_one_update_and_a_second_claimer_hears_who_holds_it(team_ctx: ToolContext, call: Call,
                                                                           store: TaskStore) -> None:
     call(TaskCreate(), subject="a", description="")
@@ -98,6 +102,7 @@ def test_a_claim_is_one_update_and_a_second_claimer_hears_who_holds_it(team_ctx:
     assert store.get("1").owner == "alice"
 
 
+@both_stores
 def test_a_claim_of_a_blocked_task_names_the_open_blockers(team_ctx: ToolContext, call: Call,
                                                            store: TaskStore) -> None:
     for subject in ("a", "b", "c"):
@@ -113,6 +118,7 @@ def test_a_claim_of_a_blocked_task_names_the_open_blockers(team_ctx: ToolContext
     assert call(TaskList()).splitlines()[2] == "#3 [pending] c blocked by #2"
 
 
+@both_stores
 def test_giving_a_task_to_a_teammate_sends_them_the_assignment(team_ctx: ToolContext, call: Call,
                                                                home: Home, store: TaskStore) -> None:
     call(TaskCreate(), subject="Review the API", description="look at api.py")
@@ -128,6 +134,7 @@ def test_giving_a_task_to_a_teammate_sends_them_the_assignment(team_ctx: ToolCon
     assert assignments(home, "alice") == [] and len(assignments(home, "bob")) == 1
 
 
+@both_stores
 def test_setting_oneself_as_owner_is_checked_like_a_claim(team_ctx: ToolContext, call: Call,
                                                           store: TaskStore) -> None:
     for subject in ("a", "b", "c"):
@@ -163,6 +170,7 @@ def test_an_owner_who_is_not_a_member_is_refused_with_nothing_changed(team_ctx: 
     assert (store.get("1").owner, store.get("1").subject) == (None, "a")
 
 
+@both_stores
 def test_an_empty_owner_clears_it_and_deleted_deletes(team_ctx: ToolContext, call: Call, store: TaskStore) -> None:
     call(TaskCreate(), subject="a", description="")
     call(TaskCreate(), subject="b", description="")
@@ -174,6 +182,7 @@ def test_an_empty_owner_clears_it_and_deleted_deletes(team_ctx: ToolContext, cal
     assert refused(call, TaskGet(), taskId="1").startswith("no task 1 in team 'crew'")
 
 
+@both_stores
 def test_a_cycle_and_a_bad_id_come_back_as_tool_errors(team_ctx: ToolContext, call: Call) -> None:
     call(TaskCreate(), subject="a", description="")
     call(TaskCreate(), subject="b", description="")
@@ -191,6 +200,7 @@ def test_a_corrupt_task_file_is_one_warning_line_in_the_list(team_ctx: ToolConte
     assert len(lines) == 2 and lines[1].startswith("warning: task 2 of team 'crew' did not parse and was left in place ")
 
 
+@both_stores
 def test_a_completion_is_recorded_when_taskupdate_sets_it_and_only_while_it_holds(
         team_ctx: ToolContext, store: TaskStore, call: Call) -> None:
     """``ctx.turn.completed_tasks`` is what a teammate's idle notification reports: the tasks it completed and holds."""

@@ -1,0 +1,32 @@
+"""Database URLs as errors and logs may show them: never with a password."""
+
+from __future__ import annotations
+
+import re
+
+_USERINFO = re.compile(r"^(?P<scheme>[a-z][a-z0-9+.-]*://)(?P<user>[^:@/]*):(?P<password>[^@/]*)@", re.I)
+_QUERY_PASSWORD = re.compile(r"(?P<key>[?&]password=)[^&]*", re.I)
+_KEYWORD_PASSWORD = re.compile(r"(?P<key>\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.I)
+
+
+def redact_url(url: str) -> str:
+    """``postgresql://user:secret@host/db`` -> ``postgresql://user:***@host/db`` (also ``?password=``)."""
+    text = _USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:***@", url)
+    return _QUERY_PASSWORD.sub(lambda m: f"{m['key']}***", text)
+
+
+def redact_text(text: str, url: str) -> str:
+    """``text`` (a driver's error message) with the password of ``url`` and any ``password=…`` blanked."""
+    found = _USERINFO.match(url)
+    secrets = [found["password"]] if found and found["password"] else []
+    query = re.search(r"[?&]password=([^&]*)", url, re.I)
+    if query and query[1]:
+        secrets.append(query[1])
+    from urllib.parse import unquote
+
+    for secret in secrets:
+        for form in {secret, unquote(secret)}:
+            if form:
+                text = text.replace(form, "***")
+    text = text.replace(url, redact_url(url))
+    return _KEYWORD_PASSWORD.sub(lambda m: f"{m['key']}***", text)
