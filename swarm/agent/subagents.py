@@ -326,7 +326,8 @@ def run_child(host: AgentHost, parent: ToolContext, plan: ChildPlan, cancel: thr
         identity = replace(parent.identity, cwd=workdir, write_roots=roots, spawnable=plan.spawnable, subagent=True,
                            fork=parent.identity.fork or plan.fork)  # state of the run: compaction cannot drop it
         ctx = ToolContext(identity, services=AgentServices(mailbox=parent.services.mailbox, agents=host, models=models,
-                                                           session_tasks=parent.services.session_tasks),
+                                                           session_tasks=parent.services.session_tasks,
+                                                           sandbox=parent.services.sandbox),
                           turn=TurnState(cancel=cancel, granted_rules=list(plan.granted_rules),
                                          completed_tasks=parent.turn.completed_tasks))
         stack.callback(stop_background, ctx)

@@ -21,6 +21,7 @@ from pydantic import BaseModel
 from swarm.agent.permissions.describe import describe
 from swarm.agent.permissions.paths import anchored
 from swarm.agent.permissions.policy import CallFacts, RuleSet, decide
+from swarm.agent.sandbox import sandbox_facts
 from swarm.agent.permissions.rules import parse_rules, suggest
 from swarm.agent.tool_api.base import Tool
 from swarm.agent.tool_api.context import ToolContext, ToolError
@@ -153,9 +154,10 @@ class PersonGate:
         return view
 
     def authorize(self, tool: Tool[BaseModel], args: BaseModel, tool_use_id: str, ctx: ToolContext) -> BaseModel:
-        facts = CallFacts(tool=tool.name, args=args.model_dump(mode="json", by_alias=True, exclude_none=True),
-                          read_only=tool.read_only, cwd=ctx.identity.cwd, write_roots=ctx.identity.write_roots,
-                          rules_cwd=self.cwd)
+        dumped = args.model_dump(mode="json", by_alias=True, exclude_none=True)
+        facts = CallFacts(tool=tool.name, args=dumped, read_only=tool.read_only, cwd=ctx.identity.cwd,
+                          write_roots=ctx.identity.write_roots, rules_cwd=self.cwd,
+                          **sandbox_facts(ctx.services.sandbox, tool.name, dumped, ctx.identity.cwd))
         own = RuleSet(allow=tuple(parse_rules([*self.granted, *ctx.turn.granted_rules])))
         decision = decide(facts, self._mode, self.rules.merged(own))
         if decision.verdict == "allow":

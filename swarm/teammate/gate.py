@@ -34,6 +34,7 @@ from swarm.agent.permissions.rules import (
     suggest,
 )
 from swarm.agent.permissions.settings import rules_of
+from swarm.agent.sandbox import sandbox_facts
 from swarm.agent.tool_api.base import Tool
 from swarm.agent.tool_api.context import ToolContext, ToolError
 from swarm.agent.transcript import Transcript
@@ -81,9 +82,10 @@ class TeammateGate:
     # -- ToolGate ----------------------------------------------------------------
 
     def authorize(self, tool: Tool[BaseModel], args: BaseModel, tool_use_id: str, ctx: ToolContext) -> BaseModel:
-        facts = CallFacts(tool=tool.name, args=args.model_dump(mode="json", by_alias=True, exclude_none=True),
-                          read_only=tool.read_only, cwd=ctx.identity.cwd, write_roots=ctx.identity.write_roots,
-                          rules_cwd=self.config.cwd)
+        dumped = args.model_dump(mode="json", by_alias=True, exclude_none=True)
+        facts = CallFacts(tool=tool.name, args=dumped, read_only=tool.read_only, cwd=ctx.identity.cwd,
+                          write_roots=ctx.identity.write_roots, rules_cwd=self.config.cwd,
+                          **sandbox_facts(ctx.services.sandbox, tool.name, dumped, ctx.identity.cwd))
         decision = decide(facts, self.mode, self._rules(ctx.turn.granted_rules))
         if decision.verdict == "allow":
             return args

@@ -25,7 +25,8 @@ from swarm.agent.conversation import Conversation
 from swarm.agent.peer_messages import wrap
 from swarm.agent.instructions import context_block
 from swarm.agent.loop import AgentSpec, Arrivals, RunningAgent, run_agent
-from swarm.agent.permissions.settings import settings_rules
+from swarm.agent.permissions.settings import settings_rules, settings_sandbox
+from swarm.agent.sandbox import Sandbox, effective_sandbox, open_sandbox
 from swarm.agent.skills import parse_slash
 from swarm.agent.tool_api.context import AgentIdentity, AgentServices, ToolContext
 from swarm.agent.tools.skill_tool import expand_slash
@@ -99,6 +100,7 @@ class TeammateSession:
             lambda path: self.transcript.event("settings_allow_ignored", path=str(path)), env=env),
             self.lifecycle, self.lead)
         self.env = env
+        self.sandbox = _open_sandbox(config, home, self.teams, env)
         untrusted = untrusted_warning(config.cwd, env)
         if untrusted is not None:  # the teammate runs on without the project's configuration: say so, once
             log.warning(untrusted)
@@ -116,7 +118,7 @@ class TeammateSession:
             AgentIdentity(cwd=config.cwd, name=config.name, team=config.team, write_roots=agent.write_roots,
                           pane_id=self.pane_id, backend_type=config.backend, color=config.color,
                           spawnable=agent.spawnable),
-            services=AgentServices(mailbox=self.mailbox, models=provider, agents=teammate_host(
+            services=AgentServices(mailbox=self.mailbox, models=provider, sandbox=self.sandbox, agents=teammate_host(
                 config, home, self.catalogs, env, mailbox=self.mailbox, provider=provider,
                 make_provider=lambda chosen: make(chosen), gate=self.gate)))
         self.omit_instructions = agent.omit_instructions
@@ -171,6 +173,8 @@ class TeammateSession:
                 self.ctx.services.agents.background.stop_all()
             self.spec.provider.close()
             _stop_children()
+            if self.sandbox is not None:
+                self.sandbox.close()
             self.lifecycle.gone(self.usage, killed_by)
             self.transcript.event("left", usage=self.usage.model_dump(), killed_by=killed_by)
 
@@ -325,3 +329,13 @@ def _stop_children() -> None:
     """Whatever the teammate's tools started (a Bash command cut short, background jobs) ends with it."""
     for child in psutil.Process().children(recursive=False):
         kill_tree(child.pid, CHILD_GRACE)
+
+
+def _open_sandbox(config: TeammateConfig, home: Home, teams: TeamStore, env: Mapping[str, str]) -> Sandbox | None:
+    """The teammate's Bash sandbox: its cwd's settings files (as the team recorded them), the team's and its own
+    ``sandbox`` (``--sandbox``, ``[sandbox]``); None when off or unavailable (then a warning in its log)."""
+    team = teams.get(config.team)
+    member = team.member(config.name)
+    policy = effective_sandbox(settings_sandbox(config.cwd, team.settings_digests or {}, env=env), team.sandbox,
+                               member.sandbox if member is not None else None)
+    return open_sandbox(policy, env=env, home=home, team=config.team, warn=log.warning)

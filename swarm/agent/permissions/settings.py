@@ -12,6 +12,12 @@ team first looked, e.g. by a teammate — and says so (a log line and the
 restrict. To adopt an edited settings file, create a new team (or grant the
 rules through the team file or ``--allowed-tools``).
 
+The same digest rule holds for a settings file's ``sandbox`` key
+(``settings_sandbox``): from a file that matches its recorded digest it
+counts whole; from one changed since, only where it narrows (it can turn the
+sandbox on or add denied paths and domains, never turn it off or allow more:
+``core.sandbox_config.narrowed``).
+
 Settings files are project configuration: in a folder that is not trusted
 (``swarm.agent.trust``), or one the current user does not own, none is read.
 """
@@ -32,6 +38,7 @@ from swarm.agent.permissions.policy import RuleSet
 from swarm.agent.permissions.rules import parse_rules
 from swarm.agent.trust import is_trusted
 from swarm.core.protocol import RuleLists, TeamFile
+from swarm.core.sandbox_config import SandboxSettings, layered
 from swarm.errors import UsageError
 
 log = logging.getLogger(__name__)
@@ -84,6 +91,30 @@ def settings_rules(cwd: Path, recorded: Mapping[str, str], changed: Callable[[Pa
             rules = RuleSet(deny=rules.deny, ask=rules.ask)
         merged = merged.merged(rules)
     return merged
+
+
+def settings_sandbox(cwd: Path, recorded: Mapping[str, str], *, env: Mapping[str, str]
+                     ) -> tuple[SandboxSettings, SandboxSettings]:
+    """The ``sandbox`` settings under ``cwd``: (from files as recorded, from files changed since — narrowing only).
+
+    Missing files are fine; a file whose ``sandbox`` does not parse is a UsageError. Nothing in an untrusted folder.
+    """
+    trusted, changed = SandboxSettings(), SandboxSettings()
+    paths = [path for path in _settings_paths(cwd) if path.is_file()]
+    if paths and not (owned_by_user(cwd) and is_trusted(cwd, env)):
+        return trusted, changed
+    for path in paths:
+        data = _bytes(path)
+        try:
+            doc = json.loads(data)
+            found = SandboxSettings.model_validate(doc.get("sandbox") or {})
+        except (ValueError, ValidationError, AttributeError) as exc:
+            raise UsageError(f"{path}: invalid sandbox settings ({exc}); fix or remove the file") from exc
+        if recorded.get(str(path)) == hashlib.sha256(data).hexdigest():
+            trusted = layered(trusted, found)
+        else:
+            changed = layered(changed, found)
+    return trusted, changed
 
 
 def _settings_paths(cwd: Path) -> list[Path]:
