@@ -230,6 +230,9 @@ class TeamFile(CamelWire):
     settings_digests: dict[str, str] | None = None
     """Settings file path -> sha256 (or ``absent``) as the lead side first saw it; allow rules of a
     file that no longer matches are ignored (``agent/permissions/settings.py``)."""
+    settings_sandbox: dict[str, SandboxSettings] | None = None
+    """Settings file path -> its ``sandbox`` key as the lead side first saw it (recorded with its digest): what
+    still counts of a file changed since, under whatever narrowing the change adds."""
     sandbox: SandboxSettings | None = None
     """The team's ``sandbox`` settings (Claude Code's shape: ``core/sandbox_config.py``), on top of the settings
     files'; written by the lead side only (``swarm up``'s ``[sandbox]``, ``--sandbox``)."""

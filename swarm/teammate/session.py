@@ -336,6 +336,6 @@ def _open_sandbox(config: TeammateConfig, home: Home, teams: TeamStore, env: Map
     ``sandbox`` (``--sandbox``, ``[sandbox]``); None when off or unavailable (then a warning in its log)."""
     team = teams.get(config.team)
     member = team.member(config.name)
-    policy = effective_sandbox(settings_sandbox(config.cwd, team.settings_digests or {}, env=env), team.sandbox,
-                               member.sandbox if member is not None else None)
+    files = settings_sandbox(config.cwd, team.settings_digests or {}, env=env, recorded_sandbox=team.settings_sandbox)
+    policy = effective_sandbox(files, team.sandbox, member.sandbox if member is not None else None)
     return open_sandbox(policy, env=env, home=home, team=config.team, warn=log.warning)

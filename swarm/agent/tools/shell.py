@@ -85,8 +85,8 @@ class BashInput(ToolInput):
         description="Start the command in the background and return at once with its pid and a log "
         "file to Read for its output. Use for servers and other long-running processes.",
     )
-    dangerously_disable_sandbox: bool = Field(
-        default=False, alias="dangerouslyDisableSandbox",
+    dangerously_disable_sandbox: bool | NoneOmitted = Field(
+        default=None, alias="dangerouslyDisableSandbox",
         description="Run this command outside the sandbox (when one is on). It then needs approval like any "
         "unsandboxed command; use only when the sandbox stops a command that must run.",
     )
@@ -112,12 +112,12 @@ class BashTool(Tool[BashInput]):
 
     def run(self, args: BashInput, ctx: ToolContext) -> str:
         sandbox = ctx.services.sandbox
-        refusal = sandbox.refusal(args.dangerously_disable_sandbox) if sandbox is not None else None
+        refusal = sandbox.refusal(bool(args.dangerously_disable_sandbox)) if sandbox is not None else None
         if refusal is not None:
             raise ToolError(f"not run: {refusal}")
         boxed = (sandbox.enter(self._shell, args.command, ctx.identity.cwd, ctx.identity.write_roots,
                                background=args.run_in_background)
-                 if sandbox is not None and sandbox.runs_sandboxed(args.command, args.dangerously_disable_sandbox,
+                 if sandbox is not None and sandbox.runs_sandboxed(args.command, bool(args.dangerously_disable_sandbox),
                                                                    ctx.identity.cwd) else None)
         argv = boxed.argv if boxed is not None else [self._shell, "-c", args.command]
         if args.run_in_background:
