@@ -24,6 +24,7 @@ from swarm.agent.executor import ToolGate
 from swarm.agent.instructions import context_block
 from swarm.agent.limits import Limits
 from swarm.agent.loop import AgentRun, AgentSpec, Arrivals, RunningAgent, run_agent
+from swarm.agent.sandbox import Sandbox
 from swarm.agent.skills import SkillCatalog
 from swarm.agent.subagents import AgentHost, forks_enabled
 from swarm.agent.tool_api.processes import stop_background
@@ -158,14 +159,16 @@ class MainSession:
     conversation recorded in ``transcript``; ``gate`` decides the agent's
     (and its subagents') tool calls — none: every call runs. ``tasks`` is the
     session's own task list, for the task tools while the agent is in no team.
+    ``sandbox``: where its (and its subagents') Bash commands run; ``close`` closes it.
     """
 
     def __init__(self, provider: ModelProvider, *, cwd: Path, limits: Limits, main: MainOptions,
                  transcript: Path | None = None, confine_writes: bool = True,
                  cancel: threading.Event | None = None, extra_tools: Sequence[Tool[Any]] = (),
                  team_control: TeamControl | None = None, resume: bool = False,
-                 gate: ToolGate | None = None, tasks: TaskStore | None = None) -> None:
+                 gate: ToolGate | None = None, tasks: TaskStore | None = None, sandbox: Sandbox | None = None) -> None:
         self.main = main
+        self.sandbox = sandbox
         self.cwd = cwd
         models = TurnModel(provider, main.make_provider, main.env)
         agent = assemble(main.definition, Seat(role="main", cwd=cwd, env=main.env, skills=main.skills, note=main.note),
@@ -184,7 +187,7 @@ class MainSession:
                               note=main.note, effort=agent.effort)
         self.ctx = ToolContext(AgentIdentity(cwd=cwd, write_roots=agent.write_roots, spawnable=agent.spawnable),
                                services=AgentServices(team_control=team_control, agents=self.host, models=models,
-                                                      session_tasks=tasks),
+                                                      session_tasks=tasks, sandbox=sandbox),
                                turn=TurnState(cancel=cancel or threading.Event()))
         self.spec = AgentSpec(provider=models, tools=agent.tools, system=agent.system, gate=agent.gate,
                               effort=agent.effort,
@@ -221,6 +224,8 @@ class MainSession:
     def close(self) -> None:
         self.host.background.stop_all()
         stop_background(self.ctx)
+        if self.sandbox is not None:
+            self.sandbox.close()
 
     def _serve(self) -> AgentRun:
         run = _serve(self.spec, self.conversation, self.ctx, self.host, self.sink)

@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from swarm.agent.permissions.rules import allow_cover, parse_rules
+from swarm.agent.permissions.settings import settings_digests, settings_sandbox
 from swarm.backends.sandbox import SandboxSpec, check, stand_ins, tidy, wrap
 from swarm.backends.sandbox_proxy import SandboxProxy
 from swarm.core.home import Home
@@ -84,6 +85,15 @@ def effective_sandbox(files: tuple[SandboxSettings, SandboxSettings], *layers: S
     for layer in layers:
         stacked = layered(stacked, layer)
     return resolved(narrowed(stacked, changed))
+
+
+def own_sandbox(cwd: Path, env: Mapping[str, str], *, flag: bool, home: Home | None = None,
+                warn: Callable[[str], None] | None = None) -> Sandbox | None:
+    """The sandbox of a process's own agent (``swarm run``): ``cwd``'s settings files as they are now (the person
+    runs there), ``--sandbox`` on top."""
+    policy = effective_sandbox(settings_sandbox(cwd, settings_digests(cwd), env=env),
+                               SandboxSettings(enabled=True) if flag else None)
+    return open_sandbox(policy, env=env, home=home, warn=warn)
 
 
 def open_sandbox(policy: ResolvedSandbox, *, env: Mapping[str, str], home: Home | None = None,

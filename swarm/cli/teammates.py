@@ -68,7 +68,7 @@ from swarm.runtime.worktrees import Worktree
 @click.option("--claude-bin", metavar="PATH", default=None,
               help="The claude binary for --runtime claude [default: $SWARM_CLAUDE_BIN, else claude on PATH].")
 @click.option("--sandbox", is_flag=True,
-              help="Run the teammate's Bash commands in the OS sandbox (bubblewrap; see `swarm sandbox check`).")
+              help="Run the teammate's Bash commands in the OS sandbox (bubblewrap; `swarm doctor` checks it runs here).")
 @tmux_socket_option
 @trust_option
 @json_option
