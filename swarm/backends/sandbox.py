@@ -41,8 +41,8 @@ from pathlib import Path
 INSIDE_PROXY_PORT = 3128
 """The port the proxy bridge listens on inside the sandbox (its loopback is its own)."""
 INSTALL_HINT = "install it with `apt-get install bubblewrap socat` (Debian/Ubuntu) or `dnf install bubblewrap socat`"
-_BRIDGE_WAIT = 200
-"""Checks (10 ms apart) for socat's listening socket before the command starts anyway."""
+_BRIDGE_WAIT = 1000
+"""Checks (a read of ``/proc/net/tcp``, then 2 ms) for socat's listening socket before the command starts anyway."""
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,8 @@ def wrap(spec: SandboxSpec, shell: str, command: str, *, bwrap: str = "bwrap", s
         argv += ["--setenv", name, value]
     if spec.proxy_socket is None:
         return [*argv, "--", shell, "-c", command]
-    return [*argv, "--", shell, "-c", _bridged(spec.proxy_socket, socat) + ' exec "$0" -c "$1"', shell, command]
+    bash = shutil.which("bash") or shell
+    return [*argv, "--", bash, "-c", _bridged(spec.proxy_socket, socat) + ' exec "$0" -c "$1"', shell, command]
 
 
 def stand_ins(spec: SandboxSpec) -> list[Path]:
@@ -130,13 +131,14 @@ def check(bwrap: str = "bwrap", socat: str = "socat", *, network: bool = True) -
 
 
 def _bridged(socket_path: Path, socat: str) -> str:
-    """Shell text that starts the socat bridge in the background and waits until it listens."""
-    port_hex = f":{INSIDE_PROXY_PORT:04X} "
+    """Bash text that starts the socat bridge in the background and waits until it listens (``read``, a
+    builtin, checks; a busy loop without the sleep starves socat on a loaded machine); then the command starts."""
+    port_hex = f"*':{INSIDE_PROXY_PORT:04X} 00000000:0000 0A'*"
     listen = f"TCP-LISTEN:{INSIDE_PROXY_PORT},bind=127.0.0.1,fork,reuseaddr"
     return (f"{shlex.quote(socat)} {listen} UNIX-CONNECT:{shlex.quote(str(socket_path))} "
             "</dev/null >/dev/null 2>&1 & "
-            f"i=0; while [ $i -lt {_BRIDGE_WAIT} ] && ! grep -q {shlex.quote(port_hex)} /proc/net/tcp; "
-            "do sleep 0.01; i=$((i+1)); done;")
+            f"i=0; until read -r -d '' t </proc/net/tcp; [[ $t == {port_hex} ]] || [ $i -ge {_BRIDGE_WAIT} ]; "
+            "do i=$((i+1)); sleep 0.002; done; unset i t;")
 
 
 def _net_env(spec: SandboxSpec) -> dict[str, str]:
