@@ -28,8 +28,9 @@ owner of bubblewrap, ``swarm.backends.sandbox``:
   services outside the sandbox through;
 - network: only through the proxy (``swarm.backends.sandbox_proxy``), which
   lets ``allowedDomains`` through, refuses ``deniedDomains``, and asks
-  ``ask_domain`` (if any) about the rest — else refuses them with a 403 that
-  says how to allow one.
+  ``ask_domain`` (if any: a teammate's gate rules on ``WebFetch(domain:HOST)``
+  and asks the lead) about the rest — else refuses them with a 403 that says
+  how to allow one. A host approved once stays approved for the agent's life.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel
 
 from swarm.agent.permissions.rules import allow_cover, parse_rules
 from swarm.agent.permissions.settings import settings_digests, settings_sandbox
@@ -67,6 +70,23 @@ CONFIG_DIRS = (".claude", ".swarm")
 """The project configuration directories; one that does not exist stays missing (read-only and empty) inside."""
 WORKTREE_WRITABLE = ("objects", "refs", "logs")
 """What a linked worktree's commit writes in the main repository's ``.git`` besides its own metadata."""
+
+
+NETWORK_TOOL = "WebFetch"
+"""The tool a sandboxed command's network access is asked and ruled as: ``WebFetch(domain:HOST)``, as in Claude
+Code, allows ``HOST`` (``permissions.rules``)."""
+
+
+class NetworkInput(BaseModel):
+    """What a permission request for a sandboxed command's connection carries."""
+
+    url: str
+
+
+def network_input(host: str, port: int) -> dict[str, Any]:
+    """``http://host``, ``https://host``, or ``tcp://host:port`` for any other port."""
+    shown = {80: f"http://{host}", 443: f"https://{host}"}.get(port, f"tcp://{host}:{port}")
+    return {"url": shown}
 
 
 def sandbox_facts(sandbox: Sandbox | None, tool: str, args: Mapping[str, Any], cwd: Path) -> dict[str, Any]:
@@ -133,6 +153,7 @@ class Sandbox:
         self._lock = threading.Lock()
         self._running = 0
         self._made: set[Path] = set()
+        self._asked_yes: set[str] = set()
         self._excluded = parse_rules([_as_rule(p) for p in policy.excluded_commands])
 
     # -- per call --------------------------------------------------------------
@@ -202,7 +223,10 @@ class Sandbox:
             return "it is in sandbox.network.deniedDomains"
         if _matches(host, self.policy.allowed_domains):
             return None
+        if host in self._asked_yes:
+            return None
         if self.ask_domain is not None and self.ask_domain(host, port):
+            self._asked_yes.add(host)  # approved once: for the rest of this agent's life (always: a rule too)
             return None
         return (f"{host} is not in sandbox.network.allowedDomains; add it there (or to the team's [sandbox.network] "
                 "allowedDomains) to allow it")

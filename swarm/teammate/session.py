@@ -100,7 +100,7 @@ class TeammateSession:
             lambda path: self.transcript.event("settings_allow_ignored", path=str(path)), env=env),
             self.lifecycle, self.lead)
         self.env = env
-        self.sandbox = _open_sandbox(config, home, self.teams, env)
+        self.sandbox = _open_sandbox(config, home, self.teams, env, self.gate)
         untrusted = untrusted_warning(config.cwd, env)
         if untrusted is not None:  # the teammate runs on without the project's configuration: say so, once
             log.warning(untrusted)
@@ -331,11 +331,13 @@ def _stop_children() -> None:
         kill_tree(child.pid, CHILD_GRACE)
 
 
-def _open_sandbox(config: TeammateConfig, home: Home, teams: TeamStore, env: Mapping[str, str]) -> Sandbox | None:
+def _open_sandbox(config: TeammateConfig, home: Home, teams: TeamStore, env: Mapping[str, str],
+                  gate: TeammateGate) -> Sandbox | None:
     """The teammate's Bash sandbox: its cwd's settings files (as the team recorded them), the team's and its own
-    ``sandbox`` (``--sandbox``, ``[sandbox]``); None when off or unavailable (then a warning in its log)."""
+    ``sandbox`` (``--sandbox``, ``[sandbox]``); None when off or unavailable (then a warning in its log). A host
+    not allowed is ruled and asked about by the gate, as a ``WebFetch(domain:HOST)`` call."""
     team = teams.get(config.team)
     member = team.member(config.name)
     files = settings_sandbox(config.cwd, team.settings_digests or {}, env=env, recorded_sandbox=team.settings_sandbox)
     policy = effective_sandbox(files, team.sandbox, member.sandbox if member is not None else None)
-    return open_sandbox(policy, env=env, home=home, team=config.team, warn=log.warning)
+    return open_sandbox(policy, env=env, home=home, team=config.team, warn=log.warning, ask_domain=gate.ask_network)

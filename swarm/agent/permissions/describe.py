@@ -49,6 +49,8 @@ def _real(tool: str, args: dict[str, Any], cwd: Path) -> str:
         return f"edit {_path(args.get('file_path'), cwd)}"
     if tool == "Read":
         return f"read {_path(args.get('file_path'), cwd)}"
+    if tool == "WebFetch":
+        return f"connect to {visible(str(args.get('url', '')))}"
     if tool in ("Grep", "Glob"):
         return f"{tool.lower()} {visible(repr(args.get('pattern', '')))} in {_path(args.get('path') or '.', cwd)}"
     shown = {k: v for k, v in args.items() if k != "description"}
