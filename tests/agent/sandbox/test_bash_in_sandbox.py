@@ -8,11 +8,12 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import psutil
 import pytest
 
 from swarm.agent.sandbox import Sandbox
 from swarm.agent.tool_api.context import AgentIdentity, AgentServices, ToolContext, ToolError
-from swarm.agent.tools import BashTool, stop_command
+from swarm.agent.tools import BashTool, stop_background, stop_command
 from swarm.core.sandbox_config import ResolvedSandbox
 from tests.agent.sandbox.conftest import Place, git, needs_bwrap
 
@@ -130,3 +131,21 @@ def test_excluded_commands_run_unsandboxed(place: Place, sandbox: Sandbox) -> No
     assert not sandbox.runs_sandboxed("make-outside", False, place.worktree)
     assert sandbox.runs_sandboxed("make-outside; touch /x", False, place.worktree)  # every part must be excluded
     assert sandbox.runs_sandboxed("make", False, place.worktree)
+
+
+def test_a_background_command_runs_sandboxed_and_stops_with_its_whole_tree(place: Place, sandbox: Sandbox) -> None:
+    ctx = ToolContext(AgentIdentity(cwd=place.worktree, write_roots=[place.worktree]),
+                      services=AgentServices(sandbox=sandbox))
+    tool = BashTool()
+    tool.run(tool.input_model.model_validate({
+        "command": f"touch {place.outside}/bg-escaped; echo started > bg.txt; sleep 60 & sleep 60",
+        "run_in_background": True}), ctx)
+    [proc] = ctx.background
+    deadline = time.monotonic() + 10
+    while not (place.worktree / "bg.txt").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    tree = [proc.pid, *(c.pid for c in psutil.Process(proc.pid).children(recursive=True))]
+    assert len(tree) >= 4  # bwrap, its init, the shell, two sleeps
+    stop_background(ctx)
+    assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in tree)
+    assert (place.worktree / "bg.txt").exists() and not (place.outside / "bg-escaped").exists()
