@@ -17,10 +17,13 @@ owner of bubblewrap, ``swarm.backends.sandbox``:
   temp directory of the sandbox's own, and for a git worktree its metadata in
   the main repository (``.git/worktrees/<name>``, ``objects``, ``refs``,
   ``logs``) so ``git commit`` works;
+- pinned (bound onto itself, so it cannot be moved aside): each root's
+  ``.git`` directory;
 - read-only inside those: the permission layer's protected files
-  (``paths.PROTECTED``: settings, ``.claude``/``.swarm`` agents, skills and
-  commands, ``.git`` config and hooks, a worktree's ``.git`` file and its
-  ``commondir``/``gitdir``), and ``denyWrite``;
+  (``paths.PROTECTED``): each root's ``.claude`` and ``.swarm`` whole
+  (settings, agents, skills, commands; an empty stand-in when missing),
+  ``.git`` config and hooks, a worktree's ``.git`` file and its
+  ``commondir``/``gitdir``; and ``denyWrite``;
 - hidden: ``denyRead`` plus ``DEFAULT_DENY_READ`` under ``$HOME`` (keys and
   cloud credentials), the swarm home's parts that are not this team's
   (other teams, sessions, the CLI server's socket, every team's lead key),
@@ -47,12 +50,20 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from swarm.agent.permissions.rules import allow_cover, parse_rules
+from swarm.agent.permissions.policy import RuleSet
+from swarm.agent.permissions.rules import Rule, allow_cover, parse_rules
 from swarm.agent.permissions.settings import settings_digests, settings_sandbox
 from swarm.backends.sandbox import SandboxSpec, check, stand_ins, tidy, wrap
 from swarm.backends.sandbox_proxy import SandboxProxy
 from swarm.core.home import Home
-from swarm.core.sandbox_config import ResolvedSandbox, SandboxSettings, layered, narrowed, resolved
+from swarm.core.sandbox_config import (
+    ResolvedSandbox,
+    SandboxFilesystem,
+    SandboxSettings,
+    layered,
+    narrowed,
+    resolved,
+)
 from swarm.core.signing import KEY_FILE
 from swarm.errors import UsageError
 
@@ -64,10 +75,10 @@ DEFAULT_DENY_READ = ("~/.ssh", "~/.aws", "~/.config/gcloud", "~/.azure", "~/.gnu
 READ_ONLY_FILES = (".claude/settings.json", ".claude/settings.local.json", ".swarm/settings.json",
                    ".claude/CLAUDE.md", ".git/config", ".git/config.worktree")
 """Protected files (``paths.PROTECTED``) kept read-only inside a writable root when they exist."""
-READ_ONLY_DIRS = (".claude/agents", ".claude/skills", ".claude/commands", ".swarm/agents", ".swarm/skills")
-"""Protected directories kept read-only inside a writable root, made (empty) when missing so none can be created."""
 CONFIG_DIRS = (".claude", ".swarm")
-"""The project configuration directories; one that does not exist stays missing (read-only and empty) inside."""
+"""The project configuration directories (settings, agents, skills, commands): read-only inside a writable root
+whole, and one that does not exist is an empty read-only stand-in, so no configuration file can appear; a write
+root inside one (an agent's memory directory) stays writable."""
 WORKTREE_WRITABLE = ("objects", "refs", "logs")
 """What a linked worktree's commit writes in the main repository's ``.git`` besides its own metadata."""
 
@@ -95,6 +106,29 @@ def sandbox_facts(sandbox: Sandbox | None, tool: str, args: Mapping[str, Any], c
         return {}
     command, disable = str(args.get("command", "")), bool(args.get("dangerouslyDisableSandbox"))
     return {"sandboxed": sandbox.auto_allowed(command, disable, cwd), "sandbox_refusal": sandbox.refusal(disable) or ""}
+
+
+def rule_paths(rules: RuleSet) -> SandboxSettings:
+    """The filesystem part Claude Code merges from permission rules: ``Edit(path)`` allow rules add to
+    ``allowWrite``, ``Edit(path)`` deny rules to ``denyWrite``, ``Read(path)`` deny rules to ``denyRead``.
+    ``//abs`` is absolute, ``~/x`` under ``$HOME``, ``/x`` and ``x`` relative to the cwd; a trailing ``/**`` is the
+    directory; other globs are skipped."""
+    def paths(found: Sequence[Rule], tool: str) -> list[str] | None:
+        out = [_rule_path(r.content) for r in found if r.tool == tool and r.content]
+        return [p for p in out if p is not None] or None
+
+    return SandboxSettings(filesystem=SandboxFilesystem(
+        allow_write=paths(rules.allow, "Edit"), deny_write=paths(rules.deny, "Edit"),
+        deny_read=paths(rules.deny, "Read")))
+
+
+def _rule_path(content: str) -> str | None:
+    path = content.removesuffix("/**")
+    if any(c in path for c in "*?["):
+        return None
+    if path.startswith("//"):
+        return path[1:]
+    return path if path.startswith("~/") else path.lstrip("/") or "."
 
 
 def effective_sandbox(files: tuple[SandboxSettings, SandboxSettings], *layers: SandboxSettings | None
@@ -198,22 +232,25 @@ class Sandbox:
                 self._made.clear()
 
     def spec(self, cwd: Path, roots: Sequence[Path] | None) -> SandboxSpec:
-        base = [cwd.resolve(), *(Path(r).resolve() for r in roots or [])]
+        """What a call in ``cwd`` by an agent with write roots ``roots`` may write, may not, and may not read.
+
+        The protections of a project (its ``.claude``, ``.swarm``, ``.git``) apply in the cwd and each write root
+        (not in a write root inside another's ``.claude``, a memory directory, nor in ``allowWrite`` paths)."""
+        base = list(dict.fromkeys([cwd.resolve(), *(Path(r).resolve() for r in roots or [])]))
+        projects = [r for r in base if not any(r.is_relative_to(o / top) for o in base for top in CONFIG_DIRS)]
         writable = list(dict.fromkeys([*base, *self._paths(self.policy.allow_write, cwd)]))
         read_only: list[Path] = [*self._paths(self.policy.deny_write, cwd)]
         read_only_dirs: list[Path] = []
-        for root in writable:
+        for root in projects:
             meta, fixed = _git_metadata(root)
             writable += meta
             read_only += fixed + [root / name for name in READ_ONLY_FILES]
-            for top in CONFIG_DIRS:  # missing: an empty read-only stand-in, so no settings file can appear
-                read_only_dirs += [root / top] if not (root / top).exists() else [
-                    root / name for name in READ_ONLY_DIRS if name.startswith(top + "/")]
+            read_only_dirs += [root / top for top in CONFIG_DIRS]  # missing: an empty read-only stand-in
             if (root / ".git").is_dir():
                 read_only_dirs.append(root / ".git" / "hooks")
         return SandboxSpec(writable=writable, read_only=read_only, read_only_dirs=read_only_dirs,
-                           hidden=self._hidden(cwd, writable), proxy_socket=self._proxy_socket(),
-                           tmp_dir=self.tmp_dir)
+                           pinned=[root / ".git" for root in projects], hidden=self._hidden(cwd, writable),
+                           proxy_socket=self._proxy_socket(), tmp_dir=self.tmp_dir)
 
     # -- network -----------------------------------------------------------------
 

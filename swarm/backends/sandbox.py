@@ -7,6 +7,9 @@ settings: ``swarm.agent.sandbox``) and a command into the argv to start:
   ``/proc``;
 - ``writable`` paths bound read-write on top (the cwd or worktree, the
   session's temp directory, ``allowWrite``, a worktree's git metadata);
+- ``pinned`` directories bound onto themselves (a mount point cannot be
+  renamed or removed: ``.git`` and ``.claude`` stay where the read-only
+  binds inside them are);
 - ``read_only`` paths bound read-only again on top of those (the permission
   layer's protected files, ``denyWrite``); a protected *directory* that does
   not exist yet gets an empty read-only one, so a command cannot create it
@@ -54,6 +57,9 @@ class SandboxSpec:
     """Paths inside ``writable`` that stay read-only (protected files, ``denyWrite``)."""
     read_only_dirs: Sequence[Path] = ()
     """Directories that must stay read-only even if they do not exist yet (``.claude``, ``.git/hooks``)."""
+    pinned: Sequence[Path] = ()
+    """Directories inside ``writable`` bound onto themselves, so a command can neither rename nor replace them
+    (``.git``, ``.claude``: moving one aside would shed the read-only binds inside it)."""
     hidden: Sequence[Path] = ()
     proxy_socket: Path | None = None
     """The network proxy's Unix socket (outside); None: no network."""
@@ -70,6 +76,9 @@ def wrap(spec: SandboxSpec, shell: str, command: str, *, bwrap: str = "bwrap", s
     writable = _existing([*spec.writable, *([spec.tmp_dir] if spec.tmp_dir else [])])
     for path in writable:
         argv += ["--bind", str(path), str(path)]
+    for path in _existing(spec.pinned):
+        if path.is_dir() and not path.is_symlink():
+            argv += ["--bind", str(path), str(path)]
     for path in _existing(spec.read_only):
         argv += ["--ro-bind", str(path), str(path)]
     for path in _unique(spec.read_only_dirs):
@@ -77,6 +86,10 @@ def wrap(spec: SandboxSpec, shell: str, command: str, *, bwrap: str = "bwrap", s
             argv += ["--ro-bind", str(path), str(path)]
         elif not path.exists() and _under(path, writable):  # an empty read-only stand-in (its mount point stays)
             argv += ["--tmpfs", str(path), "--remount-ro", str(path)]
+    fixed = [*_unique(spec.read_only), *_unique(spec.read_only_dirs)]
+    for path in writable:  # a write root inside a read-only directory (a memory directory in .claude)
+        if any(path != ro and path.is_relative_to(ro) for ro in fixed):
+            argv += ["--bind", str(path), str(path)]
     for path in _existing(spec.hidden):
         argv += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
     for name, value in {**spec.env, **_net_env(spec), **({"TMPDIR": str(spec.tmp_dir)} if spec.tmp_dir else {})

@@ -119,6 +119,10 @@ class TeammateGate:
         view.mode = mode
         return view
 
+    def rules(self) -> RuleSet:
+        """The rules in force now (settings, team, member, grants), without a skill's for-the-turn ones."""
+        return self._rules()
+
     def _rules(self, for_now: list[str] | None = None) -> RuleSet:
         """Settings, team and member rules, grants from the lead, and ``for_now`` (an active skill's allowed-tools)."""
         team = self.team.current()

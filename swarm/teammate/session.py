@@ -26,7 +26,7 @@ from swarm.agent.peer_messages import wrap
 from swarm.agent.instructions import context_block
 from swarm.agent.loop import AgentSpec, Arrivals, RunningAgent, run_agent
 from swarm.agent.permissions.settings import settings_rules, settings_sandbox
-from swarm.agent.sandbox import Sandbox, effective_sandbox, open_sandbox
+from swarm.agent.sandbox import Sandbox, effective_sandbox, open_sandbox, rule_paths
 from swarm.agent.skills import parse_slash
 from swarm.agent.tool_api.context import AgentIdentity, AgentServices, ToolContext
 from swarm.agent.tools.skill_tool import expand_slash
@@ -335,9 +335,11 @@ def _open_sandbox(config: TeammateConfig, home: Home, teams: TeamStore, env: Map
                   gate: TeammateGate) -> Sandbox | None:
     """The teammate's Bash sandbox: its cwd's settings files (as the team recorded them), the team's and its own
     ``sandbox`` (``--sandbox``, ``[sandbox]``); None when off or unavailable (then a warning in its log). A host
-    not allowed is ruled and asked about by the gate, as a ``WebFetch(domain:HOST)`` call."""
+    not allowed is ruled and asked about by the gate, as a ``WebFetch(domain:HOST)`` call. Its ``Edit``/``Read``
+    path rules count as ``allowWrite``/``denyWrite``/``denyRead``, as in Claude Code."""
     team = teams.get(config.team)
     member = team.member(config.name)
     files = settings_sandbox(config.cwd, team.settings_digests or {}, env=env, recorded_sandbox=team.settings_sandbox)
-    policy = effective_sandbox(files, team.sandbox, member.sandbox if member is not None else None)
+    policy = effective_sandbox(files, rule_paths(gate.rules()), team.sandbox,
+                               member.sandbox if member is not None else None)
     return open_sandbox(policy, env=env, home=home, team=config.team, warn=log.warning, ask_domain=gate.ask_network)

@@ -81,11 +81,15 @@ def test_git_commit_in_a_linked_worktree_works(place: Place, bash: Any) -> None:
 
 
 def test_protected_files_stay_read_only_inside_the_worktree(place: Place, bash: Any) -> None:
+    (place.worktree / ".claude" / "agents").mkdir(parents=True)
     for attack in ("mkdir -p .claude/agents/x", "echo '{}' > .claude/settings.json && false",
+                   "mv .claude moved && mkdir -p .claude/agents && touch .claude/agents/evil.md",
+                   f"mv {place.repo}/.git/hooks h", f"cd {place.repo} && mv .git g",
                    "echo 'gitdir: /tmp' > .git", f"git config --file {place.repo}/.git/config alias.x '!true'",
                    f"echo hook > {place.repo}/.git/hooks/pre-commit"):
         fails(bash, attack)
     assert not (place.worktree / ".claude" / "settings.json").exists()
+    assert not (place.worktree / "moved").exists() and list((place.worktree / ".claude" / "agents").iterdir()) == []
     assert (place.worktree / ".git").read_text().startswith("gitdir: " + str(place.repo))
     assert "alias" not in (place.repo / ".git" / "config").read_text()
 
@@ -149,3 +153,15 @@ def test_a_background_command_runs_sandboxed_and_stops_with_its_whole_tree(place
     stop_background(ctx)
     assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in tree)
     assert (place.worktree / "bg.txt").exists() and not (place.outside / "bg-escaped").exists()
+
+
+def test_a_memory_directory_inside_claude_stays_writable(place: Place, sandbox: Sandbox) -> None:
+    memory = place.worktree / ".claude" / "agent-memory" / "reviewer"
+    memory.mkdir(parents=True)
+    ctx = ToolContext(AgentIdentity(cwd=place.worktree, write_roots=[place.worktree, memory]),
+                      services=AgentServices(sandbox=sandbox))
+    tool = BashTool()
+    tool.run(tool.input_model.model_validate({"command": f"echo note > {memory}/MEMORY.md"}), ctx)
+    assert (memory / "MEMORY.md").read_text() == "note\n"
+    with pytest.raises(ToolError, match="Read-only file system"):
+        tool.run(tool.input_model.model_validate({"command": "touch .claude/settings.local.json"}), ctx)

@@ -15,7 +15,7 @@ from swarm.agent.permissions.policy import CallFacts, RuleSet, decide
 from swarm.agent.permissions.rules import parse_rules
 from swarm.agent.permissions.settings import record_settings, settings_digests, settings_sandbox
 from swarm.core.protocol import TeamFile
-from swarm.agent.sandbox import Sandbox, effective_sandbox, open_sandbox, sandbox_facts
+from swarm.agent.sandbox import Sandbox, effective_sandbox, open_sandbox, rule_paths, sandbox_facts
 from swarm.core.sandbox_config import ResolvedSandbox, SandboxSettings
 from swarm.errors import UsageError
 
@@ -142,3 +142,11 @@ def test_an_unavailable_sandbox_warns_with_the_fix_or_fails_when_asked_to(tmp_pa
     with pytest.raises(UsageError, match="failIfUnavailable"):
         open_sandbox(ON.model_copy(update={"fail_if_unavailable": True}), env={}, bwrap=missing)
     assert open_sandbox(ResolvedSandbox(), env={}) is None  # off: nothing to say
+
+
+def test_edit_and_read_rules_count_as_sandbox_paths_as_in_claude_code() -> None:
+    rules = RuleSet(allow=tuple(parse_rules(["Edit(//srv/cache/**)", "Edit(src/*.py)", "Bash(make:*)"])),
+                    deny=tuple(parse_rules(["Edit(config/prod.yml)", "Read(~/secrets/**)"])))
+    policy = effective_sandbox((SandboxSettings(), SandboxSettings()), rule_paths(rules))
+    assert policy.allow_write == ("/srv/cache",)  # a glob that is not a whole directory is skipped
+    assert policy.deny_write == ("config/prod.yml",) and policy.deny_read == ("~/secrets",)
