@@ -142,12 +142,14 @@ def effective_sandbox(files: tuple[SandboxSettings, SandboxSettings], *layers: S
 
 
 def own_sandbox(cwd: Path, env: Mapping[str, str], *, flag: bool, home: Home | None = None,
-                warn: Callable[[str], None] | None = None) -> Sandbox | None:
+                warn: Callable[[str], None] | None = None,
+                ask_domain: Callable[[str, int], bool] | None = None) -> Sandbox | None:
     """The sandbox of a process's own agent (``swarm run``): ``cwd``'s settings files as they are now (the person
-    runs there), ``--sandbox`` on top."""
+    runs there), ``--sandbox`` on top; ``ask_domain``: who is asked about a host not allowed (the person, in the
+    interactive session; none headless)."""
     policy = effective_sandbox(settings_sandbox(cwd, settings_digests(cwd), env=env),
                                SandboxSettings(enabled=True) if flag else None)
-    return open_sandbox(policy, env=env, home=home, warn=warn)
+    return open_sandbox(policy, env=env, home=home, warn=warn, ask_domain=ask_domain)
 
 
 def open_sandbox(policy: ResolvedSandbox, *, env: Mapping[str, str], home: Home | None = None,

@@ -69,10 +69,12 @@ def run_chat(home: Home, *, resume: str | None, permission_mode: str, model: str
                     sandbox=SandboxSettings(enabled=True) if sandbox else None)
     own_rules = settings_rules(workdir, settings_digests(workdir), env=env).merged(
         RuleSet(allow=tuple(parse_rules(list(allow))), deny=tuple(parse_rules(list(deny)))))
+    gate = PersonGate(desk, own_rules, permission_mode, cwd=workdir)
     session = MainSession(provider, cwd=workdir, main=main, transcript=stored.transcript, resume=resume is not None,
                           limits=Limits(), confine_writes=not allow_writes_outside_cwd, extra_tools=team_tools(lead),
-                          team_control=lead, tasks=TaskStore.of_session(home, stored.id), gate=PersonGate(desk, own_rules, permission_mode, cwd=workdir),
-                          sandbox=own_sandbox(workdir, env, flag=sandbox, home=home, warn=view.warn))
+                          team_control=lead, tasks=TaskStore.of_session(home, stored.id), gate=gate,
+                          sandbox=own_sandbox(workdir, env, flag=sandbox, home=home, warn=view.warn,
+                                              ask_domain=gate.ask_network))
     chat = Chat(session, lead, view, desk, stored.id)
     relay.target = chat.stream
     commands = Commands(chat, lambda chosen: make_provider(expand_alias(chosen, env), playbook=None, env=env,
@@ -95,6 +97,7 @@ def run_chat(home: Home, *, resume: str | None, permission_mode: str, model: str
             view.note("interrupted")
         finally:
             stops.ignore()  # the shutdown below is not cut short by another Ctrl-C, SIGTERM or SIGHUP
+            gate.closed.set()  # a network question from the sandbox's proxy stops waiting
             try:
                 for line in chat.close():
                     view.note(f"kept: {line}")
