@@ -72,9 +72,9 @@ log = logging.getLogger(__name__)
 DEFAULT_DENY_READ = ("~/.ssh", "~/.aws", "~/.config/gcloud", "~/.azure", "~/.gnupg", "~/.kube", "~/.docker",
                      "~/.netrc", "~/.git-credentials", "~/.config/gh")
 """Credentials no sandboxed command reads, whatever the settings say."""
-READ_ONLY_FILES = (".claude/settings.json", ".claude/settings.local.json", ".swarm/settings.json",
-                   ".claude/CLAUDE.md", ".git/config", ".git/config.worktree")
-"""Protected files (``paths.PROTECTED``) kept read-only inside a writable root when they exist."""
+READ_ONLY_FILES = (".git/config", ".git/config.worktree")
+"""Protected files (``paths.PROTECTED``) kept read-only inside a writable root when they exist (``.claude`` and
+``.swarm`` are read-only whole: ``CONFIG_DIRS``)."""
 CONFIG_DIRS = (".claude", ".swarm")
 """The project configuration directories (settings, agents, skills, commands): read-only inside a writable root
 whole, and one that does not exist is an empty read-only stand-in, so no configuration file can appear; a write
@@ -123,11 +123,13 @@ def rule_paths(rules: RuleSet) -> SandboxSettings:
 
 
 def _rule_path(content: str) -> str | None:
-    path = content.removesuffix("/**")
+    absolute = content.startswith("//")
+    path = content[2:] if absolute else content
+    path = "" if path == "**" else path.removesuffix("/**")
     if any(c in path for c in "*?["):
         return None
-    if path.startswith("//"):
-        return path[1:]
+    if absolute:
+        return "/" + path
     return path if path.startswith("~/") else path.lstrip("/") or "."
 
 

@@ -150,3 +150,5 @@ def test_edit_and_read_rules_count_as_sandbox_paths_as_in_claude_code() -> None:
     policy = effective_sandbox((SandboxSettings(), SandboxSettings()), rule_paths(rules))
     assert policy.allow_write == ("/srv/cache",)  # a glob that is not a whole directory is skipped
     assert policy.deny_write == ("config/prod.yml",) and policy.deny_read == ("~/secrets",)
+    anywhere = rule_paths(RuleSet(allow=tuple(parse_rules(["Edit(//**)", "Edit(/**)"]))))
+    assert anywhere.filesystem is not None and anywhere.filesystem.allow_write == ["/", "."]
