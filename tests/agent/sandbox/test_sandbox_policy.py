@@ -15,7 +15,14 @@ from swarm.agent.permissions.policy import CallFacts, RuleSet, decide
 from swarm.agent.permissions.rules import parse_rules
 from swarm.agent.permissions.settings import record_settings, settings_digests, settings_sandbox
 from swarm.core.protocol import TeamFile
-from swarm.agent.sandbox import Sandbox, effective_sandbox, open_sandbox, rule_paths, sandbox_facts
+from swarm.agent.sandbox import (
+    Sandbox,
+    effective_sandbox,
+    network_input,
+    open_sandbox,
+    rule_paths,
+    sandbox_facts,
+)
 from swarm.core.sandbox_config import ResolvedSandbox, SandboxSettings
 from swarm.errors import UsageError
 
@@ -152,3 +159,16 @@ def test_edit_and_read_rules_count_as_sandbox_paths_as_in_claude_code() -> None:
     assert policy.deny_write == ("config/prod.yml",) and policy.deny_read == ("~/secrets",)
     anywhere = rule_paths(RuleSet(allow=tuple(parse_rules(["Edit(//**)", "Edit(/**)"]))))
     assert anywhere.filesystem is not None and anywhere.filesystem.allow_write == ["/", "."]
+
+
+def test_network_access_is_ruled_as_webfetch_domain_rules(tmp_path: Path) -> None:
+    rules = RuleSet(allow=tuple(parse_rules(["WebFetch(domain:*.pythonhosted.org)", "WebFetch(domain:pypi.org)"])),
+                    deny=tuple(parse_rules(["WebFetch(domain:evil.test)"])))
+
+    def verdict(host: str, port: int = 443) -> str:
+        call = CallFacts("WebFetch", network_input(host, port), read_only=False, cwd=tmp_path)
+        return decide(call, "default", rules).verdict
+
+    assert verdict("files.pythonhosted.org") == verdict("pypi.org") == "allow"
+    assert verdict("evil.test", 80) == "deny" and verdict("pypi.org.evil.test") == "ask"
+    assert verdict("pythonhosted.org") == "ask"  # *.domain covers subdomains only
