@@ -258,13 +258,13 @@ def claude_env(home: Home, env: Mapping[str, str], config: Path, token: str | No
 
 
 def launch_spec(home: Home, member: Member, team: str, *, binary: Path, lead_session: str | None,
-                env: Mapping[str, str], log_path: Path) -> LaunchSpec:
-    """Everything the pane needs to run ``member`` as a Claude Code teammate (its config dir made ready)."""
+                env: Mapping[str, str], log_path: Path, team_sandbox: SandboxSettings | None = None) -> LaunchSpec:
+    """Everything the pane needs to run ``member`` as a Claude Code teammate (its config dir made ready);
+    ``team_sandbox``: the team's ``sandbox`` settings, under the member's own."""
     cwd = Path(member.cwd)
     config = config_dir(home, env)
     if not home_is_user_config(home, env):
         seed_config(config, cwd, env)
-    team_sandbox = TeamStore(home).get(team).sandbox
     sandbox = layered(team_sandbox, member.sandbox) if team_sandbox is not None else member.sandbox
     args = claude_args(member, team, verify_key=verify_key_arg(home, team),
                        parent_session=lead_session or str(uuid.uuid4()), sandbox=sandbox)

@@ -129,7 +129,8 @@ def _start(home: Home, request: SpawnRequest, backend: Backend, tree: worktrees.
         launch = (_launch(home, request, member, backend.name, env) if claude_bin is None else
                   claude_teammate.launch_spec(home, member, request.team, binary=claude_bin, env=env,
                                               lead_session=teams.get(request.team).lead_session_id,
-                                              log_path=home.log_path(request.team, request.name)))
+                                              log_path=home.log_path(request.team, request.name),
+                                              team_sandbox=teams.get(request.team).sandbox))
         handle = backend.start(launch)
     except (SwarmError, OSError):
         _undo(home, request.team, _Made(member, replaced, prompt, inbox_existed))
