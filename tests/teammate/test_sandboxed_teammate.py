@@ -6,6 +6,7 @@ so."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import threading
@@ -21,7 +22,6 @@ from swarm.core.sandbox_config import SandboxSettings
 from swarm.core.teams import TeamStore
 from swarm.runtime.permission_desk import approve, pending
 from swarm.runtime.spawn import SpawnRequest, spawn
-from tests.agent.permissions.conftest import tool_results
 from tests.agent.sandbox.conftest import git, needs_bwrap
 from tests.backends.helpers import retry_until
 
@@ -44,6 +44,20 @@ tool_calls = [{ name = "Bash", input = { command = "{cmd}" } }]
 [[rules.steps]]
 text = "ran it"
 """
+
+
+def tool_results(home: Home, team: str, name: str) -> list[dict]:  # type: ignore[type-arg]
+    """The teammate's tool results so far (a line it is appending right now is not read yet)."""
+    path = home.transcript_path(team, name)
+    out = []
+    for line in path.read_text().splitlines() if path.exists() else []:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            break  # torn: being written
+        if record["kind"] == "message":
+            out += [b for b in record["message"]["content"] if b["type"] == "tool_result"]
+    return out
 
 
 class _Site(BaseHTTPRequestHandler):
