@@ -29,6 +29,7 @@ from swarm.agent.limits import Limits
 from swarm.agent.mcp.lifecycle import process_servers, require
 from swarm.agent.mcp.tools import McpToolset
 from swarm.agent.loop import AgentRun, AgentSpec, Arrivals, RunningAgent, run_agent
+from swarm.agent.sandbox import Sandbox
 from swarm.agent.skills import SkillCatalog
 from swarm.agent.subagents import AgentHost, forks_enabled
 from swarm.agent.tool_api.processes import stop_background
@@ -175,14 +176,16 @@ class MainSession:
     conversation recorded in ``transcript``; ``gate`` decides the agent's
     (and its subagents') tool calls — none: every call runs. ``tasks`` is the
     session's own task list, for the task tools while the agent is in no team.
+    ``sandbox``: where its (and its subagents') Bash commands run; ``close`` closes it.
     """
 
     def __init__(self, provider: ModelProvider, *, cwd: Path, limits: Limits, main: MainOptions,
                  transcript: Path | None = None, confine_writes: bool = True,
                  cancel: threading.Event | None = None, extra_tools: Sequence[Tool[Any]] = (),
                  team_control: TeamControl | None = None, resume: bool = False,
-                 gate: ToolGate | None = None, tasks: TaskStore | None = None) -> None:
+                 gate: ToolGate | None = None, tasks: TaskStore | None = None, sandbox: Sandbox | None = None) -> None:
         self.main = main
+        self.sandbox = sandbox
         self.cwd = cwd
         models = TurnModel(provider, main.make_provider, main.env)
         self.mcp = process_servers(cwd, main.env, main.definition, recorded=None, note=main.note)
@@ -203,7 +206,7 @@ class MainSession:
         self.hooks = load_agent_hooks(cwd, main.env, recorded=None, extra=agent.hooks, note=main.note)
         self.ctx = ToolContext(AgentIdentity(cwd=cwd, write_roots=agent.write_roots, spawnable=agent.spawnable),
                                services=AgentServices(team_control=team_control, agents=self.host, models=models,
-                                                      session_tasks=tasks, hooks=self.hooks),
+                                                      session_tasks=tasks, hooks=self.hooks, sandbox=sandbox),
                                turn=TurnState(cancel=cancel or threading.Event()))
         self.listing = (AgentListing(main.catalog, spawnable=agent.spawnable, reload=main.reload_agents)
                         if any(t.name == "Agent" for t in agent.tools) else None)
@@ -272,6 +275,8 @@ class MainSession:
             self.host.background.stop_all()
             stop_background(self.ctx)
             self.mcp.close()
+            if self.sandbox is not None:
+                self.sandbox.close()
 
     def _settle(self) -> None:
         """Before the first model call only: wait while its MCP servers start, check the required ones."""

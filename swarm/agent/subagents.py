@@ -357,7 +357,8 @@ def run_child(host: AgentHost, parent: ToolContext, plan: ChildPlan, cancel: thr
         hooks = subagent_hooks(parent.services.hooks, plan.hooks, cwd=workdir, env=host.env, agent_id=plan.id,
                                agent_type=plan.kind)
         ctx = ToolContext(identity, services=AgentServices(mailbox=parent.services.mailbox, agents=host, models=models,
-                                                           session_tasks=parent.services.session_tasks, hooks=hooks),
+                                                           session_tasks=parent.services.session_tasks, hooks=hooks,
+                                                           sandbox=parent.services.sandbox),
                           turn=TurnState(cancel=cancel, granted_rules=list(plan.granted_rules),
                                          completed_tasks=parent.turn.completed_tasks))
         stack.callback(stop_background, ctx)

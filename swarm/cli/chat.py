@@ -19,6 +19,7 @@ from swarm.agent.limits import Limits
 from swarm.agent.permissions.policy import RuleSet
 from swarm.agent.permissions.rules import parse_rules
 from swarm.agent.permissions.settings import settings_digests, settings_rules
+from swarm.agent.sandbox import own_sandbox
 from swarm.agent.tools.team_tools import team_tools
 from swarm.agent.trust import is_trusted
 from swarm.agent.trust import trust as record_trust
@@ -32,6 +33,7 @@ from swarm.cli.options import say_model, warn
 from swarm.cli.render import echo
 from swarm.core.home import Home
 from swarm.core.protocol import LeadPolicy
+from swarm.core.sandbox_config import SandboxSettings
 from swarm.core.tasks import TaskStore
 from swarm.interactive.chat import Chat
 from swarm.interactive.commands import Commands
@@ -50,7 +52,7 @@ def run_chat(home: Home, *, resume: str | None, permission_mode: str, model: str
              cwd: Path | None, agent_name: str | None, agents_json: str | None, allow: tuple[str, ...],
              deny: tuple[str, ...], backend: str, tmux_socket: str | None, teammate_playbooks: dict[str, Path],
              allow_writes_outside_cwd: bool, trust: bool, effort: Effort | None = None,
-             coordinator: bool = False) -> None:
+             coordinator: bool = False, sandbox: bool = False) -> None:
     workdir = (cwd or Path.cwd()).resolve()
     terminal = sys.stdin.isatty() and sys.stdout.isatty()
     env = _trusted_env(workdir, trust=trust, ask=terminal)
@@ -67,12 +69,16 @@ def run_chat(home: Home, *, resume: str | None, permission_mode: str, model: str
     main = setup.main_agent(stored.transcript.with_suffix(".subagents"), note=view.warn, effort=effort)
     policy = LeadPolicy(allow=list(allow), deny=list(deny)) if allow or deny else None
     lead = LeadTeam(home, env, workdir, backend=backend, tmux_socket=tmux_socket, policy=policy,
-                    playbooks=teammate_playbooks, ceiling=permission_mode, person_answers_plans=True)
+                    playbooks=teammate_playbooks, ceiling=permission_mode, person_answers_plans=True,
+                    sandbox=SandboxSettings(enabled=True) if sandbox else None)
     own_rules = settings_rules(workdir, settings_digests(workdir), env=env).merged(
         RuleSet(allow=tuple(parse_rules(list(allow))), deny=tuple(parse_rules(list(deny)))))
+    gate = PersonGate(desk, own_rules, permission_mode, cwd=workdir)
     session = MainSession(provider, cwd=workdir, main=main, transcript=stored.transcript, resume=resume is not None,
                           limits=Limits(), confine_writes=not allow_writes_outside_cwd, extra_tools=team_tools(lead),
-                          team_control=lead, tasks=TaskStore.of_session(home, stored.id), gate=PersonGate(desk, own_rules, permission_mode, cwd=workdir))
+                          team_control=lead, tasks=TaskStore.of_session(home, stored.id), gate=gate,
+                          sandbox=own_sandbox(workdir, env, flag=sandbox, home=home, warn=view.warn,
+                                              ask_domain=gate.ask_network))
     chat = Chat(session, lead, view, desk, stored.id)
     relay.target = chat.stream
     commands = Commands(chat, lambda chosen: make_provider(expand_alias(chosen, env), playbook=None, env=env,
@@ -95,6 +101,7 @@ def run_chat(home: Home, *, resume: str | None, permission_mode: str, model: str
             view.note("interrupted")
         finally:
             stops.ignore()  # the shutdown below is not cut short by another Ctrl-C, SIGTERM or SIGHUP
+            gate.closed.set()  # a network question from the sandbox's proxy stops waiting
             try:
                 for line in chat.close():
                     view.note(f"kept: {line}")

@@ -20,7 +20,9 @@ from swarm.runtime.lead_inbox import LeadMessage
 @click.option("--keep", is_flag=True, help="Keep the demo repository, home and worktrees to look at.")
 @click.option("--backend", type=click.Choice(["auto", "tmux", "subprocess"]), default="auto", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the run's JSON report instead of the account.")
-def demo(keep: bool, backend: str, as_json: bool) -> None:
+@click.option("--sandbox", is_flag=True, help="Run the teammates' Bash in the OS sandbox (bubblewrap): their "
+              "commands need no prompt, and the account says how many permission requests were left.")
+def demo(keep: bool, backend: str, as_json: bool, sandbox: bool) -> None:
     """Watch a lead model run a team, offline, in a throwaway git repo, and tell what happened.
 
     The lead (a scripted model, no API key needed) creates a team, writes a
@@ -53,7 +55,7 @@ def demo(keep: bool, backend: str, as_json: bool) -> None:
         if not as_json:
             echo("swarm demo: a lead model runs a two-person team, offline (scripted models, no API key)\n")
         with stops:
-            run = run_demo(env, backend=backend, root=root, on_message=message, on_decision=decision)
+            run = run_demo(env, backend=backend, root=root, on_message=message, on_decision=decision, sandbox=sandbox)
     except KeyboardInterrupt:
         abort(root, env)
         echo(f"\ninterrupted: stopped the demo team and removed {root}", err=True)
@@ -63,7 +65,8 @@ def demo(keep: bool, backend: str, as_json: bool) -> None:
         raise
     try:
         if as_json:
-            emit_json(run.report.model_dump(mode="json"))
+            emit_json({**run.report.model_dump(mode="json"), "sandbox": run.sandbox,
+                       "permission_requests": run.permission_requests})
         else:
             _account(run)
     finally:
@@ -105,4 +108,5 @@ def _account(run: DemoRun) -> None:
     echo(f"\n{'ok' if report.ok else 'NOT ok'}: {report.reason} in {report.elapsed_s:.1f}s · "
          f"{len(decided)} permission decisions ({by_policy} by the lead policy) · "
          f"{report.usage['tokens']} tokens (scripted estimate)")
+    echo(f"permission requests: {run.permission_requests} (Bash sandbox {'on' if run.sandbox else 'off'})")
     echo("next: swarm up teams.example/review/team.toml --headless  ·  swarm --help")

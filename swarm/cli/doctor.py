@@ -20,9 +20,10 @@ def doctor(home: Home, model: str | None, as_json: bool) -> int:
 
     Which credentials reach Claude, whether the model answers a one-token
     request (the API's own error if not), tmux, git, ripgrep, whether the
-    swarm home is writable, and whether Claude Code is installed (for mixed
-    teams). Exits 1 when something the main job needs fails; a missing
-    tmux, ripgrep or Claude Code is only a warning.
+    swarm home is writable, whether Claude Code is installed (for mixed
+    teams), and whether the Bash sandbox (bubblewrap, socat) starts here.
+    Exits 1 when something the main job needs fails; a missing tmux,
+    ripgrep, Claude Code or sandbox is only a warning.
     """
     from swarm.models.aliases import expand_alias
 

@@ -17,6 +17,7 @@ from swarm.agent.headless import MainSession, MainSetup
 from swarm.agent.limits import Limits
 from swarm.agent.permissions.policy import PERMISSION_MODES
 from swarm.agent.tool_api.context import TurnState
+from swarm.agent.sandbox import own_sandbox
 from swarm.agent.tools.team_tools import team_tools
 from swarm.agent.workspace import grant_or_refuse
 from swarm.cli.options import home_of, json_option, say_model, tmux_socket_option, trust_option, warn
@@ -24,6 +25,7 @@ from swarm.cli.render import echo, emit_json
 from swarm.core.clock import now_ms
 from swarm.core.home import Home
 from swarm.core.protocol import LeadPolicy
+from swarm.core.sandbox_config import SandboxSettings
 from swarm.core.tasks import TaskStore, task_document
 from swarm.core.teams import TeamStore
 from swarm.errors import SwarmError, UsageError
@@ -81,6 +83,8 @@ def _playbooks(ctx: click.Context, param: click.Parameter, values: tuple[str, ..
               help="Where teammates the agent starts run.")
 @tmux_socket_option
 @trust_option
+@click.option("--sandbox", is_flag=True, help="Run Bash commands (the agent's and its teammates') in the OS sandbox "
+              "(bubblewrap: writes only in the cwd or worktree, network only through swarm's proxy).")
 @click.option("--rm", "remove", is_flag=True, help="Delete the team the agent created when the run ends.")
 @click.option("--teammate-playbook", "teammate_playbooks", multiple=True, metavar="NAME=PLAYBOOK",
               callback=_playbooks, help="Run teammate NAME on the offline scripted model with PLAYBOOK (repeatable).")
@@ -92,7 +96,7 @@ def run(ctx: click.Context, prompt: str | None, resume: str | None, permission_m
         allow_writes_outside_cwd: bool, agent_name: str | None, agents_json: str | None, coordinator: bool,
         allow: tuple[str, ...],
         deny: tuple[str, ...], backend: str, tmux_socket: str | None, trust: bool, remove: bool,
-        teammate_playbooks: dict[str, Path],
+        teammate_playbooks: dict[str, Path], sandbox: bool,
         as_json: bool) -> None:
     """Talk to an agent that may lead a team: a session in the terminal, or with -p one headless run.
 
@@ -126,7 +130,7 @@ def run(ctx: click.Context, prompt: str | None, resume: str | None, permission_m
                  cwd=cwd, agent_name=agent_name, agents_json=agents_json, allow=allow, deny=deny, backend=backend,
                  tmux_socket=tmux_socket, teammate_playbooks=teammate_playbooks,
                  allow_writes_outside_cwd=allow_writes_outside_cwd, trust=trust, effort=effort,
-                 coordinator=coordinator)
+                 coordinator=coordinator, sandbox=sandbox)
         return
     if resume is not None:
         raise UsageError("--resume continues an interactive session; leave out -p")
@@ -145,11 +149,13 @@ def run(ctx: click.Context, prompt: str | None, resume: str | None, permission_m
     tasks = TaskStore.of_session(home_of(ctx), run_id)
     policy = LeadPolicy(allow=list(allow), deny=list(deny)) if allow or deny else None
     lead = LeadTeam(home_of(ctx), env, workdir, backend=backend, tmux_socket=tmux_socket, policy=policy,
-                    playbooks=teammate_playbooks, ceiling=permission_mode)
+                    playbooks=teammate_playbooks, ceiling=permission_mode,
+                    sandbox=SandboxSettings(enabled=True) if sandbox else None)
     session = MainSession(provider, cwd=workdir, main=main, transcript=transcript,
                           limits=Limits(max_turns=max_turns, max_tokens=token_budget, max_seconds=timeout),
                           confine_writes=not allow_writes_outside_cwd, extra_tools=team_tools(lead),
-                          team_control=lead, tasks=tasks)
+                          team_control=lead, tasks=tasks,
+                          sandbox=own_sandbox(workdir, env, flag=sandbox, home=home_of(ctx), warn=warn))
     stops = StopSignals(_first_interrupt(session.ctx.turn))
     try:
         with stops:

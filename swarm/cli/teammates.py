@@ -30,6 +30,7 @@ from swarm.core.fileio import open_regular
 from swarm.core.home import Home
 from swarm.core.permlog import PermissionLog
 from swarm.core.protocol import COLORS, command_author
+from swarm.core.sandbox_config import SandboxSettings
 from swarm.errors import BackendError, NotFoundError, UsageError
 from swarm.runtime.shutdown import force_stop, live_members
 from swarm.runtime.shutdown import shutdown as shutdown_teammates
@@ -72,6 +73,8 @@ from swarm.core.watch import watch_dirs
               help="swarm's own teammate, or a Claude Code CLI session in a tmux pane.")
 @click.option("--claude-bin", metavar="PATH", default=None,
               help="The claude binary for --runtime claude [default: $SWARM_CLAUDE_BIN, else claude on PATH].")
+@click.option("--sandbox", is_flag=True,
+              help="Run the teammate's Bash commands in the OS sandbox (bubblewrap; `swarm doctor` checks it runs here).")
 @tmux_socket_option
 @trust_option
 @json_option
@@ -80,7 +83,7 @@ def spawn(ctx: click.Context, name: str, team: str, prompt: str, backend: str, a
           playbook: Path | None, permission_mode: str, plan_mode_required: bool, cwd: Path | None,
           color: str | None, allowed: tuple[str, ...], disallowed: tuple[str, ...], permission_timeout: float,
           skills: tuple[str, ...], worktree: bool, base: str | None, runtime: str, claude_bin: str | None,
-          tmux_socket: str | None, trust: bool, as_json: bool) -> None:
+          sandbox: bool, tmux_socket: str | None, trust: bool, as_json: bool) -> None:
     """Start teammate NAME in the team and give it its first task.
 
     The folder's project configuration (agents, skills, settings, CLAUDE.md)
@@ -97,7 +100,8 @@ def spawn(ctx: click.Context, name: str, team: str, prompt: str, backend: str, a
                            cwd=workdir, color=color, playbook=playbook, tmux_socket=tmux_socket,
                            allowed_tools=list(allowed), disallowed_tools=list(disallowed), skills=list(skills),
                            permission_timeout=permission_timeout, worktree=worktree, base=base,
-                           runtime=runtime, claude_bin=claude_bin)
+                           runtime=runtime, claude_bin=claude_bin,
+                           sandbox=SandboxSettings(enabled=True) if sandbox else None)
     home = home_of(ctx)
     forget_dead_lead(home, team)  # a person leads from here: a lead process that died is not waited on
     spawned = spawn_reporting(home, request, env)

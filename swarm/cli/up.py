@@ -22,6 +22,7 @@ from swarm.cli.options import (
 from swarm.cli.render import echo, emit_json, one_line, table
 from swarm.core.clock import now_ms
 from swarm.core.home import Home
+from swarm.core.sandbox_config import SandboxSettings, layered
 from swarm.core.permlog import PermissionEvent, PermissionLog
 from swarm.core.teams import TeamStore
 from swarm.runtime.lead_process import StopSignals
@@ -44,12 +45,13 @@ from swarm.runtime.upfile import load_upfile
 @click.option("--cwd", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
               help="Directory members work in (their `cwd` is relative to it) [default: current directory].")
 @click.option("--offline", is_flag=True, help="Run members on their playbooks even when ANTHROPIC_API_KEY is set.")
+@click.option("--sandbox", is_flag=True, help="Turn the team's Bash sandbox on (as [sandbox] enabled = true).")
 @tmux_socket_option
 @trust_option
 @json_option
 @click.pass_context
 def up(ctx: click.Context, file: Path, detach: bool, headless: bool, timeout: float, cwd: Path | None,
-       offline: bool, tmux_socket: str | None, trust: bool, as_json: bool) -> None:
+       offline: bool, sandbox: bool, tmux_socket: str | None, trust: bool, as_json: bool) -> None:
     """Start the team described in FILE (TOML) and coordinate it until Ctrl-C (or SIGTERM, SIGHUP).
 
     FILE has a [team] table, optional [lead] / [lead.policy] / [permissions]
@@ -63,6 +65,8 @@ def up(ctx: click.Context, file: Path, detach: bool, headless: bool, timeout: fl
     """
     home = home_of(ctx)
     spec = load_upfile(file)
+    if sandbox:
+        spec.sandbox = layered(spec.sandbox or SandboxSettings(), SandboxSettings(enabled=True))
     where = (cwd or Path.cwd()).resolve()
     env = grant_or_refuse(where, os.environ, trust=trust)
     for member in spec.members:  # nothing starts unless every member's folder may apply its configuration

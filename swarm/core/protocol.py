@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, f
 from pydantic.alias_generators import to_camel
 
 from swarm.core.names import LEAD_NAME
+from swarm.core.sandbox_config import SandboxSettings
 
 CLAUDE_RUNTIME = "claude"
 """``Member.runtime`` of a teammate that is a Claude Code CLI session."""
@@ -133,6 +134,9 @@ class Member(CamelWire):
     """Main working tree of the repository holding the worktree."""
     allowed_tools: list[str] | None = None
     """Allow rules for this teammate (from --allowed-tools and `swarm approve --always`)."""
+    sandbox: SandboxSettings | None = None
+    """swarm: this teammate's ``sandbox`` settings (``--sandbox``, a ``swarm up`` member's ``[sandbox]``), on top
+    of the team's."""
     disallowed_tools: list[str] | None = None
     runtime: str | None = None
     """``claude``: a Claude Code CLI swarm started in a pane (``runtime.claude_teammate``). Claude Code
@@ -226,6 +230,12 @@ class TeamFile(CamelWire):
     settings_digests: dict[str, str] | None = None
     """Settings file path -> sha256 (or ``absent``) as the lead side first saw it; allow rules of a
     file that no longer matches are ignored (``agent/permissions/settings.py``)."""
+    settings_sandbox: dict[str, SandboxSettings] | None = None
+    """Settings file path -> its ``sandbox`` key as the lead side first saw it (recorded with its digest): what
+    still counts of a file changed since, under whatever narrowing the change adds."""
+    sandbox: SandboxSettings | None = None
+    """The team's ``sandbox`` settings (Claude Code's shape: ``core/sandbox_config.py``), on top of the settings
+    files'; written by the lead side only (``swarm up``'s ``[sandbox]``, ``--sandbox``)."""
     lead_pid: int | None = None
     """The process leading the team when swarm started it (``swarm run``, a foreground ``swarm up``,
     ``swarm demo``); its teammates stop on their own once it is gone. None: a person leads (the CLI)."""

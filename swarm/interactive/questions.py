@@ -22,6 +22,7 @@ from swarm.agent.hooks.permission_hooks import notify, permission_request
 from swarm.agent.permissions.describe import describe
 from swarm.agent.permissions.paths import anchored
 from swarm.agent.permissions.policy import CallFacts, RuleSet, decide
+from swarm.agent.sandbox import NETWORK_TOOL, network_input, sandbox_facts
 from swarm.agent.permissions.rules import parse_rules, suggest
 from swarm.agent.tool_api.base import Tool
 from swarm.agent.tool_api.context import ToolContext, ToolError
@@ -143,6 +144,8 @@ class PersonGate:
         """The session's directory, where the person's rules are anchored (a subagent's cwd is not); None: the call's."""
         self.granted: list[str] = []
         """Rules the person allowed "always" in this session."""
+        self.closed = threading.Event()
+        """Set when the session ends: a question from the sandbox's proxy stops waiting."""
 
     @property
     def mode(self) -> str:
@@ -154,9 +157,10 @@ class PersonGate:
         return view
 
     def authorize(self, tool: Tool[BaseModel], args: BaseModel, tool_use_id: str, ctx: ToolContext) -> BaseModel:
-        facts = CallFacts(tool=tool.name, args=args.model_dump(mode="json", by_alias=True, exclude_none=True),
-                          read_only=tool.read_only, cwd=ctx.identity.cwd, write_roots=ctx.identity.write_roots,
-                          rules_cwd=self.cwd)
+        dumped = args.model_dump(mode="json", by_alias=True, exclude_none=True)
+        facts = CallFacts(tool=tool.name, args=dumped, read_only=tool.read_only, cwd=ctx.identity.cwd,
+                          write_roots=ctx.identity.write_roots, rules_cwd=self.cwd,
+                          **sandbox_facts(ctx.services.sandbox, tool.name, dumped, ctx.identity.cwd))
         own = RuleSet(allow=tuple(parse_rules([*self.granted, *ctx.turn.granted_rules])),
                       ask=tuple(parse_rules(ctx.turn.asked_rules)))
         decision = decide(facts, self._mode, self.rules.merged(own))
@@ -179,6 +183,26 @@ class PersonGate:
         if reply.choice == "always" and question.rule:
             self.granted.append(question.rule)
         return args
+
+
+    def ask_network(self, host: str, port: int) -> bool:
+        """May a sandboxed command of the lead connect to ``host`` (its proxy asks)? The rules decide
+        ``WebFetch(domain:HOST)`` first; the person answers the rest ("always" remembers the rule)."""
+        cwd = self.cwd or Path.cwd()
+        facts = CallFacts(tool=NETWORK_TOOL, args=network_input(host, port), read_only=False, cwd=cwd,
+                          rules_cwd=self.cwd)
+        decision = decide(facts, self._mode, self.rules.merged(RuleSet(allow=tuple(parse_rules(self.granted)))))
+        if decision.verdict != "ask":
+            return decision.verdict == "allow"
+        rules = suggest(NETWORK_TOOL, facts.args, cwd)
+        question = Question("permission", LEAD_ASKER, NETWORK_TOOL, describe(NETWORK_TOOL, facts.args, cwd),
+                            rule=rules[0] if rules else None)
+        reply = self.desk.ask(question, self.closed)
+        if reply is None or reply.choice == "deny":
+            return False
+        if reply.choice == "always" and question.rule:
+            self.granted.append(question.rule)
+        return True
 
 
 def _record(ctx: ToolContext, question: Question, reply: PersonAnswer | None) -> None:

@@ -23,6 +23,7 @@ What Claude Code leaves in ``<home>/claude/`` (session transcripts under ``proje
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -41,6 +42,7 @@ from swarm.core.jsonfile import LockedJsonFile
 from swarm.core.mailbox import Mailbox
 from swarm.core.names import LEAD_NAME
 from swarm.core.protocol import CLAUDE_JOINED, Member
+from swarm.core.sandbox_config import SandboxSettings, layered
 from swarm.core.signing import verify_key_arg
 from swarm.core.teams import TeamStore
 from swarm.errors import BackendError, StorageError, UsageError
@@ -211,8 +213,10 @@ def _same(a: Path, b: Path) -> bool:
 # -- the command line -----------------------------------------------------------------
 
 
-def claude_args(member: Member, team: str, *, verify_key: str, parent_session: str) -> list[str]:
-    """The team flags of a pane teammate, as Claude Code's own lead passes them."""
+def claude_args(member: Member, team: str, *, verify_key: str, parent_session: str,
+                sandbox: SandboxSettings | None = None) -> list[str]:
+    """The team flags of a pane teammate, as Claude Code's own lead passes them; ``sandbox`` (the team's and the
+    member's ``sandbox`` settings) goes to Claude Code's own sandbox through ``--settings``."""
     args = ["--agent-id", member.agent_id, "--agent-name", member.name, "--team-name", team]
     if member.color:
         args += ["--agent-color", member.color]
@@ -227,6 +231,8 @@ def claude_args(member: Member, team: str, *, verify_key: str, parent_session: s
     for flag, rules in (("--allowed-tools", member.allowed_tools), ("--disallowed-tools", member.disallowed_tools)):
         for rule in rules or []:
             args += [flag, rule]
+    if sandbox is not None and sandbox.wire():
+        args += ["--settings", json.dumps({"sandbox": sandbox.wire()})]
     return args
 
 
@@ -252,14 +258,16 @@ def claude_env(home: Home, env: Mapping[str, str], config: Path, token: str | No
 
 
 def launch_spec(home: Home, member: Member, team: str, *, binary: Path, lead_session: str | None,
-                env: Mapping[str, str], log_path: Path) -> LaunchSpec:
-    """Everything the pane needs to run ``member`` as a Claude Code teammate (its config dir made ready)."""
+                env: Mapping[str, str], log_path: Path, team_sandbox: SandboxSettings | None = None) -> LaunchSpec:
+    """Everything the pane needs to run ``member`` as a Claude Code teammate (its config dir made ready);
+    ``team_sandbox``: the team's ``sandbox`` settings, under the member's own."""
     cwd = Path(member.cwd)
     config = config_dir(home, env)
     if not home_is_user_config(home, env):
         seed_config(config, cwd, env)
+    sandbox = layered(team_sandbox, member.sandbox) if team_sandbox is not None else member.sandbox
     args = claude_args(member, team, verify_key=verify_key_arg(home, team),
-                       parent_session=lead_session or str(uuid.uuid4()))
+                       parent_session=lead_session or str(uuid.uuid4()), sandbox=sandbox)
     return LaunchSpec(argv=[str(binary), *args], env=claude_env(home, env, config, member.proc_token), cwd=cwd,
                       team=team, name=member.name, log_path=log_path, color=member.color)
 

@@ -33,8 +33,9 @@ from swarm.agent.tools.team_tools import team_tools
 from swarm.backends.git import git
 from swarm.backends.select import make_backend, tmux_usable
 from swarm.core.home import Home
-from swarm.core.permlog import PermissionEvent
+from swarm.core.permlog import PermissionEvent, PermissionLog
 from swarm.core.protocol import LeadPolicy
+from swarm.core.sandbox_config import SandboxSettings
 from swarm.core.teams import TeamStore
 from swarm.errors import BackendError, SwarmError
 from swarm.models.base import ModelProvider
@@ -69,19 +70,24 @@ class DemoRun:
     """``git log --graph --all`` of the demo repository afterwards."""
     answer: str = ""
     """The lead model's final answer."""
+    sandbox: bool = False
+    """The teammates' Bash ran in the OS sandbox (``--sandbox``): their commands needed no prompt."""
+    permission_requests: int = 0
+    """How many permission requests the teammates sent the lead."""
 
 
 def run_demo(env: Mapping[str, str], *, backend: str = "auto", root: Path | None = None,
              on_message: Callable[[LeadMessage], None] = lambda m: None,
-             on_decision: Callable[[PermissionEvent], None] = lambda d: None) -> DemoRun:
-    """Make a sample repo and a private home under ``root`` (a new temp dir by default) and run the team."""
+             on_decision: Callable[[PermissionEvent], None] = lambda d: None, sandbox: bool = False) -> DemoRun:
+    """Make a sample repo and a private home under ``root`` (a new temp dir by default) and run the team
+    (``sandbox``: every teammate's Bash in the OS sandbox)."""
     root = root or Path(tempfile.mkdtemp(prefix="swarm-demo-"))
     repo = make_sample_repo(root / "repo")
     home = Home(root / "home")
     socket, own_socket = demo_socket(root, env)
     chosen = make_backend(backend, env=env, tmux_socket=socket).name
     outcome = _lead(home, repo, {**env, "SWARM_HOME": str(home.root)}, chosen,
-                    socket if chosen == "tmux" else None, on_message, on_decision)
+                    socket if chosen == "tmux" else None, on_message, on_decision, sandbox)
     if outcome.report is None:
         raise SwarmError(f"the demo's lead did not create its team ({outcome.reason}): {outcome.run.detail}")
     # ok is run_lead's verdict; the reason reads as swarm up's (a finished team run is "settled")
@@ -89,11 +95,13 @@ def run_demo(env: Mapping[str, str], *, backend: str = "auto", root: Path | None
     return DemoRun(root=root, repo=repo, home=home, backend=chosen, tmux_socket=socket if chosen == "tmux" else None,
                    own_socket=own_socket and chosen == "tmux", report=report, chatter=_chatter(home, DEMO_TEAM),
                    history=git(repo, "log", "--graph", "--oneline", "--all", "--decorate=short"),
-                   answer=outcome.run.text)
+                   answer=outcome.run.text, sandbox=sandbox,
+                   permission_requests=sum(1 for e in PermissionLog(home, DEMO_TEAM).events() if e.event == "request"))
 
 
 def _lead(home: Home, repo: Path, env: Mapping[str, str], backend: str, socket: str | None,
-          on_message: Callable[[LeadMessage], None], on_decision: Callable[[PermissionEvent], None]) -> LeadOutcome:
+          on_message: Callable[[LeadMessage], None], on_decision: Callable[[PermissionEvent], None],
+          sandbox: bool) -> LeadOutcome:
     """Run the scripted lead model on the demo prompt, with the example's policy and teammate playbooks."""
     example = examples_dir() / DEMO_EXAMPLE
     spec = load_upfile(example / "team.toml")
@@ -102,7 +110,8 @@ def _lead(home: Home, repo: Path, env: Mapping[str, str], backend: str, socket: 
     offline[MCP_OFF_VAR] = "0"  # nor does it start the person's MCP servers (teammates inherit the variable)
     policy = LeadPolicy(allow=spec.lead.policy.allow, deny=spec.lead.policy.deny, plans=spec.lead.policy.plans)
     lead = LeadTeam(home, offline, repo, backend=backend, tmux_socket=socket, policy=policy,
-                    playbooks={m.name: m.playbook for m in spec.members if m.playbook is not None})
+                    playbooks={m.name: m.playbook for m in spec.members if m.playbook is not None},
+                    sandbox=SandboxSettings(enabled=True, fail_if_unavailable=True) if sandbox else None)
 
     def scripted(model: str) -> ModelProvider:
         return ScriptedProvider(example / "lead.toml", variables={"agent_name": "team-lead", "team": DEMO_TEAM})

@@ -9,6 +9,9 @@
                   found on PATH (a warning when missing: panes, worktrees, fast
                   Grep, mixed teams need them; the main job does not)
     home          the swarm home can be created and written
+    sandbox       bubblewrap and socat are installed and a sandbox starts here
+                  (``swarm.backends.sandbox.check``); a warning with how to fix it
+                  when not (the sandbox is off unless asked for)
 
 ``failed`` is true when a check the main job needs fails (a ``fail``).
 """
@@ -24,6 +27,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from swarm.backends.sandbox import check
 from swarm.core.home import Home
 from swarm.core.text import flat
 from swarm.errors import SwarmError
@@ -56,7 +60,7 @@ def run_checks(home: Home, env: Mapping[str, str], *, model: str | None = None) 
     checks.append(_model(credentials, env, model))
     path = env.get("PATH", os.defpath)
     checks += [_tool(name, binary, flag, missed, path) for name, binary, flag, missed in TOOLS]
-    checks += [_home(home), _claude_code(env)]
+    checks += [_home(home), _claude_code(env), _sandbox(path)]
     return checks
 
 
@@ -123,3 +127,12 @@ def _claude_code(env: Mapping[str, str]) -> Check:
     except SwarmError as exc:
         return Check(status="warn", check="claude-code", detail=f"{flat(str(exc))} (only for mixed teams)")
     return Check(status="ok", check="claude-code", detail=str(found))
+
+
+def _sandbox(path: str) -> Check:
+    bwrap, socat = shutil.which("bwrap", path=path), shutil.which("socat", path=path)
+    problem = check(bwrap or "bwrap", socat or "socat")
+    if problem is not None:
+        return Check(status="warn", check="sandbox", detail=f"{problem} (only for the Bash sandbox: --sandbox)")
+    return Check(status="ok", check="sandbox", detail=f"bubblewrap ({bwrap}) and socat ({socat}): the Bash sandbox "
+                 "starts here")

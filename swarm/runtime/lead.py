@@ -58,6 +58,7 @@ from swarm.runtime.lead_process import record_lead
 from swarm.runtime.lead_pump import LeadPump
 from swarm.runtime.permission_desk import answer_plan
 from swarm.runtime.shutdown import Outcome
+from swarm.core.sandbox_config import SandboxSettings
 from swarm.runtime.spawn import SpawnRequest, spawn_reporting, wait_joined
 from swarm.runtime.up import Report, stop_team, team_report
 
@@ -86,6 +87,9 @@ class LeadTeam:
     ceiling: str = "default"
     """The widest permission mode the person lets this lead give its teammates (``--permission-mode``):
     a mode the model asks for beyond it, at spawn or in a plan answer, is refused."""
+    sandbox: SandboxSettings | None = None
+    """The person's ``--sandbox``: the ``sandbox`` settings of every teammate the model starts (it cannot leave
+    them out)."""
     person_answers_plans: bool = False
     """The person is asked about every plan (the interactive session): the model's plan answers are refused."""
     team: str | None = None
@@ -141,7 +145,8 @@ class LeadTeam:
                                plan_mode_required=plan_mode_required,
                                cwd=where, tmux_socket=self.tmux_socket, worktree=isolation == "worktree",
                                playbook=None if claude else self.playbooks.get(name),
-                               runtime=CLAUDE_RUNTIME if claude else "swarm", backend="auto" if claude else self.backend)
+                               runtime=CLAUDE_RUNTIME if claude else "swarm", backend="auto" if claude else self.backend,
+                               sandbox=self.sandbox)
         try:
             spawned = spawn_reporting(self.home, request, self.env)
             wait_joined(self.home, team, [name])

@@ -29,6 +29,7 @@ from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox, delivery_key
 from swarm.core.members import mark_gone
 from swarm.core.names import LEAD_NAME, RESERVED_NAMES, agent_id, validate_name
+from swarm.core.sandbox_config import SandboxSettings
 from swarm.core.protocol import CLAUDE_RUNTIME, Author, InboxEntry, Member, TeamFile
 from swarm.core.signing import verify_key_arg
 from swarm.core.store import locate
@@ -78,6 +79,9 @@ class SpawnRequest(BaseModel):
     """Commit the worktree starts from; default: HEAD of the checkout ``cwd`` is in."""
     runtime: Literal["swarm", "claude"] = "swarm"
     """``claude``: run the Claude Code CLI in a tmux pane instead of swarm's teammate (``claude_teammate``)."""
+    sandbox: SandboxSettings | None = None
+    """The teammate's own ``sandbox`` settings (``--sandbox``, a ``swarm up`` member's ``[sandbox]``), kept in its
+    member entry; the teammate stacks them on the team's (``swarm.agent.sandbox``)."""
     claude_bin: str | None = None
     """The ``claude`` binary for ``runtime="claude"``; default ``$SWARM_CLAUDE_BIN``, else ``claude`` on PATH."""
 
@@ -129,7 +133,8 @@ def _start(home: Home, request: SpawnRequest, backend: Backend, tree: worktrees.
         launch = (_launch(home, request, member, backend.name, env) if claude_bin is None else
                   claude_teammate.launch_spec(home, member, request.team, binary=claude_bin, env=env,
                                               lead_session=teams.get(request.team).lead_session_id,
-                                              log_path=home.log_path(request.team, request.name)))
+                                              log_path=home.log_path(request.team, request.name),
+                                              team_sandbox=teams.get(request.team).sandbox))
         handle = backend.start(launch)
     except (SwarmError, OSError):
         _undo(home, request.team, _Made(member, replaced, prompt, inbox_existed))
@@ -230,6 +235,7 @@ def _member(request: SpawnRequest, backend: str, tree: worktrees.NewWorktree | N
         member.runtime = CLAUDE_RUNTIME
         member.allowed_tools, member.disallowed_tools = request.allowed_tools or None, request.disallowed_tools or None
     for field, value in (("model", request.model), ("color", request.color), ("tmux_socket", request.tmux_socket),
+                         ("sandbox", request.sandbox),
                          ("playbook", str(request.playbook.resolve()) if request.playbook else None)):
         if value is not None:
             setattr(member, field, value)

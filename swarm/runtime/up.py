@@ -151,6 +151,7 @@ def _prepare_team(home: Home, spec: UpFile, cwd: Path, env: Mapping[str, str]) -
         team.lead_policy = LeadPolicy(allow=policy.allow, deny=policy.deny, plans=policy.plans)
         rules = spec.permissions
         team.permissions = RuleLists(allow=rules.allow, deny=rules.deny, ask=rules.ask)
+        team.sandbox = spec.sandbox
 
     teams.modify(name, configure)
 
@@ -163,7 +164,7 @@ def _request(spec: UpFile, member: MemberTable, cwd: Path, tmux_socket: str | No
         plan_mode_required=member.plan_mode_required, cwd=where, color=member.color, playbook=member.playbook,
         tmux_socket=tmux_socket, allowed_tools=member.allowed_tools, disallowed_tools=member.disallowed_tools,
         skills=member.skills, permission_timeout=member.permission_timeout, worktree=member.worktree, base=member.base,
-        runtime=member.runtime, claude_bin=member.claude_bin,
+        runtime=member.runtime, claude_bin=member.claude_bin, sandbox=member.sandbox,
     )
 
 

@@ -16,6 +16,13 @@
     deny = []
     ask = []
 
+    [sandbox]                   # optional: Claude Code's `sandbox` settings for every teammate's Bash
+    enabled = true
+    [sandbox.filesystem]
+    allowWrite = ["~/.cache/pip"]
+    [sandbox.network]
+    allowedDomains = ["pypi.org", "*.pythonhosted.org"]
+
     [[members]]
     name = "alice"
     prompt = "review src/ for bugs and report to team-lead"
@@ -31,6 +38,7 @@
     allowed_tools = []
     disallowed_tools = []
     skills = ["release-notes"]          # skills whose instructions are preloaded into its system prompt
+    sandbox = { enabled = true }        # this member's own `sandbox` settings, on top of the team's
 
     [[members]]
     name = "bob"
@@ -44,8 +52,9 @@ Validation errors name the file, the field and what is expected.
 from __future__ import annotations
 
 import tomllib
+import typing
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -63,6 +72,7 @@ from swarm.agent.permissions.policy import PERMISSION_MODES
 from swarm.agent.permissions.rules import Rule
 from swarm.core.names import LEAD_NAME, validate_name
 from swarm.core.protocol import CLAUDE_RUNTIME, COLORS
+from swarm.core.sandbox_config import SandboxSettings
 from swarm.errors import InvalidNameError, NotFoundError, UsageError
 from swarm.runtime.claude_teammate import swarm_only
 
@@ -143,6 +153,9 @@ class MemberTable(_Strict):
     permission_timeout: float = Field(default=300.0, gt=0)
     runtime: Literal["swarm", "claude"] = "swarm"
     claude_bin: str | None = None
+    sandbox: SandboxSettings | None = None
+
+    _sandbox = field_validator("sandbox", mode="before")(lambda value: _known_keys(value, SandboxSettings))
 
     @field_validator("name")
     @classmethod
@@ -192,6 +205,7 @@ class UpFile(_Strict):
     lead: LeadTable = LeadTable()
     permissions: RuleTable = RuleTable()
     members: list[MemberTable] = Field(min_length=1)
+    sandbox: SandboxSettings | None = None
     _source: Path = PrivateAttr(default=Path("team file"))
 
     @property
@@ -205,6 +219,8 @@ class UpFile(_Strict):
             if member.cwd is not None and not (cwd / member.cwd).is_dir():
                 raise UsageError(f"{self._source}: members[{index}].cwd: {cwd / member.cwd} is not a directory")
 
+    _sandbox = field_validator("sandbox", mode="before")(lambda value: _known_keys(value, SandboxSettings))
+
     @field_validator("members")
     @classmethod
     def _unique(cls, members: list[MemberTable]) -> list[MemberTable]:
@@ -214,6 +230,21 @@ class UpFile(_Strict):
                 raise ValueError(f"two members are named {member.name!r}")
             seen.add(member.name)
         return members
+
+
+def _known_keys(value: Any, model: type[BaseModel]) -> Any:
+    """``value`` unchanged if every key of it (and of its tables) is a field of ``model`` (either spelling)."""
+    if not isinstance(value, dict):
+        return value
+    for key, inner in value.items():
+        field = next((f for name, f in model.model_fields.items() if key in (name, f.alias)), None)
+        if field is None:
+            raise ValueError(f"unknown sandbox setting {key!r} (see Claude Code's sandbox settings)")
+        kind = next((a for a in typing.get_args(field.annotation) if isinstance(a, type)
+                     and issubclass(a, BaseModel)), None)
+        if kind is not None:
+            _known_keys(inner, kind)
+    return value
 
 
 def _checked_name(value: str, kind: str) -> str:

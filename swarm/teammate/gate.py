@@ -38,6 +38,7 @@ from swarm.agent.permissions.rules import (
     suggest,
 )
 from swarm.agent.permissions.settings import rules_of
+from swarm.agent.sandbox import NETWORK_TOOL, NetworkInput, network_input, sandbox_facts
 from swarm.agent.tool_api.base import Tool
 from swarm.agent.tool_api.context import ToolContext, ToolError
 from swarm.agent.transcript import Transcript
@@ -87,9 +88,10 @@ class TeammateGate:
     # -- ToolGate ----------------------------------------------------------------
 
     def authorize(self, tool: Tool[BaseModel], args: BaseModel, tool_use_id: str, ctx: ToolContext) -> BaseModel:
-        facts = CallFacts(tool=tool.name, args=args.model_dump(mode="json", by_alias=True, exclude_none=True),
-                          read_only=tool.read_only, cwd=ctx.identity.cwd, write_roots=ctx.identity.write_roots,
-                          rules_cwd=self.config.cwd)
+        dumped = args.model_dump(mode="json", by_alias=True, exclude_none=True)
+        facts = CallFacts(tool=tool.name, args=dumped, read_only=tool.read_only, cwd=ctx.identity.cwd,
+                          write_roots=ctx.identity.write_roots, rules_cwd=self.config.cwd,
+                          **sandbox_facts(ctx.services.sandbox, tool.name, dumped, ctx.identity.cwd))
         decision = decide(facts, self.mode, self._rules(ctx.turn.granted_rules, ctx.turn.asked_rules))
         if decision.verdict == "allow":
             return args
@@ -102,13 +104,32 @@ class TeammateGate:
         if permission_request(ctx, tool.name, facts.args, mode=self.mode, asked_by=decision.by) == "allow":
             self.transcript.event("permission_hook_allowed", tool=tool.name)
             return args
-        return self._ask(tool, facts, tool_use_id, ctx)
+        return self._ask(tool.name, tool.input_model, facts, tool_use_id, ctx.turn.cancel, ctx.turn.interrupt)
+
+    def ask_network(self, host: str, port: int) -> bool:
+        """May a sandboxed command connect to ``host`` (the sandbox's proxy asks)? Rules first (``WebFetch(domain:
+        host)``), then the lead, as for a tool call; "always" adds that rule for this teammate."""
+        facts = CallFacts(tool=NETWORK_TOOL, args=network_input(host, port), read_only=False, cwd=self.config.cwd,
+                          rules_cwd=self.config.cwd)
+        decision = decide(facts, self.mode, self._rules())
+        if decision.verdict != "ask":
+            return decision.verdict == "allow"
+        try:
+            self._ask(NETWORK_TOOL, NetworkInput, facts, f"sandbox-network-{secrets.token_hex(4)}", None, None)
+        except ToolError as exc:
+            self.transcript.event("network_denied", host=host, port=port, reason=str(exc))
+            return False
+        return True
 
     def with_mode(self, mode: str) -> TeammateGate:
         """A view of this gate for a subagent in its own mode: same rules and grants, same lead."""
         view = copy.copy(self)
         view.mode = mode
         return view
+
+    def rules(self) -> RuleSet:
+        """The rules in force now (settings, team, member, grants), without a skill's for-the-turn ones."""
+        return self._rules()
 
     def _rules(self, for_now: list[str] | None = None, ask_now: list[str] | None = None) -> RuleSet:
         """Settings, team and member rules, grants from the lead, ``for_now`` (an active skill's allowed-tools)
@@ -125,40 +146,45 @@ class TeammateGate:
 
     # -- asking the lead -----------------------------------------------------------
 
-    def _ask(self, tool: Tool[BaseModel], facts: CallFacts, tool_use_id: str, ctx: ToolContext) -> BaseModel:
+    def _ask(self, name: str, model: type[BaseModel], facts: CallFacts, tool_use_id: str,
+             cancel: threading.Event | None, interrupt: threading.Event | None) -> BaseModel:
+        """Ask the lead; ``cancel`` (the turn's) is set when a shutdown request cut the wait short, ``interrupt``
+        (the person's Ctrl-C) ends the wait. A network question from the sandbox's proxy has neither."""
         request_id = f"perm-{now_ms()}-{secrets.token_hex(3)}"
         cwd = facts.cwd.resolve()
-        asked = replace(facts, args=anchored(tool.name, facts.args, cwd), cwd=cwd)
-        rules = suggest(tool.name, asked.args, self.config.cwd)  # a rule reads from where rules are written
+        asked = replace(facts, args=anchored(name, facts.args, cwd), cwd=cwd)
+        rules = suggest(name, asked.args, self.config.cwd)  # a rule reads from where rules are written
         frame = PermissionRequest(
-            request_id=request_id, agent_id=self.config.agent_id, tool_name=tool.name, tool_use_id=tool_use_id,
-            description=describe(tool.name, asked.args, cwd, usual=self.config.cwd), input=asked.args,
+            request_id=request_id, agent_id=self.config.agent_id, tool_name=name, tool_use_id=tool_use_id,
+            description=describe(name, asked.args, cwd, usual=self.config.cwd), input=asked.args,
             permission_suggestions=[as_update(r) for r in rules], cwd=str(cwd))
         event = PermissionEvent(event="request", request_id=request_id, ts=now_ms(), agent=self.config.name,
-                                tool=tool.name, input=asked.args, cwd=str(cwd), description=frame.description,
+                                tool=name, input=asked.args, cwd=str(cwd), description=frame.description,
                                 suggestions=rules)
         self._send(event, frame, f"permission: {frame.description}"[:100])
-        response = self._await(request_id, PermissionResponse, event, ctx.turn.interrupt)
-        if response is None and ctx.turn.interrupt.is_set():
+        response = self._await(request_id, PermissionResponse, event, interrupt)
+        if response is None and interrupt is not None and interrupt.is_set():
             raise ToolError("not run: the person interrupted this turn (Ctrl-C) while the request waited")
         if response is None and self._shutdown_owed():
-            ctx.turn.cancel.set()
+            if cancel is not None:
+                cancel.set()
             raise ToolError("not run: the lead asked this teammate to shut down")
         if response is None:
             raise ToolError(f"permission denied: the lead did not answer within {self.config.permission_timeout:g}s")
         if response.subtype == "error":
             raise ToolError(f"permission denied by the lead: {response.error or 'no reason given'}")
-        return self._approved(tool, asked, response)
+        return self._approved(name, model, asked, response)
 
-    def _approved(self, tool: Tool[BaseModel], facts: CallFacts, response: PermissionResponse) -> BaseModel:
+    def _approved(self, name: str, model: type[BaseModel], facts: CallFacts, response: PermissionResponse
+                  ) -> BaseModel:
         body = response.response
         for update in (body.permission_updates or []) if body else []:
             self.granted.extend(rules_in(update))
         new_input = body.updated_input if body and body.updated_input is not None else facts.args
         try:
-            return tool.input_model.model_validate(new_input)
+            return model.model_validate(new_input)
         except ValidationError as exc:
-            raise ToolError(f"the lead's updated input for {tool.name} is invalid: {exc.errors()[0]['msg']}") from exc
+            raise ToolError(f"the lead's updated input for {name} is invalid: {exc.errors()[0]['msg']}") from exc
 
     def _send(self, event: PermissionEvent, frame: PermissionRequest | PlanApprovalRequest, summary: str) -> None:
         try:

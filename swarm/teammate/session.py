@@ -33,7 +33,8 @@ from swarm.agent.hooks.session import load_agent_hooks
 from swarm.agent.loop import AgentRun, AgentSpec, Arrivals, RunningAgent, run_agent
 from swarm.agent.mcp.lifecycle import McpUnavailable, process_servers, require
 from swarm.agent.mcp.tools import McpToolset
-from swarm.agent.permissions.settings import settings_rules
+from swarm.agent.permissions.settings import settings_rules, settings_sandbox
+from swarm.agent.sandbox import Sandbox, effective_sandbox, open_sandbox, rule_paths
 from swarm.agent.skills import parse_slash
 from swarm.agent.tool_api.context import AgentIdentity, AgentServices, ToolContext
 from swarm.agent.tools.skill_tool import expand_slash
@@ -119,6 +120,7 @@ class TeammateSession:
             self.lifecycle, self.lead)
         self.gate.on_event = self.live.emit
         self.env = env
+        self.sandbox = _open_sandbox(config, home, self.teams, env, self.gate)
         untrusted = untrusted_warning(config.cwd, env)
         if untrusted is not None:  # the teammate runs on without the project's configuration: say so, once
             log.warning(untrusted)
@@ -145,7 +147,7 @@ class TeammateSession:
             AgentIdentity(cwd=config.cwd, name=config.name, team=config.team, write_roots=agent.write_roots,
                           pane_id=self.pane_id, backend_type=config.backend, color=config.color,
                           spawnable=agent.spawnable),
-            services=AgentServices(mailbox=self.mailbox, models=provider, agents=teammate_host(
+            services=AgentServices(mailbox=self.mailbox, models=provider, sandbox=self.sandbox, agents=teammate_host(
                 config, home, self.catalogs, env, mailbox=self.mailbox, provider=provider,
                 make_provider=lambda chosen: make(chosen), gate=self.gate, mcp=self.mcp), hooks=self.hooks))
         self.omit_instructions = agent.omit_instructions
@@ -223,6 +225,8 @@ class TeammateSession:
             self.spec.provider.close()
             self.mcp.close()
             _stop_children()
+            if self.sandbox is not None:
+                self.sandbox.close()
             self.lifecycle.gone(self.usage, killed_by)
             self.transcript.event("left", usage=self.usage.model_dump(), killed_by=killed_by)
 
@@ -408,3 +412,17 @@ def _stop_children() -> None:
     """Whatever the teammate's tools started (a Bash command cut short, background jobs) ends with it."""
     for child in psutil.Process().children(recursive=False):
         kill_tree(child.pid, CHILD_GRACE)
+
+
+def _open_sandbox(config: TeammateConfig, home: Home, teams: TeamStore, env: Mapping[str, str],
+                  gate: TeammateGate) -> Sandbox | None:
+    """The teammate's Bash sandbox: its cwd's settings files (as the team recorded them), the team's and its own
+    ``sandbox`` (``--sandbox``, ``[sandbox]``); None when off or unavailable (then a warning in its log). A host
+    not allowed is ruled and asked about by the gate, as a ``WebFetch(domain:HOST)`` call. Its ``Edit``/``Read``
+    path rules count as ``allowWrite``/``denyWrite``/``denyRead``, as in Claude Code."""
+    team = teams.get(config.team)
+    member = team.member(config.name)
+    files = settings_sandbox(config.cwd, team.settings_digests or {}, env=env, recorded_sandbox=team.settings_sandbox)
+    policy = effective_sandbox(files, rule_paths(gate.rules()), team.sandbox,
+                               member.sandbox if member is not None else None)
+    return open_sandbox(policy, env=env, home=home, team=config.team, warn=log.warning, ask_domain=gate.ask_network)

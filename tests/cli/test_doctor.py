@@ -35,8 +35,8 @@ def test_a_bearer_token_and_an_answering_api_are_all_ok(tmp_path: Path, api: Fak
     found = lines(done)
     assert found["credentials"][0] == "ok" and "ANTHROPIC_AUTH_TOKEN" in found["credentials"][1]
     assert found["model"][0] == "ok" and "answered" in found["model"][1]
-    assert found["home"][0] == "ok"
-    assert set(found) >= {"credentials", "model", "tmux", "git", "ripgrep", "home", "claude-code"}
+    assert found["home"][0] == "ok" and found["sandbox"][0] == "ok"  # .ci/run installs bubblewrap and socat
+    assert set(found) >= {"credentials", "model", "tmux", "git", "ripgrep", "home", "claude-code", "sandbox"}
     [request] = api.requests
     assert request.body["max_tokens"] == 1 and request.headers["authorization"] == "Bearer tok"
 
@@ -90,5 +90,6 @@ def test_missing_tools_are_warnings_and_json_says_the_same(tmp_path: Path) -> No
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(done.stdout)
     by_check = {c["check"]: c for c in report["checks"]}
-    assert {by_check[name]["status"] for name in ("tmux", "ripgrep", "claude-code")} == {"warn"}
+    assert {by_check[name]["status"] for name in ("tmux", "ripgrep", "claude-code", "sandbox")} == {"warn"}
+    assert "bubblewrap (bwrap) is not installed" in by_check["sandbox"]["detail"]
     assert by_check["git"]["status"] == "ok" and report["ok"] is True

@@ -20,6 +20,8 @@ OWNERS = {
     "assemble": "swarm.agent.assembly",
     "check_name": "swarm.models.catalog",
     "child_mode": "swarm.agent.assembly",
+    "effective_sandbox": "swarm.agent.sandbox",
+    "open_sandbox": "swarm.agent.sandbox",
     "find_credentials": "swarm.models.credentials",
     "for_terminal": "swarm.core.text",
     "is_trusted": "swarm.agent.trust",

@@ -217,3 +217,25 @@ def test_the_persons_rules_hold_where_the_person_wrote_them_for_the_leads_subage
         gate.authorize(Bash(), BashInput(command="ls"), "toolu_2", child)
     helper.join(5)
     assert asked[0].what == f"in {tmp_path / 'src'}: run: ls"
+
+
+def test_the_sandboxs_proxy_asks_the_person_about_a_new_host_and_always_remembers_it(tmp_path: Path) -> None:
+    desk = Desk()
+    gate = PersonGate(desk, RuleSet(deny=tuple(parse_rules(["WebFetch(domain:evil.test)"]))), cwd=tmp_path)
+    asked: list[Question] = []
+
+    def person() -> None:
+        while desk.current() is None:
+            threading.Event().wait(0.01)
+        question = desk.current()
+        assert question is not None
+        asked.append(question)
+        desk.answer(question, PersonAnswer("always"))
+
+    helper = threading.Thread(target=person)
+    helper.start()
+    assert gate.ask_network("pypi.org", 443)
+    helper.join(5)
+    assert (asked[0].what, asked[0].rule) == ("connect to https://pypi.org", "WebFetch(domain:pypi.org)")
+    assert gate.ask_network("pypi.org", 443) and desk.open() == []  # remembered: not asked again
+    assert not gate.ask_network("evil.test", 80) and desk.open() == []  # a deny rule decides without asking

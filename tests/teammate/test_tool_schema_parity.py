@@ -34,7 +34,6 @@ DELIBERATE: dict[Difference, str] = {
     ("Agent", "model", "enum"): "swarm also offers 'inherit' (the parent's model), and accepts a full model id",
     ("Agent", "mode", "enum"): "swarm's permission modes are checked when the teammate starts, not in the schema",
     ("Agent", "isolation", "enum"): "swarm has no remote agents",
-    ("Bash", "dangerouslyDisableSandbox", "missing"): "swarm has no sandbox to disable",
     ("Read", "allow_large", "missing"): "swarm refuses a read over its token limit with an error pointing at "
                                         "offset/limit; there is no switch to take the whole file",
     ("ExitPlanMode", "plan", "extra"): "a swarm teammate cannot write a plan file in plan mode; it may pass the "

@@ -7,7 +7,8 @@ characters shown escaped, so nothing hides a tail or rewrites the terminal),
 or the file path, absolute, and, when a symlink or ``..`` leads elsewhere,
 where it really goes. A command that runs somewhere other than the
 requester's usual directory (a subagent's cwd) says where first. The model's
-description follows, marked as the model's.
+description follows, marked as the model's. A command that asks to leave
+the OS sandbox (``dangerouslyDisableSandbox``) says so first.
 """
 
 from __future__ import annotations
@@ -40,13 +41,16 @@ def describe(tool: str, args: dict[str, Any], cwd: Path, *, usual: Path | None =
 
 def _real(tool: str, args: dict[str, Any], cwd: Path) -> str:
     if tool == "Bash":
-        return f"run: {visible(str(args.get('command', '')))}"
+        verb = "run outside the sandbox (unsandboxed)" if args.get("dangerouslyDisableSandbox") else "run"
+        return f"{verb}: {visible(str(args.get('command', '')))}"
     if tool == "Write":
         return f"write {len(str(args.get('content', '')))} characters to {_path(args.get('file_path'), cwd)}"
     if tool == "Edit":
         return f"edit {_path(args.get('file_path'), cwd)}"
     if tool == "Read":
         return f"read {_path(args.get('file_path'), cwd)}"
+    if tool == "WebFetch":
+        return f"connect to {visible(str(args.get('url', '')))}"
     if tool in ("Grep", "Glob"):
         return f"{tool.lower()} {visible(repr(args.get('pattern', '')))} in {_path(args.get('path') or '.', cwd)}"
     shown = {k: v for k, v in args.items() if k != "description"}

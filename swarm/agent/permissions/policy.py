@@ -1,7 +1,9 @@
 """The decision for one tool call: allow, deny (with a reason) or ask the lead.
 
 Order: deny rules > the mode's refusals (plan; Write/Edit outside the roots)
-> read-only calls inside the roots > ask rules > protected paths > allow
+> the sandbox (a Bash call that runs in it with ``autoAllowBashIfSandboxed``
+runs unless an ask rule matches; one asking to leave it where that is not
+allowed is refused) > read-only calls inside the roots > ask rules > protected paths > allow
 rules > the mode's defaults. ``rule_decision`` is that rule step on its own,
 the one place rules decide: ``decide`` uses it for a teammate's own rules and
 the lead's desk for the lead policy (``runtime/permission_desk.py``).
@@ -107,6 +109,11 @@ class CallFacts:
     write_roots: Sequence[Path] | None = field(default=None)
     rules_cwd: Path | None = None
     """Where the rules' relative path patterns are anchored (the directory they were written for); None: ``cwd``."""
+    sandboxed: bool = False
+    """A Bash call that runs in the OS sandbox with ``autoAllowBashIfSandboxed`` (``Sandbox.auto_allowed``): it
+    needs no prompt unless a deny or ask rule says otherwise."""
+    sandbox_refusal: str = ""
+    """Why the sandbox refuses this call outright (``dangerouslyDisableSandbox`` where it is not allowed)."""
 
 
 def decide(call: CallFacts, mode: str, rules: RuleSet) -> Decision:
@@ -118,6 +125,10 @@ def decide(call: CallFacts, mode: str, rules: RuleSet) -> Decision:
                         "your plan; submit it with ExitPlanMode")
     if denied is not None:  # a deny rule the call might break: asks even in bypassPermissions
         return _ask_or_deny(mode, denied.by, denied.reason)
+    if call.sandbox_refusal:
+        return Decision("deny", "sandbox", call.sandbox_refusal)
+    if call.sandboxed and rule_decision(call, RuleSet(ask=rules.ask), protect=False) is None:
+        return Decision("allow", "sandbox")
     if call.tool in PLAN_TOOLS or (call.read_only and (mode == "bypassPermissions" or _reads_inside(call))):
         return Decision("allow", "read-only")
     if mode != "bypassPermissions" and call.tool in WRITE_TOOLS and not _inside(call):

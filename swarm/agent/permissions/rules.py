@@ -24,10 +24,12 @@
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 from typing import Any
 
 from swarm.agent.permissions.bash_match import (
@@ -92,6 +94,8 @@ class Rule:
         if tool in FILE_TOOLS:
             value = args.get(FILE_TOOLS[tool]) or "."
             return "yes" if path_matches(self.content, str(value), cwd) else "no"
+        if tool == "WebFetch" and self.content.startswith("domain:"):
+            return "yes" if domain_matches(self.content.removeprefix("domain:"), str(args.get("url", ""))) else "no"
         return "yes" if any(isinstance(v, str) and v == self.content for v in args.values()) else "no"
 
 
@@ -140,8 +144,16 @@ def path_matches(pattern: str, value: str, cwd: Path) -> bool:
     return regex.match(relative) is not None or ("/" not in glob and regex.match(target.name) is not None)
 
 
+def domain_matches(pattern: str, url: str) -> bool:
+    """Does ``url``'s host match a ``WebFetch(domain:...)`` pattern (``example.com``, ``*.example.com``)?"""
+    host = (urlsplit(url).hostname or "").rstrip(".")
+    return bool(host) and fnmatch.fnmatchcase(host, pattern.lower().rstrip("."))
+
+
 def suggest(tool: str, args: dict[str, Any], cwd: Path) -> list[str]:
     """Rules that would allow this call next time, most specific first."""
+    if tool == "WebFetch" and urlsplit(str(args.get("url", ""))).hostname:
+        return [f"WebFetch(domain:{urlsplit(str(args['url'])).hostname})"]
     if tool == "Bash":
         command = parse_command(str(args.get("command", "")))
         words = list(command.commands[0].words) if command.commands else str(args.get("command", "")).split()

@@ -12,6 +12,13 @@ team first looked, e.g. by a teammate — and says so (a log line and the
 restrict. To adopt an edited settings file, create a new team (or grant the
 rules through the team file or ``--allowed-tools``).
 
+The same rule holds for a settings file's ``sandbox`` key
+(``settings_sandbox``): ``record_settings`` also keeps each file's
+``sandbox`` as first seen; a file changed since counts as recorded, and its
+new text only where it narrows (it can turn the sandbox on or add denied
+paths and domains, never turn it off or allow more:
+``core.sandbox_config.narrowed``).
+
 Settings files are project configuration: in a folder that is not trusted
 (``swarm.agent.trust``), or one the current user does not own, none is read.
 """
@@ -33,6 +40,7 @@ from swarm.agent.permissions.policy import RuleSet
 from swarm.agent.permissions.rules import parse_rules
 from swarm.agent.trust import is_trusted
 from swarm.core.protocol import RuleLists, TeamFile
+from swarm.core.sandbox_config import SandboxSettings, layered
 from swarm.errors import UsageError
 
 log = logging.getLogger(__name__)
@@ -55,11 +63,18 @@ def settings_digests(cwd: Path) -> dict[str, str]:
 
 
 def record_settings(team: TeamFile, cwd: Path) -> None:
-    """Record the digests of ``cwd``'s settings files in the team file, keeping any recorded before."""
+    """Record the digests of ``cwd``'s settings files in the team file, keeping any recorded before; with each
+    new digest, the file's ``sandbox`` settings as they are now (what a later change can only narrow)."""
     recorded = dict(team.settings_digests or {})
+    sandboxes = dict(team.settings_sandbox or {})
     for path, digest in settings_digests(cwd).items():
-        recorded.setdefault(path, digest)
+        if path not in recorded:
+            recorded[path] = digest
+            found = _sandbox_of(Path(path)) if digest != ABSENT else None
+            if found is not None:
+                sandboxes[path] = found
     team.settings_digests = recorded
+    team.settings_sandbox = sandboxes or None
 
 
 def settings_rules(cwd: Path, recorded: Mapping[str, str], changed: Callable[[Path], None] | None = None, *,
@@ -86,6 +101,51 @@ def settings_rules(cwd: Path, recorded: Mapping[str, str], changed: Callable[[Pa
             rules = RuleSet(deny=rules.deny, ask=rules.ask)
         merged = merged.merged(rules)
     return merged
+
+
+def settings_sandbox(cwd: Path, recorded: Mapping[str, str], *, env: Mapping[str, str],
+                     recorded_sandbox: Mapping[str, SandboxSettings] | None = None
+                     ) -> tuple[SandboxSettings, SandboxSettings]:
+    """The ``sandbox`` settings under ``cwd``: (as the team recorded them, from files changed since).
+
+    A file that matches its digest counts whole; one changed since (or deleted) counts as recorded
+    (``recorded_sandbox``), and what it says now goes into the second part, which only narrows
+    (``core.sandbox_config.narrowed``). A file whose ``sandbox`` does not parse is a UsageError.
+    Nothing in an untrusted folder.
+    """
+    trusted, changed = SandboxSettings(), SandboxSettings()
+    paths = [path for path in _settings_paths(cwd) if path.is_file()]
+    if paths and not (owned_by_user(cwd) and is_trusted(cwd, env)):
+        return trusted, changed
+    for path in _settings_paths(cwd):
+        if not path.is_file():
+            trusted = layered(trusted, (recorded_sandbox or {}).get(str(path)))
+            continue
+        data = _bytes(path)
+        found = _parse_sandbox(path, data)
+        if recorded.get(str(path)) == hashlib.sha256(data).hexdigest():
+            trusted = layered(trusted, found)
+        else:
+            trusted = layered(trusted, (recorded_sandbox or {}).get(str(path)))
+            changed = layered(changed, found)
+    return trusted, changed
+
+
+def _sandbox_of(path: Path) -> SandboxSettings | None:
+    """The ``sandbox`` key of the settings file at ``path`` now (None: none, or the file cannot be read)."""
+    try:
+        found = _parse_sandbox(path, path.read_bytes())
+    except (OSError, UsageError):
+        return None
+    return found if found.wire() else None
+
+
+def _parse_sandbox(path: Path, data: bytes) -> SandboxSettings:
+    try:
+        doc = json.loads(data)
+        return SandboxSettings.model_validate(doc.get("sandbox") or {})
+    except (ValueError, ValidationError, AttributeError) as exc:
+        raise UsageError(f"{path}: invalid sandbox settings ({exc}); fix or remove the file") from exc
 
 
 def _settings_paths(cwd: Path) -> list[Path]:

@@ -29,6 +29,7 @@ from typing import Any, Protocol
 from swarm.agent.conversation import Conversation
 from swarm.agent.hooks.session import AgentHooks
 from swarm.agent.limits import Limits
+from swarm.agent.sandbox import Sandbox
 from swarm.agent.tool_api.walking import within_roots
 from swarm.core.mailbox import Mailbox
 from swarm.core.tasks import TaskStore
@@ -161,6 +162,8 @@ class AgentServices:
     team_control: TeamControl | None = None
     """The team this agent leads (TeamCreate, teammates through Agent, shutdown and plan answers); None: no team."""
     models: ModelSwitch | None = None
+    sandbox: Sandbox | None = None
+    """Where the agent's Bash commands run (``swarm.agent.sandbox``); None: unsandboxed. Its subagents share it."""
     session_tasks: TaskStore | None = None
     """The task list of the main agent's session (its subagents share it), used by the task tools while the
     agent is in no team; a team's list replaces it for as long as the agent is in one. None: no solo list."""

@@ -28,6 +28,12 @@ Results, following Claude Code:
   ``cancel`` (shutdown, ``swarm run -p``'s first Ctrl-C) lets it finish;
 - ``run_in_background`` → returns at once with the pid and a log file; the
   ``Popen`` goes into ``ctx.background`` for the agent's owner to stop.
+
+With a sandbox (``ctx.services.sandbox``, ``swarm.agent.sandbox``) the
+command runs inside it (bubblewrap) unless the model asked to leave it
+(``dangerouslyDisableSandbox``, refused when ``allowUnsandboxedCommands`` is
+false) or it is one of ``excludedCommands``; the permission gate has decided
+the same way (a sandboxed command may need no prompt).
 """
 
 from __future__ import annotations
@@ -79,6 +85,11 @@ class BashInput(ToolInput):
         description="Start the command in the background and return at once with its pid and a log "
         "file to Read for its output. Use for servers and other long-running processes.",
     )
+    dangerously_disable_sandbox: bool | NoneOmitted = Field(
+        default=None, alias="dangerouslyDisableSandbox",
+        description="Run this command outside the sandbox (when one is on). It then needs approval like any "
+        "unsandboxed command; use only when the sandbox stops a command that must run.",
+    )
 
 
 class BashTool(Tool[BashInput]):
@@ -100,12 +111,25 @@ class BashTool(Tool[BashInput]):
         self._log_dir: Path | None = None
 
     def run(self, args: BashInput, ctx: ToolContext) -> str:
+        sandbox = ctx.services.sandbox
+        refusal = sandbox.refusal(bool(args.dangerously_disable_sandbox)) if sandbox is not None else None
+        if refusal is not None:
+            raise ToolError(f"not run: {refusal}")
+        boxed = (sandbox.enter(self._shell, args.command, ctx.identity.cwd, ctx.identity.write_roots,
+                               background=args.run_in_background)
+                 if sandbox is not None and sandbox.runs_sandboxed(args.command, bool(args.dangerously_disable_sandbox),
+                                                                   ctx.identity.cwd) else None)
+        argv = boxed.argv if boxed is not None else [self._shell, "-c", args.command]
         if args.run_in_background:
-            return self._start_background(args.command, ctx)
+            return self._start_background(argv, ctx)
         timeout_ms = min(args.timeout or DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS)
-        return self._run_foreground(args.command, timeout_ms, ctx)
+        try:
+            return self._run_foreground(argv, timeout_ms, ctx)
+        finally:
+            if boxed is not None:
+                boxed.finished()
 
-    def _run_foreground(self, command: str, timeout_ms: int, ctx: ToolContext) -> str:
+    def _run_foreground(self, command: list[str], timeout_ms: int, ctx: ToolContext) -> str:
         proc = self._spawn(command, ctx, subprocess.PIPE)
         created = process_create_time(proc.pid)  # our unreaped child: the pid is still ours
         capture = OutputCapture(cast(IO[bytes], proc.stdout), MAX_OUTPUT_CHARS)
@@ -123,7 +147,7 @@ class BashTool(Tool[BashInput]):
             raise ToolError(f"Command timed out after {timeout_ms} ms and was killed.\n{_body(capture.text())}")
         return _result(capture.text(), proc.returncode, lingering)
 
-    def _start_background(self, command: str, ctx: ToolContext) -> str:
+    def _start_background(self, command: list[str], ctx: ToolContext) -> str:
         log = self._new_log()
         with log.open("wb") as out:
             proc = self._spawn(command, ctx, out)
@@ -133,15 +157,15 @@ class BashTool(Tool[BashInput]):
             "Read that file to follow it. The process is stopped when this agent finishes."
         )
 
-    def _spawn(self, command: str, ctx: ToolContext, stdout: int | IO[bytes]) -> Popen:
+    def _spawn(self, command: list[str], ctx: ToolContext, stdout: int | IO[bytes]) -> Popen:
         try:
             return subprocess.Popen(
-                [self._shell, "-c", command], cwd=ctx.identity.cwd, env={**os.environ, MODEL_SHELL_ENV: "1"},
+                command, cwd=ctx.identity.cwd, env={**os.environ, MODEL_SHELL_ENV: "1"},
                 stdin=subprocess.DEVNULL, stdout=stdout, stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
         except OSError as exc:
-            raise ToolError(f"could not start {self._shell} in {ctx.identity.cwd}: {exc.strerror or exc}") from exc
+            raise ToolError(f"could not start {command[0]} in {ctx.identity.cwd}: {exc.strerror or exc}") from exc
 
     def _new_log(self) -> Path:
         try:

@@ -22,6 +22,7 @@ from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.names import LEAD_NAME
 from swarm.core.protocol import Member
+from swarm.core.sandbox_config import SandboxSettings
 from swarm.core.signing import VerifyKey, lead_key
 from swarm.core.teams import TeamStore
 from swarm.errors import UsageError
@@ -145,6 +146,9 @@ def test_claude_args_are_the_flags_claude_codes_own_lead_passes(tmp_path: Path) 
     planned = claude_teammate.claude_args(_member(tmp_path, plan_mode_required=True), TEAM, verify_key="k",
                                           parent_session="s")
     assert "--plan-mode-required" in planned and planned[planned.index("--permission-mode") + 1] == "plan"
+    sandboxed = claude_teammate.claude_args(_member(tmp_path), TEAM, verify_key="k", parent_session="s",
+                                            sandbox=SandboxSettings.model_validate({"enabled": True}))
+    assert sandboxed[-2:] == ["--settings", '{"sandbox": {"enabled": true}}']  # Claude Code's own sandbox
     assert claude_teammate.permission_args("bypassPermissions", False) == ["--dangerously-skip-permissions"]
     assert claude_teammate.permission_args("dontAsk", False) == ["--permission-mode", "default"]
 

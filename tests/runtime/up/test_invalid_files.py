@@ -37,6 +37,10 @@ CASES = {
     "missing-playbook": (TEAM + GOOD_MEMBER + 'playbook = "nope.toml"\n', ["members[0].playbook", "nope.toml",
                                                                            "not found"]),
     "duplicate-members": (TEAM + GOOD_MEMBER + GOOD_MEMBER, ["two members", "'alice'"]),
+    "unknown-sandbox-setting": (TEAM + '[sandbox]\nenabled = true\n[sandbox.network]\nalowedDomains = ["x"]\n'
+                                + GOOD_MEMBER, ["sandbox", "unknown sandbox setting 'alowedDomains'"]),
+    "bad-member-sandbox": (TEAM + GOOD_MEMBER + 'sandbox = { enabled = "sometimes" }\n',
+                           ["members[0].sandbox.enabled", "boolean"]),
     "not-toml": ("[team\nname = 'bad'\n", ["not valid TOML", "line 1"]),
 }
 
