@@ -40,6 +40,7 @@ from swarm.teammate import TEAMMATE
 TYPE_CHECKING = False  # not ``typing.TYPE_CHECKING``: importing typing costs this path ~4 ms
 if TYPE_CHECKING:
     import socket
+    from collections.abc import Mapping
     from pathlib import Path
     from typing import BinaryIO
 
@@ -47,6 +48,9 @@ SERVED = frozenset({"send", "inbox", "status", "tasks", "task", "permissions", "
 """Short, non-interactive commands that start no process of their own; the rest always run here."""
 SWITCH = "SWARM_CLI_SERVER"
 """``0`` turns the CLI server off (no use, no start)."""
+HEADLESS = "SWARM_CLI_SERVER_HEADLESS"
+"""``1`` in the environment of a headless run (``run -p``, ``up --headless``), which its teammates inherit:
+a CLI server such a run starts ends seconds after its last child, as one started with ``CI`` set does."""
 MAGIC = b"swarm-cli/1"
 START_TIMEOUT = 10.0
 """Seconds to wait for the server's child to start; past that nothing has run and the command runs here."""
@@ -153,6 +157,12 @@ def _alive(pid: int | None) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def headless(env: Mapping[str, str]) -> bool:
+    """Whether ``env`` is a headless or CI run's: a CLI server it starts must not outlive the run by minutes
+    (whatever waits for every descendant, a CI runner or ``timeout``, would wait for it)."""
+    return env.get(HEADLESS) == "1" or env.get("CI", "").lower() not in ("", "0", "false", "no")
 
 
 def server_pid(lock: Path) -> int | None:
