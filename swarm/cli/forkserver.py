@@ -8,7 +8,8 @@ forks a child that takes over the client's fds 0-2, cwd, umask, environment
 and argv, and runs ``swarm.cli.main.main()`` as a fresh process would: a send
 costs the fork and the work, not the ~150 ms of imports. A ``_teammate``
 request's child becomes that teammate instead (``swarm.teammate.served``):
-~0.3 s of imports saved per teammate.
+~0.3 s of imports saved per teammate, and ~1 s more for a real-model teammate when the server was started
+with credentials for Claude (it then imports the ``anthropic`` SDK too).
 
 One per home, and nothing left behind:
 - the server flocks ``Home.cli_lock_path`` for its whole life (and writes its
@@ -355,10 +356,13 @@ def _listen(path: Path) -> socket.socket:
 
 
 def _warm() -> None:
-    """Import the CLI, every served command's modules and a teammate's, as a served child would."""
+    """Import the CLI, every served command's modules and a teammate's, as a served child would; and, when
+    the environment it was started with has credentials for Claude (a real-model team's), the ``anthropic``
+    SDK, whose import costs each teammate ~1 s of CPU and ~47 MB unshared otherwise."""
     from swarm.cli.main import COMMANDS
     from swarm.core.frames import build_frames
     from swarm.core.protocol import build_models
+    from swarm.models.credentials import find_credentials
 
     for name in sorted(SERVED):
         module, _, attr = COMMANDS[name].partition(":")
@@ -367,6 +371,10 @@ def _warm() -> None:
     build_models()
     build_frames()
     "".encode("utf-16-le")  # a codec the lead's signature uses, found late otherwise
+    if find_credentials(os.environ) is not None:
+        from swarm.models.anthropic_provider import preload_sdk
+
+        preload_sdk()
 
 
 def serve(root: Path, idle: float) -> int:

@@ -8,15 +8,9 @@ the server the run's first teammate started.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
-
-import psutil
-import pytest
 
 from swarm.cli.entry import server_pid
 from swarm.core.home import Home
@@ -27,24 +21,6 @@ from tests.cli.conftest import SWARM_EXE, live_cli_server
 ENDS_WITHIN = 8.0
 """Seconds after the run within which its server must be gone: its idle time (2 s), one poll tick (1 s) and
 room for a loaded machine; the interactive idle time is 300 s."""
-
-
-@pytest.fixture
-def short_home() -> Iterator[Home]:
-    """A home under a short /tmp path (a unix socket path is limited to ~107 bytes); its server is stopped."""
-    root = Path(tempfile.mkdtemp(prefix="swhl-", dir="/tmp"))
-    home = Home(root / "home")
-    try:
-        yield home
-    finally:
-        pid = live_cli_server(home)
-        if pid is not None:
-            proc = psutil.Process(pid)
-            for child in proc.children(recursive=True):
-                child.kill()
-            proc.terminate()
-            psutil.wait_procs([proc], timeout=10)
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def _env(home: Home, **extra: str) -> dict[str, str]:
