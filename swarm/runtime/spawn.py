@@ -97,7 +97,7 @@ def spawn_reporting(home: Home, request: SpawnRequest, env: Mapping[str, str]) -
     _check(request)
     binary = _check_claude(request, env) if request.runtime == CLAUDE_RUNTIME else None
     TeamStore(home).get(request.team)
-    reap_dead(home, request.team)  # a dead member of the same name may be replaced
+    reap_dead(home, request.team, {request.name})  # a dead member of the same name may be replaced
     backend = make_backend("tmux" if binary else request.backend, env=env, tmux_socket=request.tmux_socket)
     tree = worktrees.create(request.cwd, request.team, request.name, request.base) if request.worktree else None
     try:
@@ -113,10 +113,10 @@ def spawn_reporting(home: Home, request: SpawnRequest, env: Mapping[str, str]) -
 def _start(home: Home, request: SpawnRequest, backend: Backend, tree: worktrees.NewWorktree | None,
            env: Mapping[str, str], claude_bin: Path | None) -> Member:
     teams = TeamStore(home)
-    teams.modify(request.team, lambda team: record_settings(team, request.cwd))  # as the lead sees them now
     replaced = teams.get(request.team).member(request.name)  # an inactive entry add_member replaces
     inbox_existed = home.inbox_path(request.team, request.name).exists()
-    member = teams.add_member(request.team, _member(request, backend.name, tree))
+    member = teams.add_member(request.team, _member(request, backend.name, tree),
+                              also=lambda team: record_settings(team, request.cwd))  # as the lead sees them now
     prompt: list[InboxEntry] = []
     try:
         prompt = Mailbox(home, request.team).send(request.name, request.prompt, sender=LEAD_NAME,
