@@ -19,9 +19,8 @@ one boundary (``raise ... from exc``); the CLI catches only ``SwarmError``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
+TYPE_CHECKING = False  # not ``typing.TYPE_CHECKING``: ``swarm`` finds its CLI server through modules that import
+if TYPE_CHECKING:     # this one, and importing typing would cost that path ~3 ms
     from collections.abc import Callable
 
 

@@ -39,10 +39,9 @@ from swarm.teammate import TEAMMATE
 
 TYPE_CHECKING = False  # not ``typing.TYPE_CHECKING``: importing typing costs this path ~4 ms
 if TYPE_CHECKING:
-    import socket
+    import _socket
     from collections.abc import Mapping
     from pathlib import Path
-    from typing import BinaryIO
 
 SERVED = frozenset({"send", "inbox", "status", "tasks", "task", "permissions", "approve", "deny"})
 """Short, non-interactive commands that start no process of their own; the rest always run here."""
@@ -87,15 +86,15 @@ def _teammate_here(args: list[str]) -> None:
 
 def _served(teammate: bool = False) -> int | None:
     """The served command's exit status, or None when it must run here (nothing ran elsewhere)."""
-    import socket
+    import _socket  # not ``socket``: its Python layer (and ``selectors``) costs this path ~2 ms
 
     from swarm.core.home import Home
 
     home = Home.from_env()
     path = os.fsencode(home.cli_socket_path)
-    if len(path) > 100 or not hasattr(socket, "SO_PEERCRED"):
+    if len(path) > 100 or not hasattr(_socket, "SO_PEERCRED"):
         return None  # a unix socket path is limited to ~107 bytes; peer checks are Linux's
-    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         conn.settimeout(START_TIMEOUT)
         try:
@@ -108,9 +107,10 @@ def _served(teammate: bool = False) -> int | None:
                            b"%o" % _umask(), b"%d" % len(sys.argv), *map(os.fsencode, sys.argv),
                            *(k + b"=" + v for k, v in os.environb.items())])
         try:
-            socket.send_fds(conn, [b"%08d" % len(body)], [0, 1, 2])
+            fds = b"".join(fd.to_bytes(4, sys.byteorder) for fd in (0, 1, 2))  # as ``socket.send_fds`` packs them
+            conn.sendmsg([b"%08d" % len(body)], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
             conn.sendall(body)
-            reply = conn.makefile("rb")
+            reply = _Lines(conn)
             started = reply.readline()
             if not started.startswith(b"P"):
                 return None  # "S" (stale, another installation) or closed: nothing ran
@@ -124,7 +124,26 @@ def _served(teammate: bool = False) -> int | None:
         conn.close()
 
 
-def _await_server(conn: socket.socket, path: bytes, server: int, lock: Path) -> bool:
+class _Lines:
+    """The server's answers, a line at a time (``socket.makefile`` without the ``socket`` module)."""
+
+    def __init__(self, conn: _socket.socket) -> None:
+        self._conn = conn
+        self._buffer = b""
+
+    def readline(self) -> bytes:
+        """The next line with its newline; what is left when the server closed; OSError as ``recv`` raises it."""
+        while b"\n" not in self._buffer:
+            more = self._conn.recv(4096)
+            if not more:
+                line, self._buffer = self._buffer, b""
+                return line
+            self._buffer += more
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line + b"\n"
+
+
+def _await_server(conn: _socket.socket, path: bytes, server: int, lock: Path) -> bool:
     """Connect ``conn`` once the server just started (pid ``server``) listens: True, or False if it is gone.
 
     For a teammate, whose ~0.3 s of imports a burst of teammates would each
@@ -174,7 +193,7 @@ def server_pid(lock: Path) -> int | None:
         return None
 
 
-def _status(reply: BinaryIO, teammate: bool) -> int:
+def _status(reply: _Lines, teammate: bool) -> int:
     try:
         line = reply.readline()
     except OSError:

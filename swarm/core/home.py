@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from collections.abc import Callable
-from typing import Any, TypeVar
 
 from swarm.core.names import validate_name
 
-T = TypeVar("T")
+TYPE_CHECKING = False  # not ``typing.TYPE_CHECKING``: ``swarm`` finds its CLI server through this module, and
+if TYPE_CHECKING:     # importing typing would cost that path ~3 ms (``swarm.cli.entry``)
+    from collections.abc import Callable
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
