@@ -137,15 +137,13 @@ def wait_for_cli_server(home: Path, timeout: float = 60.0) -> None:
     raise SystemExit(f"no CLI server answered on {path}")
 
 
-def start_cli_server(home: Path) -> None:
-    """Start the home's CLI server as its first client would (detached, in a session of its own) and wait
-    until it answers; one already running is kept (the new one exits at once)."""
-    import subprocess
-    import sys
-
+def start_cli_server(home: Path, env: dict[str, str] | None = None) -> None:
+    """Start the home's CLI server as its first client would (detached, in a session of its own, with the
+    environment ``env``: credentials for Claude in it make it preload the SDK) and wait until it answers;
+    one already running is kept (the new one exits at once)."""
     subprocess.Popen([sys.executable, "-P", "-m", "swarm.cli.forkserver", str(home)],
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                     start_new_session=True)
+                     start_new_session=True, env=env)
     wait_for_cli_server(home)
 
 
