@@ -88,10 +88,10 @@ def _served(teammate: bool = False) -> int | None:
     """The served command's exit status, or None when it must run here (nothing ran elsewhere)."""
     import _socket  # not ``socket``: its Python layer (and ``selectors``) costs this path ~2 ms
 
-    from swarm.core.home import Home
+    from swarm.core.rendezvous import CLI_LOCK, CLI_SOCKET, home_root, run_file  # not Home: no pathlib
 
-    home = Home.from_env()
-    path = os.fsencode(home.cli_socket_path)
+    root = home_root(os.environ)
+    path = os.fsencode(run_file(root, CLI_SOCKET))
     if len(path) > 100 or not hasattr(_socket, "SO_PEERCRED"):
         return None  # a unix socket path is limited to ~107 bytes; peer checks are Linux's
     conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
@@ -100,8 +100,8 @@ def _served(teammate: bool = False) -> int | None:
         try:
             conn.connect(path)
         except OSError:
-            server = _start_server(home.root)
-            if not teammate or server is None or not _await_server(conn, path, server, home.cli_lock_path):
+            server = _start_server(root)
+            if not teammate or server is None or not _await_server(conn, path, server, run_file(root, CLI_LOCK)):
                 return None
         body = b"\0".join([MAGIC, os.fsencode(sys.prefix), os.fsencode(package_dir()), os.getcwdb(),
                            b"%o" % _umask(), b"%d" % len(sys.argv), *map(os.fsencode, sys.argv),
@@ -143,7 +143,7 @@ class _Lines:
         return line + b"\n"
 
 
-def _await_server(conn: _socket.socket, path: bytes, server: int, lock: Path) -> bool:
+def _await_server(conn: _socket.socket, path: bytes, server: int, lock: str) -> bool:
     """Connect ``conn`` once the server just started (pid ``server``) listens: True, or False if it is gone.
 
     For a teammate, whose ~0.3 s of imports a burst of teammates would each
@@ -184,7 +184,7 @@ def headless(env: Mapping[str, str]) -> bool:
     return env.get(HEADLESS) == "1" or env.get("CI", "").lower() not in ("", "0", "false", "no")
 
 
-def server_pid(lock: Path) -> int | None:
+def server_pid(lock: str | Path) -> int | None:
     """The pid a CLI server wrote into the home's lock file (``Home.cli_lock_path``): it may be gone since."""
     try:
         with open(lock, "rb") as held:
@@ -232,7 +232,7 @@ def _umask() -> int:
     return mask
 
 
-def _start_server(root: Path) -> int | None:
+def _start_server(root: str) -> int | None:
     """Start the home's CLI server; its pid, or None if it could not be started. One that finds a live
     server exits at once.
 
