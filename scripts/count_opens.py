@@ -215,11 +215,13 @@ def lead_cost_table(teams: dict[int, Figures]) -> None:
         return
     smallest = min(per)
     base = per[smallest]
+    def constant(value: float) -> bool:
+        return base is not None and value <= max(1.2 * base, base + 0.5)
+
     figures = [Figure(f"lead: team-file and activity opens per message, team of {size}",
                       f"constant (<= 1.2x team of {smallest})" if size != smallest else "",
                       value, base if size != smallest else None, digits=1,
-                      met=(lambda v, b=base: b is not None and v <= max(1.2 * b, b + 0.5)) if size != smallest
-                      else None)
+                      met=constant if size != smallest else None)
                for size, value in sorted(per.items())]
     print_table("count_opens: the lead's cost by team size", figures, notes=[
         "opens of config.json and activity/<name>.json for reading by the lead's process, divided by the "

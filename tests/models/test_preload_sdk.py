@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from typing import Any
 
 from tests.fakes import FakeAnthropicServer, text_reply
 
@@ -29,9 +30,9 @@ print(json.dumps({"new": sorted(set(sys.modules) - before), "threads": threads, 
 """
 
 
-def _first_request(api: FakeAnthropicServer, mode: str) -> dict[str, object]:
+def _first_request(api: FakeAnthropicServer, mode: str) -> dict[str, Any]:
     done = subprocess.run([sys.executable, "-c", FIRST_REQUEST, api.base_url, mode], capture_output=True, text=True,
-                          timeout=120)
+                          timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
