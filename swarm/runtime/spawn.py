@@ -113,10 +113,15 @@ def spawn_reporting(home: Home, request: SpawnRequest, env: Mapping[str, str]) -
 def _start(home: Home, request: SpawnRequest, backend: Backend, tree: worktrees.NewWorktree | None,
            env: Mapping[str, str], claude_bin: Path | None) -> Member:
     teams = TeamStore(home)
-    replaced = teams.get(request.team).member(request.name)  # an inactive entry add_member replaces
     inbox_existed = home.inbox_path(request.team, request.name).exists()
-    member = teams.add_member(request.team, _member(request, backend.name, tree),
-                              also=lambda team: record_settings(team, request.cwd))  # as the lead sees them now
+    found: list[Member | None] = []
+
+    def before_adding(team: TeamFile) -> None:  # in add_member's one locked rewrite of the team file
+        record_settings(team, request.cwd)  # as the lead sees them now
+        found[:] = [team.member(request.name)]  # an inactive entry add_member replaces
+
+    member = teams.add_member(request.team, _member(request, backend.name, tree), also=before_adding)
+    replaced = found[0] if found else None
     prompt: list[InboxEntry] = []
     try:
         prompt = Mailbox(home, request.team).send(request.name, request.prompt, sender=LEAD_NAME,

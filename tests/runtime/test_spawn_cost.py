@@ -9,6 +9,7 @@ judged every member's process (three ``/proc`` reads each) to find the dead.
 from __future__ import annotations
 
 import os
+import time
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -51,6 +52,7 @@ def test_the_files_a_spawn_opens_do_not_grow_with_the_team(home: Home, tmp_path:
     def spawn_counting(name: str) -> Counter[str]:
         request = SpawnRequest(team="t", name=name, prompt="hello", backend="subprocess", cwd=tmp_path,
                                playbook=playbook)
+        time.sleep(0.1)  # the last write settles (TeamView re-reads a file younger than the kernel's file clock)
         with open_log.recording() as opened:
             spawn(home, request, dict(os.environ))
         return _kinds(opened)
