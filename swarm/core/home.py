@@ -136,6 +136,11 @@ class Home:
         """swarm: a teammate's busy/idle state, last activity and tokens (rewritten every turn, not fsynced)."""
         return self.team_dir(team) / "activity" / f"{validate_name(agent, 'agent name')}.json"
 
+    def events_path(self, team: str, agent: str) -> Path:
+        """swarm: a teammate's live events (``agent/live_events.py``): what its pane, ``swarm logs -f`` and
+        ``swarm top`` show; rotated at a bound, not fsynced."""
+        return self.team_dir(team) / "events" / f"{validate_name(agent, 'agent name')}.jsonl"
+
     def transcript_path(self, team: str, agent: str) -> Path:
         return self.transcripts_dir(team) / f"{validate_name(agent, 'agent name')}.jsonl"
 
