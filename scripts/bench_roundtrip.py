@@ -11,10 +11,14 @@ in the same run: a bare Python process that only waits, takes and answers
 through the same ``Mailbox`` (no agent loop, no transcript, no status): the
 floor the teammate's own work sits on.
 
+Back to back (the next ping as soon as the answer is in) and in the gap
+mode (``GAP``, 10 ms, between an answer and the next ping), each with p50
+and p99, for the teammate and the echo alike.
+
 Also measured: the same round trip after the teammate's conversation has
 grown by ``--grow`` turns (cost should stay flat; the conversation is
 compacted on the way when it nears the model's window), and the teammate's
-RSS early and late. Prints the figure / goal / swarm / baseline / ratio table
+RSS early and late, its PSS and USS early. Prints the figure / goal / swarm / baseline / ratio table
 (``scripts/benchtable.py``); p50s are medians of batch medians; exits 0
 whatever the figures (benchmarks report, tests check).
 """
@@ -54,6 +58,8 @@ text = "answered {n}"
 """
 
 BATCHES = 5
+GAP = 0.010
+"""Seconds between an answer and the next ping in the gap mode."""
 
 ANSWER_WAIT = 30.0
 """Seconds the lead waits for an answer before the run stops with an error (never a hang)."""
@@ -90,13 +96,14 @@ class Trips:
     def p50(self, which: str = "total") -> float:
         return median_of(batch_medians(getattr(self, which), BATCHES))
 
-    def p99(self) -> float:
-        ordered = sorted(self.total)
+    def p99(self, which: str = "total") -> float:
+        ordered = sorted(getattr(self, which))
         return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
 
 
-def _round_trips(mailbox: Mailbox, name: str, count: int, start: int = 0) -> Trips:
-    """``count`` round trips to ``name`` (its answer: ``pong <n>``), the next ping as soon as the answer is in.
+def _round_trips(mailbox: Mailbox, name: str, count: int, start: int = 0, gap: float = 0.0) -> Trips:
+    """``count`` round trips to ``name`` (its answer: ``pong <n>``), the next ping as soon as the answer is in
+    (``gap`` s after it: the gap mode, where each ping finds the teammate asleep and its caches cold).
 
     An answer that does not come within ``ANSWER_WAIT`` stops the run with an error, never a hang.
     """
@@ -116,6 +123,8 @@ def _round_trips(mailbox: Mailbox, name: str, count: int, start: int = 0) -> Tri
             stamped = (iso_to_epoch(answer[0].timestamp) or sent_at) + STAMP_CENTRE
             trips.acted.append(max(0.0, (stamped - sent_at) * 1000))
             mailbox.take(LEAD_NAME)
+            if gap:
+                time.sleep(gap)
     finally:
         watcher.close()
     return trips
@@ -148,7 +157,10 @@ def main() -> int:
             proc = psutil.Process(joined.worker_pid or joined.pid or 0)  # the teammate itself: a forked one's worker
             forked = joined.worker_pid is not None
             early = _round_trips(mailbox, "mate", count)
+            gapped = _round_trips(mailbox, "mate", count, start=150_000, gap=GAP)
             rss_early = proc.memory_info().rss / 2**20
+            full = proc.memory_full_info()
+            pss, uss = full.pss / 2**20, full.uss / 2**20
             for n in range(0, grow, 50):
                 _round_trips(mailbox, "mate", 50, start=200_000 + n)
             late = _round_trips(mailbox, "mate", count, start=300_000)
@@ -162,23 +174,34 @@ def main() -> int:
         try:
             _round_trips(mailbox, "bare", 5, start=100_000)
             echo = _round_trips(mailbox, "bare", count)
+            echo_gapped = _round_trips(mailbox, "bare", count, start=150_000, gap=GAP)
         finally:
             mailbox.send("bare", "stop", sender=LEAD_NAME)
             bare.wait(10)
     finally:
         stop_cli_server(root / "home")  # the teammate's launcher started it (unless SWARM_CLI_SERVER=0)
         shutil.rmtree(root, ignore_errors=True)
-    turns = grow + 2 * count + 5
+    turns = grow + 3 * count + 5
     print_table(f"bench_roundtrip ({'--quick' if args.quick else 'full'}): lead -> real teammate -> lead", [
-        Figure("lead -> teammate acts (its SendMessage reply stamped), p50", "<= 2 ms", early.p50("acted"),
-               echo.p50("acted"), " ms", met=lambda v: v <= 2,
+        Figure("lead -> teammate acts (its SendMessage reply stamped), p50, back to back", "<= 1.3x echo",
+               early.p50("acted"), echo.p50("acted"), " ms", met=lambda v: v <= 1.3 * echo.p50("acted"),
                note="from the stamp of the reply entry: ms resolution, truncated, so +0.5 ms centres it"),
+        Figure("teammate acts, p99, back to back", "<= 2x echo", early.p99("acted"), echo.p99("acted"), " ms",
+               met=lambda v: v <= 2 * echo.p99("acted")),
+        Figure(f"teammate acts, p50, {GAP * 1000:g} ms between pings", "", gapped.p50("acted"),
+               echo_gapped.p50("acted"), " ms"),
+        Figure(f"teammate acts, p99, {GAP * 1000:g} ms between pings", "", gapped.p99("acted"),
+               echo_gapped.p99("acted"), " ms"),
         Figure("  of which the teammate's own work (acts minus the echo's), p50", "", early.p50("acted")
                - echo.p50("acted"), None, " ms",
                note="the rest is the floor the echo measures: the lead's durable send and the wake-up"),
         Figure("full round trip into the lead inbox, p50", "<= 4 ms", early.p50(), echo.p50(), " ms",
                met=lambda v: v <= 4),
         Figure("full round trip, p99", "<= 20 ms", early.p99(), echo.p99(), " ms", met=lambda v: v <= 20),
+        Figure(f"full round trip, p50, {GAP * 1000:g} ms between pings", "", gapped.p50(), echo_gapped.p50(),
+               " ms"),
+        Figure(f"full round trip, p99, {GAP * 1000:g} ms between pings", "", gapped.p99(), echo_gapped.p99(),
+               " ms"),
         Figure(f"round trip p50 after {grow:,} more turns", "", late.p50(), None, " ms"),
         Figure(f"round trip p99 after {grow:,} more turns", "<= 20 ms", late.p99(), None, " ms",
                met=lambda v: v <= 20),
@@ -191,6 +214,10 @@ def main() -> int:
                                                       if forked else "its own interpreter (SWARM_CLI_SERVER=0)")),
         Figure(f"teammate RSS after {turns:,} turns", "<= 1.5x early", rss_late, rss_early, " MiB", digits=1,
                met=lambda v: v <= 1.5 * rss_early),
+        Figure("teammate PSS, early", "", pss, None, " MiB", digits=1,
+               note="PSS: its private pages plus its share of those it shares (with the CLI server it was forked "
+                    "from and its siblings)"),
+        Figure("teammate USS, early", "", uss, None, " MiB", digits=1, note="USS: the pages only it holds"),
     ], notes=[f"{count} round trips per figure; p50 = median of {BATCHES} batch medians",
               "baseline: a bare Python process that waits, takes and answers through the same Mailbox "
               "(no agent loop, transcript or status): the floor under the teammate"])

@@ -81,6 +81,7 @@ from benchtable import Figure, median_of, start_cli_server, stop_cli_server
 from benchtable import print_table as print_figure_table
 
 from swarm.backends.procs import kill_tree
+from swarm.cli.entry import server_pid
 from swarm.backends.tmux_backend import TmuxBackend
 from swarm.core.clock import iso_to_epoch
 from swarm.core.frames import IdleNotification, entry_frame
@@ -136,6 +137,12 @@ class Row:
     ready_count: int = 0
     rss: list[float] = field(default_factory=list)
     uss: list[float] = field(default_factory=list)
+    pss: list[float] = field(default_factory=list)
+    """Per teammate process (a forked one's worker)."""
+    total_pss: float | None = None
+    """MiB: every process of the team together (workers, launchers and the CLI server; or the bare interpreters)."""
+    model: str = "scripted"
+    """``scripted`` (the offline model) or ``sdk`` (the real ``anthropic`` SDK against the tests' fake API)."""
     cpu_pct: float | None = None
     shutdown_s: float | None = None
     approved: int = 0
@@ -169,6 +176,8 @@ class Context:
     tmux_bin: str | None = None
     sizes: list[int] = field(default_factory=list)
     baseline_procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    api_url: str | None = None
+    """The fake Messages API (``tests/fakes/anthropic_server.py``) the ``sdk`` runs talk to."""
 
 
 # -- helpers ---------------------------------------------------------------------------
@@ -225,13 +234,21 @@ def tmux_server_proc(ctx: Context) -> psutil.Process | None:
 
 
 def memory(procs: list[psutil.Process]) -> tuple[list[float], list[float]]:
-    rss, uss = [], []
+    rss, uss, _ = memory_pss(procs)
+    return rss, uss
+
+
+def memory_pss(procs: list[psutil.Process]) -> tuple[list[float], list[float], list[float]]:
+    """RSS, USS and PSS (MiB) of each process: PSS charges a page shared by k processes 1/k to each, so a
+    sum of PSS is what the processes together cost the machine (forked teammates share the server's pages)."""
+    rss, uss, pss = [], [], []
     for proc in procs:
         with contextlib.suppress(psutil.Error):
             info = proc.memory_full_info()
             rss.append(info.rss / MB)
             uss.append(info.uss / MB)
-    return rss, uss
+            pss.append(getattr(info, "pss", info.uss) / MB)
+    return rss, uss, pss
 
 
 def cpu_seconds(proc: psutil.Process) -> float | None:
@@ -298,14 +315,22 @@ def joined_at(home: Home, team: str, name: str) -> float | None:
     return None
 
 
-def run_swarm(ctx: Context, backend: str, n: int, start: str = "warm", run: int = 0, server: bool = True) -> Row:
-    row = Row(backend, n, start, server)
-    team = f"{backend}-{n}-{start}-{run}-{'on' if server else 'off'}"
+def run_swarm(ctx: Context, backend: str, n: int, start: str = "warm", run: int = 0, server: bool = True,
+              model: str = "scripted") -> Row:
+    row = Row(backend, n, start, server, model=model)
+    team = f"{backend}-{n}-{start}-{run}-{'on' if server else 'off'}-{model}"
     env = ctx.env if server else {**ctx.env, "SWARM_CLI_SERVER": "0"}
+    playbook: Path | None = ctx.playbook
+    if model == "sdk":  # the real SDK path: credentials and the fake API; the server preloads the SDK for them
+        assert ctx.api_url is not None
+        env = {**env, "ANTHROPIC_API_KEY": "bench-key", "ANTHROPIC_BASE_URL": ctx.api_url}
+        playbook = None
     if start == "cold":
         stop_cli_server(ctx.home.root)  # cold: the first teammate finds no server and starts one
     elif server:
-        start_cli_server(ctx.home.root)  # warm: it runs already (kept when it does)
+        if server_env(ctx.home) != ("ANTHROPIC_API_KEY" in env):
+            stop_cli_server(ctx.home.root)  # a server started for the other model: its warm-up differs
+        start_cli_server(ctx.home.root, env)  # warm: it runs already (kept when it does)
     TeamStore(ctx.home).create(team, cwd=str(ctx.workdir))
     mailbox = Mailbox(ctx.home, team)
     watcher = mailbox.watcher(LEAD_NAME)
@@ -317,7 +342,7 @@ def run_swarm(ctx: Context, backend: str, n: int, start: str = "warm", run: int 
         t0 = time.perf_counter()
         for name in names:
             request = SpawnRequest(team=team, name=name, prompt=f"hello {name}, wait for work", backend=backend,
-                                   cwd=ctx.workdir, playbook=ctx.playbook, tmux_socket=socket)
+                                   cwd=ctx.workdir, playbook=playbook, tmux_socket=socket)
             spawn(ctx.home, request, env)
         row.spawn_s = time.perf_counter() - t0
 
@@ -354,8 +379,10 @@ def run_swarm(ctx: Context, backend: str, n: int, start: str = "warm", run: int 
         _startup_details(ctx, row, team, names, by_name, wall0, notified)
 
         time.sleep(SETTLE_S)
-        row.rss, row.uss = memory(procs)
-        _, row.launcher_uss = memory(launchers)
+        row.rss, row.uss, row.pss = memory_pss(procs)
+        _, row.launcher_uss, launcher_pss = memory_pss(launchers)
+        cli_server = [psutil.Process(pid)] if server and (pid := server_pid(ctx.home.cli_lock_path)) else []
+        row.total_pss = sum(row.pss) + sum(launcher_pss) + sum(memory_pss(cli_server)[2])
         if launchers:
             row.details.append(f"launchers' USS mean/max {mean_max(row.launcher_uss)} MB; CLI server "
                                f"RSS {cli_server_rss(ctx.home):.1f} MB")
@@ -429,6 +456,14 @@ def _startup_details(ctx: Context, row: Row, team: str, names: list[str], by_nam
                            f"on {os.cpu_count()} cores at best")
 
 
+def server_env(home: Home) -> bool | None:
+    """Whether the home's running CLI server was started with credentials for Claude (None: none runs)."""
+    pid = server_pid(home.cli_lock_path)
+    with contextlib.suppress(psutil.Error, TypeError):
+        return "ANTHROPIC_API_KEY" in psutil.Process(pid).environ()
+    return None
+
+
 def cli_server_rss(home: Home) -> float:
     with contextlib.suppress(OSError, ValueError, psutil.Error):
         return psutil.Process(int(home.cli_lock_path.read_text().strip())).memory_info().rss / MB
@@ -483,7 +518,8 @@ def run_baseline(ctx: Context, n: int) -> Row:
         if used:
             row.details.append(f"CPU spent per interpreter to get ready: mean {statistics.fmean(used):.3f} s")
         time.sleep(SETTLE_S)
-        row.rss, row.uss = memory(ps)
+        row.rss, row.uss, row.pss = memory_pss(ps)
+        row.total_pss = sum(row.pss)
         row.cpu_pct, _ = cpu_window(ps, ctx.window)
 
         t1 = time.perf_counter()
@@ -849,6 +885,70 @@ def signals_as_interrupt() -> Iterator[None]:
             signal.signal(sig, previous)
 
 
+def run_goals(ctx: Context, n: int, big: int, runs: int) -> list[Row]:
+    """Only what issue 34's goals need (subprocess backend, CLI server on, warm): ``n`` teammates on the
+    scripted model and on the real SDK path (interleaved, ``runs`` each), ``big`` scripted teammates, and
+    bare interpreters for both sizes."""
+    from tests.fakes import FakeAnthropicServer, text_reply
+
+    ctx.home.root.mkdir(parents=True, exist_ok=True)  # a CLI server never makes its home
+    api = FakeAnthropicServer().start()
+    api.otherwise(text_reply("ready"))
+    ctx.api_url = api.base_url
+    rows: list[Row] = []
+    try:
+        for run in range(runs):
+            for model in ("scripted", "sdk"):
+                print(f"... subprocess N={n} warm {run + 1}/{runs}, {model}", flush=True)
+                rows.append(run_swarm(ctx, "subprocess", n, "warm", run, True, model=model))
+        print(f"... subprocess N={big} warm, scripted", flush=True)
+        rows.append(run_swarm(ctx, "subprocess", big, "warm", 0, True))
+        for size in sorted({n, big}):
+            print(f"... baseline N={size}", flush=True)
+            rows.append(run_baseline(ctx, size))
+    finally:
+        api.stop()
+    return rows
+
+
+def print_goal_figures(rows: list[Row], n: int, big: int) -> None:
+    """Issue 34's spawn goals: the real SDK path against the scripted model, and a big team against bare
+    interpreters (``benchtable``)."""
+    def median(values: list[float | None]) -> float | None:
+        known = [v for v in values if v is not None]
+        return median_of(known) if known and len(known) == len(values) else None
+
+    scripted = [r for r in rows if not r.baseline and r.n == n and r.model == "scripted"]
+    sdk = [r for r in rows if not r.baseline and r.n == n and r.model == "sdk"]
+    large = [r for r in rows if not r.baseline and r.n == big and r.model == "scripted" and r not in scripted]
+    bare = {r.n: r for r in rows if r.baseline}
+    ready_scripted = median([r.ready_s for r in scripted])
+    pss_sdk = median([statistics.fmean(r.pss) if r.pss else None for r in sdk])
+    pss_scripted = median([statistics.fmean(r.pss) if r.pss else None for r in scripted])
+    figures = [
+        Figure(f"{n} teammates ready, real anthropic SDK path (fake API)", "<= 2x scripted",
+               median([r.ready_s for r in sdk]), ready_scripted, " s",
+               met=lambda v: ready_scripted is not None and v <= 2 * ready_scripted,
+               note=f"median of {len(sdk)} runs each; forked: "
+                    f"{sum(r.forked for r in sdk)}/{n * len(sdk)}; baseline: the same on the scripted model"),
+        Figure(f"PSS per teammate, real SDK path, N={n}", "<= 30 MiB", pss_sdk, pss_scripted, " MiB", digits=1,
+               met=lambda v: v <= 30, note="mean over the teammates' own processes; baseline: the scripted model's; "
+                                           "USS (pages only it holds) mean "
+                                           + ", ".join(f"{statistics.fmean(r.uss):.1f}" for r in sdk if r.uss)),
+        Figure(f"{big} teammates ready (scripted model)", "<= 3 s", median([r.ready_s for r in large]),
+               bare[big].ready_s if big in bare else None, " s", met=lambda v: v <= 3,
+               note=f"baseline: {big} bare interpreters started one after another"),
+        Figure(f"{big} teammates, total PSS (workers, launchers, CLI server)", "<= 1 GiB",
+               median([r.total_pss for r in large]), bare[big].total_pss if big in bare else None, " MiB",
+               digits=0, met=lambda v: v <= 1024, note=f"baseline: the PSS of {big} bare interpreters"),
+    ]
+    print_figure_table(f"bench_spawn goals: N={n} and N={big}", figures, notes=[
+        "warm: the home's CLI server runs before the first spawn (started with the run's environment: with "
+        "credentials it preloads the SDK), subprocess backend",
+        *[f"{r.label} N={r.n} {r.model}: " + "; ".join(d for d in r.details if d.startswith(("spawn()", "CPU spent")))
+          for r in rows if not r.baseline]])
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="3 s CPU window instead of 10 s")
@@ -857,6 +957,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--window", type=float, help="CPU window in seconds (default 10, --quick 3)")
     parser.add_argument("--no-profile", action="store_true", help="skip the import/RSS profile")
     parser.add_argument("--runs", type=int, default=0, help="warm runs per backend and size (default 3, --quick 2)")
+    parser.add_argument("--goals-only", action="store_true",
+                        help="only issue 34's goals: --sizes' largest on the scripted model and the real SDK path "
+                             "(fake API), --big on the scripted model, bare interpreters")
+    parser.add_argument("--big", type=int, default=64, help="the big team of --goals-only (default 64)")
     ns = parser.parse_args(argv)
     ns.backends = [b.strip() for b in ns.backends.split(",") if b.strip()]
     bad = [b for b in ns.backends if b not in ("tmux", "subprocess")]
@@ -904,6 +1008,10 @@ def main(argv: list[str] | None = None) -> int:
                   % os.getloadavg())
             if (os.cpu_count() or 0) != 2:
                 print(f"note: the ready target assumes 2 cores; this machine has {os.cpu_count()}")
+            if args.goals_only:
+                rows = run_goals(ctx, max(args.sizes), args.big, args.runs)
+                print_goal_figures(rows, max(args.sizes), args.big)
+                return 0
             # cold first: no warm-up run before it, and (tmux) no server running: the first spawn starts it
             biggest = max(args.sizes)
             for backend in backends:

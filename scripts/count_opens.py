@@ -47,6 +47,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchtable import Figure, print_table
+
 SWARM = Path(sys.executable).with_name("swarm")
 LINE = re.compile(r"^(\d+)\s+(.*)$")
 OPENAT = re.compile(r'openat\([^,]+, "([^"]+)", ([A-Z_|]+)')
@@ -204,6 +206,28 @@ def show(title: str, figures: Figures) -> None:
               f"activity {figures.activity['lead'] / per:.1f}")
 
 
+def lead_cost_table(teams: dict[int, Figures]) -> None:
+    """The lead's opens per message to it by team size (``benchtable``): the goal is a cost that does not
+    grow with the team, so each size is set against the smallest."""
+    per = {size: ((f.activity["lead"] + f.config["lead"]) / f.lead_messages if f.lead_messages else None)
+           for size, f in teams.items()}
+    if not per:
+        return
+    smallest = min(per)
+    base = per[smallest]
+    def constant(value: float) -> bool:
+        return base is not None and value <= max(1.2 * base, base + 0.5)
+
+    figures = [Figure(f"lead: team-file and activity opens per message, team of {size}",
+                      f"constant (<= 1.2x team of {smallest})" if size != smallest else "",
+                      value, base if size != smallest else None, digits=1,
+                      met=constant if size != smallest else None)
+               for size, value in sorted(per.items())]
+    print_table("count_opens: the lead's cost by team size", figures, notes=[
+        "opens of config.json and activity/<name>.json for reading by the lead's process, divided by the "
+        "messages teammates sent it (strace -f)"])
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="4,8", help="team sizes for the `team N` scenario (empty: none)")
@@ -218,8 +242,11 @@ def main() -> int:
     try:
         if not args.no_demo:
             show("swarm demo", run_demo(work))
+        teams = {}
         for size in [int(s) for s in args.sizes.split(",") if s]:
-            show(f"team of {size}", run_team(work, size, args.messages))
+            teams[size] = run_team(work, size, args.messages)
+            show(f"team of {size}", teams[size])
+        lead_cost_table(teams)
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)

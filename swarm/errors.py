@@ -19,6 +19,10 @@ one boundary (``raise ... from exc``); the CLI catches only ``SwarmError``.
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # not ``typing.TYPE_CHECKING``: ``swarm`` finds its CLI server through modules that import
+if TYPE_CHECKING:     # this one, and importing typing would cost that path ~3 ms
+    from collections.abc import Callable
+
 
 class SwarmError(Exception):
     """Base of every error swarm raises on purpose."""
@@ -49,7 +53,25 @@ class LockTimeoutError(SwarmError):
 
 
 class LockBusyError(LockTimeoutError):
-    """Someone else held the lock for the whole wait (as opposed to a lock that cannot be used at all)."""
+    """Someone else held the lock for the whole wait (as opposed to a lock that cannot be used at all).
+
+    ``holder`` says who holds it and what to do (``swarm.core.flock.who_holds``,
+    which reads ``/proc/locks``): it is asked only when the message is first
+    rendered, so a caller that tries a busy lock again and again and throws the
+    error away (the spool's retry loop) never pays for it.
+    """
+
+    def __init__(self, message: str, holder: Callable[[], str] | None = None) -> None:
+        super().__init__(message)
+        self._message = message
+        self._holder = holder
+        self._rendered: str | None = None
+
+    def __str__(self) -> str:
+        if self._rendered is None:
+            holder, self._holder = self._holder, None
+            self._rendered = self._message if holder is None else f"{self._message}; {holder()}"
+        return self._rendered
 
 
 class CorruptFileError(SwarmError):

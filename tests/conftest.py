@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -128,3 +130,30 @@ def mcp_http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpMcpServer
         yield server
     finally:
         server.stop()
+
+
+class OpenLog:
+    """The paths this process opens (``open`` audit events: ``open()``, ``os.open`` and the C-level ones),
+    recorded while a ``with`` block of ``recording()`` runs; no function is patched."""
+
+    def __init__(self) -> None:
+        self.paths: list[str] | None = None
+        sys.addaudithook(self._hook)  # hooks stay for the process's life: one per session
+
+    def _hook(self, event: str, args: tuple[object, ...]) -> None:
+        if event == "open" and self.paths is not None and isinstance(args[0], (str, bytes, os.PathLike)):
+            self.paths.append(os.fsdecode(args[0]))
+
+    @contextlib.contextmanager
+    def recording(self) -> Iterator[list[str]]:
+        self.paths = seen = []
+        try:
+            yield seen
+        finally:
+            self.paths = None
+
+
+@pytest.fixture(scope="session")
+def open_log() -> OpenLog:
+    """Counts what this process opens, e.g. reads of ``/proc/locks`` (see ``OpenLog``)."""
+    return OpenLog()

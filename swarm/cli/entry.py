@@ -39,14 +39,17 @@ from swarm.teammate import TEAMMATE
 
 TYPE_CHECKING = False  # not ``typing.TYPE_CHECKING``: importing typing costs this path ~4 ms
 if TYPE_CHECKING:
-    import socket
+    import _socket
+    from collections.abc import Mapping
     from pathlib import Path
-    from typing import BinaryIO
 
 SERVED = frozenset({"send", "inbox", "status", "tasks", "task", "permissions", "approve", "deny"})
 """Short, non-interactive commands that start no process of their own; the rest always run here."""
 SWITCH = "SWARM_CLI_SERVER"
 """``0`` turns the CLI server off (no use, no start)."""
+HEADLESS = "SWARM_CLI_SERVER_HEADLESS"
+"""``1`` in the environment of a headless run (``run -p``, ``up --headless``), which its teammates inherit:
+a CLI server such a run starts ends seconds after its last child, as one started with ``CI`` set does."""
 MAGIC = b"swarm-cli/1"
 START_TIMEOUT = 10.0
 """Seconds to wait for the server's child to start; past that nothing has run and the command runs here."""
@@ -83,30 +86,31 @@ def _teammate_here(args: list[str]) -> None:
 
 def _served(teammate: bool = False) -> int | None:
     """The served command's exit status, or None when it must run here (nothing ran elsewhere)."""
-    import socket
+    import _socket  # not ``socket``: its Python layer (and ``selectors``) costs this path ~2 ms
 
-    from swarm.core.home import Home
+    from swarm.core.rendezvous import CLI_LOCK, CLI_SOCKET, home_root, run_file  # not Home: no pathlib
 
-    home = Home.from_env()
-    path = os.fsencode(home.cli_socket_path)
-    if len(path) > 100 or not hasattr(socket, "SO_PEERCRED"):
+    root = home_root(os.environ)
+    path = os.fsencode(run_file(root, CLI_SOCKET))
+    if len(path) > 100 or not hasattr(_socket, "SO_PEERCRED"):
         return None  # a unix socket path is limited to ~107 bytes; peer checks are Linux's
-    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         conn.settimeout(START_TIMEOUT)
         try:
             conn.connect(path)
         except OSError:
-            server = _start_server(home.root)
-            if not teammate or server is None or not _await_server(conn, path, server, home.cli_lock_path):
+            server = _start_server(root)
+            if not teammate or server is None or not _await_server(conn, path, server, run_file(root, CLI_LOCK)):
                 return None
         body = b"\0".join([MAGIC, os.fsencode(sys.prefix), os.fsencode(package_dir()), os.getcwdb(),
                            b"%o" % _umask(), b"%d" % len(sys.argv), *map(os.fsencode, sys.argv),
                            *(k + b"=" + v for k, v in os.environb.items())])
         try:
-            socket.send_fds(conn, [b"%08d" % len(body)], [0, 1, 2])
+            fds = b"".join(fd.to_bytes(4, sys.byteorder) for fd in (0, 1, 2))  # as ``socket.send_fds`` packs them
+            conn.sendmsg([b"%08d" % len(body)], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
             conn.sendall(body)
-            reply = conn.makefile("rb")
+            reply = _Lines(conn)
             started = reply.readline()
             if not started.startswith(b"P"):
                 return None  # "S" (stale, another installation) or closed: nothing ran
@@ -120,7 +124,26 @@ def _served(teammate: bool = False) -> int | None:
         conn.close()
 
 
-def _await_server(conn: socket.socket, path: bytes, server: int, lock: Path) -> bool:
+class _Lines:
+    """The server's answers, a line at a time (``socket.makefile`` without the ``socket`` module)."""
+
+    def __init__(self, conn: _socket.socket) -> None:
+        self._conn = conn
+        self._buffer = b""
+
+    def readline(self) -> bytes:
+        """The next line with its newline; what is left when the server closed; OSError as ``recv`` raises it."""
+        while b"\n" not in self._buffer:
+            more = self._conn.recv(4096)
+            if not more:
+                line, self._buffer = self._buffer, b""
+                return line
+            self._buffer += more
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line + b"\n"
+
+
+def _await_server(conn: _socket.socket, path: bytes, server: int, lock: str) -> bool:
     """Connect ``conn`` once the server just started (pid ``server``) listens: True, or False if it is gone.
 
     For a teammate, whose ~0.3 s of imports a burst of teammates would each
@@ -155,7 +178,13 @@ def _alive(pid: int | None) -> bool:
     return True
 
 
-def server_pid(lock: Path) -> int | None:
+def headless(env: Mapping[str, str]) -> bool:
+    """Whether ``env`` is a headless or CI run's: a CLI server it starts must not outlive the run by minutes
+    (whatever waits for every descendant, a CI runner or ``timeout``, would wait for it)."""
+    return env.get(HEADLESS) == "1" or env.get("CI", "").lower() not in ("", "0", "false", "no")
+
+
+def server_pid(lock: str | Path) -> int | None:
     """The pid a CLI server wrote into the home's lock file (``Home.cli_lock_path``): it may be gone since."""
     try:
         with open(lock, "rb") as held:
@@ -164,7 +193,7 @@ def server_pid(lock: Path) -> int | None:
         return None
 
 
-def _status(reply: BinaryIO, teammate: bool) -> int:
+def _status(reply: _Lines, teammate: bool) -> int:
     try:
         line = reply.readline()
     except OSError:
@@ -203,7 +232,7 @@ def _umask() -> int:
     return mask
 
 
-def _start_server(root: Path) -> int | None:
+def _start_server(root: str) -> int | None:
     """Start the home's CLI server; its pid, or None if it could not be started. One that finds a live
     server exits at once.
 

@@ -8,12 +8,14 @@ forks a child that takes over the client's fds 0-2, cwd, umask, environment
 and argv, and runs ``swarm.cli.main.main()`` as a fresh process would: a send
 costs the fork and the work, not the ~150 ms of imports. A ``_teammate``
 request's child becomes that teammate instead (``swarm.teammate.served``):
-~0.3 s of imports saved per teammate.
+~0.3 s of imports saved per teammate, and ~1 s more for a real-model teammate when the server was started
+with credentials for Claude (it then imports the ``anthropic`` SDK too).
 
 One per home, and nothing left behind:
 - the server flocks ``Home.cli_lock_path`` for its whole life (and writes its
   pid there); a second one exits at once;
-- it exits after ``IDLE_SECONDS`` with no request and no child, on SIGTERM,
+- it exits after ``IDLE_SECONDS`` with no request and no child (``HEADLESS_IDLE_SECONDS`` when a headless
+  or CI run started it, ``swarm.cli.entry.headless``: its environment is its starter's), on SIGTERM,
   when its socket file is removed or replaced, or when the home is gone;
 - its code must be what is installed: a request that finds a loaded swarm
   module file or an import directory (site-packages) changed since start-up
@@ -42,13 +44,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
 
-from swarm.cli.entry import MAGIC, SERVED, package_dir
+from swarm.cli.entry import MAGIC, SERVED, headless, package_dir
 from swarm.core.home import Home, ensure_dir
 from swarm.startup import hold_collector, startup_done
 from swarm.teammate import TEAMMATE
 
 IDLE_SECONDS = 300.0
 """How long a server with nothing to do stays; ``SWARM_CLI_SERVER_IDLE`` overrides (tests)."""
+HEADLESS_IDLE_SECONDS = 2.0
+"""The same for a server a headless or CI run started: it ends within seconds of the run's last teammate."""
 TICK = 1.0
 REQUEST_TIMEOUT = 5.0
 """A client that connected has this long to send its request, and its child this long to be told "go"."""
@@ -352,10 +356,13 @@ def _listen(path: Path) -> socket.socket:
 
 
 def _warm() -> None:
-    """Import the CLI, every served command's modules and a teammate's, as a served child would."""
+    """Import the CLI, every served command's modules and a teammate's, as a served child would; and, when
+    the environment it was started with has credentials for Claude (a real-model team's), the ``anthropic``
+    SDK, whose import costs each teammate ~1 s of CPU and ~47 MB unshared otherwise."""
     from swarm.cli.main import COMMANDS
     from swarm.core.frames import build_frames
     from swarm.core.protocol import build_models
+    from swarm.models.credentials import find_credentials
 
     for name in sorted(SERVED):
         module, _, attr = COMMANDS[name].partition(":")
@@ -364,6 +371,10 @@ def _warm() -> None:
     build_models()
     build_frames()
     "".encode("utf-16-le")  # a codec the lead's signature uses, found late otherwise
+    if find_credentials(os.environ) is not None:
+        from swarm.models.anthropic_provider import preload_sdk
+
+        preload_sdk()
 
 
 def serve(root: Path, idle: float) -> int:
@@ -409,7 +420,8 @@ def main() -> int:
     if len(sys.argv) != 2:
         print("usage: python -m swarm.cli.forkserver HOME_ROOT (started by `swarm` itself)", file=sys.stderr)
         return 2
-    idle = float(os.environ.get("SWARM_CLI_SERVER_IDLE", IDLE_SECONDS))
+    idle = float(os.environ.get("SWARM_CLI_SERVER_IDLE",
+                                HEADLESS_IDLE_SECONDS if headless(os.environ) else IDLE_SECONDS))
     return serve(Path(sys.argv[1]), idle)
 
 

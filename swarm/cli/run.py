@@ -20,6 +20,7 @@ from swarm.agent.tool_api.context import TurnState
 from swarm.agent.sandbox import own_sandbox
 from swarm.agent.tools.team_tools import team_tools
 from swarm.agent.workspace import grant_or_refuse
+from swarm.cli.entry import HEADLESS
 from swarm.cli.options import home_of, json_option, say_model, tmux_socket_option, trust_option, warn
 from swarm.cli.render import echo, emit_json
 from swarm.core.clock import now_ms
@@ -137,7 +138,7 @@ def run(ctx: click.Context, prompt: str | None, resume: str | None, permission_m
     if prompt == "-":
         prompt = sys.stdin.read()
     workdir = (cwd or Path.cwd()).resolve()
-    env = grant_or_refuse(workdir, os.environ, trust=trust)
+    env = {**grant_or_refuse(workdir, os.environ, trust=trust), HEADLESS: "1"}  # its teammates' CLI server ends with it
     if coordinator:
         env = {**env, COORDINATOR_ENV: "1"}
     setup = MainSetup.load(env, workdir, agents_json=agents_json, agent_name=agent_name, model=model,

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from swarm.agent.workspace import grant_or_refuse
+from swarm.cli.entry import HEADLESS
 from swarm.cli.options import (
     home_of,
     json_option,
@@ -79,7 +80,8 @@ def up(ctx: click.Context, file: Path, detach: bool, headless: bool, timeout: fl
 
     with StopSignals() as stops:  # SIGTERM and SIGHUP stop the team as Ctrl-C does
         if headless:
-            report = run_headless(home, spec, cwd=where, env=env, timeout=timeout, tmux_socket=tmux_socket,
+            report = run_headless(home, spec, cwd=where, env={**env, HEADLESS: "1"}, timeout=timeout,
+                                  tmux_socket=tmux_socket,
                                   offline=offline, on_started=say_models)
             _print_report(report, as_json)
             ctx.exit(0 if report.ok else 1)

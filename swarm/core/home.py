@@ -9,22 +9,26 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from collections.abc import Callable
-from typing import Any, TypeVar
 
 from swarm.core.names import validate_name
+from swarm.core.rendezvous import CLI_LOCK, CLI_LOG, CLI_SOCKET, DEFAULT_DIR, HOME_VARIABLE, RUN_DIR
 
-T = TypeVar("T")
+TYPE_CHECKING = False  # not ``typing.TYPE_CHECKING``: ``swarm`` finds its CLI server through this module, and
+if TYPE_CHECKING:     # importing typing would cost that path ~3 ms (``swarm.cli.entry``)
+    from collections.abc import Callable
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 
 
 def default_root(env: os._Environ[str] | dict[str, str] | None = None) -> Path:
-    """``$SWARM_HOME`` if set, else ``~/.swarm``."""
+    """``$SWARM_HOME`` if set, else ``~/.swarm`` (the names: ``swarm.core.rendezvous``)."""
     source = os.environ if env is None else env
-    value = source.get("SWARM_HOME")
-    return Path(value).expanduser() if value else Path.home() / ".swarm"
+    value = source.get(HOME_VARIABLE)
+    return Path(value).expanduser() if value else Path.home() / DEFAULT_DIR
 
 
 def ensure_dir(path: Path) -> Path:
@@ -143,22 +147,22 @@ class Home:
     @property
     def run_dir(self) -> Path:
         """swarm: rendezvous files of this home's live processes (the CLI server's socket and lock)."""
-        return self.root / "run"
+        return self.root / RUN_DIR
 
     @property
     def cli_socket_path(self) -> Path:
         """swarm: the CLI server's unix socket (``swarm.cli.forkserver``)."""
-        return self.run_dir / "cli.sock"
+        return self.run_dir / CLI_SOCKET
 
     @property
     def cli_lock_path(self) -> Path:
         """swarm: flocked by the live CLI server for its whole life; holds its pid."""
-        return self.run_dir / "cli.lock"
+        return self.run_dir / CLI_LOCK
 
     @property
     def cli_log_path(self) -> Path:
         """swarm: the CLI server's own errors (a served command's go to its caller's stderr)."""
-        return self.run_dir / "cli-server.log"
+        return self.run_dir / CLI_LOG
 
     @property
     def claude_config_dir(self) -> Path:

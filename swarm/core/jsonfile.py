@@ -25,6 +25,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -310,14 +311,15 @@ class Holding(Generic[T]):
 def lock_of(path: Path, timeout: float = DEFAULT_LOCK_TIMEOUT, *, shared: bool = False) -> Iterator[None]:
     """Hold the lock of ``path`` (the ``<path>.lock`` directory, ``swarm.core.flock``) for the ``with`` body.
 
-    ``LockBusyError`` when it is still held after ``timeout`` s;
+    ``LockBusyError`` when it is still held after ``timeout`` s (its holder is looked up when the error
+    is rendered: a retry loop that drops it never reads ``/proc/locks``);
     ``LockTimeoutError`` when something that is not a lock is in its place.
     """
     lock = path.with_name(f"{path.name}.lock")
     try:
         held = acquire(lock, timeout, shared=shared)
     except LockTimeout as exc:
-        raise LockBusyError(f"could not lock {path} within {timeout:g}s; {who_holds(lock)}") from exc
+        raise LockBusyError(f"could not lock {path} within {timeout:g}s", functools.partial(who_holds, lock)) from exc
     except OSError as exc:  # e.g. a socket or FIFO where the lock directory belongs
         raise LockTimeoutError(f"cannot use the lock {lock}: {exc.strerror}; "
                                f"if another tool left it there, stop that tool and remove it") from exc

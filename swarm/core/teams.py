@@ -239,15 +239,20 @@ class TeamStore:
 
     # -- members -------------------------------------------------------------
 
-    def add_member(self, team: str, member: Member, *, replace_inactive: bool = True) -> Member:
+    def add_member(self, team: str, member: Member, *, replace_inactive: bool = True,
+                   also: Callable[[TeamFile], None] | None = None) -> Member:
         """Add ``member``; a live member of that name is a ConflictError.
 
         An inactive member of the same name is replaced when ``replace_inactive``.
-        A color is assigned when the member has none.
+        A color is assigned when the member has none. ``also`` changes the team
+        file in the same locked rewrite (one read, encode and fsync of a file
+        that grows with the team, not two).
         """
         validate_name(member.name, "agent name")
 
         def add(current: TeamFile) -> Member:
+            if also is not None:
+                also(current)
             existing = current.member(member.name)
             if existing is not None:
                 if existing.present() or not replace_inactive or member.name == LEAD_NAME:

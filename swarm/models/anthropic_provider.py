@@ -53,6 +53,8 @@ from swarm.models.catalog import ALIASES, DEFAULT_ALIAS
 from swarm.models.api_shapes import build_params, to_model_response
 from swarm.models.credentials import HOW_TO_SET, Credentials, find_credentials
 from swarm.models.messages import (
+    Message,
+    TextBlock,
     Usage,
 )
 
@@ -380,6 +382,43 @@ def _reason(status: int) -> str:
         return HTTPStatus(status).phrase
     except ValueError:
         return "Error"
+
+
+def preload_sdk() -> None:
+    """Import the SDK and run one streamed request through it, answered in-process (no network), so that what
+    a first request loads and builds (the client, its HTTP stack, the Messages resource, the pydantic schemas
+    of the stream's events) exists before the CLI server forks: every teammate forked from it shares those
+    pages and spares ~1 s of CPU at its first request. Nothing is kept."""
+    sdk = _sdk()
+    import httpx2
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=_PRELOAD_STREAM)
+
+    provider = AnthropicProvider(api_key="preload", base_url="http://127.0.0.1:9", env={})
+    provider._client = sdk.Anthropic(api_key="preload", base_url="http://127.0.0.1:9", max_retries=0,
+                                     http_client=httpx2.Client(transport=httpx2.MockTransport(answer)))
+    try:
+        provider.complete(ModelRequest(messages=[Message(role="user", content=[TextBlock(text="preload")])],
+                                       max_tokens=1))
+    finally:
+        provider.close()
+    sdk.Anthropic(api_key="preload", base_url="http://127.0.0.1:9", max_retries=0).close()  # the real transport
+
+
+_PRELOAD_STREAM = b"".join(
+    b"event: %s\ndata: %s\n\n" % (kind.encode(), data.encode()) for kind, data in (
+        ("message_start", '{"type":"message_start","message":{"id":"msg_preload","type":"message","role":'
+                          '"assistant","model":"preload","content":[],"stop_reason":null,"stop_sequence":null,'
+                          '"usage":{"input_tokens":1,"output_tokens":0}}}'),
+        ("content_block_start", '{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}'),
+        ("content_block_delta", '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"ok"}}'),
+        ("content_block_stop", '{"type":"content_block_stop","index":0}'),
+        ("message_delta", '{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},'
+                          '"usage":{"output_tokens":1}}'),
+        ("message_stop", '{"type":"message_stop"}'),
+    ))
+"""A whole streamed answer ("ok"), as the Messages API sends it: what ``preload_sdk`` feeds the SDK."""
 
 
 def _sdk() -> ModuleType:

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -292,17 +292,19 @@ def member_kind(member: Member, machine: Machine) -> MemberKind:
     return KINDS[member.kind](member, machine)
 
 
-def reap_dead(home: Home, team: str) -> list[str]:
+def reap_dead(home: Home, team: str, names: Collection[str] | None = None) -> list[str]:
     """Mark members whose recorded process is gone as dead, notify the lead for each (once), kill their leftovers.
 
     The flip from active to dead happens under the team-file lock, so of several
     coordinators checking at once exactly one sends the notification. Only
     members whose process swarm recorded are judged: nothing is scanned.
+    ``names``: judge only these members (a spawn checks the name it takes,
+    not the whole team: its cost must not grow with the team).
     """
     machine = Machine({}, home)  # judged by recorded pids alone: no backend, no scan
 
     def died(member: Member) -> bool:
-        return member_kind(member, machine).died()
+        return (names is None or member.name in names) and member_kind(member, machine).died()
 
     if not any(died(m) for m in TeamStore(home).get(team).members):  # the common case: no lock, no write
         return []

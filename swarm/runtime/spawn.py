@@ -105,7 +105,7 @@ def spawn_reporting(home: Home, request: SpawnRequest, env: Mapping[str, str]) -
                          f"and writes files only; use a file team (the default) for Claude Code teammates")
     binary = _check_claude(request, env) if request.runtime == CLAUDE_RUNTIME else None
     TeamStore(home).get(request.team)
-    reap_dead(home, request.team)  # a dead member of the same name may be replaced
+    reap_dead(home, request.team, {request.name})  # a dead member of the same name may be replaced
     backend = make_backend("tmux" if binary else request.backend, env=env, tmux_socket=request.tmux_socket)
     tree = worktrees.create(request.cwd, request.team, request.name, request.base) if request.worktree else None
     try:
@@ -121,10 +121,15 @@ def spawn_reporting(home: Home, request: SpawnRequest, env: Mapping[str, str]) -
 def _start(home: Home, request: SpawnRequest, backend: Backend, tree: worktrees.NewWorktree | None,
            env: Mapping[str, str], claude_bin: Path | None) -> Member:
     teams = TeamStore(home)
-    teams.modify(request.team, lambda team: record_settings(team, request.cwd))  # as the lead sees them now
-    replaced = teams.get(request.team).member(request.name)  # an inactive entry add_member replaces
     inbox_existed = home.inbox_path(request.team, request.name).exists()
-    member = teams.add_member(request.team, _member(request, backend.name, tree))
+    found: list[Member | None] = []
+
+    def before_adding(team: TeamFile) -> None:  # in add_member's one locked rewrite of the team file
+        record_settings(team, request.cwd)  # as the lead sees them now
+        found[:] = [team.member(request.name)]  # an inactive entry add_member replaces
+
+    member = teams.add_member(request.team, _member(request, backend.name, tree), also=before_adding)
+    replaced = found[0] if found else None
     prompt: list[InboxEntry] = []
     try:
         prompt = Mailbox(home, request.team).send(request.name, request.prompt, sender=LEAD_NAME,

@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psutil
@@ -117,3 +119,21 @@ def terminal_controls(output: str) -> list[str]:
     text = output.replace("\r\n", "\n")
     bidi = set("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
     return [c for c in text if (ord(c) < 0x20 and c not in "\n\t") or 0x7f <= ord(c) <= 0x9f or c in bidi]
+
+
+@pytest.fixture
+def short_home() -> Iterator[Home]:
+    """A home under a short /tmp path (a unix socket path is limited to ~107 bytes); its server is stopped."""
+    root = Path(tempfile.mkdtemp(prefix="swhl-", dir="/tmp"))
+    home = Home(root / "home")
+    try:
+        yield home
+    finally:
+        pid = live_cli_server(home)
+        if pid is not None:
+            proc = psutil.Process(pid)
+            for child in proc.children(recursive=True):
+                child.kill()
+            proc.terminate()
+            psutil.wait_procs([proc], timeout=10)
+        shutil.rmtree(root, ignore_errors=True)

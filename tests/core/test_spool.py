@@ -25,11 +25,13 @@ from swarm.core.home import Home
 from swarm.core.jsonfile import LockedJsonFile
 from swarm.core.mailbox import Mailbox
 from swarm.core.spool import SpooledAppend, spool_dir
-from swarm.errors import LockTimeoutError, StorageError
+from swarm.errors import LockBusyError, LockTimeoutError, StorageError
 from tests.core.test_durability import _file_size_limit
 
 if TYPE_CHECKING:
     from conftest import Workers  # tests/core/conftest.py; only for annotations
+
+    from tests.conftest import OpenLog
 
 TEAM = "crew"
 
@@ -158,3 +160,37 @@ def test_a_refused_rewrite_gives_the_others_back_and_withdraws_its_own(inbox: Pa
     texts = _texts(inbox)
     assert texts[1:] == ["other", "after"], "the refused entry must never arrive; the other one must"
     assert [e.text for e in LockedJsonFile(inbox, InboxCodec()).read()][1:] == ["other", "after"]
+
+
+def test_a_contended_append_reads_proc_locks_only_for_its_final_error(inbox: Path, open_log: OpenLog) -> None:
+    """The retry loop's failed tries throw their LockBusyError away: naming the holder (``/proc/locks``, 6-16 ms
+    on a loaded kernel) is paid once, by the error the caller hears after the deadline, which names it."""
+    release, holder = _hold_lock(inbox)
+    impatient = SpooledAppend(LockedJsonFile(inbox, InboxAppendCodec(), lock_timeout=0.3),
+                              key=lambda e: e.get("msg_id"))
+    try:
+        with open_log.recording() as opened, pytest.raises(LockTimeoutError, match=rf"process {os.getpid()} "):
+            impatient.append(_entry("withdrawn"))
+    finally:
+        release.set()
+        holder.join(10)
+    tries = [p for p in opened if p.endswith("bob.json.lock.swarm")]
+    assert len(tries) >= 10, f"the loop tried the lock {len(tries)} times: not contended"
+    assert opened.count("/proc/locks") == 1, f"/proc/locks read {opened.count('/proc/locks')} times for {len(tries)} tries"
+
+
+def test_a_busy_locks_error_names_the_holder_when_rendered_not_when_made(inbox: Path, open_log: OpenLog) -> None:
+    release, holder = _hold_lock(inbox)
+    try:
+        with open_log.recording() as opened:
+            with pytest.raises(LockBusyError) as caught:
+                LockedJsonFile(inbox, InboxAppendCodec(), lock_timeout=0.05).update(lambda entries: None)
+            assert "/proc/locks" not in opened, "the holder was looked up before anyone asked"
+            message = str(caught.value)
+            assert str(caught.value) == message
+        assert opened.count("/proc/locks") == 1, "rendered once, looked up once"
+        assert message.startswith(f"could not lock {inbox} within 0.05s; process {os.getpid()} (")
+        assert message.endswith("holds bob.json.lock, another thread of this process — retry")
+    finally:
+        release.set()
+        holder.join(10)
