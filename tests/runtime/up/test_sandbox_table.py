@@ -45,7 +45,7 @@ def test_the_teams_sandbox_is_written_into_its_team_file(tmp_path: Path) -> None
     path = tmp_path / "team.toml"
     path.write_text(TEAM_FILE)
     home = Home(tmp_path / "home")
-    _prepare_team(home, load_upfile(path), tmp_path)
+    _prepare_team(home, load_upfile(path), tmp_path, env={})
     team = TeamStore(home).get("boxed").sandbox
     assert team is not None and team.enabled and team.network is not None
     assert team.network.allowed_domains == ["pypi.org"]
