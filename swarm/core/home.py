@@ -132,6 +132,11 @@ class Home:
         """swarm: a teammate's busy/idle state, last activity and tokens (rewritten every turn, not fsynced)."""
         return self.team_dir(team) / "activity" / f"{validate_name(agent, 'agent name')}.json"
 
+    def gate_dir(self, team: str) -> Path:
+        """swarm: the team's gate on model requests: budget, slots in flight, shared backoff, spend
+        (``swarm.models.team_gate``)."""
+        return self.team_dir(team) / "gate"
+
     def transcript_path(self, team: str, agent: str) -> Path:
         return self.transcripts_dir(team) / f"{validate_name(agent, 'agent name')}.jsonl"
 

@@ -51,6 +51,7 @@ from swarm.errors import ModelError
 from swarm.models.base import ModelProvider
 from swarm.models.factory import make_provider
 from swarm.models.messages import Message, TextBlock, Usage
+from swarm.models.team_gate import TeamGate
 from swarm.teammate.agents import assemble_teammate, teammate_host
 from swarm.teammate.config import PLAYBOOK_VARIABLES, TeammateConfig
 from swarm.teammate.delivery import Batch, Delivery
@@ -107,9 +108,10 @@ class TeammateSession:
                                   plan_tool=ExitPlanMode(self.gate) if config.plan_mode_required else None,
                                   extra=PLAN_NOTE if config.plan_mode_required else "", gate=self.gate)
         variables = self._playbook_variables()
+        gate = TeamGate(home.gate_dir(config.team), config.name)  # the team's budget, slots and backoff
 
         def make(model: str | None) -> ModelProvider:
-            return make_provider(model, playbook=config.playbook, env=env, variables=variables)
+            return make_provider(model, playbook=config.playbook, env=env, variables=variables, gate=gate)
 
         provider = TurnModel(make(agent.model), lambda chosen: make(chosen), env)
         self.ctx = ToolContext(
