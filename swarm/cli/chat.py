@@ -30,6 +30,7 @@ from swarm.agent.workspace import (
 from swarm.cli.options import say_model, warn
 from swarm.cli.render import echo
 from swarm.core.home import Home
+from swarm.core.names import LEAD_NAME
 from swarm.core.protocol import LeadPolicy
 from swarm.core.tasks import TaskStore
 from swarm.interactive.chat import Chat
@@ -41,6 +42,7 @@ from swarm.interactive.view import View
 from swarm.models.aliases import expand_alias
 from swarm.models.base import Effort
 from swarm.models.factory import make_provider
+from swarm.models.team_gate import GateLimits, TeamGate
 from swarm.runtime.lead import LeadTeam
 from swarm.runtime.lead_process import StopSignals
 
@@ -48,14 +50,16 @@ from swarm.runtime.lead_process import StopSignals
 def run_chat(home: Home, *, resume: str | None, permission_mode: str, model: str | None, playbook: Path | None,
              cwd: Path | None, agent_name: str | None, agents_json: str | None, allow: tuple[str, ...],
              deny: tuple[str, ...], backend: str, tmux_socket: str | None, teammate_playbooks: dict[str, Path],
-             allow_writes_outside_cwd: bool, trust: bool, effort: Effort | None = None) -> None:
+             allow_writes_outside_cwd: bool, trust: bool, effort: Effort | None = None,
+             limits: GateLimits | None = None) -> None:
     workdir = (cwd or Path.cwd()).resolve()
     terminal = sys.stdin.isatty() and sys.stdout.isatty()
     env = _trusted_env(workdir, trust=trust, ask=terminal)
     stored = find_session(home, resume) if resume is not None else new_session(home)
     relay = _Relay()
+    gate = TeamGate(None, LEAD_NAME)  # bound to the team once the agent creates one
     setup = MainSetup.load(env, workdir, agents_json=agents_json, agent_name=agent_name, model=model,
-                           playbook=playbook, note=warn, on_text=relay)
+                           playbook=playbook, note=warn, on_text=relay, gate=gate)
     say_model(setup.choice)
     provider = setup.provider
     desk = Desk()
@@ -63,7 +67,8 @@ def run_chat(home: Home, *, resume: str | None, permission_mode: str, model: str
     main = setup.main_agent(stored.transcript.with_suffix(".subagents"), note=view.warn, effort=effort)
     policy = LeadPolicy(allow=list(allow), deny=list(deny)) if allow or deny else None
     lead = LeadTeam(home, env, workdir, backend=backend, tmux_socket=tmux_socket, policy=policy,
-                    playbooks=teammate_playbooks, ceiling=permission_mode, person_answers_plans=True)
+                    playbooks=teammate_playbooks, ceiling=permission_mode, person_answers_plans=True,
+                    limits=limits or GateLimits(), gate=gate)
     own_rules = settings_rules(workdir, settings_digests(workdir), env=env).merged(
         RuleSet(allow=tuple(parse_rules(list(allow))), deny=tuple(parse_rules(list(deny)))))
     session = MainSession(provider, cwd=workdir, main=main, transcript=stored.transcript, resume=resume is not None,
@@ -72,7 +77,7 @@ def run_chat(home: Home, *, resume: str | None, permission_mode: str, model: str
     chat = Chat(session, lead, view, desk, stored.id)
     relay.target = chat.stream
     commands = Commands(chat, lambda chosen: make_provider(expand_alias(chosen, env), playbook=None, env=env,
-                                                           on_text=relay))
+                                                           on_text=relay, gate=gate))
     _welcome(view, chat, provider.model, workdir, resumed=resume is not None)
     session.conversation.observer = view.message
     session.conversation.on_compacted = view.compacted

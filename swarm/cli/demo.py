@@ -11,6 +11,7 @@ import click
 
 from swarm.cli.render import echo, emit_json, one_line
 from swarm.core.permlog import PermissionEvent
+from swarm.runtime.costs import usd
 from swarm.runtime.demo import DemoRun, abort, cleanup, run_demo
 from swarm.runtime.lead_process import StopSignals
 from swarm.runtime.lead_inbox import LeadMessage
@@ -104,5 +105,5 @@ def _account(run: DemoRun) -> None:
     by_policy = sum(1 for d in decided if str(d.get("by", "")).startswith("policy"))
     echo(f"\n{'ok' if report.ok else 'NOT ok'}: {report.reason} in {report.elapsed_s:.1f}s · "
          f"{len(decided)} permission decisions ({by_policy} by the lead policy) · "
-         f"{report.usage['tokens']} tokens (scripted estimate)")
+         f"{report.usage['tokens']} tokens (scripted estimate) · {usd(report.cost.get('usd', 0.0))}")
     echo("next: swarm up teams.example/review/team.toml --headless  ·  swarm --help")

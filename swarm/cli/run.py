@@ -18,15 +18,17 @@ from swarm.agent.permissions.policy import PERMISSION_MODES
 from swarm.agent.tool_api.context import TurnState
 from swarm.agent.tools.team_tools import team_tools
 from swarm.agent.workspace import grant_or_refuse
-from swarm.cli.options import home_of, json_option, say_model, tmux_socket_option, trust_option, warn
+from swarm.cli.options import gate_options, home_of, json_option, say_model, tmux_socket_option, trust_option, warn
 from swarm.cli.render import echo, emit_json
 from swarm.core.clock import now_ms
 from swarm.core.home import Home
+from swarm.core.names import LEAD_NAME
 from swarm.core.protocol import LeadPolicy
 from swarm.core.tasks import TaskStore, task_document
 from swarm.core.teams import TeamStore
 from swarm.errors import SwarmError, UsageError
 from swarm.models.base import EFFORTS, Effort
+from swarm.models.team_gate import GateLimits, TeamGate
 from swarm.runtime.lead import LeadOutcome, LeadTeam, run_lead
 from swarm.runtime.lead_process import StopSignals
 
@@ -75,6 +77,7 @@ def _playbooks(ctx: click.Context, param: click.Parameter, values: tuple[str, ..
 @click.option("--deny", "deny", multiple=True, metavar="RULE", help="Lead policy: requests matching RULE are denied.")
 @click.option("--backend", type=click.Choice(["auto", "tmux", "subprocess"]), default="auto", show_default=True,
               help="Where teammates the agent starts run.")
+@gate_options
 @tmux_socket_option
 @trust_option
 @click.option("--rm", "remove", is_flag=True, help="Delete the team the agent created when the run ends.")
@@ -86,8 +89,8 @@ def run(ctx: click.Context, prompt: str | None, resume: str | None, permission_m
         effort: Effort | None, playbook: Path | None, cwd: Path | None,
         max_turns: int, token_budget: int, timeout: float, transcript: Path | None,
         allow_writes_outside_cwd: bool, agent_name: str | None, agents_json: str | None, allow: tuple[str, ...],
-        deny: tuple[str, ...], backend: str, tmux_socket: str | None, trust: bool, remove: bool,
-        teammate_playbooks: dict[str, Path],
+        deny: tuple[str, ...], backend: str, max_cost: float | None, max_concurrent_requests: int | None,
+        tmux_socket: str | None, trust: bool, remove: bool, teammate_playbooks: dict[str, Path],
         as_json: bool) -> None:
     """Talk to an agent that may lead a team: a session in the terminal, or with -p one headless run.
 
@@ -120,7 +123,8 @@ def run(ctx: click.Context, prompt: str | None, resume: str | None, permission_m
         run_chat(home_of(ctx), resume=resume, permission_mode=permission_mode, model=model, playbook=playbook,
                  cwd=cwd, agent_name=agent_name, agents_json=agents_json, allow=allow, deny=deny, backend=backend,
                  tmux_socket=tmux_socket, teammate_playbooks=teammate_playbooks,
-                 allow_writes_outside_cwd=allow_writes_outside_cwd, trust=trust, effort=effort)
+                 allow_writes_outside_cwd=allow_writes_outside_cwd, trust=trust, effort=effort,
+                 limits=_limits(max_cost, max_concurrent_requests))
         return
     if resume is not None:
         raise UsageError("--resume continues an interactive session; leave out -p")
@@ -128,8 +132,9 @@ def run(ctx: click.Context, prompt: str | None, resume: str | None, permission_m
         prompt = sys.stdin.read()
     workdir = (cwd or Path.cwd()).resolve()
     env = grant_or_refuse(workdir, os.environ, trust=trust)
+    gate = TeamGate(None, LEAD_NAME)  # bound to the team once the agent creates one
     setup = MainSetup.load(env, workdir, agents_json=agents_json, agent_name=agent_name, model=model,
-                           playbook=playbook, note=warn)
+                           playbook=playbook, note=warn, gate=gate)
     say_model(setup.choice)
     provider = setup.provider
     run_id = f"{now_ms()}-{os.getpid()}"
@@ -137,7 +142,8 @@ def run(ctx: click.Context, prompt: str | None, resume: str | None, permission_m
     tasks = TaskStore.of_session(home_of(ctx), run_id)
     policy = LeadPolicy(allow=list(allow), deny=list(deny)) if allow or deny else None
     lead = LeadTeam(home_of(ctx), env, workdir, backend=backend, tmux_socket=tmux_socket, policy=policy,
-                    playbooks=teammate_playbooks, ceiling=permission_mode)
+                    playbooks=teammate_playbooks, ceiling=permission_mode,
+                    limits=_limits(max_cost, max_concurrent_requests), gate=gate)
     session = MainSession(provider, cwd=workdir, main=main, transcript=transcript,
                           limits=Limits(max_turns=max_turns, max_tokens=token_budget, max_seconds=timeout),
                           confine_writes=not allow_writes_outside_cwd, extra_tools=team_tools(lead),
@@ -150,6 +156,13 @@ def run(ctx: click.Context, prompt: str | None, resume: str | None, permission_m
         session.close()
         provider.close()
     _finish(home_of(ctx), outcome, remove=remove, as_json=as_json, stopped_by=stops.received, tasks=tasks)
+
+
+def _limits(max_cost: float | None, max_concurrent_requests: int | None) -> GateLimits:
+    """The gate limits of the team the agent may create, from the options (defaults for those not given)."""
+    if max_concurrent_requests is None:
+        return GateLimits(max_cost=max_cost)
+    return GateLimits(max_cost=max_cost, max_concurrent_requests=max_concurrent_requests)
 
 
 def _finish(home: Home, outcome: LeadOutcome, *, remove: bool, as_json: bool, stopped_by: str | None = None,
@@ -170,6 +183,9 @@ def _finish(home: Home, outcome: LeadOutcome, *, remove: bool, as_json: bool, st
                             if outcome.team and not remove else ""))
     if not result.ok:
         raise SwarmError(f"agent stopped ({result.stop_reason}): {result.detail}")
+    if outcome.report is not None and outcome.report.cost.get("budget_reached"):
+        warn(f"the team's budget was reached (${outcome.report.cost['usd']:.4f} of "
+             f"${outcome.report.cost['max_cost']:.2f}): model calls stopped")
     if not as_json:
         echo(result.text)
 

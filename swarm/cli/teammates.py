@@ -33,6 +33,7 @@ from swarm.runtime.shutdown import force_stop, live_members
 from swarm.runtime.shutdown import shutdown as shutdown_teammates
 from swarm.runtime.lead_process import forget_dead_lead
 from swarm.runtime.spawn import SpawnRequest, spawn_reporting, wait_joined
+from swarm.runtime.costs import team_cost, usd
 from swarm.runtime.status import MemberStatus, team_status
 from swarm.runtime.worktrees import Worktree
 
@@ -119,6 +120,7 @@ def status(ctx: click.Context, team: str, as_json: bool, watch: bool) -> None:
     home = home_of(ctx)
     if not watch:
         _print_status(team_status(home, team), as_json)
+        _print_cost(home, team, as_json)
         _print_waiting(home, team, as_json)
         return
     try:
@@ -127,10 +129,17 @@ def status(ctx: click.Context, team: str, as_json: bool, watch: bool) -> None:
             if not as_json:
                 click.clear()
             _print_status(rows, as_json)
+            _print_cost(home, team, as_json)
             _print_waiting(home, team, as_json)
             time.sleep(1.0)
     except KeyboardInterrupt:
         return
+
+
+def _print_cost(home: Home, team: str, as_json: bool) -> None:
+    """The team's spend against its budget (each row has its member's own ``cost_usd``)."""
+    if not as_json:
+        echo(f"team cost: {team_cost(home, team).line()}")
 
 
 def _print_waiting(home: Home, team: str, as_json: bool) -> None:
@@ -146,10 +155,10 @@ def _print_status(rows: list[MemberStatus], as_json: bool) -> None:
         emit_json([r.model_dump() for r in rows])
         return
     trees = any(r.worktree for r in rows)  # the column only for teams that use worktrees
-    headers = ["name", "state", "backend", "pid/pane", "queued", "last activity", "tokens"]
+    headers = ["name", "state", "backend", "pid/pane", "queued", "last activity", "tokens", "cost"]
     table([*headers, *(["worktree"] if trees else [])], [
         [r.name, r.state, r.backend, r.pane if r.backend == "tmux" else (r.pid or ""), r.undelivered,
-         f"{r.idle_for_s:.0f}s ago" if r.idle_for_s is not None else "", r.tokens,
+         f"{r.idle_for_s:.0f}s ago" if r.idle_for_s is not None else "", r.tokens, usd(r.cost_usd),
          *([_worktree_cell(r)] if trees else [])]
         for r in rows
     ])

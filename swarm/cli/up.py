@@ -11,6 +11,7 @@ import click
 
 from swarm.agent.workspace import grant_or_refuse
 from swarm.cli.options import (
+    gate_options,
     home_of,
     json_option,
     say_teammate_model,
@@ -24,6 +25,7 @@ from swarm.core.clock import now_ms
 from swarm.core.home import Home
 from swarm.core.permlog import PermissionEvent, PermissionLog
 from swarm.core.teams import TeamStore
+from swarm.runtime.costs import team_cost, usd
 from swarm.runtime.lead_process import StopSignals
 from swarm.runtime.lead_pump import Answer, LeadPump
 from swarm.runtime.permission_desk import requester_cwd, what_is_asked
@@ -44,12 +46,14 @@ from swarm.runtime.upfile import load_upfile
 @click.option("--cwd", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
               help="Directory members work in (their `cwd` is relative to it) [default: current directory].")
 @click.option("--offline", is_flag=True, help="Run members on their playbooks even when ANTHROPIC_API_KEY is set.")
+@gate_options
 @tmux_socket_option
 @trust_option
 @json_option
 @click.pass_context
 def up(ctx: click.Context, file: Path, detach: bool, headless: bool, timeout: float, cwd: Path | None,
-       offline: bool, tmux_socket: str | None, trust: bool, as_json: bool) -> None:
+       offline: bool, max_cost: float | None, max_concurrent_requests: int | None, tmux_socket: str | None,
+       trust: bool, as_json: bool) -> None:
     """Start the team described in FILE (TOML) and coordinate it until Ctrl-C (or SIGTERM, SIGHUP).
 
     FILE has a [team] table, optional [lead] / [lead.policy] / [permissions]
@@ -63,6 +67,10 @@ def up(ctx: click.Context, file: Path, detach: bool, headless: bool, timeout: fl
     """
     home = home_of(ctx)
     spec = load_upfile(file)
+    if max_cost is not None:
+        spec.team.max_cost = max_cost
+    if max_concurrent_requests is not None:
+        spec.team.max_concurrent_requests = max_concurrent_requests
     where = (cwd or Path.cwd()).resolve()
     env = grant_or_refuse(where, os.environ, trust=trust)
     for member in spec.members:  # nothing starts unless every member's folder may apply its configuration
@@ -166,7 +174,8 @@ def _print_totals(home: Home, team: str, since_ms: int) -> None:
     by_person = sum(1 for d in decisions if d.by == "lead")
     tokens = sum(m.tokens or 0 for m in TeamStore(home).get(team).members)
     echo(f"{len(decisions)} permission decisions ({by_policy} by the lead policy, {by_person} by you, "
-         f"{len(decisions) - by_policy - by_person} by timeout or rule) · {tokens} tokens")
+         f"{len(decisions) - by_policy - by_person} by timeout or rule) · {tokens} tokens · "
+         f"{team_cost(home, team).line()}")
 
 
 def _print_message(message: LeadMessage) -> None:
@@ -204,7 +213,9 @@ def _print_report(report: Report, as_json: bool) -> None:
         emit_json(report.model_dump(mode="json"))
         return
     echo(f"team {report.team}: {'ok' if report.ok else 'NOT ok'} ({report.reason}, {report.elapsed_s:.1f}s, "
-         f"{report.usage['tokens']} tokens)")
+         f"{report.usage['tokens']} tokens, {usd(report.cost.get('usd', 0.0))})")
+    for warning in report.warnings:
+        warn(warning)
     table(["member", "stopped", "result"], [[m["name"], m["stopped"], one_line(m["result"] or m["failure"] or "", 70)]
                                            for m in report.members])
     for decision in report.decisions:

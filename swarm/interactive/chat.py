@@ -43,6 +43,7 @@ from swarm.errors import ConflictError, SwarmError
 from swarm.interactive.questions import Desk, PersonAnswer, Question
 from swarm.interactive.view import View
 from swarm.runtime import permission_desk as team_desk
+from swarm.runtime.costs import team_cost, usd
 from swarm.runtime.lead_pump import LeadPump
 from swarm.runtime.lead import SHUTDOWN_TIMEOUT, LeadTeam, TeamFollower, render
 from swarm.runtime.lead_inbox import LeadMessage
@@ -285,6 +286,7 @@ class Chat:
         try:
             members = [m for m in TeamStore(self.lead.home).get(team).members if m.name != LEAD_NAME]
             tasks = TaskStore(self.lead.home, team).list()
+            cost = team_cost(self.lead.home, team)
         except SwarmError:
             return ""
         self.view.colors = {m.name: m.color for m in members if m.color}
@@ -301,8 +303,11 @@ class Chat:
                 parts.append(f"{_ago(now_ms() - member.last_activity)} ago")
             if member.tokens:
                 parts.append(f"{member.tokens:,} tok")
+            if cost.by_member.get(member.name):
+                parts.append(usd(cost.by_member[member.name]))
             rows.append(" · ".join(parts))
-        return f"team {team}: " + (" | ".join(rows) if rows else "no teammates yet")
+        spent = f" ({cost.line()})" if cost.usd or cost.max_cost is not None else ""
+        return f"team {team}{spent}: " + (" | ".join(rows) if rows else "no teammates yet")
 
 
 def _line(message: LeadMessage) -> str:

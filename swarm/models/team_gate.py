@@ -111,7 +111,7 @@ def read_spends(directory: Path) -> dict[str, Spend]:
     return spends
 
 
-def team_cost(spends: dict[str, Spend]) -> float:
+def total_usd(spends: dict[str, Spend]) -> float:
     return sum(s.usd for s in spends.values())
 
 
@@ -139,7 +139,7 @@ class TeamGate:
         limit = read_limits(self.directory).max_cost
         if limit is None:
             return
-        spent = team_cost(read_spends(self.directory))
+        spent = total_usd(read_spends(self.directory))
         if spent >= limit:
             raise BudgetReached(f"the team's budget of ${limit:.2f} is spent (${spent:.4f} used): no more model "
                                 "calls; raise it with --max-cost or [team] max_cost to go on")

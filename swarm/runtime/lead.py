@@ -52,6 +52,7 @@ from swarm.core.protocol import CLAUDE_RUNTIME, LeadPolicy
 from swarm.core.signing import rotate_lead_key
 from swarm.core.teams import TeamStore
 from swarm.errors import SwarmError
+from swarm.models.team_gate import GateLimits, TeamGate, write_limits
 from swarm.runtime.lead_inbox import LeadInbox, LeadMessage
 from swarm.runtime.lead_process import record_lead
 from swarm.runtime.lead_pump import LeadPump
@@ -91,6 +92,10 @@ class LeadTeam:
     """The team it leads now (one at a time)."""
     led: list[str] = field(default_factory=list)
     """Every team it created, in order (a name twice if it deleted that team and created it again)."""
+    limits: GateLimits = field(default_factory=GateLimits)
+    """The budget and cap on requests in flight of every team it creates (``--max-cost`` and the rest)."""
+    gate: TeamGate = field(default_factory=lambda: TeamGate(None, LEAD_NAME))
+    """The lead's own model calls' gate: bound to the team it leads, so they count and wait with the team's."""
 
     def create(self, name: str, description: str | None, ctx: ToolContext) -> str:
         if self.team is not None:
@@ -100,6 +105,7 @@ class LeadTeam:
             TeamStore(self.home).create(name, description, cwd=str(self.cwd))
             record_lead(self.home, name)  # before any teammate: each one watches this process
             rotate_lead_key(self.home, name)
+            write_limits(self.home.gate_dir(name), self.limits)
             if self.policy is not None:
                 policy = self.policy
                 TeamStore(self.home).modify(name, lambda t: setattr(t, "lead_policy", policy))
@@ -107,6 +113,7 @@ class LeadTeam:
             raise ToolError(str(exc)) from exc
         self.team = name
         self.led.append(name)
+        self.gate.bind(self.home.gate_dir(name))
         ctx.with_team(name, LEAD_NAME, Mailbox(self.home, name))
         return (f"Team {name!r} created; you are its lead ({LEAD_NAME}). Write the task list with TaskCreate, "
                 f"then start teammates with Agent(team_name={name!r}, name=..., prompt=...).")
@@ -119,6 +126,7 @@ class LeadTeam:
                             "down with SendMessage {type: 'shutdown_request'} and wait for their answers")
         TeamStore(self.home).delete(team)
         self.team = None
+        self.gate.bind(None)
         ctx.with_team(None, ctx.identity.name, None)
         return f"Team {team!r} deleted."
 

@@ -27,7 +27,9 @@ from swarm.core.tasks import TaskStore
 from swarm.core.teams import TeamStore
 from swarm.errors import ConflictError, SwarmError
 from swarm.models.credentials import find_credentials
+from swarm.models.team_gate import write_limits
 from swarm.runtime import claude_teammate
+from swarm.runtime.costs import team_cost
 from swarm.runtime.lead_pump import LeadPump
 from swarm.runtime.lead_inbox import LeadInbox, LeadMessage
 from swarm.runtime.member_kinds import Machine, member_kind
@@ -67,6 +69,7 @@ def start_team(home: Home, spec: UpFile, *, cwd: Path, env: Mapping[str, str],
     _check_claude_members(spec, env)
     created = not TeamStore(home).exists(name)
     _prepare_team(home, spec, cwd)
+    write_limits(home.gate_dir(name), spec.team.limits())
     if lead:
         record_lead(home, name)
     else:
@@ -195,6 +198,8 @@ class Report(BaseModel):
     warnings: list[str] = []
     tasks: list[dict[str, Any]] = []
     """The team's task list at the end (id, subject, status, owner)."""
+    cost: dict[str, Any] = {}
+    """``usd`` the team spent (lead included), its ``max_cost`` and whether that ``budget_reached``."""
 
 
 def run_headless(home: Home, spec: UpFile, *, cwd: Path, env: Mapping[str, str], timeout: float,
@@ -246,6 +251,9 @@ def team_report(home: Home, team: str, coordinator: LeadPump, outcomes: list[Out
     (``run_headless``: settled; ``runtime.lead.run_lead``: done, and the lead's run ended well).
     """
     team_file = TeamStore(home).get(team)
+    spent = team_cost(home, team)
+    if spent.reached:
+        warnings = [*warnings, f"the team's budget was reached: {spent.line()}"]
     by_name = {o.name: o for o in outcomes}
     members = []
     for member in team_file.members:
@@ -259,6 +267,7 @@ def team_report(home: Home, team: str, coordinator: LeadPump, outcomes: list[Out
             "result": coordinator.results.get(member.name), "failure": coordinator.failures.get(member.name),
             "tokens": member.tokens or 0, "cache_read_tokens": member.cache_read_tokens or 0,
             "cache_creation_tokens": member.cache_creation_tokens or 0, "worktree": member.worktree_path,
+            "cost_usd": spent.by_member.get(member.name, 0.0),
         })
     decisions = [e.model_dump(mode="json", exclude_none=True)
                  for e in PermissionLog(home, team).events() if e.event == "decision" and e.ts >= since_ms]
@@ -269,4 +278,5 @@ def team_report(home: Home, team: str, coordinator: LeadPump, outcomes: list[Out
         usage={key: sum(m[key] for m in members) for key in ("tokens", "cache_read_tokens", "cache_creation_tokens")},
         warnings=warnings,
         tasks=[t.wire() for t in TaskStore(home, team).list()],
+        cost={"usd": spent.usd, "max_cost": spent.max_cost, "budget_reached": spent.reached},
     )

@@ -3,6 +3,8 @@
     [team]
     name = "review"
     description = "what the team is for"
+    max_cost = 5.0              # US dollars: no new model call once the team has spent this
+    max_concurrent_requests = 4 # model requests the whole team has in flight at most (default 6)
 
     [lead]                      # optional
     shutdown_timeout = 30       # seconds teammates get to stop
@@ -64,6 +66,7 @@ from swarm.agent.permissions.rules import Rule
 from swarm.core.names import LEAD_NAME, validate_name
 from swarm.core.protocol import CLAUDE_RUNTIME, COLORS
 from swarm.errors import InvalidNameError, NotFoundError, UsageError
+from swarm.models.team_gate import GateLimits
 from swarm.runtime.claude_teammate import swarm_only
 
 
@@ -104,6 +107,14 @@ class LeadTable(_Strict):
 class TeamTable(_Strict):
     name: str
     description: str | None = None
+    max_cost: float | None = Field(default=None, gt=0)
+    max_concurrent_requests: int | None = Field(default=None, ge=1)
+
+    def limits(self) -> GateLimits:
+        """What the team's gate on model requests enforces (``swarm.models.team_gate``)."""
+        if self.max_concurrent_requests is None:
+            return GateLimits(max_cost=self.max_cost)
+        return GateLimits(max_cost=self.max_cost, max_concurrent_requests=self.max_concurrent_requests)
 
     @field_validator("name")
     @classmethod

@@ -51,7 +51,7 @@ from swarm.errors import ModelError
 from swarm.models.base import ModelProvider
 from swarm.models.factory import make_provider
 from swarm.models.messages import Message, TextBlock, Usage
-from swarm.models.team_gate import TeamGate
+from swarm.models.team_gate import BudgetReached, TeamGate
 from swarm.teammate.agents import assemble_teammate, teammate_host
 from swarm.teammate.config import PLAYBOOK_VARIABLES, TeammateConfig
 from swarm.teammate.delivery import Batch, Delivery
@@ -298,7 +298,8 @@ class TeammateSession:
                 before_idle()
             self.transcript.turn_end("model_error")
             self.lifecycle.idle(self.usage)
-            self.lifecycle.notify_idle("failed", summary="model error", failure=str(exc))
+            self.lifecycle.notify_idle("failed", failure=str(exc),
+                                       summary="budget reached" if isinstance(exc, BudgetReached) else "model error")
             return
         finally:  # an active skill's grants and model last until the turn ends
             self.ctx.turn.granted_rules.clear()
