@@ -209,13 +209,13 @@ def _outcome_json(outcome: Outcome) -> dict[str, object]:
 
 
 def _print_report(report: Report, as_json: bool) -> None:
+    for warning in report.warnings:  # stderr: the JSON on stdout stays whole
+        warn(warning)
     if as_json:
         emit_json(report.model_dump(mode="json"))
         return
     echo(f"team {report.team}: {'ok' if report.ok else 'NOT ok'} ({report.reason}, {report.elapsed_s:.1f}s, "
          f"{report.usage['tokens']} tokens, {usd(report.cost.get('usd', 0.0))})")
-    for warning in report.warnings:
-        warn(warning)
     table(["member", "stopped", "result"], [[m["name"], m["stopped"], one_line(m["result"] or m["failure"] or "", 70)]
                                            for m in report.members])
     for decision in report.decisions:
