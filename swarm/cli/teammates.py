@@ -34,6 +34,7 @@ from swarm.runtime.shutdown import shutdown as shutdown_teammates
 from swarm.runtime.lead_process import forget_dead_lead
 from swarm.runtime.spawn import SpawnRequest, spawn_reporting, wait_joined
 from swarm.runtime.costs import team_cost, usd
+from swarm.runtime.restart_policy import DEFAULT_MAX_RESTARTS, RESTART_POLICIES, RestartPolicy
 from swarm.runtime.status import MemberStatus, team_status
 from swarm.runtime.worktrees import Worktree
 
@@ -67,6 +68,11 @@ from swarm.runtime.worktrees import Worktree
               help="swarm's own teammate, or a Claude Code CLI session in a tmux pane.")
 @click.option("--claude-bin", metavar="PATH", default=None,
               help="The claude binary for --runtime claude [default: $SWARM_CLAUDE_BIN, else claude on PATH].")
+@click.option("--restart", type=click.Choice(RESTART_POLICIES), default="no", show_default=True,
+              help="Start it again when it dies (on-failure), or whenever it ends (always); the team's "
+                   "coordinator (swarm up, swarm run) does it, with backoff.")
+@click.option("--max-restarts", type=click.IntRange(min=0), default=DEFAULT_MAX_RESTARTS, show_default=True,
+              help="Restarts at most; then the lead is told and it stays down.")
 @tmux_socket_option
 @trust_option
 @json_option
@@ -75,7 +81,7 @@ def spawn(ctx: click.Context, name: str, team: str, prompt: str, backend: str, a
           playbook: Path | None, permission_mode: str, plan_mode_required: bool, cwd: Path | None,
           color: str | None, allowed: tuple[str, ...], disallowed: tuple[str, ...], permission_timeout: float,
           skills: tuple[str, ...], worktree: bool, base: str | None, runtime: str, claude_bin: str | None,
-          tmux_socket: str | None, trust: bool, as_json: bool) -> None:
+          restart: RestartPolicy, max_restarts: int, tmux_socket: str | None, trust: bool, as_json: bool) -> None:
     """Start teammate NAME in the team and give it its first task.
 
     The folder's project configuration (agents, skills, settings, CLAUDE.md)
@@ -92,7 +98,7 @@ def spawn(ctx: click.Context, name: str, team: str, prompt: str, backend: str, a
                            cwd=workdir, color=color, playbook=playbook, tmux_socket=tmux_socket,
                            allowed_tools=list(allowed), disallowed_tools=list(disallowed), skills=list(skills),
                            permission_timeout=permission_timeout, worktree=worktree, base=base,
-                           runtime=runtime, claude_bin=claude_bin)
+                           runtime=runtime, claude_bin=claude_bin, restart=restart, max_restarts=max_restarts)
     home = home_of(ctx)
     forget_dead_lead(home, team)  # a person leads from here: a lead process that died is not waited on
     spawned = spawn_reporting(home, request, env)

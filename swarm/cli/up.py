@@ -144,7 +144,8 @@ def _foreground(home: Home, team: str, env: dict[str, str], shutdown_timeout: fl
     asker = TerminalAsker(home, team) if sys.stdin.isatty() else None
     if asker is None:
         click.echo("stdin is not a terminal: requests the policy does not answer are denied", err=True)
-    coordinator = LeadPump(home, team, asker=asker, on_message=_print_message, on_decision=_print_decision)
+    coordinator = LeadPump(home, team, asker=asker, on_message=_print_message, on_decision=_print_decision,
+                           env=env)
     click.echo("Ctrl-C stops the team")
     shown: tuple[tuple[str, str], ...] = ()
     since = now_ms()

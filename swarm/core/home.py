@@ -137,6 +137,14 @@ class Home:
         (``swarm.models.team_gate``)."""
         return self.team_dir(team) / "gate"
 
+    def restarts_dir(self, team: str) -> Path:
+        """swarm: the restart records of the team's teammates that have a restart policy (``swarm.runtime.restart``)."""
+        return self.team_dir(team) / "restart"
+
+    def restart_path(self, team: str, agent: str) -> Path:
+        """swarm: how a teammate with a restart policy is started again, and its restarts so far."""
+        return self.restarts_dir(team) / f"{validate_name(agent, 'agent name')}.json"
+
     def transcript_path(self, team: str, agent: str) -> Path:
         return self.transcripts_dir(team) / f"{validate_name(agent, 'agent name')}.jsonl"
 

@@ -300,7 +300,7 @@ def run_lead(session: MainSession, lead: LeadTeam, prompt: str, *, timeout: floa
         raise
     if not lead.led:
         return LeadOutcome(run, None, None, "no_team")
-    follower = TeamFollower(lead, lambda team: LeadPump(lead.home, team, plans_by_model=True,
+    follower = TeamFollower(lead, lambda team: LeadPump(lead.home, team, plans_by_model=True, env=lead.env,
                                                            on_message=on_message, on_decision=on_decision))
     reason = "done"
     try:

@@ -12,7 +12,7 @@ shutdown waiting for answers) counts the same.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -27,6 +27,7 @@ from swarm.errors import ConflictError
 from swarm.runtime.permission_desk import answer_by_policy, answer_plan, approve, deny
 from swarm.runtime.lead_inbox import LeadInbox, LeadMessage
 from swarm.runtime.member_kinds import reap_dead
+from swarm.runtime.restart import restart_ended
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,8 @@ class LeadPump:
     pending and are handed here (every pump, until answered); ``asker`` is not used."""
     on_message: Callable[[LeadMessage], None] = lambda m: None
     on_decision: Callable[[PermissionEvent], None] = lambda d: None
+    env: Mapping[str, str] | None = None
+    """The environment teammates are started again with (restart policies); None: nobody is restarted here."""
     results: dict[str, str] = field(default_factory=dict)
     failures: dict[str, str] = field(default_factory=dict)
     idle_seen: set[str] = field(default_factory=set)
@@ -78,6 +81,8 @@ class LeadPump:
         self.inbox.pump(timeout)
         self._answer_pending()
         reap_dead(self.home, self.team)
+        if self.env is not None:
+            restart_ended(self.home, self.team, self.env)
 
     def _saw(self, message: LeadMessage) -> None:
         """One message the inbox recorded (on the thread that collected it): what it says of its sender."""

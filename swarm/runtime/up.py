@@ -164,7 +164,8 @@ def _request(spec: UpFile, member: MemberTable, cwd: Path, tmux_socket: str | No
         plan_mode_required=member.plan_mode_required, cwd=where, color=member.color, playbook=member.playbook,
         tmux_socket=tmux_socket, allowed_tools=member.allowed_tools, disallowed_tools=member.disallowed_tools,
         skills=member.skills, permission_timeout=member.permission_timeout, worktree=member.worktree, base=member.base,
-        runtime=member.runtime, claude_bin=member.claude_bin,
+        runtime=member.runtime, claude_bin=member.claude_bin, restart=member.restart,
+        max_restarts=member.max_restarts,
     )
 
 
@@ -210,7 +211,7 @@ def run_headless(home: Home, spec: UpFile, *, cwd: Path, env: Mapping[str, str],
     """Start the team, coordinate without a person until settled or ``timeout``, stop it, report."""
     began, since_ms = time.monotonic(), now_ms()
     started = start_team(home, spec, cwd=cwd, env=env, tmux_socket=tmux_socket, offline=offline, backend=backend)
-    coordinator = LeadPump(home, spec.team.name, on_message=on_message, on_decision=on_decision)
+    coordinator = LeadPump(home, spec.team.name, on_message=on_message, on_decision=on_decision, env=env)
     try:
         on_started(started)
         reason = _until_settled(coordinator, began + timeout)

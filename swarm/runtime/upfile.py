@@ -33,6 +33,8 @@
     allowed_tools = []
     disallowed_tools = []
     skills = ["release-notes"]          # skills whose instructions are preloaded into its system prompt
+    restart = "on-failure"              # no | on-failure | always: started again when it dies (with backoff)
+    max_restarts = 3                    # then the lead is told and it stays down
 
     [[members]]
     name = "bob"
@@ -68,6 +70,7 @@ from swarm.core.protocol import CLAUDE_RUNTIME, COLORS
 from swarm.errors import InvalidNameError, NotFoundError, UsageError
 from swarm.models.team_gate import GateLimits
 from swarm.runtime.claude_teammate import swarm_only
+from swarm.runtime.restart_policy import DEFAULT_MAX_RESTARTS, RestartPolicy
 
 
 class _Strict(BaseModel):
@@ -141,6 +144,8 @@ class MemberTable(_Strict):
     permission_timeout: float = Field(default=300.0, gt=0)
     runtime: Literal["swarm", "claude"] = "swarm"
     claude_bin: str | None = None
+    restart: RestartPolicy = "no"
+    max_restarts: int = Field(default=DEFAULT_MAX_RESTARTS, ge=0)
 
     @field_validator("name")
     @classmethod
