@@ -67,3 +67,10 @@ def read_record(doc: dict[str, Any]) -> RestartRecord | None:
         return RestartRecord.model_validate(doc)
     except ValidationError:
         return None
+
+
+def end_policies(home: Home, team: str) -> None:
+    """The team is going down: nobody of it is started again (each record removed under its lock)."""
+    folder = home.restarts_dir(team)
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        record_file(home, team, path.stem).remove_if(lambda doc: True)

@@ -35,6 +35,7 @@ from swarm.runtime.lead_inbox import LeadInbox, LeadMessage
 from swarm.runtime.member_kinds import Machine, member_kind
 from swarm.runtime.shutdown import Outcome, shutdown
 from swarm.runtime.lead_process import forget_dead_lead, record_lead
+from swarm.runtime.restart_policy import end_policies
 from swarm.runtime.spawn import SpawnRequest, spawn_reporting, wait_joined
 from swarm.runtime.upfile import MemberTable, UpFile
 
@@ -175,6 +176,7 @@ def stop_team(home: Home, team: str, env: Mapping[str, str], *, timeout: float,
 
     ``inbox``: the lead's inbox as this process's coordinator consumes it (``shutdown``).
     """
+    end_policies(home, team)  # before any teammate is asked to stop: no restart policy brings one back
     try:
         return shutdown(home, team, None, env, reason=reason, timeout=timeout, inbox=inbox)
     except KeyboardInterrupt:

@@ -11,11 +11,13 @@ from swarm.agent.transcript import Transcript
 from swarm.backends.procs import is_pid_alive
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
+from swarm.core.members import request_shutdown
 from swarm.core.protocol import Member
 from swarm.core.tasks import TaskStore
 from swarm.core.teams import TeamStore
 from swarm.runtime.lead_pump import LeadPump
 from swarm.runtime.shutdown import force_stop
+from swarm.runtime.up import stop_team
 from tests.backends.helpers import retry_until
 from tests.teammate.conftest import wait_status
 
@@ -97,3 +99,27 @@ def test_no_policy_no_restart_and_a_forced_stop_is_not_a_failure(home: Home, tea
         pump.close()
     assert _member(home, team, "plain").status == "dead" and _member(home, team, "kept").status == "killed"
     assert not any("started again" in t for t in _texts(pump))
+
+
+def test_always_restarts_after_a_shutdown_but_never_while_the_team_goes_down(home: Home, team: str,
+                                                                              start: Callable[..., Member]) -> None:
+    start("a", "hello", restart="always", max_restarts=3)
+    wait_status(home, team, "a", "idle")
+    pump = LeadPump(home, team, env=dict(os.environ))
+    try:
+        first = _member(home, team, "a")
+        request_shutdown(home, team, "a", "done for now")  # the lead model asked it to stop; it approves
+
+        def back() -> bool:
+            pump.pump(0.1)
+            now = _member(home, team, "a")
+            return now.joined_at != first.joined_at and now.status == "idle" and bool(now.is_active)
+
+        retry_until(back, 30, what="the always teammate to come back")
+        stop_team(home, team, dict(os.environ), timeout=10.0, inbox=pump.inbox)
+        for _ in range(12):  # past the backoff (2 s)
+            pump.pump(0.25)
+    finally:
+        pump.close()
+    assert _member(home, team, "a").status == "stopped"
+    assert sum("was started again" in t for t in _texts(pump)) == 1
