@@ -51,7 +51,7 @@ def run_chat(home: Home, *, resume: str | None, permission_mode: str, model: str
              cwd: Path | None, agent_name: str | None, agents_json: str | None, allow: tuple[str, ...],
              deny: tuple[str, ...], backend: str, tmux_socket: str | None, teammate_playbooks: dict[str, Path],
              allow_writes_outside_cwd: bool, trust: bool, effort: Effort | None = None,
-             limits: GateLimits | None = None) -> None:
+             limits: GateLimits | None = None, stall_after: float | None = None) -> None:
     workdir = (cwd or Path.cwd()).resolve()
     terminal = sys.stdin.isatty() and sys.stdout.isatty()
     env = _trusted_env(workdir, trust=trust, ask=terminal)
@@ -68,7 +68,7 @@ def run_chat(home: Home, *, resume: str | None, permission_mode: str, model: str
     policy = LeadPolicy(allow=list(allow), deny=list(deny)) if allow or deny else None
     lead = LeadTeam(home, env, workdir, backend=backend, tmux_socket=tmux_socket, policy=policy,
                     playbooks=teammate_playbooks, ceiling=permission_mode, person_answers_plans=True,
-                    limits=limits or GateLimits(), gate=gate)
+                    limits=limits or GateLimits(), gate=gate, stall_after=stall_after)
     own_rules = settings_rules(workdir, settings_digests(workdir), env=env).merged(
         RuleSet(allow=tuple(parse_rules(list(allow))), deny=tuple(parse_rules(list(deny)))))
     session = MainSession(provider, cwd=workdir, main=main, transcript=stored.transcript, resume=resume is not None,

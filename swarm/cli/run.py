@@ -18,7 +18,16 @@ from swarm.agent.permissions.policy import PERMISSION_MODES
 from swarm.agent.tool_api.context import TurnState
 from swarm.agent.tools.team_tools import team_tools
 from swarm.agent.workspace import grant_or_refuse
-from swarm.cli.options import gate_options, home_of, json_option, say_model, tmux_socket_option, trust_option, warn
+from swarm.cli.options import (
+    gate_options,
+    home_of,
+    json_option,
+    say_model,
+    stall_option,
+    tmux_socket_option,
+    trust_option,
+    warn,
+)
 from swarm.cli.render import echo, emit_json
 from swarm.core.clock import now_ms
 from swarm.core.home import Home
@@ -78,6 +87,7 @@ def _playbooks(ctx: click.Context, param: click.Parameter, values: tuple[str, ..
 @click.option("--backend", type=click.Choice(["auto", "tmux", "subprocess"]), default="auto", show_default=True,
               help="Where teammates the agent starts run.")
 @gate_options
+@stall_option
 @tmux_socket_option
 @trust_option
 @click.option("--rm", "remove", is_flag=True, help="Delete the team the agent created when the run ends.")
@@ -90,7 +100,8 @@ def run(ctx: click.Context, prompt: str | None, resume: str | None, permission_m
         max_turns: int, token_budget: int, timeout: float, transcript: Path | None,
         allow_writes_outside_cwd: bool, agent_name: str | None, agents_json: str | None, allow: tuple[str, ...],
         deny: tuple[str, ...], backend: str, max_cost: float | None, max_concurrent_requests: int | None,
-        tmux_socket: str | None, trust: bool, remove: bool, teammate_playbooks: dict[str, Path],
+        stall_after: float | None, tmux_socket: str | None, trust: bool, remove: bool,
+        teammate_playbooks: dict[str, Path],
         as_json: bool) -> None:
     """Talk to an agent that may lead a team: a session in the terminal, or with -p one headless run.
 
@@ -124,7 +135,7 @@ def run(ctx: click.Context, prompt: str | None, resume: str | None, permission_m
                  cwd=cwd, agent_name=agent_name, agents_json=agents_json, allow=allow, deny=deny, backend=backend,
                  tmux_socket=tmux_socket, teammate_playbooks=teammate_playbooks,
                  allow_writes_outside_cwd=allow_writes_outside_cwd, trust=trust, effort=effort,
-                 limits=_limits(max_cost, max_concurrent_requests))
+                 limits=_limits(max_cost, max_concurrent_requests), stall_after=stall_after)
         return
     if resume is not None:
         raise UsageError("--resume continues an interactive session; leave out -p")
@@ -143,7 +154,7 @@ def run(ctx: click.Context, prompt: str | None, resume: str | None, permission_m
     policy = LeadPolicy(allow=list(allow), deny=list(deny)) if allow or deny else None
     lead = LeadTeam(home_of(ctx), env, workdir, backend=backend, tmux_socket=tmux_socket, policy=policy,
                     playbooks=teammate_playbooks, ceiling=permission_mode,
-                    limits=_limits(max_cost, max_concurrent_requests), gate=gate)
+                    limits=_limits(max_cost, max_concurrent_requests), gate=gate, stall_after=stall_after)
     session = MainSession(provider, cwd=workdir, main=main, transcript=transcript,
                           limits=Limits(max_turns=max_turns, max_tokens=token_budget, max_seconds=timeout),
                           confine_writes=not allow_writes_outside_cwd, extra_tools=team_tools(lead),

@@ -12,6 +12,7 @@ import click
 from swarm.agent.workspace import grant_or_refuse
 from swarm.cli.options import (
     gate_options,
+    stall_option,
     home_of,
     json_option,
     say_teammate_model,
@@ -47,12 +48,14 @@ from swarm.runtime.upfile import load_upfile
               help="Directory members work in (their `cwd` is relative to it) [default: current directory].")
 @click.option("--offline", is_flag=True, help="Run members on their playbooks even when ANTHROPIC_API_KEY is set.")
 @gate_options
+@stall_option
 @tmux_socket_option
 @trust_option
 @json_option
 @click.pass_context
 def up(ctx: click.Context, file: Path, detach: bool, headless: bool, timeout: float, cwd: Path | None,
-       offline: bool, max_cost: float | None, max_concurrent_requests: int | None, tmux_socket: str | None,
+       offline: bool, max_cost: float | None, max_concurrent_requests: int | None, stall_after: float | None,
+       tmux_socket: str | None,
        trust: bool, as_json: bool) -> None:
     """Start the team described in FILE (TOML) and coordinate it until Ctrl-C (or SIGTERM, SIGHUP).
 
@@ -71,6 +74,8 @@ def up(ctx: click.Context, file: Path, detach: bool, headless: bool, timeout: fl
         spec.team.max_cost = max_cost
     if max_concurrent_requests is not None:
         spec.team.max_concurrent_requests = max_concurrent_requests
+    if stall_after is not None:
+        spec.team.stall_after = stall_after
     where = (cwd or Path.cwd()).resolve()
     env = grant_or_refuse(where, os.environ, trust=trust)
     for member in spec.members:  # nothing starts unless every member's folder may apply its configuration
@@ -97,7 +102,7 @@ def up(ctx: click.Context, file: Path, detach: bool, headless: bool, timeout: fl
             echo(f"watch: swarm status --team {started.team} --watch · answer: swarm permissions --team "
                        f"{started.team} --watch · stop: swarm down {started.team}")
             return
-        _foreground(home, started.team, env, spec.lead.shutdown_timeout, stops)
+        _foreground(home, started.team, env, spec.lead.shutdown_timeout, stops, spec.team.stall_after)
     if stops.by_signal:
         raise click.exceptions.Exit(stops.exit_code)  # stopped, but not by the person: the caller learns it
 
@@ -140,12 +145,13 @@ class TerminalAsker:
         return False, click.prompt("  feedback for the teammate", default="please revise")
 
 
-def _foreground(home: Home, team: str, env: dict[str, str], shutdown_timeout: float, stops: StopSignals) -> None:
+def _foreground(home: Home, team: str, env: dict[str, str], shutdown_timeout: float, stops: StopSignals,
+                stall_after: float | None) -> None:
     asker = TerminalAsker(home, team) if sys.stdin.isatty() else None
     if asker is None:
         click.echo("stdin is not a terminal: requests the policy does not answer are denied", err=True)
     coordinator = LeadPump(home, team, asker=asker, on_message=_print_message, on_decision=_print_decision,
-                           env=env)
+                           env=env, stall_after=stall_after)
     click.echo("Ctrl-C stops the team")
     shown: tuple[tuple[str, str], ...] = ()
     since = now_ms()

@@ -85,7 +85,8 @@ class Chat:
         self._interrupted = False
         self._team_event = threading.Event()
         self._follower = TeamFollower(lead, lambda team: LeadPump(lead.home, team, on_request=self._offer,
-                                                                                 env=lead.env))
+                                                                                 env=lead.env,
+                                                                                 stall_after=lead.stall_after))
         """The coordinator of the lead's team: pumped by the inbox thread, shared with the shutdown at ``close``."""
         self._threads = [threading.Thread(target=self._work, name="lead-turns", daemon=True),
                          threading.Thread(target=self._follow_inbox, name="lead-inbox", daemon=True),

@@ -94,6 +94,8 @@ class LeadTeam:
     """Every team it created, in order (a name twice if it deleted that team and created it again)."""
     limits: GateLimits = field(default_factory=GateLimits)
     """The budget and cap on requests in flight of every team it creates (``--max-cost`` and the rest)."""
+    stall_after: float | None = None
+    """Seconds a teammate holding a task in progress may do nothing before the watchdog nudges it (None: off)."""
     gate: TeamGate = field(default_factory=lambda: TeamGate(None, LEAD_NAME))
     """The lead's own model calls' gate: bound to the team it leads, so they count and wait with the team's."""
 
@@ -301,6 +303,7 @@ def run_lead(session: MainSession, lead: LeadTeam, prompt: str, *, timeout: floa
     if not lead.led:
         return LeadOutcome(run, None, None, "no_team")
     follower = TeamFollower(lead, lambda team: LeadPump(lead.home, team, plans_by_model=True, env=lead.env,
+                                                           stall_after=lead.stall_after,
                                                            on_message=on_message, on_decision=on_decision))
     reason = "done"
     try:

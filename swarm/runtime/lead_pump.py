@@ -28,6 +28,7 @@ from swarm.runtime.permission_desk import answer_by_policy, answer_plan, approve
 from swarm.runtime.lead_inbox import LeadInbox, LeadMessage
 from swarm.runtime.member_kinds import reap_dead
 from swarm.runtime.restart import restart_ended
+from swarm.runtime.watchdog import Watchdog
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +58,8 @@ class LeadPump:
     on_decision: Callable[[PermissionEvent], None] = lambda d: None
     env: Mapping[str, str] | None = None
     """The environment teammates are started again with (restart policies); None: nobody is restarted here."""
+    stall_after: float | None = None
+    """Seconds a teammate holding a task in progress may do nothing before it is nudged (``runtime.watchdog``)."""
     results: dict[str, str] = field(default_factory=dict)
     failures: dict[str, str] = field(default_factory=dict)
     idle_seen: set[str] = field(default_factory=set)
@@ -67,6 +70,7 @@ class LeadPump:
         self.inbox = LeadInbox(self.home, self.team)
         """The one consumer of the lead's inbox in this process; a shutdown run here waits on it too."""
         self.inbox.subscribe(self._saw)
+        self.watchdog = Watchdog(self.home, self.team, self.stall_after) if self.stall_after else None
 
     @property
     def messages(self) -> list[LeadMessage]:
@@ -83,6 +87,8 @@ class LeadPump:
         reap_dead(self.home, self.team)
         if self.env is not None:
             restart_ended(self.home, self.team, self.env)
+        if self.watchdog is not None:
+            self.watchdog.check()
 
     def _saw(self, message: LeadMessage) -> None:
         """One message the inbox recorded (on the thread that collected it): what it says of its sender."""

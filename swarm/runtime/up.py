@@ -213,7 +213,8 @@ def run_headless(home: Home, spec: UpFile, *, cwd: Path, env: Mapping[str, str],
     """Start the team, coordinate without a person until settled or ``timeout``, stop it, report."""
     began, since_ms = time.monotonic(), now_ms()
     started = start_team(home, spec, cwd=cwd, env=env, tmux_socket=tmux_socket, offline=offline, backend=backend)
-    coordinator = LeadPump(home, spec.team.name, on_message=on_message, on_decision=on_decision, env=env)
+    coordinator = LeadPump(home, spec.team.name, on_message=on_message, on_decision=on_decision, env=env,
+                           stall_after=spec.team.stall_after)
     try:
         on_started(started)
         reason = _until_settled(coordinator, began + timeout)

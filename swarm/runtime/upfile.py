@@ -5,6 +5,7 @@
     description = "what the team is for"
     max_cost = 5.0              # US dollars: no new model call once the team has spent this
     max_concurrent_requests = 4 # model requests the whole team has in flight at most (default 6)
+    stall_after = 600           # seconds: a teammate holding a task in progress that does nothing is nudged
 
     [lead]                      # optional
     shutdown_timeout = 30       # seconds teammates get to stop
@@ -112,6 +113,7 @@ class TeamTable(_Strict):
     description: str | None = None
     max_cost: float | None = Field(default=None, gt=0)
     max_concurrent_requests: int | None = Field(default=None, ge=1)
+    stall_after: float | None = Field(default=None, gt=0)
 
     def limits(self) -> GateLimits:
         """What the team's gate on model requests enforces (``swarm.models.team_gate``)."""
