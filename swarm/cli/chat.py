@@ -9,6 +9,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 import click
 
@@ -44,6 +45,7 @@ from swarm.models.base import Effort
 from swarm.models.factory import make_provider
 from swarm.models.team_gate import GateLimits, TeamGate
 from swarm.runtime.lead import LeadTeam
+from swarm.runtime.team_resume import team_of_session
 from swarm.runtime.lead_process import StopSignals
 
 
@@ -51,7 +53,7 @@ def run_chat(home: Home, *, resume: str | None, permission_mode: str, model: str
              cwd: Path | None, agent_name: str | None, agents_json: str | None, allow: tuple[str, ...],
              deny: tuple[str, ...], backend: str, tmux_socket: str | None, teammate_playbooks: dict[str, Path],
              allow_writes_outside_cwd: bool, trust: bool, effort: Effort | None = None,
-             limits: GateLimits | None = None, stall_after: float | None = None) -> None:
+             limits: GateLimits | None = None, stall_after: float | None = None, resume_team: bool = False) -> None:
     workdir = (cwd or Path.cwd()).resolve()
     terminal = sys.stdin.isatty() and sys.stdout.isatty()
     env = _trusted_env(workdir, trust=trust, ask=terminal)
@@ -79,6 +81,11 @@ def run_chat(home: Home, *, resume: str | None, permission_mode: str, model: str
     commands = Commands(chat, lambda chosen: make_provider(expand_alias(chosen, env), playbook=None, env=env,
                                                            on_text=relay, gate=gate))
     _welcome(view, chat, provider.model, workdir, resumed=resume is not None)
+    transcript = session.conversation.transcript
+    if transcript is not None:  # the team it leads, for a later --resume
+        lead.on_team = lambda team: transcript.event("team", durable=True, team=team)
+        if resume is not None:
+            _take_team_back(home, lead, session, view, transcript.events("team"), ask=terminal, confirmed=resume_team)
     session.conversation.observer = view.message
     session.conversation.on_compacted = view.compacted
     front: Terminal | PlainLines
@@ -134,6 +141,22 @@ class _Relay:
 
     def __call__(self, piece: str) -> None:
         self.target(piece)
+
+
+def _take_team_back(home: Home, lead: LeadTeam, session: MainSession, view: View, events: list[dict[str, Any]], *,
+                    ask: bool, confirmed: bool) -> None:
+    """The resumed session led a team that still exists: lead it again if the person says so (or --resume-team)."""
+    team = team_of_session(events, home)
+    if team is None:
+        return
+    if not confirmed and ask:
+        echo(f"this session led team {team!r}")
+        confirmed = click.confirm("take it back (teammates that are gone start again from their transcripts)?",
+                                  default=True)
+    if not confirmed:
+        view.note(f"team {team!r} was left as it is; `swarm run --resume ID --resume-team` takes it back")
+        return
+    view.note(lead.adopt(team, session.ctx).line())
 
 
 def _welcome(view: View, chat: Chat, model: str, cwd: Path, *, resumed: bool) -> None:

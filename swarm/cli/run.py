@@ -59,6 +59,9 @@ def _playbooks(ctx: click.Context, param: click.Parameter, values: tuple[str, ..
               help="Run headless on this task ('-' reads it from stdin); without it, an interactive session.")
 @click.option("--resume", "resume", is_flag=False, flag_value="", default=None, metavar="[SESSION]",
               help="Continue an earlier interactive session (default: the newest).")
+@click.option("--resume-team", "resume_team", is_flag=True,
+              help="With --resume: take the session's team back without asking (teammates that are gone start "
+                   "again from their transcripts).")
 @click.option("--permission-mode", type=click.Choice(PERMISSION_MODES), default="default", show_default=True,
               help="The widest mode the lead may give the teammates it starts; in the interactive session also "
                    "how the lead's own tool calls are decided (the rest are asked).")
@@ -95,7 +98,7 @@ def _playbooks(ctx: click.Context, param: click.Parameter, values: tuple[str, ..
               callback=_playbooks, help="Run teammate NAME on the offline scripted model with PLAYBOOK (repeatable).")
 @json_option
 @click.pass_context
-def run(ctx: click.Context, prompt: str | None, resume: str | None, permission_mode: str, model: str | None,
+def run(ctx: click.Context, prompt: str | None, resume: str | None, resume_team: bool, permission_mode: str, model: str | None,
         effort: Effort | None, playbook: Path | None, cwd: Path | None,
         max_turns: int, token_budget: int, timeout: float, transcript: Path | None,
         allow_writes_outside_cwd: bool, agent_name: str | None, agents_json: str | None, allow: tuple[str, ...],
@@ -135,7 +138,8 @@ def run(ctx: click.Context, prompt: str | None, resume: str | None, permission_m
                  cwd=cwd, agent_name=agent_name, agents_json=agents_json, allow=allow, deny=deny, backend=backend,
                  tmux_socket=tmux_socket, teammate_playbooks=teammate_playbooks,
                  allow_writes_outside_cwd=allow_writes_outside_cwd, trust=trust, effort=effort,
-                 limits=_limits(max_cost, max_concurrent_requests), stall_after=stall_after)
+                 limits=_limits(max_cost, max_concurrent_requests), stall_after=stall_after,
+                 resume_team=resume_team)
         return
     if resume is not None:
         raise UsageError("--resume continues an interactive session; leave out -p")

@@ -59,6 +59,7 @@ from swarm.runtime.lead_pump import LeadPump
 from swarm.runtime.permission_desk import answer_plan
 from swarm.runtime.shutdown import Outcome
 from swarm.runtime.spawn import SpawnRequest, spawn_reporting, wait_joined
+from swarm.runtime.team_resume import Resumed, resume_team
 from swarm.runtime.up import Report, stop_team, team_report
 
 log = logging.getLogger(__name__)
@@ -98,6 +99,8 @@ class LeadTeam:
     """Seconds a teammate holding a task in progress may do nothing before the watchdog nudges it (None: off)."""
     gate: TeamGate = field(default_factory=lambda: TeamGate(None, LEAD_NAME))
     """The lead's own model calls' gate: bound to the team it leads, so they count and wait with the team's."""
+    on_team: Callable[[str | None], None] = lambda team: None
+    """Told the team it leads from now on (None: none): the interactive session records it for ``--resume``."""
 
     def create(self, name: str, description: str | None, ctx: ToolContext) -> str:
         if self.team is not None:
@@ -113,12 +116,22 @@ class LeadTeam:
                 TeamStore(self.home).modify(name, lambda t: setattr(t, "lead_policy", policy))
         except SwarmError as exc:
             raise ToolError(str(exc)) from exc
+        self._lead(name, ctx)
+        return (f"Team {name!r} created; you are its lead ({LEAD_NAME}). Write the task list with TaskCreate, "
+                f"then start teammates with Agent(team_name={name!r}, name=..., prompt=...).")
+
+    def adopt(self, name: str, ctx: ToolContext) -> Resumed:
+        """Lead ``name`` again (a resumed session): its live teammates stay, the gone ones start again."""
+        resumed = resume_team(self.home, name, self.env)
+        self._lead(name, ctx)
+        return resumed
+
+    def _lead(self, name: str, ctx: ToolContext) -> None:
         self.team = name
         self.led.append(name)
         self.gate.bind(self.home.gate_dir(name))
+        self.on_team(name)
         ctx.with_team(name, LEAD_NAME, Mailbox(self.home, name))
-        return (f"Team {name!r} created; you are its lead ({LEAD_NAME}). Write the task list with TaskCreate, "
-                f"then start teammates with Agent(team_name={name!r}, name=..., prompt=...).")
 
     def delete(self, ctx: ToolContext) -> str:
         team = self._team()
@@ -129,6 +142,7 @@ class LeadTeam:
         TeamStore(self.home).delete(team)
         self.team = None
         self.gate.bind(None)
+        self.on_team(None)
         ctx.with_team(None, ctx.identity.name, None)
         return f"Team {team!r} deleted."
 

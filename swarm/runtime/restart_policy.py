@@ -1,10 +1,14 @@
 """A teammate's restart policy, as docker compose has them, and what its restarts so far were.
 
 ``restart = "no" | "on-failure" | "always"`` and ``max_restarts = N`` (a team
-file's member, ``swarm spawn --restart --max-restarts``). A teammate spawned
-with a policy other than ``no`` gets a record (``Home.restart_path``): how it
-was spawned, and its restarts so far. Whoever coordinates the team reads the
-records and starts it again (``swarm.runtime.restart``).
+file's member, ``swarm spawn --restart --max-restarts``). Every swarm
+teammate spawned gets a record (``Home.restart_path``): how it was spawned,
+its policy and its restarts so far. Whoever coordinates the team reads the
+records and starts it again when its policy says so
+(``swarm.runtime.restart``); a resumed lead starts every teammate of its
+team again from them (``swarm.runtime.team_resume``). A team going down
+(``stop_team``) marks every record ``down``: no policy restarts anyone
+after that, but the record stays for a resume.
 """
 
 from __future__ import annotations
@@ -35,9 +39,13 @@ class RestartRecord(BaseModel):
     """``joinedAt`` of the process whose end was dealt with last (restarted, given up on, or not a failure)."""
     due: float | None = None
     """Epoch seconds the pending restart may start (the backoff)."""
+    down: bool = False
+    """The team went down (``end_policies``): nobody is restarted by policy until a resume."""
 
     def wants(self, status: str | None) -> bool:
         """Whether an end with ``status`` calls for a restart under this policy."""
+        if self.policy == "no" or self.down:
+            return False
         return status == "dead" or (self.policy == "always" and status == "stopped")
 
 
@@ -69,8 +77,8 @@ def read_record(doc: dict[str, Any]) -> RestartRecord | None:
         return None
 
 
-def end_policies(home: Home, team: str) -> None:
-    """The team is going down: nobody of it is started again (each record removed under its lock)."""
+def end_policies(home: Home, team: str, *, down: bool = True) -> None:
+    """The team is going down: no policy starts anyone of it again (``down=False``: a resume lifts that)."""
     folder = home.restarts_dir(team)
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        record_file(home, team, path.stem).remove_if(lambda doc: True)
+        record_file(home, team, path.stem).update(lambda doc: doc.update(down=down))

@@ -119,7 +119,7 @@ def spawn_reporting(home: Home, request: SpawnRequest, env: Mapping[str, str], *
         if tree is not None:
             worktrees.discard(tree)
         raise
-    if request.restart != "no" and again is None:
+    if again is None and request.runtime != CLAUDE_RUNTIME:  # how to start it again: its policy, a resume
         save_policy(home, request.team, request.name, request.restart, request.max_restarts,
                     request.model_dump(mode="json"))
     return Spawned(member=member, warnings=tree.warnings if tree else [])
