@@ -308,8 +308,8 @@ class Chat:
             if cost.by_member.get(member.name):
                 parts.append(usd(cost.by_member[member.name]))
             rows.append(" · ".join(parts))
-        spent = f" ({cost.line()})" if cost.usd or cost.max_cost is not None else ""
-        return f"team {team}{spent}: " + (" | ".join(rows) if rows else "no teammates yet")
+        spent = f" | spent {cost.line()}" if cost.usd or cost.max_cost is not None else ""
+        return f"team {team}: " + (" | ".join(rows) if rows else "no teammates yet") + spent
 
 
 def _line(message: LeadMessage) -> str:

@@ -63,6 +63,8 @@ def test_a_lead_killed_mid_run_is_resumed_with_its_team_and_nothing_sent_meanwhi
     again = start_chat("--resume", session, "--resume-team")
     again.wait_for("resumed team crew; started again from their transcripts: w")
     again.wait_for("got the report")  # the message that waited in the lead's inbox reached the resumed lead
+    again.wait_for("w: idle")
+    again.wait_for("| spent $0.0")  # the status line: what the team (its lead's calls) cost so far
     now = teams.get("crew").member("w")
     assert now is not None and now.joined_at != first.joined_at and now.is_active
     assert teams.get("crew").lead_pid not in (None, lead_pid)
