@@ -59,6 +59,7 @@ from swarm.runtime.lead_pump import LeadPump
 from swarm.runtime.permission_desk import answer_plan
 from swarm.runtime.shutdown import Outcome
 from swarm.runtime.spawn import SpawnRequest, spawn_reporting, wait_joined
+from swarm.runtime.merge_queue import run_queue
 from swarm.runtime.team_resume import Resumed, resume_team
 from swarm.runtime.up import Report, stop_team, team_report
 
@@ -227,6 +228,18 @@ class LeadTeam:
             raise ToolError(f"no teammate {name!r} in team {team!r}")
         request_id = request_shutdown(self.home, team, name, reason)
         return f"Asked {name} to shut down ({request_id}); its answer arrives as a message."
+
+    def merge(self, names: list[str], into: str | None, test: str | None) -> str:
+        try:
+            run = run_queue(self.home, self._team(), names, into=into, test=test, cwd=self.cwd)
+        except SwarmError as exc:
+            raise ToolError(str(exc)) from exc
+        if not run.steps:
+            return "Nothing to merge: no teammate has a branch of its own (start them with isolation 'worktree')."
+        lines = [f"{s.name} ({s.branch}): {s.result.replace('_', ' ')}" + (f" — {s.detail}" if s.detail else "")
+                 + (f"; {s.name} was sent this to fix" if s.told else "") for s in run.steps]
+        head = f"Merged into {run.into}." if run.ok else f"The queue stopped; {run.into} is unchanged by that merge."
+        return "\n".join([head, *lines])
 
     def stop_teams(self, *, timeout: float, reason: str = "team going down",
                    inboxes: Mapping[str, LeadInbox] | None = None) -> dict[str, list[Outcome]]:

@@ -10,8 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from swarm.agent.permissions.policy import CallFacts, RuleSet, decide
+from swarm.agent.permissions.rules import parse_rules
+from swarm.agent.tools.team_tools import team_tools
 from swarm.core.home import Home
 from swarm.core.tasks import TaskStore
+from swarm.runtime.lead import LeadTeam
 from swarm.runtime.merge_queue import run_queue
 from swarm.runtime.spawn import Spawned
 from tests.backends.helpers import retry_until
@@ -102,3 +106,20 @@ def test_a_failing_test_leaves_the_target_untouched_and_tells_the_teammate(
     transcript = home.transcript_path(team, "bob")
     retry_until(lambda: transcript.exists() and "the test command `test ! -e broken" in transcript.read_text(), 20,
                 what="bob to receive the failure")
+
+
+def test_the_lead_model_merges_through_a_tool_that_is_asked_for_like_a_git_write(
+        home: Home, team: str, repo: Path, start: Callable[..., Spawned]) -> None:
+    mergers = [t for t in team_tools(LeadTeam(home, dict(os.environ), repo)) if t.name == "MergeQueue"]
+    assert len(mergers) == 1 and not mergers[0].read_only
+    facts = CallFacts("MergeQueue", {}, read_only=False, cwd=repo)
+    assert decide(facts, "default", RuleSet()).verdict == "ask"
+    assert decide(facts, "dontAsk", RuleSet()).verdict == "deny"
+    assert decide(facts, "default", RuleSet(allow=tuple(parse_rules(["MergeQueue"])))).verdict == "allow"
+
+    alice = start("alice").member
+    _commit_file(Path(alice.worktree_path or ""), "feature.txt", "feature\n")
+    lead = LeadTeam(home, dict(os.environ), repo, team=team)
+    said = lead.merge([], None, "test -f feature.txt")
+    assert said.startswith("Merged into main.") and "alice (swarm/t/alice): merged" in said
+    assert (repo / "feature.txt").exists()
