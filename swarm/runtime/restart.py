@@ -46,6 +46,9 @@ def restart_ended(home: Home, team: str, env: Mapping[str, str]) -> list[str]:
         member = members.get(path.stem)
         if member is None or member.present() or member.status in (None, "starting"):
             continue
+        seen = read_record(record_file(home, team, member.name).read(quiet=True))  # lock-free: the usual answer
+        if seen is None or seen.handled == member.joined_at:
+            continue
         record = _decide(home, team, member)
         if record is not None and _start_again(home, team, member, record, env):
             started.append(member.name)
