@@ -98,6 +98,10 @@ def _account(run: DemoRun) -> None:
     for tree in report.worktrees:
         stat = tree["diffstat"].strip().splitlines()[-1].strip() if tree["diffstat"].strip() else ""
         echo(f"  {tree['branch']}: {tree['ahead']} commit(s) ahead ({stat})")
+    if run.merged is not None:
+        echo(f"\nmerged into {run.merged.into} through the merge queue (tested after each):")
+        for step in run.merged.steps:
+            echo(f"  {step.branch}: {step.result.replace('_', ' ')}" + (f" — {step.detail}" if step.detail else ""))
     echo("\ngit log --graph --all:")
     for line in run.history.strip().splitlines():
         echo(f"  {line}")
