@@ -16,8 +16,9 @@ The budget is checked before each request (not each retry): once the team's
 spend reaches ``max_cost`` no member starts another call (``BudgetReached``);
 calls already in flight finish, so a team may end a few calls over it.
 A gate without a directory (``TeamGate(None, name)``: an agent outside any
-team, or a lead before it has one) lets everything through and records
-nothing; ``bind`` gives it its team later.
+team, or a lead before it has one) lets everything through and keeps what
+its calls used; ``bind`` gives it its team later and charges that usage
+there (a lead's calls before its TeamCreate count too).
 """
 
 from __future__ import annotations
@@ -125,10 +126,16 @@ class TeamGate:
         self._clock = clock
         self._sleep = sleep
         self._lock = threading.Lock()
+        self._unbound: list[tuple[str, Usage]] = []
+        """Calls made while no team was bound, charged at the next ``bind``."""
 
     def bind(self, directory: Path | None) -> None:
         """Gate this member's requests by the team at ``directory`` from now on (None: no team any more)."""
         self.directory = directory
+        with self._lock:
+            owed, self._unbound = self._unbound, []
+        for model, usage in owed:
+            self.charge(model, usage)
 
     # -- budget --------------------------------------------------------------------------
 
@@ -147,6 +154,8 @@ class TeamGate:
     def charge(self, model: str, usage: Usage) -> None:
         """Record one call's tokens and price against this member."""
         if self.directory is None:
+            with self._lock:
+                self._unbound.append((model, usage))
             return
         usd = cost_usd(model, usage)
         path = self.directory / SPEND_DIR / f"{self.member}.json"

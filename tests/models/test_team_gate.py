@@ -113,3 +113,15 @@ def test_a_killed_holder_does_not_keep_its_slot(tmp_path: Path) -> None:
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_calls_made_before_the_gate_had_a_team_are_charged_when_it_gets_one(
+        tmp_path: Path, anthropic_server: FakeAnthropicServer) -> None:
+    anthropic_server.otherwise(text_reply("hi", usage=usage_json(1000, 100, cache_read=2000, cache_creation=400)))
+    gate = TeamGate(None, "team-lead")
+    with provider(anthropic_server, gate) as lead:
+        lead.complete(hello())  # e.g. the call that answers with TeamCreate
+        assert read_spends(tmp_path) == {}
+        gate.bind(tmp_path)
+        lead.complete(hello())
+    assert read_spends(tmp_path)["team-lead"].calls == 2
