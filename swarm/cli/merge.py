@@ -20,20 +20,25 @@ from swarm.runtime.merge_queue import QueueRun, run_queue
 @click.option("--test", "test", metavar="CMD", default=None,
               help="Shell command run after each merge (in a scratch checkout of the result); a failure stops "
                    "the queue and leaves the branch as it was.")
+@click.option("--wait", type=click.FloatRange(min=0), default=0.0, show_default=True, metavar="SECONDS",
+              help="After a conflict or failing test sent to a running teammate, wait this long for its fix (a new "
+                   "commit on its branch) and try again.")
 @click.option("--cwd", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
               help="The repository, when no teammate has a worktree [default: current directory].")
 @json_option
 @click.pass_context
 def merge(ctx: click.Context, names: tuple[str, ...], team: str, into: str | None, test: str | None,
-          cwd: Path | None, as_json: bool) -> None:
+          wait: float, cwd: Path | None, as_json: bool) -> None:
     """Merge teammates' branches (NAMES, or all that have one) one at a time, in the order of their tasks.
 
     Each merge is tried in a scratch worktree and --test runs there; only a
     clean merge whose test passes moves the target branch. A conflict or a
     failing test stops the queue with the target as it was, and a teammate
-    that still runs is sent the problem to fix; run `swarm merge` again after.
+    that still runs is sent the problem to fix; with --wait the queue waits for
+    the fix and tries again, else run `swarm merge` again after.
     """
-    run = run_queue(home_of(ctx), team, list(names), into=into, test=test, cwd=(cwd or Path.cwd()).resolve())
+    run = run_queue(home_of(ctx), team, list(names), into=into, test=test, cwd=(cwd or Path.cwd()).resolve(),
+                    wait=wait)
     if as_json:
         emit_json({"into": run.into, "before": run.before, "ok": run.ok,
                    "steps": [dataclasses.asdict(s) for s in run.steps]})

@@ -9,14 +9,16 @@ tried in a scratch worktree (``swarm.backends.merge``) and the test command
 runs there; only a clean merge whose tests pass moves the target branch.
 The first conflict or failing test stops the queue with the target as it
 was before that merge, and the teammate, if it still runs, is sent what
-went wrong to fix on its branch; running the queue again retries from there
-(merged branches are then up to date).
+went wrong to fix on its branch; with ``wait`` the queue waits for the fix
+(a new commit on the branch, the teammate idle) and tries again, else
+running it again retries from there (merged branches are then up to date).
 """
 
 from __future__ import annotations
 
 import logging
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -37,6 +39,8 @@ log = logging.getLogger(__name__)
 
 TEST_TIMEOUT = 1800.0
 """Seconds the test command may run after one merge."""
+FIX_POLL = 0.5
+"""Seconds between looks at a teammate's branch while the queue waits for its fix."""
 OUTPUT_TAIL = 2000
 """Characters of a failing test's output kept (the end, where the failure usually is)."""
 
@@ -52,6 +56,10 @@ class Step:
     detail: str = ""
     told: bool = False
     """The teammate was sent the conflict or failure to fix."""
+    tried: str = ""
+    """The branch's tip when it was last tried."""
+    retries: int = 0
+    """Tries after the teammate fixed its branch (``wait``)."""
 
 
 @dataclass
@@ -88,8 +96,12 @@ def queue_order(members: list[Member], tasks: list[Task]) -> list[Member]:
 
 
 def run_queue(home: Home, team: str, names: list[str], *, into: str | None, test: str | None,
-              cwd: Path) -> QueueRun:
-    """Merge the teammates' branches (see the module docstring); UsageError for a name without a branch."""
+              cwd: Path, wait: float = 0.0) -> QueueRun:
+    """Merge the teammates' branches (see the module docstring); UsageError for a name without a branch.
+
+    ``wait``: seconds to wait, after the queue stopped at a teammate it told, for that teammate to fix its
+    branch (a new commit on it, and the teammate idle), then go on from there; 0: stop at once.
+    """
     members = queue_order(_queued(home, team, names), TaskStore(home, team).list())
     repo = Path(members[0].worktree_repo or cwd) if members else repo_root(cwd)
     target = into or git_merge.current_branch(repo)
@@ -97,14 +109,31 @@ def run_queue(home: Home, team: str, names: list[str], *, into: str | None, test
         raise UsageError(f"{repo} has no branch checked out; say which branch to merge into with --into")
     if not git_merge.has_branch(repo, target):
         raise UsageError(f"--into {target!r}: no such branch in {repo}")
+    deadline = time.monotonic() + wait
     with git_merge.one_queue(repo):
         run = QueueRun(into=target, before=git_merge.tip(repo, target),
                        steps=[Step(m.name, m.worktree_branch or "") for m in members])
         for step, member in zip(run.steps, members, strict=True):
             _one(home, team, repo, target, step, member, test)
+            while step.told and step.result in ("conflict", "test_failed") and _fixed(home, team, repo, step,
+                                                                                         deadline):
+                step.retries += 1
+                _one(home, team, repo, target, step, member, test)
             if step.result in ("conflict", "test_failed"):
                 break
     return run
+
+
+def _fixed(home: Home, team: str, repo: Path, step: Step, deadline: float) -> bool:
+    """Wait until the teammate committed on its branch since the failed try and is idle (or gone); False at the
+    deadline."""
+    tried = step.tried
+    while time.monotonic() < deadline:
+        member = TeamStore(home).get(team).member(step.name)
+        if git_merge.tip(repo, step.branch) != tried and (member is None or member.status != "busy"):
+            return True
+        time.sleep(FIX_POLL)
+    return False
 
 
 def _queued(home: Home, team: str, names: list[str]) -> list[Member]:
@@ -122,7 +151,7 @@ def _queued(home: Home, team: str, names: list[str]) -> list[Member]:
 
 
 def _one(home: Home, team: str, repo: Path, target: str, step: Step, member: Member, test: str | None) -> None:
-    old = git_merge.tip(repo, target)
+    old, step.tried, step.told, step.detail = git_merge.tip(repo, target), git_merge.tip(repo, step.branch), False, ""
     with git_merge.scratch(repo, old) as tree:
         trial = git_merge.try_merge(tree, step.branch, f"Merge {step.branch} ({member.name}) into {target}")
         if trial.outcome == "up_to_date":

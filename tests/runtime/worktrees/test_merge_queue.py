@@ -123,3 +123,18 @@ def test_the_lead_model_merges_through_a_tool_that_is_asked_for_like_a_git_write
     said = lead.merge([], None, "test -f feature.txt")
     assert said.startswith("Merged into main.") and "alice (swarm/t/alice): merged" in said
     assert (repo / "feature.txt").exists()
+
+
+def test_with_wait_the_queue_takes_the_teammates_fix_and_goes_on(
+        home: Home, team: str, repo: Path, start: Callable[..., Spawned], resolver: Path) -> None:
+    start("alice", "commit one")
+    start("bob", "commit two", playbook=resolver)
+    wait_turns(home, team, "alice", 1)
+    wait_turns(home, team, "bob", 1)
+    done = subprocess.run([str(SWARM_EXE), "merge", "--team", team, "--wait", "30", "--json"], capture_output=True,
+                          text=True, cwd=repo, env=dict(os.environ), timeout=60)
+    run = json.loads(done.stdout)
+    assert done.returncode == 0 and run["ok"], (done.stderr, run)
+    alice, bob = run["steps"]
+    assert (alice["result"], bob["result"], bob["retries"]) == ("merged", "merged", 1)
+    assert "two by bob" in (repo / "shared.txt").read_text()
