@@ -12,7 +12,7 @@ from swarm.backends.procs import is_pid_alive
 from swarm.core.mailbox import Mailbox
 from swarm.core.teams import TeamStore
 from tests.fakes.anthropic_server import FakeAnthropicServer, text_reply, tool_use_reply
-from tests.interactive.conftest import Screen
+from tests.interactive.conftest import EXITED, Screen
 
 STANDBY = """
 [[rules]]
@@ -70,3 +70,32 @@ def test_a_lead_killed_mid_run_is_resumed_with_its_team_and_nothing_sent_meanwhi
     assert teams.get("crew").lead_pid not in (None, lead_pid)
     prompts = [r for r in fake_api.requests if "the report is ready" in str(r.body)]
     assert prompts, "the lead never read what w sent while it was down"
+
+
+def test_a_session_that_shut_its_team_down_offers_it_back_and_the_person_takes_it(
+        start_chat: Callable[..., Screen], fake_api: FakeAnthropicServer, tmp_path: Path) -> None:
+    book = tmp_path / "w.toml"
+    book.write_text(STANDBY)
+    fake_api.enqueue(tool_use_reply("TeamCreate", {"team_name": "crew"}, tool_id="toolu_1"),
+                     tool_use_reply("Agent", {"description": "a teammate", "team_name": "crew", "name": "w",
+                                              "prompt": "stand by"}, tool_id="toolu_2"),
+                     text_reply("team started"))
+    fake_api.otherwise(text_reply("noted"))
+    screen = start_chat("--teammate-playbook", f"w={book}")
+    screen.ready()
+    screen.type("start the team")
+    screen.wait_for("team started")
+    teams = TeamStore(screen.home)
+    _wait(lambda: (m := teams.get("crew").member("w")) is not None and m.status == "idle", "w to join")
+    screen.type("/exit")  # the session ends: its team is shut down (w approves) and stays on disk
+    screen.wait_for(EXITED)
+    assert (m := teams.get("crew").member("w")) is not None and m.status == "stopped"
+
+    session = sorted(p.stem for p in screen.home.sessions_dir.glob("*.jsonl"))[-1]
+    again = start_chat("--resume", session)
+    again.wait_for("this session led team 'crew'")
+    again.wait_for("take it back")
+    again.type("y")
+    again.wait_for("resumed team crew; started again from their transcripts: w")
+    _wait(lambda: (m := teams.get("crew").member("w")) is not None and bool(m.is_active) and m.status == "idle",
+          "w back")
