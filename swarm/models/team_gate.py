@@ -23,6 +23,7 @@ there (a lead's calls before its TeamCreate count too).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -37,7 +38,7 @@ from swarm.core.document_codecs import ObjectCodec
 from swarm.core.jsonfile import LockedJsonFile
 from swarm.core.names import validate_name
 from swarm.core.slots import Slots
-from swarm.errors import ModelError
+from swarm.errors import ModelError, StorageError
 from swarm.models.catalog import cost_usd
 from swarm.models.messages import Usage
 
@@ -90,9 +91,19 @@ def write_limits(directory: Path, limits: GateLimits) -> None:
         lambda doc: (doc.clear(), doc.update(limits.model_dump(mode="json"))))
 
 
+def _read(path: Path) -> dict[str, Any]:
+    """A gate file's object; empty when there is none or it is unusable (logged): the gate never stops a call
+    for a file it cannot read."""
+    try:
+        return LockedJsonFile(path, ObjectCodec()).read(quiet=True)
+    except StorageError as exc:
+        log.warning("ignored an unreadable gate file", extra={"path": str(path), "error": str(exc)})
+        return {}
+
+
 def read_limits(directory: Path) -> GateLimits:
     """The team's limits; the defaults when none were set (or the file is unusable: logged)."""
-    raw = LockedJsonFile(directory / LIMITS_FILE, ObjectCodec()).read()
+    raw = _read(directory / LIMITS_FILE)
     try:
         return GateLimits.model_validate(raw)
     except ValidationError as exc:
@@ -106,7 +117,7 @@ def read_spends(directory: Path) -> dict[str, Spend]:
     folder = directory / SPEND_DIR
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         try:
-            spends[path.stem] = Spend.model_validate(LockedJsonFile(path, ObjectCodec()).read())
+            spends[path.stem] = Spend.model_validate(_read(path))
         except ValidationError:
             log.warning("ignored an unusable spend file", extra={"path": str(path)})
     return spends
@@ -168,8 +179,11 @@ class TeamGate:
             doc.clear()
             doc.update(before.plus(usage, usd).model_dump(mode="json"))
 
-        with self._lock:  # the subagents of one member share its file
-            LockedJsonFile(path, ObjectCodec(), fsync=False).update(add)
+        try:
+            with self._lock:  # the subagents of one member share its file
+                LockedJsonFile(path, ObjectCodec(), fsync=False).update(add)
+        except StorageError as exc:  # the answer is in: a spend that cannot be written is logged, not raised
+            log.error("model call not charged", extra={"agent": self.member, "path": str(path), "error": str(exc)})
 
     # -- rate ----------------------------------------------------------------------------
 
@@ -182,7 +196,11 @@ class TeamGate:
         slots = Slots(self.directory, read_limits(self.directory).max_concurrent_requests)
         while True:
             self._wait_out_backoff()
-            with slots.hold(cancel):
+            with contextlib.ExitStack() as held:
+                try:
+                    held.enter_context(slots.hold(cancel))
+                except StorageError as exc:  # a slot file swarm cannot open: the call goes on without one
+                    log.warning("request sent without a team slot", extra={"agent": self.member, "error": str(exc)})
                 if self._not_before() <= self._clock():  # nobody set a backoff while this waited for a slot
                     yield
                     return
@@ -198,11 +216,14 @@ class TeamGate:
             if not isinstance(current, (int, float)) or current < until:
                 doc["until"] = until
 
-        LockedJsonFile(self.directory / NOT_BEFORE_FILE, ObjectCodec(), fsync=False).update(later)
+        try:
+            LockedJsonFile(self.directory / NOT_BEFORE_FILE, ObjectCodec(), fsync=False).update(later)
+        except StorageError as exc:
+            log.warning("team backoff not shared", extra={"agent": self.member, "error": str(exc)})
 
     def _not_before(self) -> float:
         assert self.directory is not None
-        until = LockedJsonFile(self.directory / NOT_BEFORE_FILE, ObjectCodec()).read(quiet=True).get("until")
+        until = _read(self.directory / NOT_BEFORE_FILE).get("until")
         return float(until) if isinstance(until, (int, float)) else 0.0
 
     def _wait_out_backoff(self) -> None:

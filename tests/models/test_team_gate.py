@@ -125,3 +125,17 @@ def test_calls_made_before_the_gate_had_a_team_are_charged_when_it_gets_one(
         gate.bind(tmp_path)
         lead.complete(hello())
     assert read_spends(tmp_path)["team-lead"].calls == 2
+
+
+def test_hostile_gate_files_neither_hang_nor_stop_a_call(tmp_path: Path, anthropic_server: FakeAnthropicServer) -> None:
+    import os
+    (tmp_path / "spend").mkdir()
+    (tmp_path / "spend" / "evil.json").write_text("{not json")
+    os.mkfifo(tmp_path / "spend" / "fifo.json")  # a reader that opened it blindly would block forever
+    (tmp_path / "not_before.json").mkdir()
+    write_limits(tmp_path, GateLimits(max_concurrent_requests=1))
+    (tmp_path / "slot-0").mkdir()  # the only slot is not a file
+    anthropic_server.enqueue(text_reply("hi"))
+    with provider(anthropic_server, TeamGate(tmp_path, "alice")) as alice:
+        assert alice.complete(hello()).content
+    assert read_spends(tmp_path)["alice"].calls == 1
