@@ -59,10 +59,12 @@ def up(ctx: click.Context, file: Path, detach: bool, headless: bool, timeout: fl
        trust: bool, as_json: bool) -> None:
     """Start the team described in FILE (TOML) and coordinate it until Ctrl-C (or SIGTERM, SIGHUP).
 
-    FILE has a [team] table, optional [lead] / [lead.policy] / [permissions]
-    tables, and one [[members]] table per teammate (name, prompt, playbook,
-    model, backend, worktree, permission_mode, plan_mode_required, cwd,
-    color, allowed_tools, disallowed_tools). See teams.example/.
+    FILE has a [team] table (name, description, max_cost,
+    max_concurrent_requests, stall_after), optional [lead] / [lead.policy] /
+    [permissions] tables, and one [[members]] table per teammate (name,
+    prompt, playbook, model, backend, worktree, permission_mode,
+    plan_mode_required, cwd, color, allowed_tools, disallowed_tools, restart,
+    max_restarts). See teams.example/.
 
     Project configuration (agents, skills, settings, CLAUDE.md) applies only
     in a trusted folder: an untrusted one that has some is an error unless
