@@ -12,6 +12,7 @@ import pytest
 
 from swarm.core.home import Home
 from tests.fakes import FakeAnthropicServer
+from tests.fakes.mcp_servers import HttpMcpServer
 
 
 def trust_tmp_dirs(config: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
@@ -80,3 +81,13 @@ def anthropic_server() -> Iterator[FakeAnthropicServer]:
 def api(anthropic_server: FakeAnthropicServer) -> FakeAnthropicServer:
     """Short name for ``anthropic_server``."""
     return anthropic_server
+
+
+@pytest.fixture(scope="session")
+def mcp_http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpMcpServer]:
+    """One streamable-HTTP MCP server (the SDK's server API) for the session, on a free loopback port."""
+    server = HttpMcpServer(tmp_path_factory.mktemp("mcp-http") / "calls.log").start()
+    try:
+        yield server
+    finally:
+        server.stop()

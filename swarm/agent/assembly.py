@@ -14,7 +14,7 @@ The rules, each stated once here:
 - **model**: ``swarm.models.aliases.agent_model`` (explicit ask >
   definition > parent; aliases expanded; an offline parent keeps its children
   offline);
-- **tools**: the process's full list, cut by the definition's ``tools`` /
+- **tools**: the process's full list (then its MCP tools, re-read each turn), cut by the definition's ``tools`` /
   ``disallowedTools`` through ``swarm.agent.toolpool.tool_pool`` (a subagent
   also passes the three gates; a main agent or teammate does not), plus the
   tools the role always keeps (a lead's Team tools, a teammate's messaging
@@ -25,18 +25,23 @@ The rules, each stated once here:
   mode and its definition's ``permissionMode`` — a child of an agent in plan
   mode stays in plan mode, and a definition never widens its parent's mode;
   a read-only definition wraps the gate read-only (``swarm.agent.read_only``);
+- **hooks**: the definition's frontmatter ``hooks:`` (``swarm.agent.hooks``), for the agent's lifetime only;
+  a subagent's ``Stop`` hooks fire as ``SubagentStop``;
 - **effort**: an explicit ask (``swarm run --effort``) > the definition's
   ``effort`` > the parent's;
 - **write roots**: the parent's (or the person's), plus the definition's
   memory directory (``swarm.agent.memory.with_memory``);
 - **system prompt**: the definition's body + environment + memory + preloaded
-  skills (``swarm.agent.prompts.agent_system_prompt``), or swarm's own prompt
+  skills (``swarm.agent.prompts.agent_system_prompt``; the built-in guide's
+  body is built now from the person's configuration: ``swarm.agent.guide``), or swarm's own prompt
   (``system_prompt``: working guidance, environment) when there is no
   definition; a main agent that holds the team tools (``prompts.is_lead``)
   gets the lead's section (``LEAD``), a teammate the team section
   (``TEAMMATE``), the same for every teammate: its name and team go into its
   first message (``AssembledAgent.introduction``), so teammates of one
-  definition and team send the same system prompt and share its cache.
+  definition and team send the same system prompt and share its cache;
+- **coordinator mode** (``swarm.agent.coordinator``): a main agent keeps only
+  Agent, SendMessage and TaskStop, and its prompt is the coordinator's.
 """
 
 from __future__ import annotations
@@ -47,19 +52,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from swarm.agent.builtin_agents import GUIDE_TYPE
+from swarm.agent.coordinator import COORDINATOR_PROMPT, COORDINATOR_TOOLS, coordinator_mode
+from swarm.agent.definition_model import GENERAL_PURPOSE_TYPE
 from swarm.agent.definitions import (
-    GENERAL_PURPOSE_TYPE,
     AgentCatalog,
     AgentDefinition,
     load_agents,
 )
 from swarm.agent.executor import ToolGate
+from swarm.agent.guide import guide_prompt
+from swarm.agent.mcp.tools import LiveTools, McpToolset
+from swarm.agent.hooks.config import HookSet, definition_hooks
 from swarm.agent.memory import memory_prompt, with_memory
 from swarm.agent.permissions.policy import narrowest
 from swarm.agent.prompts import (
     LEAD,
     TEAMMATE,
     agent_system_prompt,
+    environment,
     is_lead,
     system_prompt,
     teammate_introduction,
@@ -141,7 +152,8 @@ class AssembledAgent:
     """What the loop needs to run one agent (``swarm.agent.loop.AgentSpec`` is made from it)."""
 
     definition: AgentDefinition | None
-    tools: list[Tool[Any]]
+    tools: Sequence[Tool[Any]]
+    """Its tools; with MCP servers a ``LiveTools`` (its own tools, then the MCP tools it may use, re-read per turn)."""
     system: str
     model: str | None
     """The model to make the provider for (None: the provider's default)."""
@@ -158,12 +170,18 @@ class AssembledAgent:
     teammates of one definition and team share it and its cache); "" for other agents."""
     effort: Effort | None = None
     """How hard its model thinks (``swarm.agent.loop.AgentSpec.effort``); None: the model's default."""
+    reminder: str = ""
+    """Sent after each of its tool results (the definition's ``critical_system_reminder``); "": none."""
+    hooks: HookSet = field(default_factory=HookSet)
+    """Its definition's ``hooks:`` (a subagent's ``Stop`` as ``SubagentStop``), for its lifetime only: added to the
+    settings files' hooks where the agent's ``AgentHooks`` are made, dropped with them when it ends."""
 
 
 def assemble(definition: AgentDefinition | None, seat: Seat, parent: Parent, *, tools: Sequence[Tool[Any]],
              kept: Sequence[Tool[Any]] = (), kept_names: Sequence[str] = (), asked_model: str | None = None,
              also_preload: Sequence[str] = (), team: TeamSeat | None = None,
-             background: bool = False, asked_effort: Effort | None = None) -> AssembledAgent:
+             background: bool = False, asked_effort: Effort | None = None,
+             mcp: McpToolset | None = None) -> AssembledAgent:
     """The agent ``definition`` makes in ``seat`` under ``parent`` (see the module docstring for each rule).
 
     ``tools``: every tool this process can give an agent, fresh, in the
@@ -172,7 +190,8 @@ def assemble(definition: AgentDefinition | None, seat: Seat, parent: Parent, *, 
     a teammate's ``model``, the Agent tool's ``model``). ``also_preload``:
     skills preloaded beside the definition's (a team file's ``skills``).
     ``background``: a subagent that runs in the background (gate 3).
-    ``asked_effort``: an explicit effort (``--effort``).
+    ``asked_effort``: an explicit effort (``--effort``). ``mcp``: the MCP tools the agent may see; they
+    follow its own tools, through the same cut, taken at each turn's start (``swarm.agent.mcp.tools``).
     """
     as_definition = definition is not None and not (seat.role == "teammate"
                                                     and definition.name == GENERAL_PURPOSE_TYPE)
@@ -185,29 +204,49 @@ def assemble(definition: AgentDefinition | None, seat: Seat, parent: Parent, *, 
         keep = {id(t) for t in kept}
         chosen = [t for t in tools if t.name in pool.names or id(t) in keep or t.name in kept_names]
         spawnable = pool.spawnable
+    coordinating = seat.role == "main" and coordinator_mode(seat.env)
+    if coordinating:  # the coordinator only starts, continues and stops workers
+        chosen = [t for t in chosen if t.name in COORDINATOR_TOOLS]
     model = agent_model(env=seat.env, asked=asked_model,
                         definition_model=definition.model if definition is not None and as_definition else None,
                         parent_model=parent.model, subagent=seat.role == "subagent")
     preload = _preload(definition, also_preload, seat)
     names = [t.name for t in chosen]
     lead = seat.role == "main" and is_lead(names)
-    if definition is not None and as_definition:
-        system = agent_system_prompt(definition.prompt, seat.cwd, model=model or "default", tools=names,
+    if coordinating:
+        system = "\n\n".join((COORDINATOR_PROMPT, environment(seat.cwd, model=model or "default", tools=names)))
+    elif definition is not None and as_definition:
+        body = (guide_prompt(definition.prompt, seat.cwd, seat.env)
+                if definition.builtin and definition.name == GUIDE_TYPE else definition.prompt)
+        system = agent_system_prompt(body, seat.cwd, model=model or "default", tools=names,
                                      memory=memory_prompt(definition, seat.cwd, env=seat.env), skills=preload)
         roles = (LEAD if lead else "", TEAMMATE if team is not None else "", team.extra if team else "")
         system = "\n\n".join(p for p in (system, *roles) if p)
     else:
         system = system_prompt(seat.cwd, model=model or "default", tools=names, lead=lead, teammate=team is not None)
         system = "\n\n".join(p for p in (system, team.extra if team else "", preload) if p)
+    holds: Sequence[Tool[Any]] = chosen
+    if mcp is not None:
+        def cut(name: str) -> bool:
+            """The definition's tools / disallowedTools, for an MCP tool (they pass the gates)."""
+            if definition is None or not as_definition:
+                return True
+            return bool(tool_pool([name], tools=definition.tools, disallowed=definition.disallowed_tools,
+                                  builtin=definition.builtin, background=background,
+                                  main_thread=seat.role != "subagent", permission_mode=mode).names)
+
+        holds = LiveTools(chosen, mcp, cut)
     return AssembledAgent(
-        definition=definition, tools=chosen, system=system, model=model,
+        definition=definition, tools=holds, system=system, model=model,
         write_roots=with_memory(parent.write_roots, definition, seat.cwd, env=seat.env),
         spawnable=spawnable, gate=_gate(parent.gate, definition, mode),
         max_turns=definition.max_turns or 0 if definition is not None else 0,
         omit_instructions=bool(definition is not None and definition.omit_claude_md),
         introduction=teammate_introduction(team.name, team.team) if team is not None else "",
         effort=asked_effort or (definition.effort if definition is not None and as_definition else None)
-        or parent.effort)
+        or parent.effort,
+        reminder=definition.critical_system_reminder if definition is not None and as_definition else "",
+        hooks=_hooks(definition if as_definition else None, seat))
 
 
 def child_mode(gate: ToolGate | None, definition: AgentDefinition) -> str | None:
@@ -234,6 +273,16 @@ def _preload(definition: AgentDefinition | None, also: Sequence[str], seat: Seat
     for warning in warnings:
         seat.note(warning)
     return text
+
+
+def _hooks(definition: AgentDefinition | None, seat: Seat) -> HookSet:
+    """The definition's ``hooks:``; an entry that cannot be read is a remark."""
+    if definition is None:
+        return HookSet()
+    found = definition_hooks(definition, subagent=seat.role == "subagent")
+    for warning in found.warnings:
+        seat.note(warning)
+    return HookSet(found.hooks)
 
 
 def _log_warning(text: str) -> None:

@@ -43,7 +43,7 @@ instruction are always sent.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from swarm.agent.conversation import Conversation
@@ -116,13 +116,17 @@ def _positive(raw: str | None) -> float | None:
 
 
 def compact_if_due(policy: CompactionPolicy | None, provider: ModelProvider, conversation: Conversation, *,
-                   system: str, tools: Sequence[ToolSpec], effort: Effort | None = None) -> Usage:
-    """Compact ``conversation`` if its context reached the threshold; the usage of the summary call (or none)."""
+                   system: str, tools: Sequence[ToolSpec], effort: Effort | None = None,
+                   before: Callable[[], None] | None = None) -> Usage:
+    """Compact ``conversation`` if its context reached the threshold; the usage of the summary call (or none).
+    ``before`` runs just before a compaction starts (the agent's ``PreCompact`` hooks)."""
     if policy is None or not policy.enabled or not conversation.unfinished:
         return Usage()
     threshold = policy.threshold(provider.model)
     if conversation.context_tokens < max(threshold, conversation.compaction_retry_at):
         return Usage()
+    if before is not None:
+        before()
     return compact(provider, conversation, system=system, tools=tools, threshold=threshold, effort=effort) or Usage()
 
 

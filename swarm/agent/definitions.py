@@ -3,7 +3,8 @@
 A definition is data; one ``run_agent`` runs every kind (DESIGN.md). Sources,
 later overriding earlier by name:
 
-    built-in   general-purpose, Explore, Plan                       (``builtin_agents``)
+    built-in   general-purpose, Explore, Plan, Verification, swarm-guide  (``swarm.agent.builtin_agents``;
+               in coordinator mode the one ``worker`` instead)
     user       <claude_config_dir>/agents/*.md
     project    .claude/agents/*.md and .swarm/agents/*.md in every directory from the
                repository root (the filesystem root outside a repository) down to the
@@ -40,9 +41,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from swarm.agent import prompts
+from swarm.agent.builtin_agents import builtin_agents
 from swarm.agent.config_files import (
     ConfigFileError,
     claude_config_dir,
@@ -53,6 +54,7 @@ from swarm.agent.config_files import (
     split_names,
 )
 from swarm.agent.permissions.policy import PERMISSION_MODES
+from swarm.agent.definition_model import AgentDefinition, Source
 from swarm.agent.trust import is_trusted
 from swarm.core.names import validate_name
 from swarm.errors import InvalidNameError, UsageError
@@ -60,53 +62,8 @@ from swarm.models.base import EFFORTS, Effort
 
 log = logging.getLogger(__name__)
 
-Source = Literal["built-in", "user", "project", "cli"]
-GENERAL_PURPOSE_TYPE = "general-purpose"
-"""The built-in agent with every tool: the Agent tool's default type, and a teammate's role label."""
 AGENT_DIRS = (Path(".claude") / "agents", Path(".swarm") / "agents")
 """Where a directory keeps definition files, in the order they are read (later wins on a clash)."""
-
-
-class AgentDefinition(BaseModel):
-    """One kind of agent. ``tools`` None or ``["*"]`` means every tool the caller offers."""
-
-    model_config = ConfigDict(frozen=True)
-
-    name: str
-    description: str = ""
-    prompt: str = ""
-    """The system prompt's body; empty means swarm's ``prompts.BASE``."""
-    tools: list[str] | None = None
-    disallowed_tools: list[str] = []
-    model: str | None = None
-    """An alias (sonnet/opus/haiku), a model id, or ``inherit``; None = inherit."""
-    permission_mode: str | None = None
-    max_turns: int | None = None
-    effort: Effort | None = None
-    """How hard the model thinks (``swarm.models.api_shapes.thinking_params``); None: the parent's."""
-    background: bool = False
-    isolation: Literal["worktree"] | None = None
-    color: str | None = None
-    memory: Literal["user", "project", "local"] | None = None
-    skills: list[str] = []
-    omit_claude_md: bool = False
-    """Skip the instruction files (CLAUDE.md ...) in the context block; git status and date stay."""
-    read_only: bool = False
-    """Bash runs only read-only commands, Write and Edit never (built-in Explore and Plan; ``swarm.agent.read_only``)."""
-    source: Source = "built-in"
-    path: Path | None = None
-    overrides: Source | None = None
-    """The source of the same-named definition this one replaced, if any."""
-    extra: dict[str, Any] = {}
-
-    @property
-    def builtin(self) -> bool:
-        return self.source == "built-in"
-
-    @property
-    def origin(self) -> str:
-        """Where it was written, for a warning about it: its file, else ``--agents NAME`` or ``built-in NAME``."""
-        return str(self.path) if self.path else f"{'--agents' if self.source == 'cli' else self.source} {self.name}"
 
 
 @dataclass(frozen=True)
@@ -133,6 +90,9 @@ def _names_list(value: Any) -> Any:
     return value
 
 
+CLAUDE_CODE_REMINDER = "criticalSystemReminder_EXPERIMENTAL"
+
+
 class _Fields(BaseModel):
     """The frontmatter of a definition file (and an ``--agents`` entry), with Claude Code's key names."""
 
@@ -152,8 +112,20 @@ class _Fields(BaseModel):
     memory: Literal["user", "project", "local"] | None = None
     skills: list[str] | None = None
     omit_claude_md: bool = Field(False, alias="omitClaudeMd")
+    critical_system_reminder: str | None = Field(None, alias="criticalSystemReminder")
+    mcp_servers: list[str | dict[str, dict[str, Any]]] | None = Field(None, alias="mcpServers")
+    required_mcp_servers: list[str] | None = Field(None, alias="requiredMcpServers")
 
-    _split = field_validator("tools", "disallowed_tools", "skills", mode="before")(_names_list)
+    _split = field_validator("tools", "disallowed_tools", "skills", "required_mcp_servers",
+                             mode="before")(_names_list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _claude_code_names(cls, data: Any) -> Any:
+        """Claude Code's own key for the reminder, ``criticalSystemReminder_EXPERIMENTAL``, is read too."""
+        if isinstance(data, dict) and CLAUDE_CODE_REMINDER in data and "criticalSystemReminder" not in data:
+            data = {("criticalSystemReminder" if k == CLAUDE_CODE_REMINDER else k): v for k, v in data.items()}
+        return data
 
     @field_validator("permission_mode")
     @classmethod
@@ -190,9 +162,12 @@ _HINTS = {
     "effort": f"use {', '.join(EFFORTS[:-1])} or {EFFORTS[-1]}",
     "background": "use true or false",
     "omitClaudeMd": "use true or false",
+    "mcpServers": "use a YAML list of server names or {name: {command: ..., args: [...]}} entries",
+    "requiredMcpServers": "use a YAML list or a comma-separated string of MCP server names",
     "isolation": "use worktree or leave it out",
     "memory": "use user, project or local",
     "color": "use a color name such as blue",
+    "criticalSystemReminder": "use one line of text (the rule repeated after every tool result)",
 }
 _ALIASES = {name: info.alias or name for name, info in _Fields.model_fields.items()}
 
@@ -207,6 +182,8 @@ def _definition(fields: _Fields, *, name: str, prompt: str, source: Source, path
         disallowed_tools=fields.disallowed_tools or [], model=fields.model, permission_mode=fields.permission_mode,
         max_turns=fields.max_turns, effort=fields.effort, background=fields.background, isolation=fields.isolation, color=fields.color,
         memory=fields.memory, skills=fields.skills or [], omit_claude_md=fields.omit_claude_md, source=source,
+        critical_system_reminder=(fields.critical_system_reminder or "").strip(),
+        mcp_servers=list(fields.mcp_servers or []), required_mcp_servers=fields.required_mcp_servers or [],
         path=path, extra=dict(fields.model_extra or {}),
     )
 
@@ -252,31 +229,6 @@ def _project_agent_dirs(cwd: Path, user_dir: Path) -> list[Path]:
 
 
 # -- built-ins, --agents, and the merge ---------------------------------------------
-
-
-def builtin_agents() -> list[AgentDefinition]:
-    """general-purpose (every tool), Explore and Plan (read-only: Read, Glob, Grep, read-only Bash; no CLAUDE.md)."""
-    readers = ["Read", "Glob", "Grep", "Bash"]
-    never_write = ["Agent", "Write", "Edit", "ExitPlanMode"]
-    return [
-        AgentDefinition(
-            name=GENERAL_PURPOSE_TYPE, prompt=prompts.GENERAL_PURPOSE,
-            description="General-purpose agent for researching complex questions, searching for code and "
-                        "carrying out multi-step tasks. Use it when a search may take several tries, or for "
-                        "a self-contained piece of work whose details you do not need in your own context."),
-        AgentDefinition(
-            name="Explore", prompt=prompts.EXPLORE, tools=readers, disallowed_tools=never_write,
-            omit_claude_md=True, read_only=True,
-            description="Fast read-only agent for exploring a codebase: find files by pattern, search code "
-                        "for keywords, answer questions about how the code works. Say how thorough to be: "
-                        "quick, medium or very thorough."),
-        AgentDefinition(
-            name="Plan", prompt=prompts.PLAN, tools=readers, disallowed_tools=never_write,
-            omit_claude_md=True, read_only=True,
-            description="Read-only software architect: explores the code and returns a step-by-step "
-                        "implementation plan with the critical files and trade-offs. Use it to design a "
-                        "change before making it."),
-    ]
 
 
 def parse_cli_agents(text: str) -> list[AgentDefinition]:
@@ -340,4 +292,4 @@ def load_agents(cwd: Path, *, env: Mapping[str, str], cli_json: str | None = Non
     cli = parse_cli_agents(cli_json) if cli_json is not None else []
     for warning in warnings:
         log.debug("agent definition warning", extra={"warning": warning})
-    return AgentCatalog(_merge([builtin_agents(), user, project, cli]), warnings)
+    return AgentCatalog(_merge([builtin_agents(env), user, project, cli]), warnings)

@@ -16,6 +16,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, ValidationError
 
+from swarm.agent.hooks.tool_calls import ToolHooks
 from swarm.agent.limits import EndRun
 from swarm.agent.output_cap import DEFAULT_RESULT_CHARS, ResultRefused, cap_result, cap_text
 from swarm.agent.tool_api.base import Tool
@@ -61,23 +62,27 @@ def execute(call: ToolUseBlock, tools: Mapping[str, Tool[BaseModel]], ctx: ToolC
         args = tool.input_model.model_validate(call.input)
     except ValidationError as exc:
         return _malformed(call, f"invalid input for {call.name}: {_summarise(exc)}")
+    hooks = ToolHooks.of(call, ctx, gate)
     try:
-        if gate is not None:
-            args = gate.authorize(tool, args, call.id, ctx)
-        output = tool.run(args, ctx)
+        args = hooks.before(tool, args)
+        args = hooks.authorize(gate, tool, args)
     except ToolError as exc:
         return _error(call, str(exc))
+    try:
+        output = tool.run(args, ctx)
+    except ToolError as exc:
+        return _error(call, hooks.failed(args, str(exc)))
     except EndRun:
         raise  # the tool ended the run: the loop records the result and stops
     except Exception as exc:  # a tool bug must not kill the agent; the model and the log both hear of it
         log.exception("tool crashed", extra={"tool": call.name, "tool_use_id": call.id})
-        return _error(call, f"{call.name} failed unexpectedly: {type(exc).__name__}: {exc}")
+        return _error(call, hooks.failed(args, f"{call.name} failed unexpectedly: {type(exc).__name__}: {exc}"))
     try:
         output = cap_result(output, call.name, max_chars=tool.max_result_chars, max_tokens=tool.max_result_tokens,
                             hint=tool.truncation_hint)
     except ResultRefused as exc:
         return _error(call, str(exc))
-    return ToolResultBlock(tool_use_id=call.id, content=output)
+    return ToolResultBlock(tool_use_id=call.id, content=hooks.after(args, output))
 
 
 def _malformed(call: ToolUseBlock, message: str) -> MalformedCall:

@@ -19,10 +19,15 @@ from typing import Any
 from swarm.agent.assembly import Catalogs, Parent, Seat, assemble
 from swarm.agent.background import BackgroundAgents, QueueSink
 from swarm.agent.conversation import Conversation
-from swarm.agent.definitions import AgentCatalog, AgentDefinition
+from swarm.agent.agent_listing import AgentListing
+from swarm.agent.definitions import AgentCatalog, AgentDefinition, load_agents
 from swarm.agent.executor import ToolGate
+from swarm.agent.hooks.session import load_agent_hooks
+from swarm.agent.hooks.session_events import SessionHooks
 from swarm.agent.instructions import context_block
 from swarm.agent.limits import Limits
+from swarm.agent.mcp.lifecycle import process_servers, require
+from swarm.agent.mcp.tools import McpToolset
 from swarm.agent.loop import AgentRun, AgentSpec, Arrivals, RunningAgent, run_agent
 from swarm.agent.skills import SkillCatalog
 from swarm.agent.subagents import AgentHost, forks_enabled
@@ -69,6 +74,8 @@ class MainOptions:
     """Where remarks for the person go (an unknown ``/name`` in the prompt)."""
     effort: Effort | None = None
     """How hard the main agent's model thinks (``--effort``; else its definition's ``effort``)."""
+    reload_agents: Callable[[], AgentCatalog] | None = None
+    """Reads the definitions afresh before each model call (a file added mid-session); None: ``catalog`` stays."""
 
 
 @dataclass
@@ -89,6 +96,8 @@ class MainSetup:
     playbook: Path | None
     provider: ModelProvider
     choice: Choice
+    workdir: Path | None = None
+    agents_json: str | None = None
     gate: TeamGate | None = None
 
     @classmethod
@@ -104,12 +113,19 @@ class MainSetup:
         provider = make_provider(model, playbook=playbook, env=env, variables={"agent_name": "agent", "team": ""},
                                  on_text=on_text, gate=gate)
         return cls(env, catalogs, definition, model, playbook, provider, choose_model(model, playbook=playbook, env=env),
-                   gate)
+                   workdir, agents_json, gate)
 
     def main_agent(self, agents_dir: Path, note: Callable[[str], None], effort: Effort | None = None) -> MainOptions:
         return MainOptions(catalog=self.catalogs.agents, env=self.env, agents_dir=agents_dir,
                          definition=self.definition, make_provider=self._child_providers(), skills=self.catalogs.skills,
-                         note=note, effort=effort)
+                         note=note, effort=effort, reload_agents=self._reload())
+
+    def _reload(self) -> Callable[[], AgentCatalog] | None:
+        """The definitions of the workdir as they are now (their warnings were said once, at start)."""
+        workdir, agents_json, env = self.workdir, self.agents_json, self.env
+        if workdir is None:
+            return None
+        return lambda: load_agents(workdir, env=env, cli_json=agents_json)
 
     def _child_providers(self) -> Callable[[str], ModelProvider]:
         """How a subagent gets its provider: offline children play the parent's playbook, others their model."""
@@ -157,7 +173,7 @@ class MainSession:
 
     ``extra_tools`` are added after the standard set (a lead's TeamCreate /
     TeamDelete); ``team_control`` lets the agent lead a team. ``close``
-    stops its background agents and commands. ``resume`` continues the
+    stops its background agents and commands and closes its MCP servers. ``resume`` continues the
     conversation recorded in ``transcript``; ``gate`` decides the agent's
     (and its subagents') tool calls — none: every call runs. ``tasks`` is the
     session's own task list, for the task tools while the agent is in no team.
@@ -171,37 +187,52 @@ class MainSession:
         self.main = main
         self.cwd = cwd
         models = TurnModel(provider, main.make_provider, main.env)
+        self.mcp = process_servers(cwd, main.env, main.definition, recorded=None, note=main.note)
         agent = assemble(main.definition, Seat(role="main", cwd=cwd, env=main.env, skills=main.skills, note=main.note),
                          Parent(model=None, write_roots=[cwd] if confine_writes else None, gate=gate),
-                         tools=[*agent_tools(main.catalog, main.skills), *extra_tools], kept=extra_tools,
-                         asked_model=provider.model, asked_effort=main.effort)
+                         tools=[*agent_tools(main.skills, main.env), *extra_tools], kept=extra_tools,
+                         asked_model=provider.model, asked_effort=main.effort, mcp=McpToolset(self.mcp))
         self.omit_instructions = agent.omit_instructions
         self.conversation = (Conversation.resume(Transcript(transcript)) if resume and transcript is not None
                              else Conversation(transcript=Transcript(transcript) if transcript else None))
         self.sink = QueueSink()
         self.host = AgentHost(catalog=main.catalog, env=main.env, model=provider.model,
                               make_provider=main.make_provider,
-                              make_tools=lambda: agent_tools(main.catalog, main.skills),
+                              make_tools=lambda: agent_tools(main.skills, main.env),
                               transcript_dir=main.agents_dir, background=BackgroundAgents(self.sink),
                               fork_enabled=forks_enabled(main.env), skills=main.skills, gate=gate,
-                              note=main.note, effort=agent.effort)
+                              note=main.note, effort=agent.effort, mcp=self.mcp)
+        self.hooks = load_agent_hooks(cwd, main.env, recorded=None, extra=agent.hooks, note=main.note)
         self.ctx = ToolContext(AgentIdentity(cwd=cwd, write_roots=agent.write_roots, spawnable=agent.spawnable),
                                services=AgentServices(team_control=team_control, agents=self.host, models=models,
-                                                      session_tasks=tasks),
+                                                      session_tasks=tasks, hooks=self.hooks),
                                turn=TurnState(cancel=cancel or threading.Event()))
+        self.listing = (AgentListing(main.catalog, spawnable=agent.spawnable, reload=main.reload_agents)
+                        if any(t.name == "Agent" for t in agent.tools) else None)
+        """The agent types it was told of (an attachment, so that new definitions leave the tools alone)."""
         self.spec = AgentSpec(provider=models, tools=agent.tools, system=agent.system, gate=agent.gate,
-                              effort=agent.effort,
+                              effort=agent.effort, reminder=agent.reminder,
                               limits=Limits(max_turns=limits.max_turns or agent.max_turns, max_tokens=limits.max_tokens,
                                             max_seconds=limits.max_seconds,
                                             max_consecutive_tool_errors=limits.max_consecutive_tool_errors))
         self.usage = Usage()
+        self._settled = False
+        self.hook_events = SessionHooks(self.hooks, self.conversation, lambda: self.spec.gate)
 
     def start(self, prompt: str) -> AgentRun:
-        """The first turn: ``/skill`` commands expanded, after the context block."""
+        """The first turn: ``/skill`` commands expanded, after the context block (and what ``SessionStart`` and
+        ``UserPromptSubmit`` hooks add), once its MCP servers settled (connected or failed; McpUnavailable when its
+        definition requires one that is not up)."""
+        self._settle()
+        started = self.hook_events.session_start("startup")
         text = self._expand(prompt)
-        self.conversation.add(_first_message(context_block(self.cwd, env=self.main.env,
-                                                           omit_instructions=self.omit_instructions),
-                                             text))
+        submitted = self.hook_events.prompt(text)
+        if submitted.refused is not None:
+            return submitted.refused
+        context = context_block(self.cwd, env=self.main.env, omit_instructions=self.omit_instructions)
+        attachments = [self.listing.first()] if self.listing is not None else []
+        self.conversation.add(_first_message("\n\n".join(t for t in (context, started) if t), submitted.text,
+                                             attachments))
         return self._serve()
 
     def prompt(self, text: str) -> AgentRun:
@@ -216,17 +247,44 @@ class MainSession:
         self.ctx.turn.running = RunningAgent(self.spec, self.conversation)
         return expand_slash(text, self.main.skills, self.ctx, self.main.note, by_person=True)  # the person's prompt
 
-    def turn(self, text: str) -> AgentRun:
-        """Another turn, on ``text`` as the next user message (e.g. what teammates sent)."""
-        self.conversation.add_user_text(text)
+    def turn(self, text: str, *, by_person: bool = True) -> AgentRun:
+        """Another turn, on ``text`` as the next user message (what the person typed, or with ``by_person`` False
+        what teammates sent: no ``UserPromptSubmit`` then)."""
+        if by_person:
+            submitted = self.hook_events.prompt(text)
+            if submitted.refused is not None:
+                return submitted.refused
+            text = submitted.text
+        self.conversation.add(Message(role="user", content=[*(TextBlock(text=t) for t in self._attachments()),
+                                                            TextBlock(text=text)]))
         return self._serve()
 
+    def _attachments(self) -> list[str]:
+        """What the model must be told before its next call: the agent types, when they changed."""
+        if self.listing is None:
+            return []
+        update = self.listing.update(self.conversation.messages)
+        self.host.catalog = self.listing.catalog  # a new definition can be started at once
+        return [update] if update is not None else []
+
     def close(self) -> None:
-        self.host.background.stop_all()
-        stop_background(self.ctx)
+        try:
+            self.hook_events.session_end("other")
+        finally:
+            self.host.background.stop_all()
+            stop_background(self.ctx)
+            self.mcp.close()
+
+    def _settle(self) -> None:
+        """Before the first model call only: wait while its MCP servers start, check the required ones."""
+        if not self._settled:
+            self.mcp.wait()
+            require(self.main.definition, self.mcp)
+            self._settled = True
 
     def _serve(self) -> AgentRun:
-        run = _serve(self.spec, self.conversation, self.ctx, self.host, self.sink)
+        self._settle()
+        run = _serve(self.spec, self.conversation, self.ctx, self.host, self.sink, self._attachments)
         self.ctx.turn.granted_rules.clear()
         if self.ctx.services.models is not None:
             self.ctx.services.models.reset()
@@ -234,22 +292,25 @@ class MainSession:
         return run
 
 
-def _first_message(context: str, prompt: str) -> Message:
-    return Message(role="user", content=[TextBlock(text=context), TextBlock(text=prompt)])
+def _first_message(context: str, prompt: str, attachments: Sequence[str] = ()) -> Message:
+    return Message(role="user", content=[TextBlock(text=context), *(TextBlock(text=t) for t in attachments),
+                                         TextBlock(text=prompt)])
 
 
 def _serve(spec: AgentSpec, conversation: Conversation, ctx: ToolContext, host: AgentHost,
-           sink: QueueSink) -> AgentRun:
-    """Run turns until the agent is done and every background agent has reported."""
+           sink: QueueSink, attachments: Callable[[], list[str]]) -> AgentRun:
+    """Run turns until the agent is done and every background agent has reported; ``attachments`` ride along
+    with each step's results."""
     def inbound() -> Arrivals:
-        return Arrivals(texts=sink.take())
+        return Arrivals(texts=[*attachments(), *sink.take()])
 
     run = run_agent(spec, conversation, ctx, inbound=inbound)
     while run.ok and (host.background.unfinished() or _waiting(sink)):
         texts = _next_notifications(sink, host, ctx.turn.cancel)
         if not texts:
             break
-        conversation.add_user_text("\n\n".join(texts))
+        conversation.add(Message(role="user", content=[*(TextBlock(text=t) for t in attachments()),
+                                                       TextBlock(text="\n\n".join(texts))]))
         run = _add(run, run_agent(spec, conversation, ctx, inbound=inbound))
     return run
 

@@ -21,6 +21,9 @@ branch; any other is kept, and ``summary`` says where and what it holds.
 Cleanup never raises: a worktree that cannot be measured or removed is
 kept and the summary says why, so the child's own outcome (or exception)
 is what the caller sees. The git work itself is ``swarm.backends.worktree``.
+
+A fork child in a worktree inherits a conversation full of its parent's
+paths; ``worktree_notice`` (seed 002 §9.4) tells it where it is instead.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from pathlib import Path
 from swarm.backends import worktree as git_worktree
 from swarm.core.names import validate_name
 from swarm.errors import SwarmError, UsageError
+from swarm.models.messages import Message, TextBlock
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +60,12 @@ class IsolatedTree:
     summary: str = ""
     """E.g. ``kept worktree /x on branch swarm/agent/ab12: 1 commit ahead, 1 file changed, ...`` or
     ``removed (no changes)``; empty while the worktree is in use."""
+
+    def notice(self, messages: list[Message], parent_cwd: Path) -> list[Message]:
+        """A fork's first messages with ``worktree_notice`` after its directive (the inherited prefix unchanged)."""
+        last = messages[-1]
+        added = TextBlock(text=worktree_notice(parent_cwd, self.path))
+        return [*messages[:-1], last.model_copy(update={"content": [*last.content, added]})]
 
 
 @contextmanager
@@ -92,3 +102,13 @@ def _finish(tree: IsolatedTree) -> None:
     except SwarmError as exc:  # the child's outcome matters more; a worktree left in place loses nothing
         tree.kept, tree.summary = True, f"kept worktree {tree.path} on branch {tree.branch} (could not check it: {exc})"
     log.info("kept agent worktree", extra={"path": str(tree.path), "branch": tree.branch, "summary": tree.summary})
+
+
+def worktree_notice(parent_cwd: Path, worktree: Path) -> str:
+    """What a fork child in its own worktree is told after its inherited context: the paths there are its
+    parent's, and files may have changed since."""
+    return (f"You've inherited the conversation context above from a parent agent working in {parent_cwd}. "
+            f"You are operating in an isolated git worktree at {worktree}: the same repository, the same relative "
+            "file structure, a separate working copy. Paths in the inherited context refer to the parent's working "
+            "directory; translate them to your worktree root. Re-read files before editing them if the parent may "
+            "have modified them since they appear in the context.")

@@ -6,7 +6,9 @@ Limits are checked before every model call, and a conversation near the
 model's window is compacted first (``agent.compaction``); cancellation is checked between
 steps, so the conversation always ends in a consistent state (every tool_use
 has its tool_result). A tool may end the run (``EndRun``): the step's results
-are recorded first. Messages that arrive while the agent works are asked for
+are recorded first. An agent whose definition has a critical reminder
+(``AgentSpec.reminder``) gets it again after every step's tool results.
+Messages that arrive while the agent works are asked for
 between steps and ride along in the next model request; they are recorded in
 the same durable transcript write as the tool results, and only then taken
 out of the inbox (``Arrivals.taken``).
@@ -50,6 +52,8 @@ from swarm.models.messages import (
 
 log = logging.getLogger(__name__)
 
+MAX_STOP_HOOK_BLOCKS = 8
+"""Times a Stop hook may keep one run going; then the run ends anyway (a hook cannot loop it forever)."""
 MAX_CUT_CONTINUATIONS = 3
 """Model outputs in a row cut at ``max_tokens`` that are answered with ``CUT_NOTE``; one more ends the run."""
 CUT_NOTE = ("[Your last output was cut off at the {tokens}-token output limit, so it was not used: any tool call in it "
@@ -110,6 +114,8 @@ class AgentSpec:
     """When the conversation is summarised to fit the model's window (``agent.compaction``); None: never."""
     effort: Effort | None = None
     """How hard the model thinks (a definition's ``effort``, ``swarm run --effort``); None: the model's default."""
+    reminder: str = ""
+    """The definition's ``critical_system_reminder``: sent after every step's tool results (``reminder_block``)."""
 
 
 def run_agent(spec: AgentSpec, conversation: Conversation, ctx: ToolContext,
@@ -119,11 +125,13 @@ def run_agent(spec: AgentSpec, conversation: Conversation, ctx: ToolContext,
     ``conversation`` must end with the user message to answer. Model errors
     (``ModelError``) propagate; everything a tool does wrong goes back to the model.
     """
-    tools = {tool.name: tool for tool in spec.tools}
-    specs = [tool.spec() for tool in spec.tools]
+    current = list(spec.tools)  # read once a turn: a live list (MCP tools) changes only between turns
+    tools = {tool.name: tool for tool in current}
+    specs = [tool.spec() for tool in current]
     ctx.turn.running = RunningAgent(spec, conversation)
     started = time.monotonic()
     usage, turns, error_streak, cut = Usage(), 0, 0, 0
+    kept_going = 0  # times a Stop hook kept this run going (see _stop_hooks)
     output_limit = spec.max_tokens or model_info(spec.provider.model).max_output
     try:
         while True:
@@ -131,8 +139,8 @@ def run_agent(spec: AgentSpec, conversation: Conversation, ctx: ToolContext,
                 raise Interrupted("cancelled before the next model call")
             spec.limits.check(turns=turns, usage=usage, started=started)
             usage = usage + compact_if_due(spec.compaction, spec.provider, conversation, system=spec.system,
-                                           tools=specs, effort=spec.effort)
-            response, compacted = _call(spec, conversation, specs, output_limit)
+                                           tools=specs, effort=spec.effort, before=lambda: _pre_compact(spec, ctx))
+            response, compacted = _call(spec, conversation, specs, output_limit, ctx)
             usage = usage + compacted
             turns += 1
             usage = usage + response.usage
@@ -154,12 +162,18 @@ def run_agent(spec: AgentSpec, conversation: Conversation, ctx: ToolContext,
             conversation.add(assistant, usage=response.usage)
             calls = assistant.tool_uses()
             if not calls:
-                return AgentRun(assistant.text(), "end_turn", turns, usage)
+                feedback = _stop_hooks(spec, conversation, ctx, assistant.text(), kept_going)
+                if feedback is None:
+                    return AgentRun(assistant.text(), "end_turn", turns, usage)
+                kept_going += 1
+                conversation.add_user_text(feedback)
+                continue
             conversation.make_durable()  # a tool acts only on input that is on disk (see Conversation.add)
             results, ended = _run_calls(calls, tools, ctx, spec.gate)
             error_streak = error_streak + 1 if all(isinstance(r, MalformedCall) for r in results) else 0
             arrivals = inbound() if inbound is not None else Arrivals()
-            conversation.add(Message(role="user", content=[*results, *(TextBlock(text=t) for t in arrivals.texts)]),
+            extra = [*arrivals.texts, *([reminder_block(spec.reminder)] if spec.reminder else [])]
+            conversation.add(Message(role="user", content=[*results, *(TextBlock(text=t) for t in extra)]),
                              delivered=arrivals.delivered)
             arrivals.taken()
             if ended is not None:
@@ -174,8 +188,13 @@ def run_agent(spec: AgentSpec, conversation: Conversation, ctx: ToolContext,
         return AgentRun(conversation.last_text(), stop.reason, turns, usage, str(stop))
 
 
+def reminder_block(text: str) -> str:
+    """A definition's critical reminder as the block that follows each step's tool results."""
+    return f"<system-reminder>\n{text}\n</system-reminder>"
+
+
 def _call(spec: AgentSpec, conversation: Conversation, specs: list[ToolSpec],
-          output_limit: int) -> tuple[ModelResponse, Usage]:
+          output_limit: int, ctx: ToolContext) -> tuple[ModelResponse, Usage]:
     """The model's answer to the conversation, and the usage of a compaction it took.
 
     A prompt too long for the window is compacted, whatever the threshold,
@@ -192,12 +211,44 @@ def _call(spec: AgentSpec, conversation: Conversation, specs: list[ToolSpec],
         if spec.compaction is None:
             raise
         threshold = spec.compaction.threshold(spec.provider.model)
+        _pre_compact(spec, ctx)
         summary = compact(spec.provider, conversation, system=spec.system, tools=specs, threshold=threshold,
                           effort=spec.effort)
         if summary is None:
             raise
     log.info("prompt too long: compacted, trying once more")
     return spec.provider.complete(request()), summary
+
+
+def _pre_compact(spec: AgentSpec, ctx: ToolContext) -> None:
+    """The agent's ``PreCompact`` hooks, just before its conversation is summarised (they cannot stop it)."""
+    hooks = ctx.services.hooks
+    if hooks is not None and hooks.active("PreCompact", "auto"):
+        running = ctx.turn.running
+        hooks.fire("PreCompact", target="auto", transcript=running.conversation.transcript if running else None,
+                   permission_mode=spec.gate.mode if spec.gate is not None else "bypassPermissions", cwd=ctx.cwd,
+                   trigger="auto", custom_instructions="")
+
+
+def _stop_hooks(spec: AgentSpec, conversation: Conversation, ctx: ToolContext, text: str,
+                kept_going: int) -> str | None:
+    """The agent's ``Stop`` (a subagent's ``SubagentStop``) hooks on the turn it ended: None lets it end; else what
+    keeps it working (a hook's exit 2 or ``decision: "block"``, with its reason), for the model as the next message.
+    ``stop_hook_active`` tells a hook it kept this run going already, so it can let it end; a hook that kept it
+    going ``MAX_STOP_HOOK_BLOCKS`` times in this run is not asked again (the run ends, a note says so)."""
+    hooks = ctx.services.hooks
+    if hooks is None or not hooks.active(hooks.stop_event):
+        return None
+    active = kept_going > 0
+    if kept_going >= MAX_STOP_HOOK_BLOCKS:
+        hooks.note(f"{hooks.stop_event} hooks kept the agent going {kept_going} times; it stops now")
+        return None
+    outcome = hooks.fire(hooks.stop_event, transcript=conversation.transcript,
+                         permission_mode=spec.gate.mode if spec.gate is not None else "bypassPermissions",
+                         cwd=ctx.cwd, stop_hook_active=active, last_assistant_message=text)
+    if outcome.stop or not outcome.blocked:
+        return None
+    return f"{hooks.stop_event} hook feedback:\n{outcome.reason}"
 
 
 def _text_only(message: Message, empty: str) -> Message:

@@ -5,7 +5,8 @@ child *is* — its system prompt, tools, model, first messages, limits, cwd —
 is decided up front into a ``ChildPlan`` by ``plan_fork`` or
 ``plan_definition``; ``run_child`` then runs any plan the same way, through
 the same ``run_agent`` loop as every other agent, and releases what the child
-held (its provider, its background commands, its worktree) in one ``finally``.
+held (its provider, its background commands, its worktree, its inline MCP
+servers) in one ``finally``.
 
 Context isolation (what a child shares with its parent):
 
@@ -38,7 +39,7 @@ import logging
 import secrets
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -46,11 +47,18 @@ from typing import Any
 
 from swarm.agent.assembly import Parent, Seat, assemble
 from swarm.agent.background import BackgroundAgents, BackgroundAgent, Work
+from swarm.agent.builtin_agents import ONE_SHOT_TYPES
+from swarm.agent.child_progress import ChildProgress, CountedProvider
 from swarm.agent.conversation import Conversation
+from swarm.agent.coordinator import coordinator_mode
 from swarm.agent.definitions import AgentCatalog, AgentDefinition
 from swarm.agent.executor import ToolGate
+from swarm.agent.hooks.config import HookSet
+from swarm.agent.hooks.session import AgentHooks, subagent_hooks
 from swarm.agent.instructions import context_block
 from swarm.agent.limits import Limits
+from swarm.agent.mcp.connections import McpConnections
+from swarm.agent.mcp.lifecycle import child_servers
 from swarm.agent.loop import AgentRun, AgentSpec, Arrivals, run_agent
 from swarm.agent.skills import Skill, SkillCatalog
 from swarm.agent.tool_api.base import Tool
@@ -64,13 +72,12 @@ from swarm.agent.tool_api.processes import stop_background
 from swarm.agent.transcript import Transcript
 from swarm.agent.turn_model import TurnModel
 from swarm.errors import ModelError, SwarmError
-from swarm.models.base import Effort, ModelProvider, ModelRequest, ModelResponse
+from swarm.models.base import Effort, ModelProvider
 from swarm.models.messages import (
     Message,
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
-    Usage,
 )
 
 log = logging.getLogger(__name__)
@@ -138,6 +145,9 @@ class AgentHost:
     """Where remarks for the person go (a definition's ``skills:`` naming no skill); default: the log."""
     effort: Effort | None = None
     """The parent's effort: what a child whose definition names none thinks with."""
+    mcp: McpConnections | None = None
+    """The parent's MCP connections: its children see their tools, and a definition's ``mcpServers:`` names
+    resolve to them (shared, never closed by a child)."""
 
     def new_id(self) -> str:
         return f"a{secrets.token_hex(6)}"
@@ -152,7 +162,7 @@ class ChildPlan:
     """``fork`` or the definition's name."""
     description: str
     system: str
-    tools: list[Tool[Any]]
+    tools: Sequence[Tool[Any]]
     model: str
     messages: list[Message]
     cwd: Path
@@ -169,6 +179,14 @@ class ChildPlan:
     """A fork of its parent (``plan_fork``): the child's identity says so (``AgentIdentity.fork``) for its whole run."""
     effort: Effort | None = None
     """How hard the child's model thinks (its definition's ``effort``, else its parent's)."""
+    reminder: str = ""
+    """Its definition's critical reminder, after each of its tool results (``AgentSpec.reminder``)."""
+    one_shot: bool = False
+    """A one-shot built-in (``ONE_SHOT_TYPES``): its answer goes back without agentId and usage trailer."""
+    mcp: McpConnections | None = None
+    """The child's own (inline) MCP servers, closed when its run ends (``run_child``'s ``finally``)."""
+    hooks: HookSet = field(default_factory=HookSet)
+    """Its definition's hooks (``AssembledAgent.hooks``), added to its parent's for its run only."""
 
 
 @dataclass
@@ -182,7 +200,10 @@ class ChildOutcome:
 
 
 def forks_enabled(env: Mapping[str, str]) -> bool:
-    """Forking (an Agent call with ``subagent_type`` "fork" or none) is on unless ``SWARM_FORK_SUBAGENT=0``."""
+    """Forking (an Agent call with ``subagent_type`` "fork" or none) is on unless ``SWARM_FORK_SUBAGENT=0`` or in
+    coordinator mode (``swarm.agent.coordinator``: the coordinator only starts workers)."""
+    if coordinator_mode(env):
+        return False
     return env.get("SWARM_FORK_SUBAGENT", "1").strip() not in ("0", "false", "no", "off")
 
 
@@ -250,17 +271,21 @@ def plan_definition(host: AgentHost, parent: ToolContext, definition: AgentDefin
         except ToolError as exc:
             raise ToolError(f"a subagent's cwd must be a directory you may write: {exc}; "
                             "leave cwd out to start it in your own") from exc
-    agent = assemble(definition, Seat(role="subagent", cwd=workdir, env=host.env, skills=host.skills, note=host.note),
-                     Parent(model=host.model, write_roots=parent.identity.write_roots, gate=host.gate,
-                            effort=host.effort),
-                     tools=host.make_tools(), asked_model=model, background=background, asked_effort=effort)
+    with child_servers(definition, host.mcp, workdir, host.env, host.note) as (own, toolset):  # the seeds' step 11
+        agent = assemble(definition, Seat(role="subagent", cwd=workdir, env=host.env, skills=host.skills,
+                                          note=host.note),
+                         Parent(model=host.model, write_roots=parent.identity.write_roots, gate=host.gate,
+                                effort=host.effort),
+                         tools=host.make_tools(), asked_model=model, background=background, asked_effort=effort,
+                         mcp=toolset)
     blocks = [TextBlock(text=context_block(workdir, env=host.env, omit_instructions=agent.omit_instructions))]
     first = Message(role="user", content=[*(blocks if context else []), TextBlock(text=prompt)])
     return ChildPlan(id=host.new_id(), kind=definition.name, description=description, system=agent.system,
                      tools=agent.tools, model=agent.model or host.model, messages=[first], cwd=workdir,
                      write_roots=agent.write_roots, limits=Limits(max_turns=agent.max_turns),
                      isolation=definition.isolation, name=name, spawnable=agent.spawnable, gate=agent.gate,
-                     effort=agent.effort)
+                     effort=agent.effort, reminder=agent.reminder, mcp=own, hooks=agent.hooks,
+                     one_shot=definition.builtin and definition.name in ONE_SHOT_TYPES)
 
 
 def launch(host: AgentHost, parent: ToolContext, plan: ChildPlan) -> BackgroundAgent:
@@ -315,27 +340,33 @@ def run_child(host: AgentHost, parent: ToolContext, plan: ChildPlan, cancel: thr
     if not resume and parent.turn.running is not None and parent.turn.running.conversation.transcript is not None:
         parent.turn.running.conversation.transcript.event("subagent", agent_id=plan.id, agent_type=plan.kind,
                                                      description=plan.description, transcript=str(transcript.path))
-    counter = _Progress(task)
+    counter = ChildProgress(task)
     tree: Any = None
     with ExitStack() as stack:
+        if plan.mcp is not None:
+            stack.callback(plan.mcp.close)  # its inline servers end with it; the parent's shared ones do not
         models = stack.enter_context(_provider(host, plan.model))
-        workdir, roots = plan.cwd, plan.write_roots
+        workdir, roots, messages = plan.cwd, plan.write_roots, plan.messages
         if plan.isolation == "worktree":
             tree = stack.enter_context(_isolated(plan))
             workdir, roots = tree.path, [tree.path]
+            if plan.fork and not resume:  # its inherited context names the parent's paths
+                messages = tree.notice(messages, plan.cwd)
         identity = replace(parent.identity, cwd=workdir, write_roots=roots, spawnable=plan.spawnable, subagent=True,
                            fork=parent.identity.fork or plan.fork)  # state of the run: compaction cannot drop it
+        hooks = subagent_hooks(parent.services.hooks, plan.hooks, cwd=workdir, env=host.env, agent_id=plan.id,
+                               agent_type=plan.kind)
         ctx = ToolContext(identity, services=AgentServices(mailbox=parent.services.mailbox, agents=host, models=models,
-                                                           session_tasks=parent.services.session_tasks),
+                                                           session_tasks=parent.services.session_tasks, hooks=hooks),
                           turn=TurnState(cancel=cancel, granted_rules=list(plan.granted_rules),
                                          completed_tasks=parent.turn.completed_tasks))
         stack.callback(stop_background, ctx)
         conversation = Conversation.resume(transcript) if resume else Conversation(transcript=transcript)
         conversation.observer = counter.saw
-        for message in plan.messages:
+        for message in _started(hooks, plan, messages, transcript, resume):
             conversation.add(message)
-        spec = AgentSpec(provider=_Counted(models, counter), tools=plan.tools, system=plan.system,
-                         limits=plan.limits, gate=plan.gate, effort=plan.effort)
+        spec = AgentSpec(provider=CountedProvider(models, counter), tools=plan.tools, system=plan.system,
+                         limits=plan.limits, gate=plan.gate, effort=plan.effort, reminder=plan.reminder)
         inbound = (lambda: Arrivals(texts=host.background.drain(task))) if task is not None else None
         try:
             run = run_agent(spec, conversation, ctx, inbound=inbound)
@@ -344,6 +375,19 @@ def run_child(host: AgentHost, parent: ToolContext, plan: ChildPlan, cancel: thr
     note = tree.summary if tree is not None else ""  # known once the worktree was settled on leaving
     return ChildOutcome(run=run, tool_uses=counter.tool_uses, tokens=counter.usage.total,
                         duration_ms=int((time.monotonic() - started) * 1000), note=note)
+
+
+def _started(hooks: AgentHooks | None, plan: ChildPlan, messages: list[Message], transcript: Transcript,
+             resume: bool) -> list[Message]:
+    """``SubagentStart``: the child's first ``messages``, the last with what its hooks add (their context)."""
+    if hooks is None or resume or not messages or not hooks.active("SubagentStart", plan.kind):
+        return messages
+    outcome = hooks.fire("SubagentStart", target=plan.kind, transcript=transcript,
+                         permission_mode=plan.gate.mode if plan.gate is not None else "bypassPermissions")
+    if not outcome.context_text:
+        return messages
+    last = messages[-1]
+    return [*messages[:-1], Message(role=last.role, content=[*last.content, TextBlock(text=outcome.context_text)])]
 
 
 @contextmanager
@@ -367,57 +411,6 @@ def _provider(host: AgentHost, model: str) -> Iterator[TurnModel]:
         provider.close()
 
 
-class _Progress:
-    """Counts a child's tokens, tool uses and recent activities (into its background task, if any)."""
-
-    def __init__(self, task: BackgroundAgent | None) -> None:
-        self.task = task
-        self.tool_uses = 0
-        self.usage = Usage()
-
-    def saw(self, message: Message) -> None:
-        for use in message.tool_uses():
-            self.tool_uses += 1
-            if self.task is not None:
-                self.task.tool_uses = self.tool_uses
-                self.task.activities.append(_activity(use))
-
-    def used(self, usage: Usage) -> None:
-        self.usage = self.usage + usage
-        if self.task is not None:
-            self.task.tokens = self.usage.total
-
-
-def _activity(use: ToolUseBlock) -> str:
-    detail = next((str(use.input[k]) for k in ("command", "file_path", "pattern", "prompt", "to") if k in use.input),
-                  "")
-    return f"{use.name}: {detail[:80]}" if detail else use.name
-
-
-class _Counted:
-    """A provider that reports each response's usage to a ``_Progress``."""
-
-    def __init__(self, inner: ModelProvider, progress: _Progress) -> None:
-        self._inner = inner
-        self._progress = progress
-
-    @property
-    def name(self) -> str:
-        return self._inner.name
-
-    @property
-    def model(self) -> str:
-        return self._inner.model
-
-    def complete(self, request: ModelRequest) -> ModelResponse:
-        response = self._inner.complete(request)
-        self._progress.used(response.usage)
-        return response
-
-    def close(self) -> None:
-        self._inner.close()
-
-
 def result_text(plan: ChildPlan, outcome: ChildOutcome) -> str:
     """What a synchronous call returns to the parent: the child's answer, then its totals."""
     run = outcome.run
@@ -426,6 +419,8 @@ def result_text(plan: ChildPlan, outcome: ChildOutcome) -> str:
         lines.append(f"(the subagent stopped early: {run.stop_reason}{': ' + run.detail if run.detail else ''})")
     if outcome.note:
         lines.append(outcome.note)
+    if plan.one_shot:  # nobody continues or audits a one-shot built-in: its id and totals are tokens for nothing
+        return "\n\n".join(lines)
     lines.append(f"agentId: {plan.id}")
     lines.append(f"<usage>total_tokens: {outcome.tokens}\ntool_uses: {outcome.tool_uses}\n"
                  f"duration_ms: {outcome.duration_ms}</usage>")

@@ -7,9 +7,11 @@ call: some tools keep per-instance state (Bash's log directory, Grep's backend).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from swarm.agent.definitions import AgentCatalog
+from swarm.agent.coordinator import coordinator_mode
+from swarm.agent.subagents import forks_enabled
 from swarm.agent.skills import SkillCatalog
 from swarm.agent.tools import core_tools
 from swarm.agent.tools.agent_tool import AgentTool, TaskOutput, TaskStop
@@ -19,7 +21,12 @@ from swarm.agent.tools.skill_tool import SkillTool
 from swarm.agent.tools.tasks import task_tools
 
 
-def agent_tools(agents: AgentCatalog, skills: SkillCatalog, *, messaging: SendMessage | None = None) -> list[Tool[Any]]:
-    """Core tools, SendMessage (``messaging``, or a plain one), Agent, Skill, the task list, TaskOutput, TaskStop."""
-    return [*core_tools(), messaging or SendMessage(), AgentTool.for_catalog(agents), SkillTool(skills),
+def agent_tools(skills: SkillCatalog, env: Mapping[str, str], *, messaging: SendMessage | None = None) -> list[Tool[Any]]:
+    """Core tools, SendMessage (``messaging``, or a plain one), Agent, Skill, the task list, TaskOutput, TaskStop.
+
+    The Agent tool's text follows the mode ``env`` sets (forks on or off, coordinator mode), never the agent
+    definitions: those reach the model as an attachment (``swarm.agent.agent_listing``).
+    """
+    agent = AgentTool(forks=forks_enabled(env), coordinator=coordinator_mode(env))
+    return [*core_tools(), messaging or SendMessage(), agent, SkillTool(skills),
             *task_tools(), TaskOutput(), TaskStop()]

@@ -20,7 +20,8 @@ Exceptions, as in Claude Code:
   second fork when it is called;
 - the **main thread** (``swarm run --agent NAME``, a teammate started from
   a definition) skips the gates and applies only step 4, so ``Agent`` stays;
-- **MCP tools** (``mcp__…``) pass the gates (their server decides), not step 4;
+- **MCP tools** (``mcp__…``) pass the gates (their server decides), not step 4
+  (where ``mcp__server`` and ``mcp__server__*`` name every tool of a server);
 - **ExitPlanMode** passes the gates for an agent in ``plan`` mode: it is
   that agent's only way out.
 
@@ -41,7 +42,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from swarm.agent.permissions.rules import Rule
+from swarm.agent.permissions.rules import Rule, covers_server
 from swarm.errors import UsageError
 
 AGENT_TOOL = "Agent"
@@ -95,13 +96,18 @@ def tool_pool(available: Sequence[str], *, tools: Sequence[str] | None, disallow
                                                     plan=permission_mode == "plan")]
     wanted, spawnable = _wanted(tools)
     denied = {name for name, _ in _parsed(disallowed)}
-    kept = [n for n in names if n not in denied and (wanted is None or n in wanted)]
+    kept = [n for n in names if not _named(n, denied) and (wanted is None or _named(n, wanted))]
     return ToolPool(names=tuple(kept), spawnable=spawnable)
 
 
 def spawnable_types(tools: Sequence[str] | None) -> frozenset[str] | None:
     """The agent types ``Agent(Explore, Plan)`` entries in ``tools`` allow; None = any (a main thread's limit)."""
     return _wanted(tools)[1]
+
+
+def _named(name: str, entries: set[str]) -> bool:
+    """``name`` is in ``entries``, or an MCP tool whose server an entry names (``mcp__server``, ``mcp__server__*``)."""
+    return name in entries or (name.startswith(MCP_PREFIX) and any(covers_server(e, name) for e in entries))
 
 
 def _passes_gates(name: str, *, builtin: bool, background: bool, plan: bool) -> bool:

@@ -27,7 +27,7 @@ in Claude Code, which asks once per folder before any of it takes effect.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -105,15 +105,24 @@ def trust(folder: Path, env: Mapping[str, str], *, accepted: bool = True) -> Pat
     UsageError when the file's ``projects`` (or the folder's entry) is not a JSON object;
     StorageError when the file does not parse: both leave it untouched.
     """
+    def change(entry: dict[str, Any]) -> None:
+        entry[TRUST_KEY] = accepted
+
+    return update_project_entry(folder, env, change)
+
+
+def update_project_entry(folder: Path, env: Mapping[str, str], change: Callable[[dict[str, Any]], None]) -> Path:
+    """Apply ``change`` to ``projects[<folder, resolved>]`` of Claude Code's config file (created when missing),
+    under its lock and atomically, every other key kept; the file written. Errors as ``trust``'s."""
     key = str(folder.resolve())
     file = _config_file(env)
 
-    def change(config: dict[str, Any]) -> None:
+    def update(config: dict[str, Any]) -> None:
         projects = config.setdefault("projects", {})
         entry = projects.setdefault(key, {}) if isinstance(projects, dict) else None
         if not isinstance(entry, dict):
             raise UsageError(f"{file.path}: projects[{key!r}] is not a JSON object; fix the file, then try again")
-        entry[TRUST_KEY] = accepted
+        change(entry)
 
-    file.update(change)
+    file.update(update)
     return file.path

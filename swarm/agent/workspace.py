@@ -6,8 +6,8 @@ agents ask first, so the person is never surprised by configuration quietly
 not applying:
 
 - ``project_configuration``: what a trusted folder would add — the
-  definition, skill and command directories, CLAUDE.md files and settings
-  files the loaders would read (each loader's own list of where they are);
+  definition, skill and command directories, CLAUDE.md files, ``.mcp.json``
+  files and settings files the loaders would read (each loader's own list of where they are);
 - ``grant_or_refuse``: for a command that starts agents without a person to
   ask (``swarm run -p``, ``swarm spawn``, ``swarm up``): ``--trust`` grants the
   folder for this run (``trust.TRUST_VAR`` in the environment the agents get);
@@ -25,6 +25,7 @@ from pathlib import Path
 from swarm.agent.config_files import claude_config_dir, directories_down_to, owned_by_user, project_root
 from swarm.agent.definitions import AGENT_DIRS
 from swarm.agent.instructions import PROJECT_FILES
+from swarm.agent.mcp.config import MCP_JSON
 from swarm.agent.permissions.paths import SETTINGS_FILES
 from swarm.agent.skills.catalog import COMMAND_DIR, SKILL_DIRS
 from swarm.agent.trust import TRUST_VAR, is_trusted
@@ -43,7 +44,7 @@ def project_configuration(cwd: Path, env: Mapping[str, str]) -> list[Path]:
             candidate = directory / sub
             if candidate.is_dir() and not candidate.resolve().is_relative_to(user):
                 found.append(candidate)
-        found.extend(directory / name for name in PROJECT_FILES if (directory / name).is_file())
+        found.extend(directory / name for name in (*PROJECT_FILES, MCP_JSON) if (directory / name).is_file())
     here = cwd.resolve()
     if owned_by_user(here):
         found.extend(here / name for name in SETTINGS_FILES if (here / name).is_file())

@@ -53,4 +53,7 @@ def _tools(definition: AgentDefinition) -> str:
 def _as_dict(definition: AgentDefinition) -> dict[str, Any]:
     return {"name": definition.name, "description": definition.description, "source": definition.source,
             "path": str(definition.path) if definition.path else None, "overrides": definition.overrides,
-            "tools": definition.tools, "model": definition.model}
+            "tools": definition.tools, "disallowed_tools": definition.disallowed_tools, "model": definition.model,
+            "background": definition.background, "color": definition.color, "read_only": definition.read_only,
+            "permission_mode": definition.permission_mode, "omit_claude_md": definition.omit_claude_md,
+            "critical_system_reminder": definition.critical_system_reminder or None}

@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from swarm.agent.config_files import project_root
+from swarm.agent.coordinator import COORDINATOR_ENV
 from swarm.agent.headless import MainSession, MainSetup
 from swarm.agent.limits import Limits
 from swarm.agent.permissions.policy import RuleSet
@@ -53,10 +54,13 @@ def run_chat(home: Home, *, resume: str | None, permission_mode: str, model: str
              cwd: Path | None, agent_name: str | None, agents_json: str | None, allow: tuple[str, ...],
              deny: tuple[str, ...], backend: str, tmux_socket: str | None, teammate_playbooks: dict[str, Path],
              allow_writes_outside_cwd: bool, trust: bool, effort: Effort | None = None,
-             limits: GateLimits | None = None, stall_after: float | None = None, resume_team: bool = False) -> None:
+             coordinator: bool = False, limits: GateLimits | None = None, stall_after: float | None = None,
+             resume_team: bool = False) -> None:
     workdir = (cwd or Path.cwd()).resolve()
     terminal = sys.stdin.isatty() and sys.stdout.isatty()
     env = _trusted_env(workdir, trust=trust, ask=terminal)
+    if coordinator:
+        env = {**env, COORDINATOR_ENV: "1"}
     stored = find_session(home, resume) if resume is not None else new_session(home)
     relay = _Relay()
     gate = TeamGate(None, LEAD_NAME)  # bound to the team once the agent creates one

@@ -52,6 +52,7 @@ from swarm.startup import hold_collector, startup_done
 COMMANDS: dict[str, str] = {
     "agents": "swarm.cli.agents:agents",
     "skills": "swarm.cli.skills:skills",
+    "hooks": "swarm.cli.hooks:hooks",
     "demo": "swarm.cli.demo:demo",
     "team": "swarm.cli.team:team",
     "send": "swarm.cli.messages:send",
@@ -61,6 +62,7 @@ COMMANDS: dict[str, str] = {
     "run": "swarm.cli.run:run",
     "spawn": "swarm.cli.teammates:spawn",
     "status": "swarm.cli.teammates:status",
+    "top": "swarm.cli.top:top",
     "logs": "swarm.cli.teammates:logs",
     "attach": "swarm.cli.teammates:attach",
     "shutdown": "swarm.cli.teammates:shutdown",
@@ -74,6 +76,7 @@ COMMANDS: dict[str, str] = {
     "up": "swarm.cli.up:up",
     "down": "swarm.cli.up:down",
     "trust": "swarm.cli.trust:trust",
+    "mcp": "swarm.cli.mcp:mcp",
     "doctor": "swarm.cli.doctor:doctor",
 }
 """Command name -> ``module:attribute``; a command's module is imported only when it runs."""

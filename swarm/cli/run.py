@@ -12,6 +12,7 @@ from types import FrameType
 
 import click
 
+from swarm.agent.coordinator import COORDINATOR_ENV
 from swarm.agent.headless import MainSession, MainSetup
 from swarm.agent.limits import Limits
 from swarm.agent.permissions.policy import PERMISSION_MODES
@@ -84,6 +85,9 @@ def _playbooks(ctx: click.Context, param: click.Parameter, values: tuple[str, ..
               help="Run the main agent as this agent definition (see `swarm agents`).")
 @click.option("--agents", "agents_json", default=None, metavar="JSON",
               help='Extra agent definitions, e.g. \'{"reviewer": {"description": "...", "prompt": "..."}}\'.')
+@click.option("--coordinator", is_flag=True,
+              help="Coordinator mode: the agent only starts workers in the background (Agent), continues "
+                   "(SendMessage) and stops them (TaskStop); as CLAUDE_CODE_COORDINATOR_MODE=1.")
 @click.option("--allow", "allow", multiple=True, metavar="RULE",
               help="Lead policy: teammates' requests matching RULE are approved, e.g. 'Bash(pytest:*)' (repeatable).")
 @click.option("--deny", "deny", multiple=True, metavar="RULE", help="Lead policy: requests matching RULE are denied.")
@@ -101,9 +105,10 @@ def _playbooks(ctx: click.Context, param: click.Parameter, values: tuple[str, ..
 def run(ctx: click.Context, prompt: str | None, resume: str | None, resume_team: bool, permission_mode: str, model: str | None,
         effort: Effort | None, playbook: Path | None, cwd: Path | None,
         max_turns: int, token_budget: int, timeout: float, transcript: Path | None,
-        allow_writes_outside_cwd: bool, agent_name: str | None, agents_json: str | None, allow: tuple[str, ...],
-        deny: tuple[str, ...], backend: str, max_cost: float | None, max_concurrent_requests: int | None,
-        stall_after: float | None, tmux_socket: str | None, trust: bool, remove: bool,
+        allow_writes_outside_cwd: bool, agent_name: str | None, agents_json: str | None, coordinator: bool,
+        allow: tuple[str, ...], deny: tuple[str, ...], backend: str, max_cost: float | None,
+        max_concurrent_requests: int | None, stall_after: float | None, tmux_socket: str | None, trust: bool,
+        remove: bool,
         teammate_playbooks: dict[str, Path],
         as_json: bool) -> None:
     """Talk to an agent that may lead a team: a session in the terminal, or with -p one headless run.
@@ -138,8 +143,8 @@ def run(ctx: click.Context, prompt: str | None, resume: str | None, resume_team:
                  cwd=cwd, agent_name=agent_name, agents_json=agents_json, allow=allow, deny=deny, backend=backend,
                  tmux_socket=tmux_socket, teammate_playbooks=teammate_playbooks,
                  allow_writes_outside_cwd=allow_writes_outside_cwd, trust=trust, effort=effort,
-                 limits=_limits(max_cost, max_concurrent_requests), stall_after=stall_after,
-                 resume_team=resume_team)
+                 coordinator=coordinator, limits=_limits(max_cost, max_concurrent_requests),
+                 stall_after=stall_after, resume_team=resume_team)
         return
     if resume is not None:
         raise UsageError("--resume continues an interactive session; leave out -p")
@@ -147,6 +152,8 @@ def run(ctx: click.Context, prompt: str | None, resume: str | None, resume_team:
         prompt = sys.stdin.read()
     workdir = (cwd or Path.cwd()).resolve()
     env = grant_or_refuse(workdir, os.environ, trust=trust)
+    if coordinator:
+        env = {**env, COORDINATOR_ENV: "1"}
     gate = TeamGate(None, LEAD_NAME)  # bound to the team once the agent creates one
     setup = MainSetup.load(env, workdir, agents_json=agents_json, agent_name=agent_name, model=model,
                            playbook=playbook, note=warn, gate=gate)

@@ -6,7 +6,6 @@ import dataclasses
 import os
 import shutil
 import sys
-import time
 from pathlib import Path
 
 import click
@@ -23,7 +22,10 @@ from swarm.cli.options import (
     trust_option,
     warn,
 )
-from swarm.cli.render import echo, emit_json, table
+from swarm.agent.live_events import LiveEvent
+from swarm.agent.live_render import lines, plain
+from swarm.cli.render import echo, emit_json, json_line, table, write_out
+from swarm.cli.top import run_top
 from swarm.core.fileio import open_regular
 from swarm.core.home import Home
 from swarm.core.permlog import PermissionLog
@@ -36,7 +38,11 @@ from swarm.runtime.spawn import SpawnRequest, spawn_reporting, wait_joined
 from swarm.runtime.costs import team_cost, usd
 from swarm.runtime.restart_policy import DEFAULT_MAX_RESTARTS, RESTART_POLICIES, RestartPolicy
 from swarm.runtime.status import MemberStatus, team_status
+from swarm.runtime.overview import TeamOverview
+from swarm.runtime.watching import Window, since_epoch
+from swarm.runtime.watching import follow as follow_events
 from swarm.runtime.worktrees import Worktree
+from swarm.core.watch import watch_dirs
 
 
 @click.command()
@@ -119,7 +125,8 @@ def spawn(ctx: click.Context, name: str, team: str, prompt: str, backend: str, a
 @click.command()
 @team_option
 @json_option
-@click.option("--watch", "-w", is_flag=True, help="Refresh every second until Ctrl-C.")
+@click.option("--watch", "-w", is_flag=True,
+              help="Live: on a terminal the full-screen `swarm top`; with --json a snapshot per change.")
 @click.pass_context
 def status(ctx: click.Context, team: str, as_json: bool, watch: bool) -> None:
     """Show each member: backend, process, state, queued messages, activity, tokens, worktree."""
@@ -129,17 +136,19 @@ def status(ctx: click.Context, team: str, as_json: bool, watch: bool) -> None:
         _print_cost(home, team, as_json)
         _print_waiting(home, team, as_json)
         return
+    if not as_json:
+        run_top(home, team)
+        return
+    overview = TeamOverview(home, team)  # a snapshot now and after each change of the team's files
     try:
         while True:
-            rows = team_status(home, team)
-            if not as_json:
-                click.clear()
-            _print_status(rows, as_json)
-            _print_cost(home, team, as_json)
-            _print_waiting(home, team, as_json)
-            time.sleep(1.0)
+            _print_status(team_status(home, team), as_json)
+            while not overview.wait(3600.0):
+                pass
     except KeyboardInterrupt:
         return
+    finally:
+        overview.close()
 
 
 def _print_cost(home: Home, team: str, as_json: bool) -> None:
@@ -182,26 +191,57 @@ def _worktree_cell(row: MemberStatus) -> str:
 @click.command()
 @click.argument("name", callback=agent_name_callback)
 @team_option
-@click.option("--follow", "-f", is_flag=True, help="Keep printing new lines until Ctrl-C.")
+@click.option("--follow", "-f", is_flag=True, help="Keep showing new events as they happen, until Ctrl-C.")
+@click.option("--since", default=None, metavar="WHEN", help="Only events since WHEN: 30s, 5m, 2h, 1d or an ISO time.")
+@click.option("--tail", "tail", type=click.IntRange(min=0), default=None, metavar="N",
+              help="Only the last N events kept.")
+@click.option("--json", "as_json", is_flag=True, help="One event a line, as JSON.")
+@click.option("--log", "raw_log", is_flag=True, help="The teammate's log file (its log lines) instead.")
 @click.pass_context
-def logs(ctx: click.Context, name: str, team: str, follow: bool) -> None:
-    """Print the log of teammate NAME."""
+def logs(ctx: click.Context, name: str, team: str, follow: bool, since: str | None, tail: int | None,
+         as_json: bool, raw_log: bool) -> None:
+    """Show teammate NAME's live transcript: its text, tool calls, messages, requests, state.
+
+    With --follow it goes on as the teammate works (also for subprocess
+    teammates), and ends when the teammate is gone.
+    """
     home = home_of(ctx)
     live_members(home, team, [name])
-    path = home.log_path(team, name)
+    if raw_log or (not home.events_path(team, name).exists() and home.log_path(team, name).exists()):
+        _print_log(home.log_path(team, name), follow)  # asked for, or a teammate from before live events
+        return
+    window = Window(since=since_epoch(since) if since else None, tail=tail)
+
+    def show(event: LiveEvent) -> None:
+        if as_json:
+            write_out(json_line(event.wire()))
+        elif event.type != "text_delta":
+            write_out("".join(plain(line) + "\n" for line in lines(event)))
+
+    try:
+        follow_events(home, team, name, show, window=window, follow_on=follow)
+    except KeyboardInterrupt:
+        return
+
+
+def _print_log(path: Path, follow: bool) -> None:
     if not path.exists():
-        raise NotFoundError(f"no log for {name} yet at {path}")
+        raise NotFoundError(f"no log yet at {path}")
     with os.fdopen(open_regular(path), "r", errors="replace") as handle:  # a FIFO there must not hang
         echo(handle.read(), nl=False)
+        watcher = watch_dirs(path.parent) if follow else None
         try:
-            while follow:
+            while watcher is not None:
                 line = handle.readline()
                 if line:
                     echo(line, nl=False)
                 else:
-                    time.sleep(0.2)
+                    watcher.wait(1.0)
         except KeyboardInterrupt:
             return
+        finally:
+            if watcher is not None:
+                watcher.close()
 
 
 @click.command()

@@ -145,6 +145,11 @@ class Home:
         """swarm: how a teammate with a restart policy is started again, and its restarts so far."""
         return self.restarts_dir(team) / f"{validate_name(agent, 'agent name')}.json"
 
+    def events_path(self, team: str, agent: str) -> Path:
+        """swarm: a teammate's live events (``agent/live_events.py``): what its pane, ``swarm logs -f`` and
+        ``swarm top`` show; rotated at a bound, not fsynced."""
+        return self.team_dir(team) / "events" / f"{validate_name(agent, 'agent name')}.jsonl"
+
     def transcript_path(self, team: str, agent: str) -> Path:
         return self.transcripts_dir(team) / f"{validate_name(agent, 'agent name')}.jsonl"
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from swarm.agent.headless import MainSession
+from swarm.agent.hooks.permission_hooks import notify
 from swarm.agent.limits import Interrupted
 from swarm.core.clock import now_ms
 from swarm.core.frames import IdleNotification, PlanApprovalRequest, ShutdownRejected
@@ -40,6 +41,7 @@ from swarm.core.teams import TeamStore
 from swarm.core.text import flat
 from swarm.core.watch import watch_dirs
 from swarm.errors import ConflictError, SwarmError
+from swarm.interactive.focus import Focus
 from swarm.interactive.questions import Desk, PersonAnswer, Question
 from swarm.interactive.view import View
 from swarm.runtime import permission_desk as team_desk
@@ -84,9 +86,10 @@ class Chat:
         self._rebuilding = threading.Lock()
         self._interrupted = False
         self._team_event = threading.Event()
+        self.focus = Focus(lead.home, view, lambda: self.lead.team, on_change=lambda: self.on_change())
+        """Whose transcript the main view shows, and where what the person types goes (``/view``, Ctrl-T)."""
         self._follower = TeamFollower(lead, lambda team: LeadPump(lead.home, team, on_request=self._offer,
-                                                                                 env=lead.env,
-                                                                                 stall_after=lead.stall_after))
+                                                                  env=lead.env, stall_after=lead.stall_after))
         """The coordinator of the lead's team: pumped by the inbox thread, shared with the shutdown at ``close``."""
         self._threads = [threading.Thread(target=self._work, name="lead-turns", daemon=True),
                          threading.Thread(target=self._follow_inbox, name="lead-inbox", daemon=True),
@@ -138,6 +141,7 @@ class Chat:
         self.session.ctx.turn.cancel.set()
         self.session.ctx.turn.interrupt.set()
         self.inputs.put(None)
+        self.focus.show(None)
         deadline = time.monotonic() + CLOSE_WAIT
         while self.busy.is_set() and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -180,7 +184,7 @@ class Chat:
             text, self._interrupted = f"{INTERRUPTED_NOTE}\n\n{text}", False
         began = time.monotonic()
         try:
-            run = self.session.turn(text) if item.from_team else self.session.prompt(text)
+            run = self.session.turn(text, by_person=False) if item.from_team else self.session.prompt(text)
         except SwarmError as exc:  # the model failed (after its retries): say so, keep the session
             self.view.warn(str(exc))
         except Exception:
@@ -247,6 +251,7 @@ class Chat:
         team = self.lead.team
         member = TeamStore(self.lead.home).get(team).member(request.agent) if team else None
         self.desk.offer(Question.of_request(request, Path(member.cwd) if member and member.cwd else self.lead.cwd))
+        notify(self.session.ctx, f"{request.agent} needs your permission to use {request.tool}")
 
     def _follow_activity(self) -> None:
         watching: str | None = None

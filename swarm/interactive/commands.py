@@ -31,6 +31,8 @@ HELP = """\
 /skills            skills; run one with /NAME ARGS
 /model [NAME]      the lead's model, or switch to NAME from the next turn
 /details [N]       tool call N (default: the last) in full; Ctrl-O shows the last
+/view [NAME]       show teammate NAME's live transcript; what you type goes to it; /view alone: the lead
+                   (Ctrl-T: the next teammate, then the lead again)
 /clear             start a new conversation (a new session; the team stays)
 /exit              shut the team down and leave (also: Ctrl-C twice at an empty prompt, Ctrl-D)
 Enter sends; \\ then Enter, or Alt-Enter, adds a line. Ctrl-C stops the lead's current turn."""
@@ -47,7 +49,8 @@ class Commands:
         """Run ``text`` if it is a command (True); False: it is a prompt (or a skill) for the lead."""
         word, _, rest = text.strip().partition(" ")
         actions = {"/help": self._help, "/team": self._team, "/tasks": self._tasks, "/agents": self._agents,
-                   "/skills": self._skills, "/model": self._model, "/details": self._details, "/clear": self._clear}
+                   "/skills": self._skills, "/model": self._model, "/details": self._details, "/clear": self._clear,
+                   "/view": self._view}
         action = actions.get(word)
         if action is None:
             skills = self.chat.session.main.skills
@@ -132,6 +135,9 @@ class Commands:
             self.chat.view.warn("/details takes a tool call number, e.g. /details 3")
             return
         self.chat.view.details(int(number) if number else None)
+
+    def _view(self, name: str) -> None:
+        self.chat.focus.show(name or None)
 
     def _clear(self, _: str) -> None:
         if self.chat.busy.is_set():

@@ -18,6 +18,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from swarm.agent.hooks.permission_hooks import notify, permission_request
 from swarm.agent.permissions.describe import describe
 from swarm.agent.permissions.paths import anchored
 from swarm.agent.permissions.policy import CallFacts, RuleSet, decide
@@ -156,12 +157,16 @@ class PersonGate:
         facts = CallFacts(tool=tool.name, args=args.model_dump(mode="json", by_alias=True, exclude_none=True),
                           read_only=tool.read_only, cwd=ctx.identity.cwd, write_roots=ctx.identity.write_roots,
                           rules_cwd=self.cwd)
-        own = RuleSet(allow=tuple(parse_rules([*self.granted, *ctx.turn.granted_rules])))
+        own = RuleSet(allow=tuple(parse_rules([*self.granted, *ctx.turn.granted_rules])),
+                      ask=tuple(parse_rules(ctx.turn.asked_rules)))
         decision = decide(facts, self._mode, self.rules.merged(own))
         if decision.verdict == "allow":
             return args
         if decision.verdict == "deny":
             raise ToolError(f"permission denied: {decision.reason}")
+        if permission_request(ctx, tool.name, facts.args, mode=self._mode, asked_by=decision.by) == "allow":
+            return args
+        notify(ctx, f"swarm needs your permission to use {tool.name}")
         rules = suggest(tool.name, anchored(tool.name, facts.args, facts.cwd), self.cwd or facts.cwd)
         question = Question("permission", LEAD_ASKER, tool.name,
                             describe(tool.name, facts.args, facts.cwd, usual=self.cwd), rule=rules[0] if rules else None)

@@ -25,6 +25,7 @@ from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.patch_stdout import patch_stdout
 
 from swarm.core.text import for_terminal
+from swarm.errors import SwarmError
 from swarm.interactive.chat import Chat
 from swarm.interactive.commands import EXIT, Commands
 from swarm.interactive.questions import LEAD_ASKER, PersonAnswer, Question
@@ -116,7 +117,14 @@ class Terminal:
             return False
         if text.strip() == EXIT:
             return True
-        if not self.commands.handle(text):
+        if self.commands.handle(text):
+            return False
+        if self.chat.focus.viewing is not None:
+            try:
+                self.chat.focus.tell(text)
+            except SwarmError as exc:
+                self.chat.view.warn(f"not sent: {exc}")
+        else:
             self.chat.submit(text)
         return False
 
@@ -208,6 +216,11 @@ class Terminal:
                 parts.append(("", "\n"))
         if self.chat.status:  # teammates' names and task subjects: made safe like every other text shown
             parts.append(("", for_terminal(self.chat.status)))
+        viewing = self.chat.focus.viewing
+        if viewing or self.chat.status:  # which view is active, once there is a team to switch to
+            parts.append(("", "\n") if parts else ("", ""))
+            parts.append(("reverse", for_terminal(f" view: {viewing} — typing goes to {viewing}; Ctrl-T next, "
+                                                  "/view back ") if viewing else " view: lead (Ctrl-T: a teammate's) "))
         return FormattedText(parts) if parts else None
 
     def _keys(self) -> KeyBindings:
@@ -229,6 +242,13 @@ class Terminal:
         @keys.add("c-o")
         def _(event: KeyPressEvent) -> None:
             self.chat.view.details()
+
+        @keys.add("c-t")
+        def _(event: KeyPressEvent) -> None:
+            try:
+                self.chat.focus.next()
+            except SwarmError as exc:
+                self.chat.view.warn(str(exc))
 
         @keys.add("escape", "enter")
         def _(event: KeyPressEvent) -> None:
@@ -274,6 +294,12 @@ class PlainLines:
             if text.strip() == EXIT:
                 return
             if text.strip() and not self.commands.handle(text):
+                if self.chat.focus.viewing is not None:
+                    try:
+                        self.chat.focus.tell(text)
+                    except SwarmError as exc:
+                        self.chat.view.warn(f"not sent: {exc}")
+                    continue
                 self.chat.view.you(text)
                 self.chat.submit(text)
 

@@ -23,7 +23,6 @@ import json
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from prompt_toolkit import print_formatted_text
@@ -33,17 +32,12 @@ from prompt_toolkit.styles.style import parse_color
 
 from swarm.agent.compaction import CONTINUATION
 from swarm.agent.instructions import is_context_block
+from swarm.agent.live_events import LiveEvent
+from swarm.agent.live_render import lines
 from swarm.agent.loop import AgentRun
-from swarm.agent.permissions.describe import MODEL_NOTE, describe
-from swarm.core.text import flat, for_terminal
-from swarm.models.messages import (
-    Message,
-    RedactedThinkingBlock,
-    TextBlock,
-    ThinkingBlock,
-    ToolResultBlock,
-    ToolUseBlock,
-)
+from swarm.agent.narration import TARGET_WIDTH, Narrator
+from swarm.core.text import for_terminal
+from swarm.models.messages import Message, TextBlock, ToolResultBlock
 from swarm.runtime.lead_inbox import LeadMessage
 
 STYLE = Style.from_dict({
@@ -52,27 +46,19 @@ STYLE = Style.from_dict({
 })
 CONTINUATION_OPENING = CONTINUATION.split("{", 1)[0]
 """How a compacted conversation's summary message begins (not the person's words)."""
+HELD = 500
+"""The lead's events kept while a teammate is viewed (the oldest go first)."""
 PREVIEW_LINES = 3
 """Lines of the text being produced shown under the prompt."""
-TARGET_WIDTH = 70
-OUTCOME_WIDTH = 50
-THINKING_WIDTH = 86
-"""Characters of a thinking block shown on its one collapsed line."""
-
-
-@dataclass
-class ToolRecord:
-    number: int
-    tool: str
-    target: str
-    input: dict[str, object]
-    result: str = ""
-    is_error: bool = False
-    done: bool = False
 
 
 class View:
-    """Renders the session's events; safe to call from any thread."""
+    """Renders the session's events; safe to call from any thread.
+
+    The lead's own messages are told by a ``Narrator`` (``agent/narration.py``)
+    and drawn by ``agent/live_render.py``: the same events and lines as a
+    teammate's pane and ``swarm logs -f``.
+    """
 
     def __init__(self, cwd: Path, *, plain: bool, write: Callable[[str], None] | None = None,
                  on_change: Callable[[], None] = lambda: None) -> None:
@@ -83,16 +69,21 @@ class View:
         """Called when what the prompt's bottom area shows changed (the preview)."""
         self._lock = threading.Lock()
         self._partial = ""
-        self._tools: list[ToolRecord] = []
-        self._pending: dict[str, ToolRecord] = {}
+        self.narrator = Narrator(cwd, self.event)
         self.colors: dict[str, str] = {}
         """Teammate name -> colour (from the team file)."""
+        self.viewing: str | None = None
+        """The teammate the main view shows (``interactive/focus.py``); None: the lead."""
+        self._held: list[LiveEvent] = []
 
     # -- the model's text --------------------------------------------------------------
 
-    def stream(self, piece: str) -> None:
-        """A piece of the text being produced (the Anthropic provider's ``on_text``)."""
+    def stream(self, piece: str, source: str | None = None) -> None:
+        """A piece of the text being produced: the lead's (the Anthropic provider's ``on_text``), or the viewed
+        teammate ``source``'s; another agent's than the one viewed is not previewed."""
         with self._lock:
+            if source != self.viewing:
+                return
             self._partial += piece
         self.on_change()
 
@@ -110,24 +101,43 @@ class View:
             with self._lock:
                 self._partial = ""
             self.on_change()
-            for thought in message.content:
-                if isinstance(thought, ThinkingBlock):
-                    self._print([("class:note", f"✻ thinking: {flat(thought.thinking, THINKING_WIDTH)}")])
-                elif isinstance(thought, RedactedThinkingBlock):
-                    self._print([("class:note", "✻ thinking (redacted)")])
-            text = message.text().strip()
-            calls = message.tool_uses()
-            if text and calls:
-                self._print([("class:dim", "● " + _indent(text))])
-            elif text:
-                self._print([("class:answer", "◆ answer")])
-                self._print([("", text)])
-            for call in calls:
-                self._tool_started(call)
+        self.narrator.message(message)
+
+    def focus(self, name: str | None) -> None:
+        """Show teammate ``name``'s events from now on (None: the lead's again, with those held meanwhile)."""
+        with self._lock:
+            self.viewing = name
+            self._partial = ""  # the text the other agent was producing is not this one's
+            held, self._held = (self._held, []) if name is None else ([], self._held)
+        self.on_change()
+        if held:
+            self.note(f"the lead meanwhile ({len(held)} events):")
+        for event in held:
+            self.event(event)
+
+    def event(self, event: LiveEvent, source: str | None = None) -> None:
+        """Show one live event of the lead (its narrator's), or of teammate ``source`` (while it is viewed).
+
+        The lead's events are held while a teammate is viewed. A call's start
+        shows nothing here: its one line comes with its outcome."""
+        with self._lock:
+            if source != self.viewing:
+                if source is None:
+                    self._held.append(event)
+                    del self._held[:-HELD]
+                return
+        if source is not None and event.type == "text_delta":  # a viewed teammate's text, as it streams
+            self.stream(event.text or "", source)
             return
-        for block in message.content:
-            if isinstance(block, ToolResultBlock):
-                self._tool_finished(block)
+        if source is not None and event.type == "text":
+            with self._lock:
+                self._partial = ""
+            self.on_change()
+        if event.type in ("text_delta", "tool_start"):
+            return
+        style = _colour(self.colors.get(event.sender)) if event.sender else "class:tool"
+        for line in lines(event, sender_style=style):
+            self._print(line)
 
     def compacted(self, summarised: int) -> None:
         """The conversation was summarised to fit the model's window (the summary's text was only a preview)."""
@@ -149,27 +159,9 @@ class View:
 
     # -- tools ---------------------------------------------------------------------------
 
-    def _tool_started(self, call: ToolUseBlock) -> None:
-        with self._lock:
-            record = ToolRecord(len(self._tools) + 1, call.name, _target(call, self.cwd), dict(call.input))
-            self._tools.append(record)
-            self._pending[call.id] = record
-
-    def _tool_finished(self, block: ToolResultBlock) -> None:
-        with self._lock:
-            record = self._pending.pop(block.tool_use_id, None)
-        if record is None:
-            return
-        record.result, record.is_error, record.done = block.text(), block.is_error, True
-        first = flat(record.result, OUTCOME_WIDTH)
-        outcome = ("class:error", f"error: {first}") if record.is_error else ("class:ok", _summary(record.result))
-        self._print([("class:dim", f"[{record.number}] "), ("class:tool", record.tool), ("", f" {record.target} → "),
-                     outcome])
-
     def details(self, number: int | None = None) -> None:
         """Print tool call ``number`` (default: the last) whole: its input and its result."""
-        with self._lock:
-            records = list(self._tools)
+        records = self.narrator.records()
         if not records:
             self.note("no tool calls yet")
             return
@@ -213,9 +205,8 @@ class View:
                         self.note("(what came before was summarised to fit the model's window)")
                     elif not is_context_block(text):
                         self._print([("class:you", f"> {_indent(text)}")])
-                for block in message.content:
-                    if isinstance(block, ToolResultBlock):
-                        self._tool_finished(block)
+                if any(isinstance(block, ToolResultBlock) for block in message.content):
+                    self.narrator.message(message)
             else:
                 self.message(message)
 
@@ -247,17 +238,3 @@ def _stdout(line: str) -> None:
 
 def _indent(text: str) -> str:
     return text.replace("\n", "\n  ")
-
-
-def _target(call: ToolUseBlock, cwd: Path) -> str:
-    """What a call works on, short: the real command or path (without the model's note), else its arguments."""
-    what = describe(call.name, dict(call.input), cwd).split(MODEL_NOTE, 1)[0]
-    if what.startswith(f"{call.name} "):  # no special wording for this tool: its arguments, compactly
-        what = " ".join(f"{key}={flat(json.dumps(value, ensure_ascii=False).strip(chr(34)), 30)}"
-                        for key, value in call.input.items() if key != "description")
-    return flat(what, TARGET_WIDTH)
-
-
-def _summary(result: str) -> str:
-    lines = result.strip().count("\n") + 1 if result.strip() else 0
-    return "ok" if not lines else f"ok: {flat(result, OUTCOME_WIDTH)}" if lines == 1 else f"ok ({lines} lines)"

@@ -45,6 +45,12 @@ class Price:
     def of(cls, input_price: float, output_price: float) -> Price:
         return cls(input_price, output_price, round(input_price * 1.25, 4), round(input_price * 0.1, 4))
 
+    def cost(self, usage: Usage) -> float:
+        """US dollars for ``usage`` at these prices."""
+        return (usage.input_tokens * self.input + usage.output_tokens * self.output
+                + usage.cache_creation_input_tokens * self.cache_write
+                + usage.cache_read_input_tokens * self.cache_read) / 1_000_000
+
 
 @dataclass(frozen=True)
 class ModelInfo:

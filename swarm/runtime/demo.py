@@ -29,6 +29,7 @@ from swarm.agent.definitions import load_agents
 from swarm.agent.headless import MainOptions, MainSession
 from swarm.agent.limits import Limits
 from swarm.agent.skills import load_skills
+from swarm.agent.mcp.lifecycle import OFF_VAR as MCP_OFF_VAR
 from swarm.agent.trust import TRUST_VAR
 from swarm.agent.tools.team_tools import team_tools
 from swarm.backends.git import git
@@ -106,6 +107,7 @@ def _lead(home: Home, repo: Path, env: Mapping[str, str], backend: str, socket: 
     spec = load_upfile(example / "team.toml")
     offline = {k: v for k, v in env.items() if not k.startswith("ANTHROPIC_")}
     offline[TRUST_VAR] = str(repo)  # the demo made this repository itself: its skill is trusted for this run only
+    offline[MCP_OFF_VAR] = "0"  # nor does it start the person's MCP servers (teammates inherit the variable)
     policy = LeadPolicy(allow=spec.lead.policy.allow, deny=spec.lead.policy.deny, plans=spec.lead.policy.plans)
     lead = LeadTeam(home, offline, repo, backend=backend, tmux_socket=socket, policy=policy,
                     playbooks={m.name: m.playbook for m in spec.members if m.playbook is not None})

@@ -366,7 +366,7 @@ def _lead_loop(session: MainSession, lead: LeadTeam, follower: TeamFollower, run
         coordinator.pump(min(PUMP, max(0.0, deadline - time.monotonic())))
         texts = [t for t in (render(m) for m in follower.fresh()) if t]
         if texts:
-            run = session.turn("\n\n".join(texts))
+            run = session.turn("\n\n".join(texts), by_person=False)
             reminded = False
             continue
         if not _active(lead) and not coordinator.inbox.waiting():
@@ -374,7 +374,7 @@ def _lead_loop(session: MainSession, lead: LeadTeam, follower: TeamFollower, run
         if _active(lead) and coordinator.settled():
             if reminded:
                 return run, "done"  # reminded once and still nothing to do: the run ends, teammates are stopped
-            run, reminded = session.turn(QUIET_NOTE), True
+            run, reminded = session.turn(QUIET_NOTE, by_person=False), True
     return run, "done"
 
 

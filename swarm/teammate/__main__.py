@@ -12,12 +12,16 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Callable
 from types import FrameType
+from typing import TextIO
 
+from swarm.agent.live_events import LiveEvent
 from swarm.core.home import Home, ensure_dir
 from swarm.core.text import TerminalLogFormatter
 from swarm.errors import SwarmError
 from swarm.teammate.config import parse_args
+from swarm.teammate.pane import pane_writer
 from swarm.teammate.served import Launcher
 from swarm.teammate.session import TeammateSession, Terminated
 
@@ -26,12 +30,25 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
     raise Terminated(signal.Signals(signum).name)
 
 
+def _pane_signals(sessions: list[TeammateSession]) -> Callable[[int, FrameType | None], None]:
+    """In a pane the person types in, Ctrl-C (SIGINT) interrupts the running turn; other signals stop it."""
+    def handler(signum: int, frame: FrameType | None) -> None:
+        if signum == signal.SIGINT and sessions:
+            sessions[0].interrupt()
+            return
+        _on_signal(signum, frame)
+
+    return handler
+
+
 def _setup_logging(home: Home, team: str, name: str) -> None:
+    """Log lines go to the log file, never over the pane's live view: in a tmux pane to ``logs/NAME.log``; a
+    subprocess teammate's stderr already is that file."""
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
-    if sys.stderr.isatty():  # in a tmux pane: also keep a log file for `swarm logs`
+    if sys.stderr.isatty():
         path = home.log_path(team, name)
         ensure_dir(path.parent)
-        handlers.append(logging.FileHandler(path))
+        handlers = [logging.FileHandler(path)]
     formatter = TerminalLogFormatter(f"%(asctime)s {name} %(levelname)s %(name)s: %(message)s")
     for handler in handlers:
         handler.setFormatter(formatter)
@@ -41,21 +58,36 @@ def _setup_logging(home: Home, team: str, name: str) -> None:
 def main(argv: list[str] | None = None, launcher: Launcher | None = None) -> int:
     """Run a teammate until it stops; ``launcher``: this process was forked for it by the CLI server."""
     config = parse_args(sys.argv[1:] if argv is None else argv)
-    handler = _on_signal if launcher is None else launcher.bind(_on_signal)
+    typing = config.backend == "tmux" and _is_terminal(sys.stdin)
+    sessions: list[TeammateSession] = []
+    on_signal = _pane_signals(sessions) if typing else _on_signal
+    handler = on_signal if launcher is None else launcher.bind(on_signal)
     home = Home.from_env(config.home)
     _setup_logging(home, config.team, config.name)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, handler)
+    pane = pane_writer()
     try:
-        session = TeammateSession(config, home, dict(os.environ), launcher=launcher)
+        session = TeammateSession(config, home, dict(os.environ), launcher=launcher, pane=pane,
+                                  pane_input=sys.stdin if typing else None)
+        sessions.append(session)
         startup_done()
         return session.run()
     except SwarmError as exc:
         logging.getLogger("swarm.teammate").error("teammate failed: %s", exc)
+        if pane is not None and pane.terminal:  # the log is not where a person looking at the pane reads
+            pane.show(LiveEvent(type="warning", text=f"teammate failed: {exc}"))
         return 1
     except Terminated as exc:
         logging.getLogger("swarm.teammate").info("teammate stopped by %s", exc)
         return 143
+
+
+def _is_terminal(stream: TextIO | None) -> bool:
+    try:
+        return stream is not None and stream.isatty()
+    except (OSError, ValueError):
+        return False
 
 
 if __name__ == "__main__":

@@ -25,6 +25,8 @@ from swarm.agent.assembly import (
 )
 from swarm.agent.background import BackgroundAgents, BackgroundAgent, notification_text
 from swarm.agent.executor import ToolGate
+from swarm.agent.mcp.connections import McpConnections
+from swarm.agent.mcp.tools import McpToolset
 from swarm.agent.subagents import AgentHost, forks_enabled
 from swarm.agent.tool_api.base import Tool
 from swarm.agent.tools.messaging import SendMessage, ShutdownAnswerer
@@ -58,7 +60,7 @@ class InboxSink:
 
 def assemble_teammate(config: TeammateConfig, catalogs: Catalogs, env: Mapping[str, str], *,
                    shutdown: ShutdownAnswerer, plan_tool: Tool[Any] | None, extra: str,
-                   gate: ToolGate | None) -> AssembledAgent:
+                   gate: ToolGate | None, mcp: McpToolset | None = None) -> AssembledAgent:
     """The teammate as an agent, from its ``agent_type`` definition if there is one (``swarm.agent.assembly``).
 
     An ``agent_type`` that names no definition (or ``general-purpose``) is a
@@ -66,7 +68,7 @@ def assemble_teammate(config: TeammateConfig, catalogs: Catalogs, env: Mapping[s
     Skills named by the definition or the team file are preloaded into it.
     A teammate writes in its cwd (anywhere in ``bypassPermissions``).
     """
-    tools = [*agent_tools(catalogs.agents, catalogs.skills, messaging=SendMessage(shutdown=shutdown)),
+    tools = [*agent_tools(catalogs.skills, env, messaging=SendMessage(shutdown=shutdown)),
              *([plan_tool] if plan_tool else [])]
     definition = catalogs.agents.get(config.agent_type)
     if definition is None:
@@ -75,18 +77,19 @@ def assemble_teammate(config: TeammateConfig, catalogs: Catalogs, env: Mapping[s
     return assemble(definition, Seat(role="teammate", cwd=config.cwd, env=env, skills=catalogs.skills),
                     Parent(model=None, write_roots=roots, gate=gate), tools=tools,
                     kept=[plan_tool] if plan_tool else [], kept_names=ALWAYS_KEPT, asked_model=config.model,
-                    also_preload=config.skills, team=TeamSeat(name=config.name, team=config.team, extra=extra))
+                    also_preload=config.skills, team=TeamSeat(name=config.name, team=config.team, extra=extra),
+                    mcp=mcp)
 
 
 def teammate_host(config: TeammateConfig, home: Home, catalogs: Catalogs, env: Mapping[str, str], *,
                   mailbox: Mailbox, provider: ModelProvider, make_provider: Callable[[str], ModelProvider],
-                  gate: Any) -> AgentHost:
+                  gate: Any, mcp: McpConnections | None = None) -> AgentHost:
     """What the teammate's subagents are made from; their transcripts go under the teammate's."""
     def make_tools() -> list[Tool[Any]]:
-        return agent_tools(catalogs.agents, catalogs.skills)
+        return agent_tools(catalogs.skills, env)
 
     transcripts = home.transcript_path(config.team, config.name).parent / config.name / "subagents"
     return AgentHost(catalog=catalogs.agents, env=env, model=provider.model, make_provider=make_provider,
                      make_tools=make_tools, transcript_dir=transcripts,
                      background=BackgroundAgents(InboxSink(mailbox, config.name)), gate=gate,
-                     fork_enabled=forks_enabled(env), skills=catalogs.skills)
+                     fork_enabled=forks_enabled(env), skills=catalogs.skills, mcp=mcp)

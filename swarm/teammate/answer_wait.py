@@ -10,6 +10,7 @@ normal delivery (which ignores and logs late or duplicate answers).
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 
@@ -20,13 +21,17 @@ from swarm.core.signing import LeadVerifier
 
 Match = Callable[[object, InboxEntry], bool]
 
+INTERRUPT_CHECK = 0.25
+"""Seconds between checks, while waiting, that the person interrupted the turn (as ``tools/shell.py`` does)."""
+
 
 def wait_for_frame(mailbox: Mailbox, agent: str, match: Match, timeout: float,
-                   abort: Match | None = None, *, lead: LeadVerifier) -> object | None:
+                   abort: Match | None = None, *, lead: LeadVerifier,
+                   interrupt: threading.Event | None = None) -> object | None:
     """The first frame in ``agent``'s inbox for which ``match`` holds, or None.
 
     None comes after ``timeout`` s, or as soon as a frame satisfies ``abort``
-    (that frame stays in the inbox for normal delivery).
+    (that frame stays in the inbox for normal delivery), or once ``interrupt`` is set (Ctrl-C in the pane).
     """
     watcher = mailbox.watcher(agent)
     try:
@@ -43,8 +48,8 @@ def wait_for_frame(mailbox: Mailbox, agent: str, match: Match, timeout: float,
                 if abort is not None and abort(frame, entry):
                     return None
             remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            if remaining <= 0 or (interrupt is not None and interrupt.is_set()):
                 return None
-            watcher.wait(remaining)
+            watcher.wait(remaining if interrupt is None else min(remaining, INTERRUPT_CHECK))
     finally:
         watcher.close()

@@ -17,12 +17,16 @@ from __future__ import annotations
 import copy
 import logging
 import secrets
+import threading
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from swarm.agent.live_events import LiveEvent
+from swarm.agent.hooks.permission_hooks import permission_request
 from swarm.agent.permissions.describe import describe
 from swarm.agent.permissions.paths import anchored
 from swarm.agent.permissions.policy import CallFacts, RuleSet, decide
@@ -77,6 +81,8 @@ class TeammateGate:
         self.team = self.teams.roster(config.team)  # read per tool call: re-read only when it changed
         self.granted: list[str] = []
         self.mode = "plan" if config.plan_mode_required else config.permission_mode
+        self.on_event: Callable[[LiveEvent], object] = lambda event: None
+        """Told of each request sent and its answer (the teammate's live view)."""
 
     # -- ToolGate ----------------------------------------------------------------
 
@@ -84,7 +90,7 @@ class TeammateGate:
         facts = CallFacts(tool=tool.name, args=args.model_dump(mode="json", by_alias=True, exclude_none=True),
                           read_only=tool.read_only, cwd=ctx.identity.cwd, write_roots=ctx.identity.write_roots,
                           rules_cwd=self.config.cwd)
-        decision = decide(facts, self.mode, self._rules(ctx.turn.granted_rules))
+        decision = decide(facts, self.mode, self._rules(ctx.turn.granted_rules, ctx.turn.asked_rules))
         if decision.verdict == "allow":
             return args
         if decision.verdict == "deny":
@@ -93,6 +99,9 @@ class TeammateGate:
         if self._shutdown_owed():
             raise ToolError("not run: the lead asked this teammate to shut down; answer the shutdown request "
                             "(SendMessage shutdown_response) instead of starting new work")
+        if permission_request(ctx, tool.name, facts.args, mode=self.mode, asked_by=decision.by) == "allow":
+            self.transcript.event("permission_hook_allowed", tool=tool.name)
+            return args
         return self._ask(tool, facts, tool_use_id, ctx)
 
     def with_mode(self, mode: str) -> TeammateGate:
@@ -101,14 +110,16 @@ class TeammateGate:
         view.mode = mode
         return view
 
-    def _rules(self, for_now: list[str] | None = None) -> RuleSet:
-        """Settings, team and member rules, grants from the lead, and ``for_now`` (an active skill's allowed-tools)."""
+    def _rules(self, for_now: list[str] | None = None, ask_now: list[str] | None = None) -> RuleSet:
+        """Settings, team and member rules, grants from the lead, ``for_now`` (an active skill's allowed-tools)
+        and ``ask_now`` (a PreToolUse hook asked for this call)."""
         team = self.team.current()
         member = team.member(self.config.name)
         own = RuleSet(
             tuple(parse_rules([*self.config.allowed_tools, *(member.allowed_tools or [] if member else []),
                                *self.granted]) + _valid_rules(for_now or [])),
             tuple(parse_rules([*self.config.disallowed_tools, *(member.disallowed_tools or [] if member else [])])),
+            tuple(parse_rules(ask_now or [])),
         )
         return self.settings.merged(rules_of(team.permissions)).merged(own)
 
@@ -127,7 +138,9 @@ class TeammateGate:
                                 tool=tool.name, input=asked.args, cwd=str(cwd), description=frame.description,
                                 suggestions=rules)
         self._send(event, frame, f"permission: {frame.description}"[:100])
-        response = self._await(request_id, PermissionResponse, event)
+        response = self._await(request_id, PermissionResponse, event, ctx.turn.interrupt)
+        if response is None and ctx.turn.interrupt.is_set():
+            raise ToolError("not run: the person interrupted this turn (Ctrl-C) while the request waited")
         if response is None and self._shutdown_owed():
             ctx.turn.cancel.set()
             raise ToolError("not run: the lead asked this teammate to shut down")
@@ -154,21 +167,31 @@ class TeammateGate:
         except (SwarmError, OSError) as exc:
             raise ToolError(f"could not send the request to the lead ({exc}); the call was not run") from exc
         self.transcript.event("approval_requested", request_id=event.request_id, request_kind=event.kind)
+        self.on_event(LiveEvent(
+            type="request", request_id=event.request_id, kind=event.kind, answerer=LEAD_NAME,
+            text=f"{event.description or event.tool}  (answer: swarm approve|deny {event.request_id} "
+                 f"--team {self.config.team})"))
 
-    def _await(self, request_id: str, kind: type, event: PermissionEvent) -> Any:
+    def _await(self, request_id: str, kind: type, event: PermissionEvent,
+               interrupt: threading.Event | None = None) -> Any:
         def match(frame: object, entry: InboxEntry) -> bool:
             return isinstance(frame, kind) and getattr(frame, "request_id", None) == request_id
 
         answer = wait_for_frame(self.mailbox, self.config.name, match, self.config.permission_timeout,
-                                abort=_is_shutdown, lead=self.lead)
+                                abort=_is_shutdown, lead=self.lead, interrupt=interrupt)
+        interrupted = answer is None and interrupt is not None and interrupt.is_set()
         if answer is None:
-            by, why = ("shutdown", "the teammate was asked to shut down") if self._shutdown_owed() else (
+            by, why = ("person", "interrupted by the person (Ctrl-C)") if interrupted else (
+                "shutdown", "the teammate was asked to shut down") if self._shutdown_owed() else (
                 "timeout", "no answer from the lead in time")
             try:
                 self.permlog.decide(event, "deny", by, reason=why)
             except ConflictError:  # answered just now: the response is on its way
                 answer = wait_for_frame(self.mailbox, self.config.name, match, 2.0, lead=self.lead)
         self.transcript.event("approval_answered", request_id=request_id, answered=answer is not None)
+        self.on_event(_answered(request_id, answer, self._shutdown_owed() if answer is None else False)
+                      if not interrupted else LiveEvent(type="answered", request_id=request_id, kind="denied",
+                                                        answerer="person", text="interrupted (Ctrl-C)"))
         return answer
 
     def _shutdown_owed(self) -> bool:
@@ -181,7 +204,7 @@ class TeammateGate:
 
     # -- plan mode -----------------------------------------------------------------
 
-    def submit_plan(self, plan: str) -> str:
+    def submit_plan(self, plan: str, interrupt: threading.Event | None = None) -> str:
         if self.mode != "plan":
             raise ToolError(f"you are not in plan mode (mode: {self.mode}); go ahead with the work")
         request_id = f"plan_approval-{now_ms()}@{self.config.name}"
@@ -192,7 +215,10 @@ class TeammateGate:
                                 agent=self.config.name, tool="ExitPlanMode", plan=plan,
                                 description=one_line(plan) or "(empty plan)")
         self._send(event, frame, "plan approval request")
-        answer = self._await(request_id, PlanApprovalResponse, event)
+        answer = self._await(request_id, PlanApprovalResponse, event, interrupt)
+        if answer is None and interrupt is not None and interrupt.is_set():
+            raise ToolError("the person interrupted this turn (Ctrl-C) while the plan waited; you are still in "
+                            "plan mode")
         if answer is None:
             raise ToolError(f"the lead did not answer the plan within {self.config.permission_timeout:g}s; "
                             "you are still in plan mode")
@@ -219,6 +245,20 @@ def _valid_rules(texts: list[str]) -> list[Rule]:
         except SwarmError:
             log.warning("ignored an allowed-tools entry that is not a rule", extra={"rule": text})
     return rules
+
+
+def _answered(request_id: str, answer: object, shutdown: bool) -> LiveEvent:
+    """The live event for a request's answer (``None``: nobody answered in time, or a shutdown cut it short)."""
+    if answer is None:
+        return LiveEvent(type="answered", request_id=request_id, kind="denied" if shutdown else "timeout",
+                         text="the teammate was asked to shut down" if shutdown else "no answer in time")
+    if isinstance(answer, PlanApprovalResponse):
+        return LiveEvent(type="answered", request_id=request_id, kind="approved" if answer.approved else "denied",
+                         answerer=LEAD_NAME, text=answer.feedback or None)
+    denied = isinstance(answer, PermissionResponse) and answer.subtype == "error"
+    return LiveEvent(type="answered", request_id=request_id, kind="denied" if denied else "approved",
+                     answerer=LEAD_NAME, text=(answer.error or None) if denied and isinstance(
+                         answer, PermissionResponse) else None)
 
 
 def _is_shutdown(frame: object, entry: InboxEntry) -> bool:

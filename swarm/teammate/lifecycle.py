@@ -24,6 +24,7 @@ The frames a teammate sends about its own life (``shutdown_approved``,
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Literal
 
 from pydantic import ValidationError
@@ -70,6 +71,8 @@ class Lifecycle:
         self.owed: ShutdownRequest | None = None
         """The shutdown request this teammate still has to answer."""
         self._published: tuple[str, int] | None = None
+        self.on_state: Callable[[str, Usage], None] = lambda state, usage: None
+        """Told each state published (busy, idle) and the end (gone), with the tokens so far: the live view."""
 
     # -- states ------------------------------------------------------------------
 
@@ -113,10 +116,12 @@ class Lifecycle:
             status=state, last_activity=stamp, tokens=usage.total, cache_read_tokens=usage.cache_read_input_tokens,
             cache_creation_tokens=usage.cache_creation_input_tokens))
         self._published = (state, usage.total)
+        self.on_state(state, usage)
 
     def gone(self, usage: Usage, killed_by: str | None) -> None:
         """Mark the member inactive; after a signal (not a shutdown) the lead is told, once."""
         self.state = "gone"
+        self.on_state("gone", usage)
         try:
             self.teams.update_member(self.config.team, self.config.name, tokens=usage.total,
                                      cache_read_tokens=usage.cache_read_input_tokens,

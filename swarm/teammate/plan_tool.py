@@ -39,4 +39,4 @@ class ExitPlanMode(Tool[ExitPlanModeInput]):
         if not plan:
             raise ToolError("no plan to submit: write the plan in `plan` (markdown: what you will change and how "
                             "you will check it)")
-        return self.gate.submit_plan(plan)
+        return self.gate.submit_plan(plan, interrupt=ctx.turn.interrupt)

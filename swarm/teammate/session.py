@@ -15,16 +15,24 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Callable, Mapping
+from typing import TextIO
 
 import psutil
 
+from swarm.agent.agent_listing import agent_types_attachment
 from swarm.agent.assembly import Catalogs
 from swarm.agent.compaction import CompactionPolicy
 from swarm.agent.conversation import Conversation
+from swarm.agent.limits import Interrupted
+from swarm.agent.live_events import LiveEvent
 from swarm.agent.peer_messages import wrap
 from swarm.agent.instructions import context_block
-from swarm.agent.loop import AgentSpec, Arrivals, RunningAgent, run_agent
+from swarm.agent.hooks.session import load_agent_hooks
+from swarm.agent.loop import AgentRun, AgentSpec, Arrivals, RunningAgent, run_agent
+from swarm.agent.mcp.lifecycle import McpUnavailable, process_servers, require
+from swarm.agent.mcp.tools import McpToolset
 from swarm.agent.permissions.settings import settings_rules
 from swarm.agent.skills import parse_slash
 from swarm.agent.tool_api.context import AgentIdentity, AgentServices, ToolContext
@@ -56,8 +64,12 @@ from swarm.teammate.agents import assemble_teammate, teammate_host
 from swarm.teammate.config import PLAYBOOK_VARIABLES, TeammateConfig
 from swarm.teammate.delivery import Batch, Delivery
 from swarm.teammate.gate import TeammateGate
+from swarm.teammate.hook_events import TeammateHooks
 from swarm.teammate.lead_watch import LEAD_CHECK, LeadWatch
 from swarm.teammate.lifecycle import Lifecycle
+from swarm.teammate.live import TeammateLive
+from swarm.teammate.pane import PaneWriter
+from swarm.teammate.pane_input import PaneInput
 from swarm.teammate.plan_tool import ExitPlanMode
 from swarm.teammate.served import Launcher
 
@@ -83,51 +95,87 @@ IDLE_WAIT = 3600.0
 
 class TeammateSession:
     def __init__(self, config: TeammateConfig, home: Home, env: Mapping[str, str],
-                 launcher: Launcher | None = None) -> None:
+                 launcher: Launcher | None = None, pane: PaneWriter | None = None,
+                 pane_input: TextIO | None = None) -> None:
         self.config = config
         self.launcher = launcher
+        self.live = TeammateLive(home, config.team, config.name, config.cwd, pane)
+        """Its live events: the events file, and its pane (or log) when it has one."""
         self.teams = TeamStore(home)
         self.mailbox = Mailbox(home, config.team)
         self.transcript = Transcript(home.transcript_path(config.team, config.name))
         self.conversation = Conversation.resume(self.transcript)
+        self.conversation.observer = self.live.narrator.message
+        self.conversation.on_compacted = lambda summarised: self.live.emit(
+            LiveEvent(type="compaction", summarised=summarised))
         self.delivery = Delivery(self.mailbox, config.name, self.transcript)
         self.lead = LeadVerifier(VerifyKey.parse(config.lead_verify_key) if config.lead_verify_key else None,
                                  self.transcript.delivered_ids())
         self.pane_id = env.get("TMUX_PANE", "") if config.backend == "tmux" else "subprocess"
         self.lifecycle = Lifecycle(config, home, self.mailbox, self.transcript, self.pane_id)
+        self.lifecycle.on_state = self.live.state
         self.gate = TeammateGate(config, home, self.mailbox, self.transcript, settings_rules(
             config.cwd, self.teams.get(config.team).settings_digests or {},
             lambda path: self.transcript.event("settings_allow_ignored", path=str(path)), env=env),
             self.lifecycle, self.lead)
+        self.gate.on_event = self.live.emit
         self.env = env
         untrusted = untrusted_warning(config.cwd, env)
         if untrusted is not None:  # the teammate runs on without the project's configuration: say so, once
             log.warning(untrusted)
         self.catalogs = Catalogs.load(config.cwd, env)
+        self.definition = self.catalogs.agents.get(config.agent_type)
+        self.mcp = process_servers(config.cwd, env, self.definition,
+                                   recorded=self.teams.get(config.team).settings_digests or {}, note=self._mcp_note)
+        self._mcp_settled = False
         agent = assemble_teammate(config, self.catalogs, env, shutdown=self.lifecycle,
                                   plan_tool=ExitPlanMode(self.gate) if config.plan_mode_required else None,
-                                  extra=PLAN_NOTE if config.plan_mode_required else "", gate=self.gate)
+                                  extra=PLAN_NOTE if config.plan_mode_required else "", gate=self.gate,
+                                  mcp=McpToolset(self.mcp))
         variables = self._playbook_variables()
         gate = TeamGate(home.gate_dir(config.team), config.name)  # the team's budget, slots and backoff
 
         def make(model: str | None) -> ModelProvider:
-            return make_provider(model, playbook=config.playbook, env=env, variables=variables, gate=gate)
+            return make_provider(model, playbook=config.playbook, env=env, variables=variables, on_text=self._stream,
+                                 gate=gate)
 
         provider = TurnModel(make(agent.model), lambda chosen: make(chosen), env)
+        self.live.model = provider.model
+        self.hooks = load_agent_hooks(
+            config.cwd, env, recorded=self.teams.get(config.team).settings_digests or {}, extra=agent.hooks,
+            changed=lambda path: self.transcript.event("settings_hooks_ignored", path=str(path)))
         self.ctx = ToolContext(
             AgentIdentity(cwd=config.cwd, name=config.name, team=config.team, write_roots=agent.write_roots,
                           pane_id=self.pane_id, backend_type=config.backend, color=config.color,
                           spawnable=agent.spawnable),
             services=AgentServices(mailbox=self.mailbox, models=provider, agents=teammate_host(
                 config, home, self.catalogs, env, mailbox=self.mailbox, provider=provider,
-                make_provider=lambda chosen: make(chosen), gate=self.gate)))
+                make_provider=lambda chosen: make(chosen), gate=self.gate, mcp=self.mcp), hooks=self.hooks))
         self.omit_instructions = agent.omit_instructions
         self.introduction = agent.introduction
+        self.agent_types = (agent_types_attachment(self.catalogs.agents, agent.spawnable)
+                            if any(t.name == "Agent" for t in agent.tools) else "")
+        """The agent types its Agent tool may start, told in its first message (not in the tool's text)."""
         self.spec = AgentSpec(provider=provider, tools=agent.tools, gate=agent.gate, system=agent.system,
-                              compaction=CompactionPolicy.from_env(env), effort=agent.effort)
+                              compaction=CompactionPolicy.from_env(env), effort=agent.effort,
+                              reminder=agent.reminder)
         self.usage = Usage()
+        self.pane_input = PaneInput(self.mailbox, config.name, self.live, pane_input) if pane_input else None
+        """The person typing in this teammate's pane (a tmux pane's terminal), if anyone can."""
+        self.hook_events = TeammateHooks(self.hooks, self.conversation, self.gate, config.name, config.team)
         self.lead_watch = LeadWatch(self.teams, config.team, on_gone=self.ctx.turn.cancel.set)
         """The process leading the team, if swarm started one: its end ends this teammate's run."""
+
+    def _mcp_note(self, text: str) -> None:
+        """An MCP server's trouble (failed to start, died): the log and the transcript, once per server."""
+        log.warning("%s", text)
+        self.transcript.event("mcp", text=text)
+
+    def _stream(self, piece: str) -> None:
+        """The provider's ``on_text``: shown live; the stream stops once the turn is interrupted (Ctrl-C)."""
+        if self.ctx.turn.cancel.is_set():
+            raise Interrupted("interrupted while the model was writing")
+        self.live.narrator.stream(piece)
 
     def _playbook_variables(self) -> dict[str, str]:
         """What a scripted playbook may refer to: ``{agent_name}``, ``{team}``, ``{cwd}``, ``{branch}``."""
@@ -150,7 +198,10 @@ class TeammateSession:
                 self.lifecycle.joined(self.launcher.pid, self.launcher.start, self.usage,
                                       worker=(pid, process_create_time(pid)))
             log.info("joined team", extra={"team": self.config.team, "agent_id": self.config.agent_id})
+            self.hook_events.started()
             self.lead_watch.start()
+            if self.pane_input is not None:
+                self.pane_input.start()
             self._resume()
             while not self.lifecycle.stopping:
                 if self.lead_watch.gone.is_set():
@@ -169,12 +220,25 @@ class TeammateSession:
             raise
         finally:
             watcher.close()
+            self.hook_events.ended("killed" if killed_by else "other")
             if self.ctx.services.agents is not None:
                 self.ctx.services.agents.background.stop_all()
             self.spec.provider.close()
+            self.mcp.close()
             _stop_children()
             self.lifecycle.gone(self.usage, killed_by)
             self.transcript.event("left", usage=self.usage.model_dump(), killed_by=killed_by)
+
+    def interrupt(self) -> None:
+        """The person's Ctrl-C in the pane (called from the signal handler): the running turn stops, a running
+        command is killed, the teammate waits for its next message; when idle, nothing happens."""
+        if self.lifecycle.state != "busy":
+            return
+        self.ctx.turn.cancel.set()
+        self.ctx.turn.interrupt.set()
+        # not drawn from the handler: the main thread may be inside the pane's lock right now
+        threading.Thread(target=self.live.say, args=("warning", "interrupted by the person (Ctrl-C)"),
+                         daemon=True).start()
 
     def _wait(self, watcher: ChangeWatcher) -> None:
         """Until the inbox may have changed; while a lead process is watched, no longer than its end."""
@@ -219,7 +283,8 @@ class TeammateSession:
             return Message.user_text(text)
         context = context_block(self.config.cwd, env=self.env, omit_instructions=self.omit_instructions,
                                 introduction=self.introduction)
-        return Message(role="user", content=[TextBlock(text=context), TextBlock(text=text)])
+        blocks = [TextBlock(text=t) for t in (context, self.agent_types, text) if t]
+        return Message(role="user", content=blocks)
 
     def _admit(self, entries: list[InboxEntry]) -> list[str]:
         """Texts for the model; answers the runtime handles itself are taken out."""
@@ -235,6 +300,7 @@ class TeammateSession:
                 texts.append(frame.text)
                 continue
             verified = entry.sender != LEAD_NAME or self.lead.verified(entry)
+            self.live.arrived(entry.sender, frame if isinstance(frame, str) else (entry.summary or entry.text))
             by_person = self.lead.by_person(entry, self.config.name)  # signed as a person's words, for this teammate
             if (isinstance(frame, str) and frame.lstrip().startswith("/")
                     and (by_person or (entry.sender == LEAD_NAME and verified))):
@@ -288,18 +354,30 @@ class TeammateSession:
         ``before_idle`` runs once the model is done, before the teammate is marked idle.
         """
         self.ctx.turn.cancel.clear()
+        self.ctx.turn.interrupt.clear()
         if self.lead_watch.gone.is_set():
             self.ctx.turn.cancel.set()  # the lead is gone: this turn ends after its first step
         self.ctx.turn.completed_tasks.clear()  # TaskUpdate records what this turn completes: the list is never read
         try:
+            if not self._mcp_settled:  # before the first model call: its MCP servers connected or failed
+                self.mcp.wait()
+                self._mcp_settled = True
+            require(self.definition, self.mcp)
             run = run_agent(self.spec, self.conversation, self.ctx, inbound=self._inbound)
-        except ModelError as exc:
+            while run.ok and not self.ctx.turn.cancel.is_set() and (keep := self.hook_events.idle()) is not None:
+                self.conversation.add_user_text(keep)  # a TeammateIdle hook keeps it working, with its feedback
+                run = _added(run, run_agent(self.spec, self.conversation, self.ctx, inbound=self._inbound))
+        except (ModelError, McpUnavailable) as exc:
             if before_idle is not None:
                 before_idle()
-            self.transcript.turn_end("model_error")
+            unavailable = isinstance(exc, McpUnavailable)
+            reason = "mcp_unavailable" if unavailable else "model_error"
+            self.transcript.turn_end(reason)
+            self.live.turn_end(reason, self.usage, str(exc))
             self.lifecycle.idle(self.usage)
-            self.lifecycle.notify_idle("failed", failure=str(exc),
-                                       summary="budget reached" if isinstance(exc, BudgetReached) else "model error")
+            summary = "MCP server unavailable" if unavailable else \
+                "budget reached" if isinstance(exc, BudgetReached) else "model error"
+            self.lifecycle.notify_idle("failed", summary=summary, failure=str(exc))
             return
         finally:  # an active skill's grants and model last until the turn ends
             self.ctx.turn.granted_rules.clear()
@@ -309,6 +387,7 @@ class TeammateSession:
             before_idle()
         self.transcript.turn_end(run.stop_reason)
         self.usage = self.usage + run.usage
+        self.live.turn_end(run.stop_reason, run.usage, run.detail if not run.ok else "")
         self.lifecycle.idle(self.usage)
         self.lifecycle.notify_idle("available" if run.ok else "interrupted", result=run.text,
                                    completed=self._completed())
@@ -318,6 +397,11 @@ class TeammateSession:
         idle notification."""
         done = self.ctx.turn.completed_tasks
         return max(done, key=int) if done else None
+
+
+def _added(before: AgentRun, after: AgentRun) -> AgentRun:
+    return AgentRun(after.text, after.stop_reason, before.turns + after.turns, before.usage + after.usage,
+                    after.detail)
 
 
 def batch_texts(texts: list[str]) -> str:

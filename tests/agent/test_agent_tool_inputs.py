@@ -13,6 +13,7 @@ from pathlib import Path
 
 from swarm.agent.definitions import load_agents
 from swarm.agent.subagents import FORK_TAG
+from swarm.agent.agent_listing import agent_types
 from swarm.agent.tools.agent_tool import AgentTool
 from swarm.models.aliases import expand_alias
 from swarm.models.catalog import ALIASES
@@ -87,7 +88,7 @@ def test_a_definitions_long_description_is_listed_whole(tmp_path: Path) -> None:
     tail = "Use proactively after every change to the parser."
     long = "Reviews code for correctness, naming, and tests; " * 5 + tail
     catalog = load_agents(tmp_path, env={}, cli_json=json.dumps({"reviewer": {"description": long, "prompt": "R."}}))
-    assert tail in AgentTool.for_catalog(catalog).listing()
+    assert tail in agent_types(catalog)
 
 
 def test_the_description_says_when_and_how_to_delegate() -> None:

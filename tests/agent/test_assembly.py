@@ -10,7 +10,7 @@ import psutil
 import pytest
 
 from swarm.agent.assembly import Catalogs, Parent, Seat, TeamSeat, assemble
-from swarm.agent.definitions import GENERAL_PURPOSE_TYPE, AgentDefinition
+from swarm.agent.definition_model import GENERAL_PURPOSE_TYPE, AgentDefinition
 from swarm.agent.executor import ToolGate
 from swarm.agent.memory import memory_dir
 from swarm.agent.prompts import BASE, TEAMMATE
@@ -19,6 +19,7 @@ from swarm.agent.tools import core_tools
 from swarm.agent.tool_api.base import Tool
 from swarm.agent.tool_api.context import ToolContext
 from swarm.agent.tools.tasks import task_tools
+from swarm.agent.tool_catalog import agent_tools
 from swarm.backends.procs import kill_tree
 from swarm.core.home import Home
 from swarm.core.teams import TeamStore
@@ -170,3 +171,26 @@ def test_a_teammate_started_with_an_alias_sends_the_model_id(tmp_path: Path) -> 
         finally:
             if member.pid and psutil.pid_exists(member.pid):
                 kill_tree(member.pid, 1.0)
+
+
+def test_a_definitions_critical_reminder_goes_with_it_in_every_role_but_a_role_label(tmp_path: Path) -> None:
+    rule = _definition(critical_system_reminder="Only verify.")
+    for role in ("main", "teammate", "subagent"):
+        team = TeamSeat(name="t", team="x") if role == "teammate" else None
+        agent = assemble(rule, Seat(role=role, cwd=tmp_path, env={}, skills=SKILLS),
+                         Parent(model=None, write_roots=[tmp_path]), tools=core_tools(), team=team)
+        assert agent.reminder == "Only verify.", role
+    label = _definition(name=GENERAL_PURPOSE_TYPE, critical_system_reminder="Only verify.")
+    teammate = assemble(label, Seat(role="teammate", cwd=tmp_path, env={}, skills=SKILLS),
+                        Parent(model=None, write_roots=[tmp_path]), tools=core_tools(), team=TeamSeat(name="t", team="x"))
+    assert teammate.reminder == ""
+
+
+def test_in_coordinator_mode_the_main_agent_keeps_three_tools_and_a_subagent_is_untouched(tmp_path: Path) -> None:
+    env = {"CLAUDE_CODE_COORDINATOR_MODE": "1"}
+    main = assemble(None, Seat(role="main", cwd=tmp_path, env=env, skills=SKILLS),
+                    Parent(model=None, write_roots=[tmp_path]), tools=agent_tools(SKILLS, env))
+    assert _names(main.tools) == ["SendMessage", "Agent", "TaskStop"] and "coordinator" in main.system
+    worker = assemble(_definition(name="worker"), Seat(role="subagent", cwd=tmp_path, env=env, skills=SKILLS),
+                      Parent(model=None, write_roots=[tmp_path]), tools=agent_tools(SKILLS, env), background=True)
+    assert "Agent" not in _names(worker.tools) and "Bash" in _names(worker.tools)

@@ -36,7 +36,7 @@ def repo(tmp_path: Path) -> Path:
 
 def test_builtins_general_purpose_has_every_tool_and_explore_plan_are_read_only() -> None:
     found = {d.name: d for d in builtin_agents()}
-    assert set(found) == {"general-purpose", "Explore", "Plan"}
+    assert set(found) == {"general-purpose", "Explore", "Plan", "Verification", "swarm-guide"}
     assert found["general-purpose"].tools is None and not found["general-purpose"].omit_claude_md
     for name in ("Explore", "Plan"):
         definition = found[name]
@@ -65,7 +65,7 @@ def test_precedence_cli_over_project_over_user_over_builtin(repo: Path, config: 
     assert general is not None and (general.source, general.overrides) == ("project", "built-in")
     plan = catalog.get("Plan")
     assert plan is not None and (plan.source, plan.overrides) == ("built-in", None)
-    assert catalog.names() == ["Explore", "general-purpose", "Plan", "reviewer"]
+    assert catalog.names() == ["Explore", "general-purpose", "Plan", "reviewer", "swarm-guide", "Verification"]
 
     cli = '{"reviewer": {"description": "cli reviewer", "prompt": "cli body", "tools": ["Grep"], "maxTurns": 4}}'
     reviewer = load_agents(repo, env=env, cli_json=cli).get("reviewer")

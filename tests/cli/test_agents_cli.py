@@ -36,9 +36,8 @@ def test_json_lists_active_definitions_with_source_and_what_they_override(
     result = run_exe("agents", "--json", "--cwd", str(repo), "--agents", cli)
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
-    listed = {entry["name"]: entry for entry in json.loads(result.stdout)}
-    assert all(list(entry) == ["name", "description", "source", "path", "overrides", "tools", "model"]
-               for entry in listed.values())
+    keys = ["name", "description", "source", "path", "overrides", "tools", "model"]
+    listed = {entry["name"]: {k: entry[k] for k in keys} for entry in json.loads(result.stdout)}
     assert listed["reviewer"] == {"name": "reviewer", "description": "project reviewer", "source": "project",
                                   "path": str(project), "overrides": "user", "tools": ["Read", "Grep"],
                                   "model": "haiku"}
@@ -61,7 +60,7 @@ def test_broken_files_are_one_warning_each_on_stderr_and_the_rest_is_listed(run_
     assert any(line.startswith(f"swarm: warning: {bad_mode}: permissionMode: ") for line in lines)
     assert any(line.startswith(f"swarm: warning: {bad_yaml}: frontmatter: ") for line in lines)
     names = [line.split()[0] for line in result.stdout.splitlines()[1:]]
-    assert names == ["Explore", "general-purpose", "good", "Plan"]
+    assert names == ["Explore", "general-purpose", "good", "Plan", "swarm-guide", "Verification"]
 
 
 def test_the_table_shows_source_and_overrides(run_exe: Run, repo: Path, user_agents: Path) -> None:
@@ -79,3 +78,19 @@ def test_bad_agents_json_is_a_one_line_usage_error(run_exe: Run, repo: Path, val
     assert result.stdout == ""
     [line] = result.stderr.splitlines()
     assert line.startswith("swarm: error: --agents: ")
+
+
+def test_json_lists_verification_and_the_guide_with_their_fields(run_exe: Run, repo: Path) -> None:
+    result = run_exe("agents", "--json", "--cwd", str(repo))
+    assert result.returncode == 0, result.stderr
+    listed = {entry["name"]: entry for entry in json.loads(result.stdout)}
+    verification, guide = listed["Verification"], listed["swarm-guide"]
+    assert {k: verification[k] for k in ("source", "tools", "model", "background", "color", "read_only")} == {
+        "source": "built-in", "tools": ["Read", "Glob", "Grep", "Bash"], "model": "inherit", "background": True,
+        "color": "red", "read_only": True}
+    assert "Write" in verification["disallowed_tools"] and "Edit" in verification["disallowed_tools"]
+    assert "not fixing" in verification["critical_system_reminder"]
+    assert {k: guide[k] for k in ("source", "tools", "model", "permission_mode", "read_only")} == {
+        "source": "built-in", "tools": ["Read", "Glob", "Grep"], "model": "haiku", "permission_mode": "dontAsk",
+        "read_only": True}
+    assert guide["critical_system_reminder"] is None and "swarm" in guide["description"]

@@ -54,8 +54,11 @@ def test_spawn_status_logs_shutdown(cli_team: tuple[Home, Path]) -> None:
     rows = json.loads(swarm("status", "--team", "t", "--json").stdout)
     ann = next(r for r in rows if r["name"] == "ann")
     assert ann["state"] == "idle" and ann["pid"] == spawned["pid"] and ann["tokens"] > 0
-    logs = swarm("logs", "ann", "--team", "t")
+    logs = swarm("logs", "ann", "--team", "t", "--log")
     assert logs.returncode == 0 and "joined team" in logs.stdout
+    live = swarm("logs", "ann", "--team", "t")  # the live transcript: the message in, the answer out
+    assert live.returncode == 0 and "⇐ team-lead hello" in live.stdout and "◆ answer" in live.stdout, live.stdout
+    assert "joined team" not in live.stdout  # log lines stay in the log
     down = swarm("shutdown", "--all", "--team", "t", "--timeout", "10")
     assert down.returncode == 0 and down.stdout.strip() == "ann: approved"
     assert not psutil.pid_exists(spawned["pid"]) or psutil.Process(spawned["pid"]).status() == psutil.STATUS_ZOMBIE

@@ -15,6 +15,7 @@ import json
 
 import pytest
 
+from swarm.agent.live_events import EventLog, LiveEvent
 from swarm.core.clock import now_ms
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
@@ -53,6 +54,12 @@ def planted(home: Home) -> Home:
                                        tool=f"Tool{HOSTILE}", input={"x": f"input {HOSTILE}"}))
     log.record_request(PermissionEvent(event="request", request_id="plan-1", ts=now_ms(), kind="plan",
                                        agent=f"{MOLE}\x1b]0;pwned\x07", plan=f"plan {HOSTILE}\nstep two {HOSTILE}"))
+    events = EventLog(home.events_path(TEAM, MOLE))  # its live events: what its model wrote, and forged fields
+    events.emit(LiveEvent(type="text", text=f"streamed {HOSTILE}", final=True))
+    events.emit(LiveEvent(type="tool_end", number=1, tool=f"Bash{HOSTILE}", target=f"run: {HOSTILE}",
+                          outcome=f"ok: {HOSTILE}"))
+    events.emit(LiveEvent(type="message", sender=f"x{HOSTILE}", text=f"message {HOSTILE}"))
+    events.emit(LiveEvent(type="request", request_id=f"perm{HOSTILE}", kind="permission", text=f"run {HOSTILE}"))
     home.log_path(TEAM, MOLE).parent.mkdir(parents=True, exist_ok=True)
     home.log_path(TEAM, MOLE).write_text(f"log line {HOSTILE}\n")
     return home
@@ -69,6 +76,8 @@ def planted(home: Home) -> Home:
     ["team", "show", TEAM],
     ["team", "list"],
     ["logs", MOLE, "--team", TEAM],
+    ["logs", MOLE, "--team", TEAM, "--json"],
+    ["logs", MOLE, "--team", TEAM, "--log"],
     ["inbox", LEAD_NAME, "--team", TEAM, "--take"],
 ], ids=lambda args: "-".join(a for a in args if a not in (TEAM, "--team", LEAD_NAME, MOLE)))
 def test_no_control_a_teammate_wrote_reaches_the_terminal(planted: Home, args: list[str]) -> None:

@@ -83,7 +83,7 @@ def test_agents_are_assembled_in_one_place() -> None:
 TERMINAL_WRITERS = {"echo", "secho", "prompt", "confirm", "print", "write"}
 """Calls that put text on the person's terminal: ``click.echo``/``secho``/``prompt``/``confirm``, ``print``,
 ``sys.stdout.write``/``sys.stderr.write``."""
-TERMINAL_OWNERS = {"cli/render.py", "interactive/view.py"}
+TERMINAL_OWNERS = {"cli/render.py", "interactive/view.py", "teammate/pane.py"}
 """Where text is made safe for the terminal (``core/text.py``'s ``for_terminal``) on its way out."""
 
 

@@ -37,7 +37,7 @@ SETTINGS_FILES = (".claude/settings.json", ".claude/settings.local.json", ".swar
 PROTECTED = (
     ".claude/settings*.json", ".swarm/settings.json", ".claude/CLAUDE.md",
     ".claude/skills/**", ".swarm/skills/**", ".claude/commands/**", ".claude/agents/**", ".swarm/agents/**",
-    ".git/**",
+    ".git/**", ".mcp.json",
 )
 """Path patterns (``/**``: the directory and everything under it) that a write is never auto-allowed to."""
 _PATTERNS = tuple((tuple(glob_regex(part.casefold()) for part in p.removesuffix("/**").split("/")),
@@ -53,7 +53,7 @@ _GIT_CONFIG_READS = frozenset({"--get", "--get-all", "--get-regexp", "--get-urlm
 _GIT_CONFIG_WRITING = frozenset({"-c", "--config", "--template", "--separate-git-dir", "-u", "--upload-pack"})
 """Options of ``git init`` / ``git clone`` that put config or hooks into the new ``.git``."""
 _GIT_ARGUMENT_OPTIONS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env"})
-_MENTION = re.compile(r"\.claude|\.swarm|settings(?:\.local)?\.json|(?<![\w.-])\.git(?![\w.-])")
+_MENTION = re.compile(r"\.claude|\.swarm|\.mcp\.json|settings(?:\.local)?\.json|(?<![\w.-])\.git(?![\w.-])")
 """Text that names a protected directory or file (``.gitignore`` and ``x.git`` do not count)."""
 
 

@@ -17,6 +17,8 @@
   pattern without ``/`` also matches the file name anywhere. ``Edit`` rules
   also cover ``Write``.
 - ``Glob``/``Grep`` path specifiers match their ``path`` field.
+- ``mcp__server`` and ``mcp__server__*`` cover every tool of that MCP server;
+  ``mcp__server__tool`` one tool (``covers_server``).
 - Any other ``Tool(x)`` matches when some string input value equals ``x``.
 """
 
@@ -39,13 +41,22 @@ from swarm.agent.permissions.shell_syntax import parse_command
 from swarm.agent.tool_api.walking import glob_regex
 from swarm.errors import UsageError
 
-_RULE = re.compile(r"^([A-Za-z][A-Za-z0-9_]*)(?:\((.*)\))?$", re.DOTALL)
+_RULE = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*(?:__\*)?)(?:\((.*)\))?$", re.DOTALL)
+MCP_PREFIX = "mcp__"
 SUBCOMMAND_PROGRAMS = frozenset({
     "git", "npm", "npx", "yarn", "pnpm", "cargo", "docker", "kubectl", "pip", "pip3", "go", "uv", "poetry",
     "gh", "make", "swarm", "bun", "deno", "dotnet", "mvn", "gradle",
 })
 """Programs whose first argument is a subcommand: a suggested rule keeps it (``Bash(git push:*)``)."""
 FILE_TOOLS = {"Read": "file_path", "Write": "file_path", "Edit": "file_path", "Glob": "path", "Grep": "path"}
+
+
+def covers_server(name: str, tool: str) -> bool:
+    """Whether the rule name ``name`` (``mcp__server`` or ``mcp__server__*``) covers the MCP tool ``tool``."""
+    if not name.startswith(MCP_PREFIX) or not tool.startswith(MCP_PREFIX):
+        return False
+    server = name.removesuffix("__*")
+    return "__" not in server[len(MCP_PREFIX):] and tool.startswith(server + "__")
 
 
 @dataclass(frozen=True)
@@ -62,7 +73,7 @@ class Rule:
         return cls(tool=found.group(1), content=found.group(2), text=text.strip())
 
     def covers_tool(self, tool: str) -> bool:
-        return self.tool == tool or (self.tool == "Edit" and tool == "Write")
+        return self.tool == tool or (self.tool == "Edit" and tool == "Write") or covers_server(self.tool, tool)
 
     def matches(self, tool: str, args: dict[str, Any], cwd: Path, *, allow: bool) -> bool:
         """Does this rule apply to the call? ``allow`` selects the strict reading, else the conservative one."""

@@ -27,6 +27,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from swarm.agent.config_files import owned_by_user
+from swarm.agent.mcp.config import mcp_json_paths
 from swarm.agent.permissions.paths import SETTINGS_FILES
 from swarm.agent.permissions.policy import RuleSet
 from swarm.agent.permissions.rules import parse_rules
@@ -48,8 +49,9 @@ def rules_of(lists: RuleLists | None) -> RuleSet:
 
 
 def settings_digests(cwd: Path) -> dict[str, str]:
-    """Each settings file under ``cwd`` (absolute path) mapped to the sha256 of its bytes, or ``absent``."""
-    return {str(path): _digest(path) for path in _settings_paths(cwd)}
+    """Each settings file under ``cwd`` and each ``.mcp.json`` that applies there (absolute path) mapped to the
+    sha256 of its bytes, or ``absent`` (``swarm.agent.mcp.approval`` reads the ``.mcp.json`` ones)."""
+    return {str(path): _digest(path) for path in [*_settings_paths(cwd), *mcp_json_paths(cwd)]}
 
 
 def record_settings(team: TeamFile, cwd: Path) -> None:

@@ -45,10 +45,14 @@ class Tool(ABC, Generic[I]):
         if self._spec is None:
             schema = self.input_model.model_json_schema()
             schema.pop("title", None)
-            listing = self.listing()
-            description = f"{self.description}\n\n{listing}" if listing else self.description
-            self._spec = ToolSpec(name=self.name, description=description, input_schema=schema)
+            self._spec = ToolSpec(name=self.name, description=self.full_description(), input_schema=schema)
         return self._spec
+
+    def full_description(self) -> str:
+        """What the model reads about the tool: ``description``, then ``listing``. A tool whose text depends on
+        how it was made (the Agent tool's mode) overrides this; it is read once per tool object."""
+        listing = self.listing()
+        return f"{self.description}\n\n{listing}" if listing else self.description
 
     def listing(self) -> str:
         """Text appended to the description, fixed for the tool object (e.g. the choices it offers)."""

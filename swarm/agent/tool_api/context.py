@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from swarm.agent.conversation import Conversation
+from swarm.agent.hooks.session import AgentHooks
 from swarm.agent.limits import Limits
 from swarm.agent.tool_api.walking import within_roots
 from swarm.core.mailbox import Mailbox
@@ -99,6 +100,8 @@ class TurnState:
     """Set (with ``cancel``) to stop what runs now, not after it: a running command is killed (the person's Ctrl-C)."""
     granted_rules: list[str] = field(default_factory=list)
     """Allow rules for the rest of this turn (an active skill's ``allowed-tools``); the gate adds them."""
+    asked_rules: list[str] = field(default_factory=list)
+    """Ask rules for the call under way only (a PreToolUse hook answered ``ask``); the gate adds them."""
     running: Running | None = None
     """The agent this call belongs to (its spec and conversation), set by ``run_agent``."""
     completed_tasks: list[str] = field(default_factory=list)
@@ -165,6 +168,8 @@ class AgentServices:
     session_tasks: TaskStore | None = None
     """The task list of the main agent's session (its subagents share it), used by the task tools while the
     agent is in no team; a team's list replaces it for as long as the agent is in one. None: no solo list."""
+    hooks: AgentHooks | None = None
+    """The agent's hooks (``swarm.agent.hooks``): settings files' and its definition's; None: no hooks."""
 
 
 @dataclass

@@ -7,12 +7,13 @@ Agent only routes (seed 000, "the decision tree in call()"), in this order:
    lead's ``TeamControl`` (``ctx.services.team_control``: ``swarm run``'s lead, see
    ``swarm.runtime.lead``) in the team it leads. A teammate process cannot
    start teammates, nor can an agent that leads no team (or another team):
-   each is a tool error saying what to use instead.
+   each is a tool error saying what to use instead. Never in coordinator
+   mode (``swarm.agent.coordinator``): ``team_name`` is a tool error there.
 2. ``subagent_type`` ``"fork"``, or omitted, with forks enabled
    (``SWARM_FORK_SUBAGENT`` not ``0``) → a fork of this agent; inside a fork
    child, a tool error. ``"fork"`` with forks off is a tool error too.
 3. Otherwise the definition named by ``subagent_type`` (default
-   ``general-purpose``); unknown or not allowed here → a tool error listing
+   ``general-purpose``, in coordinator mode ``worker``); unknown or not allowed here → a tool error listing
    the ones that are.
 4. ``isolation`` (or the definition's) picks a worktree; ``run_in_background``
    (default: true for a named agent, as in Claude Code; or the definition's
@@ -20,6 +21,10 @@ Agent only routes (seed 000, "the decision tree in call()"), in this order:
    the definition's child (``plan_definition``); a fork keeps its parent's.
 
 Running a child is ``swarm.agent.subagents.run_child`` in every case.
+
+The tool's text depends only on the mode (forks on, off, coordinator), never on
+the definitions: the agent types reach the model as an attachment
+(``swarm.agent.agent_listing``), so the tools part of a request stays cached.
 """
 
 from __future__ import annotations
@@ -31,7 +36,8 @@ from typing import Literal
 from pydantic import Field
 
 from swarm.agent.background import BackgroundAgent
-from swarm.agent.definitions import GENERAL_PURPOSE_TYPE, AgentCatalog
+from swarm.agent.coordinator import WORKER_TYPE
+from swarm.agent.definition_model import GENERAL_PURPOSE_TYPE
 from swarm.agent.subagents import (
     FORK_REFUSED,
     FORK_TYPE,
@@ -95,11 +101,9 @@ class AgentTool(Tool[AgentInput]):
     description = (
         "Launch a subagent to handle a task on its own and report back. Its final answer is this tool's result, "
         "and only that answer enters your context: delegate work whose steps you do not need to see.\n\n"
-        "Which agent:\n"
-        "- A specialized type (subagent_type, from the list below) when one matches the task: each has its own "
-        "tools and instructions. general-purpose suits open-ended, multi-step work.\n"
-        f'- A fork (subagent_type "{FORK_TYPE}") when the child needs what you already know: it inherits this '
-        "whole conversation, your tools and your model, so its prompt can be a short directive.\n\n"
+        "Which agent: a specialized type (subagent_type) when one matches the task: each has its own tools and "
+        "instructions. The types you can start are listed in a <system-reminder> in the conversation (the latest "
+        "list counts); general-purpose suits open-ended, multi-step work.\n\n"
         "Do not delegate what you can do in a few tool calls yourself: reading a file you know, one search, a small "
         "edit. Starting an agent costs time and tokens, and you still have to check its answer.\n\n"
         "Writing the prompt: every agent but a fork starts without your conversation, so make the prompt "
@@ -112,33 +116,40 @@ class AgentTool(Tool[AgentInput]):
         "waiting: go on with other work, or end your turn. TaskStop stops it; SendMessage to a named one gives it "
         "more work."
     )
+    FORKS = (
+        f'When to fork (subagent_type "{FORK_TYPE}", or none): when the child needs what you already know. A fork '
+        "inherits this whole conversation, your tools and your model, and shares your prompt cache, so its prompt "
+        "is a short directive: what to do and what to report, not the background. Fork for open questions and "
+        "side work whose intermediate output you do not want in your context; several forks in one message run "
+        "in parallel. A fork cannot fork again."
+    )
+    COORDINATOR = (
+        'Start a worker (subagent_type "worker") on one task. Workers always run in the background and cannot '
+        "start workers; a <task-notification> tells you when one finishes. Give each a self-contained prompt. "
+        "SendMessage to its name or agentId continues it; TaskStop stops it."
+    )
     input_model = AgentInput
     read_only = True
     """Starting a child changes nothing by itself; each of the child's calls goes through the gate."""
 
-    def __init__(self, types: str = "") -> None:
-        self._types = types
+    def __init__(self, *, forks: bool = True, coordinator: bool = False) -> None:
+        self.forks = forks and not coordinator
+        self.coordinator = coordinator
 
-    def listing(self) -> str:
-        return f"Available agent types:\n{self._types}" if self._types else ""
-
-    @classmethod
-    def for_catalog(cls, catalog: AgentCatalog) -> AgentTool:
-        """The tool with the catalog's agent types in its description (fixed for the process: cache-safe)."""
-        lines = []
-        for name in catalog.names():
-            definition = catalog.get(name)
-            if definition is not None:
-                tools = ", ".join(definition.tools) if definition.tools else "all tools"
-                about = " ".join(definition.description.split())  # whole: "use proactively" is often at its end
-                lines.append(f"- {name}: {about} (Tools: {tools})")
-        return cls("\n".join(lines))
+    def full_description(self) -> str:
+        """The text for this agent's mode, fixed for the process whatever definitions come and go (the types
+        themselves travel as an attachment: ``swarm.agent.agent_listing``), so the tools stay cache-identical."""
+        if self.coordinator:
+            return self.COORDINATOR
+        return f"{self.description}\n\n{self.FORKS}" if self.forks else self.description
 
     def run(self, args: AgentInput, ctx: ToolContext) -> str:
         host = ctx.services.agents
         if host is None:
             raise ToolError("subagents are not available to this agent")
-        if args.team_name is not None or _implicit_teammate(args, ctx):
+        if self.coordinator and args.team_name is not None:
+            raise ToolError("coordinator mode starts workers, not teammates: leave out team_name")
+        if not self.coordinator and (args.team_name is not None or _implicit_teammate(args, ctx)):
             return self._teammate(args, ctx)
         if ctx.identity.fork:  # the run's fact, not text in a conversation compaction may have rewritten
             raise ToolError(FORK_REFUSED)
@@ -178,13 +189,13 @@ class AgentTool(Tool[AgentInput]):
                 raise ToolError(str(exc)) from exc
         named_default = args.name is not None  # a named agent runs in the background unless told otherwise
         if args.subagent_type == FORK_TYPE and not host.fork_enabled:
-            raise ToolError("forking is off here (SWARM_FORK_SUBAGENT=0); pass another subagent_type")
+            raise ToolError("forking is off here (SWARM_FORK_SUBAGENT=0, or coordinator mode); pass another subagent_type")
         if args.subagent_type == FORK_TYPE or (args.subagent_type is None and host.fork_enabled):
             if args.cwd is not None:
                 raise ToolError("a fork works in your own directory; pass subagent_type to choose another cwd")
             background = named_default if args.run_in_background is None else args.run_in_background
             return plan_fork(host, ctx, args.prompt, args.description), background
-        kind = args.subagent_type or GENERAL_PURPOSE_TYPE
+        kind = args.subagent_type or (WORKER_TYPE if self.coordinator else GENERAL_PURPOSE_TYPE)
         definition = host.catalog.get(kind)
         allowed = [n for n in host.catalog.names() if ctx.identity.spawnable is None or n in ctx.identity.spawnable]
         if definition is None or kind not in allowed:

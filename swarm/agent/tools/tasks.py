@@ -37,6 +37,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from swarm.agent.hooks.tool_calls import transcript_of
 from swarm.agent.output_cap import PEER_TEXT_CHARS
 from swarm.agent.tool_api.base import Tool
 from swarm.agent.tool_api.context import ToolContext, ToolError
@@ -105,8 +106,13 @@ class TaskCreate(Tool[TaskCreateInput]):
     read_only = True
 
     def run(self, args: TaskCreateInput, ctx: ToolContext) -> str:
-        task = _call(lambda: _store(ctx).create(args.subject, args.description, active_form=args.active_form,
-                                                metadata=args.metadata))
+        store = _store(ctx)
+        task = _call(lambda: store.create(args.subject, args.description, active_form=args.active_form,
+                                          metadata=args.metadata))
+        refusal = _task_hooks(ctx, "TaskCreated", task)
+        if refusal is not None:  # the hook refused it: the task goes again
+            _call(lambda: store.update(task.id, by=ctx.identity.name, status="deleted"))
+            raise ToolError(f"task not created: {refusal}")
         return f"Task #{task.id} created successfully: {task.subject}"
 
 
@@ -159,6 +165,11 @@ class TaskUpdate(Tool[TaskUpdateInput]):
             owner = ctx.identity.name  # in_progress on a free task is a claim (the store checks it under the lock)
         elif isinstance(owner, str) and owner != ctx.identity.name:
             _call(lambda: check_assignee(_mailbox(ctx), owner))
+        if args.status == "completed" and ctx.services.hooks is not None and ctx.services.hooks.active("TaskCompleted"):
+            current = _call(lambda: store.get(task_id))
+            refusal = _task_hooks(ctx, "TaskCompleted", current) if current.status != "completed" else None
+            if refusal is not None:
+                raise ToolError(f"task #{task_id} not marked completed: {refusal}")
         given = args.model_fields_set
         change = _call(lambda: store.update(
             task_id, by=ctx.identity.name, owner=owner,
@@ -176,6 +187,18 @@ class TaskUpdate(Tool[TaskUpdateInput]):
         if change.assigned_to is not None:
             _call(lambda: send_assignment(_mailbox(ctx), task, ctx.identity.name))
         return _update_result(task, change.assigned_to, store)
+
+
+def _task_hooks(ctx: ToolContext, event: str, task: Task) -> str | None:
+    """``TaskCreated`` / ``TaskCompleted`` hooks on ``task``: None lets it be; else why a hook refused it (exit 2's
+    stderr, ``decision: "block"``'s reason), for the model to act on."""
+    hooks = ctx.services.hooks
+    if hooks is None or not hooks.active(event):
+        return None
+    outcome = hooks.fire(event, transcript=transcript_of(ctx),
+                         cwd=ctx.cwd, task_id=task.id, task_subject=task.subject, task_description=task.description,
+                         teammate_name=ctx.identity.name, team_name=ctx.identity.team or "")
+    return f"{event} hook feedback: {outcome.reason}" if outcome.blocked else None
 
 
 def task_tools() -> list[Tool[Any]]:
