@@ -6,8 +6,8 @@ window, a request's ``max_tokens`` the output limit, cost reports the prices
 (``cost_usd``). Figures are Anthropic's published ones for each model (Models
 overview and Pricing pages, December 2026: input and output per million
 tokens; a 5-minute cache write is 1.25 × input, a cache hit 0.1 × input, as
-the Pricing page states for every model). A ``claude-*`` id the table does not list (a newer model)
-is used as it is, with the figures of ``UNLISTED``; Claude Code's ``[1m]``
+the Pricing page states for every model). A ``claude-*`` id the table does
+not list (a newer model) is used as it is, with the figures of ``UNLISTED``; Claude Code's ``[1m]``
 suffix asks for a 1M window. A name that is neither an alias nor a Claude
 model id is refused before anything starts (``check_name``).
 """
@@ -34,12 +34,6 @@ class Price:
     """A 5-minute cache write (1.25 × input)."""
     cache_read: float
     """A cache hit (0.1 × input)."""
-
-    def cost(self, usage: Usage) -> float:
-        """US dollars for ``usage`` (input, output, cache writes and cache reads each at its own price)."""
-        return (usage.input_tokens * self.input + usage.output_tokens * self.output
-                + usage.cache_creation_input_tokens * self.cache_write
-                + usage.cache_read_input_tokens * self.cache_read) / 1_000_000
 
     @classmethod
     def of(cls, input_price: float, output_price: float) -> Price:
