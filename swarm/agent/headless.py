@@ -53,6 +53,7 @@ from swarm.models.base import Effort, ModelProvider
 from swarm.models.factory import Choice, choose_model, make_provider
 from swarm.models.messages import Message, TextBlock, Usage
 from swarm.models.scripted import SCRIPTED
+from swarm.models.team_gate import TeamGate
 
 BACKGROUND_POLL = 0.2
 """Seconds between cancellation checks while waiting for background agents."""
@@ -98,21 +99,22 @@ class MainSetup:
     choice: Choice
     workdir: Path | None = None
     agents_json: str | None = None
+    gate: TeamGate | None = None
 
     @classmethod
     def load(cls, env: dict[str, str], workdir: Path, *, agents_json: str | None, agent_name: str | None,
              model: str | None, playbook: Path | None, note: Callable[[str], None],
-             on_text: Callable[[str], None] | None = None) -> MainSetup:
+             on_text: Callable[[str], None] | None = None, gate: TeamGate | None = None) -> MainSetup:
         """Load definitions and skills (each warning to ``note``) and make the provider; UsageError for an
-        unknown ``agent_name``."""
+        unknown ``agent_name``. ``gate``: the team's gate the main agent's and its subagents' calls pass."""
         catalogs = Catalogs.load(workdir, env, cli_json=agents_json, note=note)
         definition = _definition(catalogs.agents, agent_name)
         model = agent_model(env=env, asked=model, definition_model=definition.model if definition else None,
                             parent_model=None, subagent=False)
         provider = make_provider(model, playbook=playbook, env=env, variables={"agent_name": "agent", "team": ""},
-                                 on_text=on_text)
+                                 on_text=on_text, gate=gate)
         return cls(env, catalogs, definition, model, playbook, provider, choose_model(model, playbook=playbook, env=env),
-                   workdir, agents_json)
+                   workdir, agents_json, gate)
 
     def main_agent(self, agents_dir: Path, note: Callable[[str], None], effort: Effort | None = None) -> MainOptions:
         return MainOptions(catalog=self.catalogs.agents, env=self.env, agents_dir=agents_dir,
@@ -131,7 +133,7 @@ class MainSetup:
         if self.provider.name == SCRIPTED:
             return lambda _model: make_provider(self.model, playbook=self.playbook, env=self.env,
                                                 variables={"agent_name": "agent", "team": ""})
-        return lambda chosen: make_provider(chosen, playbook=None, env=self.env)
+        return lambda chosen: make_provider(chosen, playbook=None, env=self.env, gate=self.gate)
 
 
 def _definition(catalog: AgentCatalog, name: str | None) -> AgentDefinition | None:

@@ -9,6 +9,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 import click
 
@@ -32,6 +33,7 @@ from swarm.agent.workspace import (
 from swarm.cli.options import say_model, warn
 from swarm.cli.render import echo
 from swarm.core.home import Home
+from swarm.core.names import LEAD_NAME
 from swarm.core.protocol import LeadPolicy
 from swarm.core.sandbox_config import SandboxSettings
 from swarm.core.tasks import TaskStore
@@ -44,7 +46,9 @@ from swarm.interactive.view import View
 from swarm.models.aliases import expand_alias
 from swarm.models.base import Effort
 from swarm.models.factory import make_provider
+from swarm.models.team_gate import GateLimits, TeamGate
 from swarm.runtime.lead import LeadTeam
+from swarm.runtime.team_resume import team_of_session
 from swarm.runtime.lead_process import StopSignals
 
 
@@ -52,7 +56,8 @@ def run_chat(home: Home, *, resume: str | None, permission_mode: str, model: str
              cwd: Path | None, agent_name: str | None, agents_json: str | None, allow: tuple[str, ...],
              deny: tuple[str, ...], backend: str, tmux_socket: str | None, teammate_playbooks: dict[str, Path],
              allow_writes_outside_cwd: bool, trust: bool, effort: Effort | None = None,
-             coordinator: bool = False, sandbox: bool = False) -> None:
+             coordinator: bool = False, sandbox: bool = False, limits: GateLimits | None = None,
+             stall_after: float | None = None, resume_team: bool = False) -> None:
     workdir = (cwd or Path.cwd()).resolve()
     terminal = sys.stdin.isatty() and sys.stdout.isatty()
     env = _trusted_env(workdir, trust=trust, ask=terminal)
@@ -60,8 +65,9 @@ def run_chat(home: Home, *, resume: str | None, permission_mode: str, model: str
         env = {**env, COORDINATOR_ENV: "1"}
     stored = find_session(home, resume) if resume is not None else new_session(home)
     relay = _Relay()
+    gate = TeamGate(None, LEAD_NAME)  # bound to the team once the agent creates one
     setup = MainSetup.load(env, workdir, agents_json=agents_json, agent_name=agent_name, model=model,
-                           playbook=playbook, note=warn, on_text=relay)
+                           playbook=playbook, note=warn, on_text=relay, gate=gate)
     say_model(setup.choice)
     provider = setup.provider
     desk = Desk()
@@ -70,6 +76,7 @@ def run_chat(home: Home, *, resume: str | None, permission_mode: str, model: str
     policy = LeadPolicy(allow=list(allow), deny=list(deny)) if allow or deny else None
     lead = LeadTeam(home, env, workdir, backend=backend, tmux_socket=tmux_socket, policy=policy,
                     playbooks=teammate_playbooks, ceiling=permission_mode, person_answers_plans=True,
+                    limits=limits or GateLimits(), gate=gate, stall_after=stall_after,
                     sandbox=SandboxSettings(enabled=True) if sandbox else None)
     own_rules = settings_rules(workdir, settings_digests(workdir), env=env).merged(
         RuleSet(allow=tuple(parse_rules(list(allow))), deny=tuple(parse_rules(list(deny)))))
@@ -82,8 +89,13 @@ def run_chat(home: Home, *, resume: str | None, permission_mode: str, model: str
     chat = Chat(session, lead, view, desk, stored.id)
     relay.target = chat.stream
     commands = Commands(chat, lambda chosen: make_provider(expand_alias(chosen, env), playbook=None, env=env,
-                                                           on_text=relay))
+                                                           on_text=relay, gate=gate))
     _welcome(view, chat, provider.model, workdir, resumed=resume is not None)
+    transcript = session.conversation.transcript
+    if transcript is not None:  # the team it leads, for a later --resume
+        lead.on_team = lambda team: transcript.event("team", durable=True, team=team)
+        if resume is not None:
+            _take_team_back(home, lead, session, view, transcript.events("team"), ask=terminal, confirmed=resume_team)
     session.conversation.observer = view.message
     session.conversation.on_compacted = view.compacted
     front: Terminal | PlainLines
@@ -140,6 +152,22 @@ class _Relay:
 
     def __call__(self, piece: str) -> None:
         self.target(piece)
+
+
+def _take_team_back(home: Home, lead: LeadTeam, session: MainSession, view: View, events: list[dict[str, Any]], *,
+                    ask: bool, confirmed: bool) -> None:
+    """The resumed session led a team that still exists: lead it again if the person says so (or --resume-team)."""
+    team = team_of_session(events, home)
+    if team is None:
+        return
+    if not confirmed and ask:
+        echo(f"this session led team {team!r}")
+        confirmed = click.confirm("take it back (teammates that are gone start again from their transcripts)?",
+                                  default=True)
+    if not confirmed:
+        view.note(f"team {team!r} was left as it is; `swarm run --resume ID --resume-team` takes it back")
+        return
+    view.note(lead.adopt(team, session.ctx).line())
 
 
 def _welcome(view: View, chat: Chat, model: str, cwd: Path, *, resumed: bool) -> None:

@@ -11,6 +11,7 @@ import click
 
 from swarm.cli.render import echo, emit_json, one_line
 from swarm.core.permlog import PermissionEvent
+from swarm.runtime.costs import usd
 from swarm.runtime.demo import DemoRun, abort, cleanup, run_demo
 from swarm.runtime.lead_process import StopSignals
 from swarm.runtime.lead_inbox import LeadMessage
@@ -100,6 +101,10 @@ def _account(run: DemoRun) -> None:
     for tree in report.worktrees:
         stat = tree["diffstat"].strip().splitlines()[-1].strip() if tree["diffstat"].strip() else ""
         echo(f"  {tree['branch']}: {tree['ahead']} commit(s) ahead ({stat})")
+    if run.merged is not None:
+        echo(f"\nmerged into {run.merged.into} through the merge queue (tested after each):")
+        for step in run.merged.steps:
+            echo(f"  {step.branch}: {step.result.replace('_', ' ')}" + (f" — {step.detail}" if step.detail else ""))
     echo("\ngit log --graph --all:")
     for line in run.history.strip().splitlines():
         echo(f"  {line}")
@@ -107,6 +112,6 @@ def _account(run: DemoRun) -> None:
     by_policy = sum(1 for d in decided if str(d.get("by", "")).startswith("policy"))
     echo(f"\n{'ok' if report.ok else 'NOT ok'}: {report.reason} in {report.elapsed_s:.1f}s · "
          f"{len(decided)} permission decisions ({by_policy} by the lead policy) · "
-         f"{report.usage['tokens']} tokens (scripted estimate)")
+         f"{report.usage['tokens']} tokens (scripted estimate) · {usd(report.cost.get('usd', 0.0))}")
     echo(f"permission requests: {run.permission_requests} (Bash sandbox {'on' if run.sandbox else 'off'})")
     echo("next: swarm up teams.example/review/team.toml --headless  ·  swarm --help")

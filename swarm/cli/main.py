@@ -72,6 +72,7 @@ COMMANDS: dict[str, str] = {
     "deny": "swarm.cli.permissions:deny",
     "plan": "swarm.cli.permissions:plan",
     "worktrees": "swarm.cli.worktrees:worktrees",
+    "merge": "swarm.cli.merge:merge",
     "up": "swarm.cli.up:up",
     "down": "swarm.cli.up:down",
     "trust": "swarm.cli.trust:trust",

@@ -86,3 +86,22 @@ trust_option = click.option(
     "--trust", "trust", is_flag=True,
     help="Trust the folder's project configuration (agents, skills, settings, CLAUDE.md) for this run and the "
          "teammates it starts there; `swarm trust DIR` records it instead.")
+
+
+def gate_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--max-cost`` and ``--max-concurrent-requests``: the team's gate on model requests."""
+    command = click.option("--max-concurrent-requests", type=click.IntRange(min=1), default=None,
+                           help="Model requests the whole team has in flight at most [default: the team file's "
+                                "max_concurrent_requests, else 6].")(command)
+    return click.option("--max-cost", type=click.FloatRange(min=0, min_open=True), default=None, metavar="USD",
+                        help="Budget in US dollars: once the team has spent it, no new model call starts "
+                             "[default: the team file's max_cost, else none].")(command)
+
+
+def stall_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--stall-after SECONDS``: the watchdog on teammates that hold a task but do nothing."""
+    return click.option("--stall-after", type=click.FloatRange(min=0, min_open=True), default=None,
+                        metavar="SECONDS",
+                        help="Nudge a teammate that holds a task in progress but has done nothing this long; "
+                             "tell the lead if it still does nothing [default: the team file's stall_after, "
+                             "else off].")(command)

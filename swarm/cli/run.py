@@ -21,16 +21,27 @@ from swarm.agent.sandbox import own_sandbox
 from swarm.agent.tools.team_tools import team_tools
 from swarm.agent.workspace import grant_or_refuse
 from swarm.cli.entry import HEADLESS
-from swarm.cli.options import home_of, json_option, say_model, tmux_socket_option, trust_option, warn
+from swarm.cli.options import (
+    gate_options,
+    home_of,
+    json_option,
+    say_model,
+    stall_option,
+    tmux_socket_option,
+    trust_option,
+    warn,
+)
 from swarm.cli.render import echo, emit_json
 from swarm.core.clock import now_ms
 from swarm.core.home import Home
+from swarm.core.names import LEAD_NAME
 from swarm.core.protocol import LeadPolicy
 from swarm.core.sandbox_config import SandboxSettings
 from swarm.core.tasks import TaskStore, task_document
 from swarm.core.teams import TeamStore
 from swarm.errors import SwarmError, UsageError
 from swarm.models.base import EFFORTS, Effort
+from swarm.models.team_gate import GateLimits, TeamGate
 from swarm.runtime.lead import LeadOutcome, LeadTeam, run_lead
 from swarm.runtime.lead_process import StopSignals
 
@@ -52,6 +63,9 @@ def _playbooks(ctx: click.Context, param: click.Parameter, values: tuple[str, ..
               help="Run headless on this task ('-' reads it from stdin); without it, an interactive session.")
 @click.option("--resume", "resume", is_flag=False, flag_value="", default=None, metavar="[SESSION]",
               help="Continue an earlier interactive session (default: the newest).")
+@click.option("--resume-team", "resume_team", is_flag=True,
+              help="With --resume: take the session's team back without asking (teammates that are gone start "
+                   "again from their transcripts).")
 @click.option("--permission-mode", type=click.Choice(PERMISSION_MODES), default="default", show_default=True,
               help="The widest mode the lead may give the teammates it starts; in the interactive session also "
                    "how the lead's own tool calls are decided (the rest are asked).")
@@ -82,6 +96,8 @@ def _playbooks(ctx: click.Context, param: click.Parameter, values: tuple[str, ..
 @click.option("--deny", "deny", multiple=True, metavar="RULE", help="Lead policy: requests matching RULE are denied.")
 @click.option("--backend", type=click.Choice(["auto", "tmux", "subprocess"]), default="auto", show_default=True,
               help="Where teammates the agent starts run.")
+@gate_options
+@stall_option
 @tmux_socket_option
 @trust_option
 @click.option("--sandbox", is_flag=True, help="Run Bash commands (the agent's and its teammates') in the OS sandbox "
@@ -91,12 +107,13 @@ def _playbooks(ctx: click.Context, param: click.Parameter, values: tuple[str, ..
               callback=_playbooks, help="Run teammate NAME on the offline scripted model with PLAYBOOK (repeatable).")
 @json_option
 @click.pass_context
-def run(ctx: click.Context, prompt: str | None, resume: str | None, permission_mode: str, model: str | None,
+def run(ctx: click.Context, prompt: str | None, resume: str | None, resume_team: bool, permission_mode: str, model: str | None,
         effort: Effort | None, playbook: Path | None, cwd: Path | None,
         max_turns: int, token_budget: int, timeout: float, transcript: Path | None,
         allow_writes_outside_cwd: bool, agent_name: str | None, agents_json: str | None, coordinator: bool,
-        allow: tuple[str, ...],
-        deny: tuple[str, ...], backend: str, tmux_socket: str | None, trust: bool, remove: bool,
+        allow: tuple[str, ...], deny: tuple[str, ...], backend: str, max_cost: float | None,
+        max_concurrent_requests: int | None, stall_after: float | None, tmux_socket: str | None, trust: bool,
+        remove: bool,
         teammate_playbooks: dict[str, Path], sandbox: bool,
         as_json: bool) -> None:
     """Talk to an agent that may lead a team: a session in the terminal, or with -p one headless run.
@@ -131,7 +148,8 @@ def run(ctx: click.Context, prompt: str | None, resume: str | None, permission_m
                  cwd=cwd, agent_name=agent_name, agents_json=agents_json, allow=allow, deny=deny, backend=backend,
                  tmux_socket=tmux_socket, teammate_playbooks=teammate_playbooks,
                  allow_writes_outside_cwd=allow_writes_outside_cwd, trust=trust, effort=effort,
-                 coordinator=coordinator, sandbox=sandbox)
+                 coordinator=coordinator, sandbox=sandbox, limits=_limits(max_cost, max_concurrent_requests),
+                 stall_after=stall_after, resume_team=resume_team)
         return
     if resume is not None:
         raise UsageError("--resume continues an interactive session; leave out -p")
@@ -141,8 +159,9 @@ def run(ctx: click.Context, prompt: str | None, resume: str | None, permission_m
     env = {**grant_or_refuse(workdir, os.environ, trust=trust), HEADLESS: "1"}  # its teammates' CLI server ends with it
     if coordinator:
         env = {**env, COORDINATOR_ENV: "1"}
+    gate = TeamGate(None, LEAD_NAME)  # bound to the team once the agent creates one
     setup = MainSetup.load(env, workdir, agents_json=agents_json, agent_name=agent_name, model=model,
-                           playbook=playbook, note=warn)
+                           playbook=playbook, note=warn, gate=gate)
     say_model(setup.choice)
     provider = setup.provider
     run_id = f"{now_ms()}-{os.getpid()}"
@@ -151,6 +170,7 @@ def run(ctx: click.Context, prompt: str | None, resume: str | None, permission_m
     policy = LeadPolicy(allow=list(allow), deny=list(deny)) if allow or deny else None
     lead = LeadTeam(home_of(ctx), env, workdir, backend=backend, tmux_socket=tmux_socket, policy=policy,
                     playbooks=teammate_playbooks, ceiling=permission_mode,
+                    limits=_limits(max_cost, max_concurrent_requests), gate=gate, stall_after=stall_after,
                     sandbox=SandboxSettings(enabled=True) if sandbox else None)
     session = MainSession(provider, cwd=workdir, main=main, transcript=transcript,
                           limits=Limits(max_turns=max_turns, max_tokens=token_budget, max_seconds=timeout),
@@ -165,6 +185,13 @@ def run(ctx: click.Context, prompt: str | None, resume: str | None, permission_m
         session.close()
         provider.close()
     _finish(home_of(ctx), outcome, remove=remove, as_json=as_json, stopped_by=stops.received, tasks=tasks)
+
+
+def _limits(max_cost: float | None, max_concurrent_requests: int | None) -> GateLimits:
+    """The gate limits of the team the agent may create, from the options (defaults for those not given)."""
+    if max_concurrent_requests is None:
+        return GateLimits(max_cost=max_cost)
+    return GateLimits(max_cost=max_cost, max_concurrent_requests=max_concurrent_requests)
 
 
 def _finish(home: Home, outcome: LeadOutcome, *, remove: bool, as_json: bool, stopped_by: str | None = None,
@@ -185,6 +212,9 @@ def _finish(home: Home, outcome: LeadOutcome, *, remove: bool, as_json: bool, st
                             if outcome.team and not remove else ""))
     if not result.ok:
         raise SwarmError(f"agent stopped ({result.stop_reason}): {result.detail}")
+    if outcome.report is not None and outcome.report.cost.get("budget_reached"):
+        warn(f"the team's budget was reached (${outcome.report.cost['usd']:.4f} of "
+             f"${outcome.report.cost['max_cost']:.2f}): model calls stopped")
     if not as_json:
         echo(result.text)
 

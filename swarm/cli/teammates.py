@@ -36,6 +36,8 @@ from swarm.runtime.shutdown import force_stop, live_members
 from swarm.runtime.shutdown import shutdown as shutdown_teammates
 from swarm.runtime.lead_process import forget_dead_lead
 from swarm.runtime.spawn import SpawnRequest, spawn_reporting, wait_joined
+from swarm.runtime.costs import team_cost, usd
+from swarm.runtime.restart_policy import DEFAULT_MAX_RESTARTS, RESTART_POLICIES, RestartPolicy
 from swarm.runtime.status import MemberStatus, team_status
 from swarm.runtime.overview import TeamOverview
 from swarm.runtime.watching import Window, since_epoch
@@ -75,6 +77,11 @@ from swarm.core.watch import watch_dirs
               help="The claude binary for --runtime claude [default: $SWARM_CLAUDE_BIN, else claude on PATH].")
 @click.option("--sandbox", is_flag=True,
               help="Run the teammate's Bash commands in the OS sandbox (bubblewrap; `swarm doctor` checks it runs here).")
+@click.option("--restart", type=click.Choice(RESTART_POLICIES), default="no", show_default=True,
+              help="Start it again when it dies (on-failure), or whenever it ends (always); the team's "
+                   "coordinator (swarm up, swarm run) does it, with backoff.")
+@click.option("--max-restarts", type=click.IntRange(min=0), default=DEFAULT_MAX_RESTARTS, show_default=True,
+              help="Restarts at most; then the lead is told and it stays down.")
 @tmux_socket_option
 @trust_option
 @json_option
@@ -83,7 +90,8 @@ def spawn(ctx: click.Context, name: str, team: str, prompt: str, backend: str, a
           playbook: Path | None, permission_mode: str, plan_mode_required: bool, cwd: Path | None,
           color: str | None, allowed: tuple[str, ...], disallowed: tuple[str, ...], permission_timeout: float,
           skills: tuple[str, ...], worktree: bool, base: str | None, runtime: str, claude_bin: str | None,
-          sandbox: bool, tmux_socket: str | None, trust: bool, as_json: bool) -> None:
+          sandbox: bool, restart: RestartPolicy, max_restarts: int, tmux_socket: str | None, trust: bool,
+          as_json: bool) -> None:
     """Start teammate NAME in the team and give it its first task.
 
     The folder's project configuration (agents, skills, settings, CLAUDE.md)
@@ -100,7 +108,7 @@ def spawn(ctx: click.Context, name: str, team: str, prompt: str, backend: str, a
                            cwd=workdir, color=color, playbook=playbook, tmux_socket=tmux_socket,
                            allowed_tools=list(allowed), disallowed_tools=list(disallowed), skills=list(skills),
                            permission_timeout=permission_timeout, worktree=worktree, base=base,
-                           runtime=runtime, claude_bin=claude_bin,
+                           runtime=runtime, claude_bin=claude_bin, restart=restart, max_restarts=max_restarts,
                            sandbox=SandboxSettings(enabled=True) if sandbox else None)
     home = home_of(ctx)
     forget_dead_lead(home, team)  # a person leads from here: a lead process that died is not waited on
@@ -130,6 +138,7 @@ def status(ctx: click.Context, team: str, as_json: bool, watch: bool) -> None:
     home = home_of(ctx)
     if not watch:
         _print_status(team_status(home, team), as_json)
+        _print_cost(home, team, as_json)
         _print_waiting(home, team, as_json)
         return
     if not as_json:
@@ -147,6 +156,12 @@ def status(ctx: click.Context, team: str, as_json: bool, watch: bool) -> None:
         overview.close()
 
 
+def _print_cost(home: Home, team: str, as_json: bool) -> None:
+    """The team's spend against its budget (each row has its member's own ``cost_usd``)."""
+    if not as_json:
+        echo(f"team cost: {team_cost(home, team).line()}")
+
+
 def _print_waiting(home: Home, team: str, as_json: bool) -> None:
     """Point the lead at requests that teammates are blocked on."""
     waiting = PermissionLog(home, team).pending()
@@ -160,10 +175,10 @@ def _print_status(rows: list[MemberStatus], as_json: bool) -> None:
         emit_json([r.model_dump() for r in rows])
         return
     trees = any(r.worktree for r in rows)  # the column only for teams that use worktrees
-    headers = ["name", "state", "backend", "pid/pane", "queued", "last activity", "tokens"]
+    headers = ["name", "state", "backend", "pid/pane", "queued", "last activity", "tokens", "cost"]
     table([*headers, *(["worktree"] if trees else [])], [
         [r.name, r.state, r.backend, r.pane if r.backend == "tmux" else (r.pid or ""), r.undelivered,
-         f"{r.idle_for_s:.0f}s ago" if r.idle_for_s is not None else "", r.tokens,
+         f"{r.idle_for_s:.0f}s ago" if r.idle_for_s is not None else "", r.tokens, usd(r.cost_usd),
          *([_worktree_cell(r)] if trees else [])]
         for r in rows
     ])

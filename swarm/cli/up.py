@@ -12,6 +12,8 @@ import click
 from swarm.agent.workspace import grant_or_refuse
 from swarm.cli.entry import HEADLESS
 from swarm.cli.options import (
+    gate_options,
+    stall_option,
     home_of,
     json_option,
     say_teammate_model,
@@ -26,6 +28,7 @@ from swarm.core.home import Home
 from swarm.core.sandbox_config import SandboxSettings, layered
 from swarm.core.permlog import PermissionEvent, PermissionLog
 from swarm.core.teams import TeamStore
+from swarm.runtime.costs import team_cost, usd
 from swarm.runtime.lead_process import StopSignals
 from swarm.runtime.lead_pump import Answer, LeadPump
 from swarm.runtime.permission_desk import requester_cwd, what_is_asked
@@ -47,18 +50,23 @@ from swarm.runtime.upfile import load_upfile
               help="Directory members work in (their `cwd` is relative to it) [default: current directory].")
 @click.option("--offline", is_flag=True, help="Run members on their playbooks even when ANTHROPIC_API_KEY is set.")
 @click.option("--sandbox", is_flag=True, help="Turn the team's Bash sandbox on (as [sandbox] enabled = true).")
+@gate_options
+@stall_option
 @tmux_socket_option
 @trust_option
 @json_option
 @click.pass_context
 def up(ctx: click.Context, file: Path, detach: bool, headless: bool, timeout: float, cwd: Path | None,
-       offline: bool, sandbox: bool, tmux_socket: str | None, trust: bool, as_json: bool) -> None:
+       offline: bool, sandbox: bool, max_cost: float | None, max_concurrent_requests: int | None,
+       stall_after: float | None, tmux_socket: str | None, trust: bool, as_json: bool) -> None:
     """Start the team described in FILE (TOML) and coordinate it until Ctrl-C (or SIGTERM, SIGHUP).
 
-    FILE has a [team] table, optional [lead] / [lead.policy] / [permissions]
-    tables, and one [[members]] table per teammate (name, prompt, playbook,
-    model, backend, worktree, permission_mode, plan_mode_required, cwd,
-    color, allowed_tools, disallowed_tools). See teams.example/.
+    FILE has a [team] table (name, description, max_cost,
+    max_concurrent_requests, stall_after), optional [lead] / [lead.policy] /
+    [permissions] tables, and one [[members]] table per teammate (name,
+    prompt, playbook, model, backend, worktree, permission_mode,
+    plan_mode_required, cwd, color, allowed_tools, disallowed_tools, restart,
+    max_restarts). See teams.example/.
 
     Project configuration (agents, skills, settings, CLAUDE.md) applies only
     in a trusted folder: an untrusted one that has some is an error unless
@@ -68,6 +76,12 @@ def up(ctx: click.Context, file: Path, detach: bool, headless: bool, timeout: fl
     spec = load_upfile(file)
     if sandbox:
         spec.sandbox = layered(spec.sandbox or SandboxSettings(), SandboxSettings(enabled=True))
+    if max_cost is not None:
+        spec.team.max_cost = max_cost
+    if max_concurrent_requests is not None:
+        spec.team.max_concurrent_requests = max_concurrent_requests
+    if stall_after is not None:
+        spec.team.stall_after = stall_after
     where = (cwd or Path.cwd()).resolve()
     env = grant_or_refuse(where, os.environ, trust=trust)
     for member in spec.members:  # nothing starts unless every member's folder may apply its configuration
@@ -95,7 +109,7 @@ def up(ctx: click.Context, file: Path, detach: bool, headless: bool, timeout: fl
             echo(f"watch: swarm status --team {started.team} --watch · answer: swarm permissions --team "
                        f"{started.team} --watch · stop: swarm down {started.team}")
             return
-        _foreground(home, started.team, env, spec.lead.shutdown_timeout, stops)
+        _foreground(home, started.team, env, spec.lead.shutdown_timeout, stops, spec.team.stall_after)
     if stops.by_signal:
         raise click.exceptions.Exit(stops.exit_code)  # stopped, but not by the person: the caller learns it
 
@@ -138,11 +152,13 @@ class TerminalAsker:
         return False, click.prompt("  feedback for the teammate", default="please revise")
 
 
-def _foreground(home: Home, team: str, env: dict[str, str], shutdown_timeout: float, stops: StopSignals) -> None:
+def _foreground(home: Home, team: str, env: dict[str, str], shutdown_timeout: float, stops: StopSignals,
+                stall_after: float | None) -> None:
     asker = TerminalAsker(home, team) if sys.stdin.isatty() else None
     if asker is None:
         click.echo("stdin is not a terminal: requests the policy does not answer are denied", err=True)
-    coordinator = LeadPump(home, team, asker=asker, on_message=_print_message, on_decision=_print_decision)
+    coordinator = LeadPump(home, team, asker=asker, on_message=_print_message, on_decision=_print_decision,
+                           env=env, stall_after=stall_after)
     click.echo("Ctrl-C stops the team")
     shown: tuple[tuple[str, str], ...] = ()
     since = now_ms()
@@ -172,7 +188,8 @@ def _print_totals(home: Home, team: str, since_ms: int) -> None:
     by_person = sum(1 for d in decisions if d.by == "lead")
     tokens = sum(m.tokens or 0 for m in TeamStore(home).get(team).members)
     echo(f"{len(decisions)} permission decisions ({by_policy} by the lead policy, {by_person} by you, "
-         f"{len(decisions) - by_policy - by_person} by timeout or rule) · {tokens} tokens")
+         f"{len(decisions) - by_policy - by_person} by timeout or rule) · {tokens} tokens · "
+         f"{team_cost(home, team).line()}")
 
 
 def _print_message(message: LeadMessage) -> None:
@@ -206,11 +223,13 @@ def _outcome_json(outcome: Outcome) -> dict[str, object]:
 
 
 def _print_report(report: Report, as_json: bool) -> None:
+    for warning in report.warnings:  # stderr: the JSON on stdout stays whole
+        warn(warning)
     if as_json:
         emit_json(report.model_dump(mode="json"))
         return
     echo(f"team {report.team}: {'ok' if report.ok else 'NOT ok'} ({report.reason}, {report.elapsed_s:.1f}s, "
-         f"{report.usage['tokens']} tokens)")
+         f"{report.usage['tokens']} tokens, {usd(report.cost.get('usd', 0.0))})")
     table(["member", "stopped", "result"], [[m["name"], m["stopped"], one_line(m["result"] or m["failure"] or "", 70)]
                                            for m in report.members])
     for decision in report.decisions:

@@ -136,6 +136,19 @@ class Home:
         """swarm: a teammate's busy/idle state, last activity and tokens (rewritten every turn, not fsynced)."""
         return self.team_dir(team) / "activity" / f"{validate_name(agent, 'agent name')}.json"
 
+    def gate_dir(self, team: str) -> Path:
+        """swarm: the team's gate on model requests: budget, slots in flight, shared backoff, spend
+        (``swarm.models.team_gate``)."""
+        return self.team_dir(team) / "gate"
+
+    def restarts_dir(self, team: str) -> Path:
+        """swarm: the restart records of the team's teammates that have a restart policy (``swarm.runtime.restart``)."""
+        return self.team_dir(team) / "restart"
+
+    def restart_path(self, team: str, agent: str) -> Path:
+        """swarm: how a teammate with a restart policy is started again, and its restarts so far."""
+        return self.restarts_dir(team) / f"{validate_name(agent, 'agent name')}.json"
+
     def events_path(self, team: str, agent: str) -> Path:
         """swarm: a teammate's live events (``agent/live_events.py``): what its pane, ``swarm logs -f`` and
         ``swarm top`` show; rotated at a bound, not fsynced."""

@@ -233,6 +233,21 @@ class TaskStore:
 
         return self._change(release)
 
+    def give_back(self, agent: str) -> builtins.list[Task]:
+        """Undo ``unassign`` for ``agent`` started again: each task the runtime last released from it, that
+        nobody took since, is its own again in the status it had; returns them."""
+        def restore(board: Board) -> builtins.list[Task]:
+            back = [t for t in board.ordered() if t.owner is None and t.status == "pending" and any(
+                e.by == RUNTIME_NAME and e.field == "owner" and e.old == agent for e in t.history[-2:])]
+            for task in back:
+                status = next((e.old for e in task.history[-2:] if e.by == RUNTIME_NAME and e.field == "status"),
+                              "pending")
+                _record(task, RUNTIME_NAME, None, status=status, owner=agent)
+                task.owner, task.status = agent, status
+            return back
+
+        return self._change(restore)
+
     # -- the machinery -----------------------------------------------------
 
     def _file(self, task_id: str) -> LockedJsonFile[Task | None]:

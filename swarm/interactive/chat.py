@@ -43,6 +43,7 @@ from swarm.interactive.focus import Focus
 from swarm.interactive.questions import Desk, PersonAnswer, Question
 from swarm.interactive.view import View
 from swarm.runtime import permission_desk as team_desk
+from swarm.runtime.costs import team_cost, usd
 from swarm.runtime.lead_pump import LeadPump
 from swarm.runtime.lead import SHUTDOWN_TIMEOUT, LeadTeam, TeamFollower, render
 from swarm.runtime.lead_inbox import LeadMessage
@@ -85,7 +86,8 @@ class Chat:
         self._team_event = threading.Event()
         self.focus = Focus(lead.home, view, lambda: self.lead.team, on_change=lambda: self.on_change())
         """Whose transcript the main view shows, and where what the person types goes (``/view``, Ctrl-T)."""
-        self._follower = TeamFollower(lead, lambda team: LeadPump(lead.home, team, on_request=self._offer))
+        self._follower = TeamFollower(lead, lambda team: LeadPump(lead.home, team, on_request=self._offer,
+                                                                  env=lead.env, stall_after=lead.stall_after))
         """The coordinator of the lead's team: pumped by the inbox thread, shared with the shutdown at ``close``."""
         self._threads = [threading.Thread(target=self._work, name="lead-turns", daemon=True),
                          threading.Thread(target=self._follow_inbox, name="lead-inbox", daemon=True),
@@ -288,6 +290,7 @@ class Chat:
         try:
             members = [m for m in TeamStore(self.lead.home).get(team).members if m.name != LEAD_NAME]
             tasks = TaskStore(self.lead.home, team).list()
+            cost = team_cost(self.lead.home, team)
         except SwarmError:
             return ""
         self.view.colors = {m.name: m.color for m in members if m.color}
@@ -304,8 +307,11 @@ class Chat:
                 parts.append(f"{_ago(now_ms() - member.last_activity)} ago")
             if member.tokens:
                 parts.append(f"{member.tokens:,} tok")
+            if cost.by_member.get(member.name):
+                parts.append(usd(cost.by_member[member.name]))
             rows.append(" · ".join(parts))
-        return f"team {team}: " + (" | ".join(rows) if rows else "no teammates yet")
+        spent = f" | spent {cost.line()}" if cost.usd or cost.max_cost is not None else ""
+        return f"team {team}: " + (" | ".join(rows) if rows else "no teammates yet") + spent
 
 
 def _line(message: LeadMessage) -> str:

@@ -22,6 +22,12 @@ Retries are ours, not the SDK's (the client is built with ``max_retries=0``):
     the prompt is too long is ``PromptTooLong`` (the loop compacts and tries once more)
     never retried either: any other 4xx, other SDK errors
 
+Every attempt goes through the team's gate (``swarm.models.team_gate``) when
+the provider has one: the budget is checked before each request, an attempt
+holds one of the team's slots while in flight, a ``retry-after`` the API sends
+makes the whole team wait it out, and each answer's tokens are charged to the
+member at the model table's prices.
+
 The counts and waits come from ``RetryPolicy.from_env`` (``SWARM_API_MAX_RETRIES``,
 ``SWARM_API_OVERLOADED_RETRIES``, ``SWARM_API_MAX_DELAY``, ``SWARM_API_READ_TIMEOUT``).
 
@@ -34,6 +40,7 @@ The ``ModelError`` message is one line: what failed, how often, what to do.
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import logging
 import os
@@ -57,6 +64,7 @@ from swarm.models.messages import (
     TextBlock,
     Usage,
 )
+from swarm.models.team_gate import TeamGate
 
 if TYPE_CHECKING:
     import anthropic
@@ -188,6 +196,7 @@ class AnthropicProvider:
         sleep: Callable[[float], None] = time.sleep,
         rand: Callable[[], float] = random.random,
         on_text: Callable[[str], None] = lambda _: None,
+        gate: TeamGate | None = None,
     ) -> None:
         source = os.environ if env is None else env
         credentials = Credentials("api", api_key=api_key, source="the API key") if api_key \
@@ -206,6 +215,8 @@ class AnthropicProvider:
         self._rand = rand
         self.on_text = on_text
         """Called with each piece of text as the model produces it (a live view; the default ignores it)."""
+        self.gate = gate
+        """The team's budget, request slots and shared backoff (None: nothing shared, nothing charged)."""
         self._client: anthropic.Anthropic | None = None
         self._lock = threading.Lock()
         self.usage = Usage()
@@ -230,10 +241,14 @@ class AnthropicProvider:
         """
         if self._output_cap is not None and request.max_tokens > self._output_cap:
             request = request.model_copy(update={"max_tokens": self._output_cap})
+        if self.gate is not None:
+            self.gate.check_budget()
         raw = self._call_with_retries(build_params(self._model, request))
         response = to_model_response(raw)
         with self._lock:
             self.usage = self.usage + response.usage
+        if self.gate is not None:
+            self.gate.charge(self._model, response.usage)
         return response
 
     def close(self) -> None:
@@ -263,18 +278,12 @@ class AnthropicProvider:
         while True:
             attempt += 1
             try:
-                with client.messages.stream(**params) as stream:
-                    stopped = False
-                    for event in stream:
-                        if event.type == "text":
-                            self.on_text(event.text)
-                        elif event.type == "message_stop":
-                            stopped = True
-                    if not stopped:
-                        raise _Cut()
-                    return stream.get_final_message()
+                with self._in_flight():
+                    return self._stream(client, params)
             except (sdk.AnthropicError, _Cut) as exc:
                 failure = self._classify(exc, sdk)
+                if failure.retry_after is not None and self.gate is not None:
+                    self.gate.back_off(failure.retry_after)  # the whole team waits it out, not this member alone
                 if not failure.retryable or attempt >= self._retry.attempts(failure.overloaded):
                     kind = PromptTooLong if failure.too_long else ModelError
                     raise kind(failure.message(attempt)) from exc
@@ -283,6 +292,21 @@ class AnthropicProvider:
                 "provider": "anthropic", "model": self._model, "attempt": attempt,
                 "reason": failure.what, "delay_s": round(delay, 3)})
             self._sleep(delay)
+
+    def _in_flight(self) -> contextlib.AbstractContextManager[None]:
+        return self.gate.in_flight() if self.gate is not None else contextlib.nullcontext()
+
+    def _stream(self, client: anthropic.Anthropic, params: dict[str, Any]) -> Any:
+        with client.messages.stream(**params) as stream:
+            stopped = False
+            for event in stream:
+                if event.type == "text":
+                    self.on_text(event.text)
+                elif event.type == "message_stop":
+                    stopped = True
+            if not stopped:
+                raise _Cut()
+            return stream.get_final_message()
 
     def _classify(self, exc: Exception, sdk: ModuleType) -> _Failure:
         if isinstance(exc, _Cut):

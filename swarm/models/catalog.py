@@ -2,10 +2,12 @@
 
 One owner for what a model *is*: the aliases (``haiku``, ``sonnet``,
 ``opus``, ``fable``) name an id here; the compaction threshold reads the
-window, a request's ``max_tokens`` the output limit, cost reports the prices.
-Figures are Anthropic's published ones for each model (Models overview,
-December 2026). A ``claude-*`` id the table does not list (a newer model)
-is used as it is, with the figures of ``UNLISTED``; Claude Code's ``[1m]``
+window, a request's ``max_tokens`` the output limit, cost reports the prices
+(``cost_usd``). Figures are Anthropic's published ones for each model (Models
+overview and Pricing pages, December 2026: input and output per million
+tokens; a 5-minute cache write is 1.25 × input, a cache hit 0.1 × input, as
+the Pricing page states for every model). A ``claude-*`` id the table does
+not list (a newer model) is used as it is, with the figures of ``UNLISTED``; Claude Code's ``[1m]``
 suffix asks for a 1M window. A name that is neither an alias nor a Claude
 model id is refused before anything starts (``check_name``).
 """
@@ -93,6 +95,12 @@ def model_info(model: str) -> ModelInfo:
     if long and found.context_window < _M:
         return ModelInfo(found.id, _M, found.max_output, found.thinking, found.price)
     return found
+
+
+def cost_usd(model: str, usage: Usage) -> float | None:
+    """US dollars ``usage`` on ``model`` costs, from the table; None for a model the table has no price for."""
+    price = model_info(model).price
+    return None if price is None else price.cost(usage)
 
 
 def check_name(model: str) -> None:

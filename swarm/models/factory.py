@@ -11,6 +11,7 @@ from swarm.models.anthropic_provider import AnthropicProvider
 from swarm.models.base import ModelProvider
 from swarm.models.credentials import HOW_TO_SET, find_credentials, real_model_asked
 from swarm.models.scripted import SCRIPTED, ScriptedProvider
+from swarm.models.team_gate import TeamGate
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,7 @@ def make_provider(
     env: Mapping[str, str],
     variables: dict[str, str] | None = None,
     on_text: Callable[[str], None] | None = None,
+    gate: TeamGate | None = None,
 ) -> ModelProvider:
     """The provider for ``model``; the first rule that applies wins.
 
@@ -77,11 +79,12 @@ def make_provider(
     ``variables`` (e.g. ``agent_name``, ``team``) fill the playbook's
     slots; the Anthropic provider ignores them. ``on_text`` hears the Anthropic
     model's text as it streams (the scripted model answers whole). ``choose_model`` tells the
-    same decision without building anything.
+    same decision without building anything. ``gate``: the team's budget, request slots and shared
+    backoff the Anthropic provider's requests pass (``swarm.models.team_gate``).
     """
     choice = choose_model(model, playbook=playbook, env=env)
     if not choice.scripted:
-        provider = AnthropicProvider(model=model, env=env)
+        provider = AnthropicProvider(model=model, env=env, gate=gate)
         if on_text is not None:
             provider.on_text = on_text
         return provider

@@ -5,6 +5,8 @@ loop as ``swarm run`` with a real model: it creates the team, writes a task
 list with a dependency, starts an implementer and a tester in their own
 worktrees (their playbooks and the lead policy come from
 ``examples/lead/team.toml``), reads what they report, and shuts them down.
+Their branches then go into the repository's branch through the merge
+queue (``swarm.runtime.merge_queue``), the tester's test run after each.
 
 Everything a demo makes is named after its root directory: the repository
 and home under it, and its private tmux server (``demo_socket``), so that
@@ -42,6 +44,7 @@ from swarm.models.base import ModelProvider
 from swarm.models.scripted import SCRIPTED, ScriptedProvider
 from swarm.runtime.lead_inbox import LeadMessage
 from swarm.runtime.lead import LeadOutcome, LeadTeam, run_lead
+from swarm.runtime.merge_queue import QueueRun, run_queue
 from swarm.runtime.sample_repo import examples_dir, make_sample_repo
 from swarm.runtime.up import Report, stop_team
 from swarm.runtime.upfile import load_upfile
@@ -52,6 +55,8 @@ DEMO_EXAMPLE = "lead"
 DEMO_PROMPT = ("Add slugify(text) to text_utils.py with a test. Lead a team: one teammate implements it, "
                "another tests it once it is implemented; then shut the team down.")
 TIMEOUT = 120.0
+DEMO_TEST = "if [ -f test_slugify.py ]; then python3 test_slugify.py; fi"
+"""The merge queue's test after each merge: the tester's test, once it is there."""
 
 
 @dataclass
@@ -74,6 +79,8 @@ class DemoRun:
     """The teammates' Bash ran in the OS sandbox (``--sandbox``): their commands needed no prompt."""
     permission_requests: int = 0
     """How many permission requests the teammates sent the lead."""
+    merged: QueueRun | None = None
+    """The teammates' branches brought into the repository's branch through the merge queue."""
 
 
 def run_demo(env: Mapping[str, str], *, backend: str = "auto", root: Path | None = None,
@@ -92,10 +99,11 @@ def run_demo(env: Mapping[str, str], *, backend: str = "auto", root: Path | None
         raise SwarmError(f"the demo's lead did not create its team ({outcome.reason}): {outcome.run.detail}")
     # ok is run_lead's verdict; the reason reads as swarm up's (a finished team run is "settled")
     report = outcome.report.model_copy(update={"reason": "settled" if outcome.reason == "done" else outcome.reason})
+    merged = run_queue(home, DEMO_TEAM, [], into=None, test=DEMO_TEST, cwd=repo) if report.ok else None
     return DemoRun(root=root, repo=repo, home=home, backend=chosen, tmux_socket=socket if chosen == "tmux" else None,
                    own_socket=own_socket and chosen == "tmux", report=report, chatter=_chatter(home, DEMO_TEAM),
                    history=git(repo, "log", "--graph", "--oneline", "--all", "--decorate=short"),
-                   answer=outcome.run.text, sandbox=sandbox,
+                   answer=outcome.run.text, sandbox=sandbox, merged=merged,
                    permission_requests=sum(1 for e in PermissionLog(home, DEMO_TEAM).events() if e.event == "request"))
 
 

@@ -53,6 +53,7 @@ from swarm.core.signing import rotate_lead_key
 from swarm.core.store import check_store
 from swarm.core.teams import TeamStore
 from swarm.errors import SwarmError
+from swarm.models.team_gate import GateLimits, TeamGate, write_limits
 from swarm.runtime.lead_inbox import LeadInbox, LeadMessage
 from swarm.runtime.lead_process import record_lead
 from swarm.runtime.lead_pump import LeadPump
@@ -60,6 +61,8 @@ from swarm.runtime.permission_desk import answer_plan
 from swarm.runtime.shutdown import Outcome
 from swarm.core.sandbox_config import SandboxSettings
 from swarm.runtime.spawn import SpawnRequest, spawn_reporting, wait_joined
+from swarm.runtime.merge_queue import run_queue
+from swarm.runtime.team_resume import Resumed, resume_team
 from swarm.runtime.up import Report, stop_team, team_report
 
 log = logging.getLogger(__name__)
@@ -96,6 +99,14 @@ class LeadTeam:
     """The team it leads now (one at a time)."""
     led: list[str] = field(default_factory=list)
     """Every team it created, in order (a name twice if it deleted that team and created it again)."""
+    limits: GateLimits = field(default_factory=GateLimits)
+    """The budget and cap on requests in flight of every team it creates (``--max-cost`` and the rest)."""
+    stall_after: float | None = None
+    """Seconds a teammate holding a task in progress may do nothing before the watchdog nudges it (None: off)."""
+    gate: TeamGate = field(default_factory=lambda: TeamGate(None, LEAD_NAME))
+    """The lead's own model calls' gate: bound to the team it leads, so they count and wait with the team's."""
+    on_team: Callable[[str | None], None] = lambda team: None
+    """Told the team it leads from now on (None: none): the interactive session records it for ``--resume``."""
 
     def create(self, name: str, description: str | None, ctx: ToolContext) -> str:
         if self.team is not None:
@@ -106,16 +117,28 @@ class LeadTeam:
                                         store=check_store(self.env.get("SWARM_STORE")))
             record_lead(self.home, name)  # before any teammate: each one watches this process
             rotate_lead_key(self.home, name)
+            write_limits(self.home.gate_dir(name), self.limits)
             if self.policy is not None:
                 policy = self.policy
                 TeamStore(self.home).modify(name, lambda t: setattr(t, "lead_policy", policy))
         except SwarmError as exc:
             raise ToolError(str(exc)) from exc
-        self.team = name
-        self.led.append(name)
-        ctx.with_team(name, LEAD_NAME, Mailbox(self.home, name))
+        self._lead(name, ctx)
         return (f"Team {name!r} created; you are its lead ({LEAD_NAME}). Write the task list with TaskCreate, "
                 f"then start teammates with Agent(team_name={name!r}, name=..., prompt=...).")
+
+    def adopt(self, name: str, ctx: ToolContext) -> Resumed:
+        """Lead ``name`` again (a resumed session): its live teammates stay, the gone ones start again."""
+        resumed = resume_team(self.home, name, self.env)
+        self._lead(name, ctx)
+        return resumed
+
+    def _lead(self, name: str, ctx: ToolContext) -> None:
+        self.team = name
+        self.led.append(name)
+        self.gate.bind(self.home.gate_dir(name))
+        self.on_team(name)
+        ctx.with_team(name, LEAD_NAME, Mailbox(self.home, name))
 
     def delete(self, ctx: ToolContext) -> str:
         team = self._team()
@@ -125,6 +148,8 @@ class LeadTeam:
                             "down with SendMessage {type: 'shutdown_request'} and wait for their answers")
         TeamStore(self.home).delete(team)
         self.team = None
+        self.gate.bind(None)
+        self.on_team(None)
         ctx.with_team(None, ctx.identity.name, None)
         return f"Team {team!r} deleted."
 
@@ -210,6 +235,18 @@ class LeadTeam:
             raise ToolError(f"no teammate {name!r} in team {team!r}")
         request_id = request_shutdown(self.home, team, name, reason)
         return f"Asked {name} to shut down ({request_id}); its answer arrives as a message."
+
+    def merge(self, names: list[str], into: str | None, test: str | None) -> str:
+        try:
+            run = run_queue(self.home, self._team(), names, into=into, test=test, cwd=self.cwd)
+        except SwarmError as exc:
+            raise ToolError(str(exc)) from exc
+        if not run.steps:
+            return "Nothing to merge: no teammate has a branch of its own (start them with isolation 'worktree')."
+        lines = [f"{s.name} ({s.branch}): {s.result.replace('_', ' ')}" + (f" — {s.detail}" if s.detail else "")
+                 + (f"; {s.name} was sent this to fix" if s.told else "") for s in run.steps]
+        head = f"Merged into {run.into}." if run.ok else f"The queue stopped; {run.into} is unchanged by that merge."
+        return "\n".join([head, *lines])
 
     def stop_teams(self, *, timeout: float, reason: str = "team going down",
                    inboxes: Mapping[str, LeadInbox] | None = None) -> dict[str, list[Outcome]]:
@@ -299,7 +336,8 @@ def run_lead(session: MainSession, lead: LeadTeam, prompt: str, *, timeout: floa
         raise
     if not lead.led:
         return LeadOutcome(run, None, None, "no_team")
-    follower = TeamFollower(lead, lambda team: LeadPump(lead.home, team, plans_by_model=True,
+    follower = TeamFollower(lead, lambda team: LeadPump(lead.home, team, plans_by_model=True, env=lead.env,
+                                                           stall_after=lead.stall_after,
                                                            on_message=on_message, on_decision=on_decision))
     reason = "done"
     try:

@@ -12,7 +12,7 @@ shutdown waiting for answers) counts the same.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -27,6 +27,8 @@ from swarm.errors import ConflictError
 from swarm.runtime.permission_desk import answer_by_policy, answer_plan, approve, deny
 from swarm.runtime.lead_inbox import LeadInbox, LeadMessage
 from swarm.runtime.member_kinds import reap_dead
+from swarm.runtime.restart import restart_ended
+from swarm.runtime.watchdog import Watchdog
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +56,10 @@ class LeadPump:
     pending and are handed here (every pump, until answered); ``asker`` is not used."""
     on_message: Callable[[LeadMessage], None] = lambda m: None
     on_decision: Callable[[PermissionEvent], None] = lambda d: None
+    env: Mapping[str, str] | None = None
+    """The environment teammates are started again with (restart policies); None: nobody is restarted here."""
+    stall_after: float | None = None
+    """Seconds a teammate holding a task in progress may do nothing before it is nudged (``runtime.watchdog``)."""
     results: dict[str, str] = field(default_factory=dict)
     failures: dict[str, str] = field(default_factory=dict)
     idle_seen: set[str] = field(default_factory=set)
@@ -64,6 +70,7 @@ class LeadPump:
         self.inbox = LeadInbox(self.home, self.team)
         """The one consumer of the lead's inbox in this process; a shutdown run here waits on it too."""
         self.inbox.subscribe(self._saw)
+        self.watchdog = Watchdog(self.home, self.team, self.stall_after) if self.stall_after else None
 
     @property
     def messages(self) -> list[LeadMessage]:
@@ -78,6 +85,10 @@ class LeadPump:
         self.inbox.pump(timeout)
         self._answer_pending()
         reap_dead(self.home, self.team)
+        if self.env is not None:
+            restart_ended(self.home, self.team, self.env)
+        if self.watchdog is not None:
+            self.watchdog.check()
 
     def _saw(self, message: LeadMessage) -> None:
         """One message the inbox recorded (on the thread that collected it): what it says of its sender."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from swarm.agent.permissions.policy import PERMISSION_MODES
 from swarm.agent.permissions.settings import record_settings
@@ -40,6 +40,7 @@ from swarm.models.playbook import load_playbook
 from swarm.runtime import claude_teammate, worktrees
 from swarm.runtime.env import teammate_env
 from swarm.runtime.member_kinds import Machine, member_kind, reap_dead
+from swarm.runtime.restart_policy import DEFAULT_MAX_RESTARTS, RestartPolicy, save_policy
 from swarm.teammate import teammate_command
 from swarm.teammate.config import PLAYBOOK_VARIABLES, TeammateConfig
 
@@ -84,6 +85,10 @@ class SpawnRequest(BaseModel):
     member entry; the teammate stacks them on the team's (``swarm.agent.sandbox``)."""
     claude_bin: str | None = None
     """The ``claude`` binary for ``runtime="claude"``; default ``$SWARM_CLAUDE_BIN``, else ``claude`` on PATH."""
+    restart: RestartPolicy = "no"
+    """Start it again when it ends: ``on-failure`` (it died: crash, ``kill -9``, a signal) or ``always`` (also
+    after it stopped) — by whoever coordinates the team (``swarm.runtime.restart``)."""
+    max_restarts: int = Field(default=DEFAULT_MAX_RESTARTS, ge=0)
 
 
 class Spawned(BaseModel):
@@ -97,8 +102,13 @@ def spawn(home: Home, request: SpawnRequest, env: Mapping[str, str]) -> Member:
     return spawn_reporting(home, request, env).member
 
 
-def spawn_reporting(home: Home, request: SpawnRequest, env: Mapping[str, str]) -> Spawned:
-    """``spawn``, also returning the warnings met on the way."""
+def spawn_reporting(home: Home, request: SpawnRequest, env: Mapping[str, str], *,
+                    again: Member | None = None) -> Spawned:
+    """``spawn``, also returning the warnings met on the way.
+
+    ``again``: the gone entry of this teammate when it is started again (a restart): no initial prompt
+    (it goes on from its transcript) and its worktree, if any, is its own again.
+    """
     _check(request)
     if request.runtime == CLAUDE_RUNTIME and locate(home, request.team) is not None:
         raise UsageError(f"team {request.team!r} keeps its state in PostgreSQL, and a Claude Code teammate reads "
@@ -107,19 +117,24 @@ def spawn_reporting(home: Home, request: SpawnRequest, env: Mapping[str, str]) -
     TeamStore(home).get(request.team)
     reap_dead(home, request.team, {request.name})  # a dead member of the same name may be replaced
     backend = make_backend("tmux" if binary else request.backend, env=env, tmux_socket=request.tmux_socket)
+    if again is not None and again.worktree_path:
+        request = request.model_copy(update={"cwd": Path(again.worktree_path), "worktree": False, "base": None})
     tree = worktrees.create(request.cwd, request.team, request.name, request.base) if request.worktree else None
     try:
         member = _start(home, request if tree is None else request.model_copy(update={"cwd": tree.path}),
-                        backend, tree, env, binary)
+                        backend, tree, env, binary, again)
     except (SwarmError, OSError):
         if tree is not None:
             worktrees.discard(tree)
         raise
+    if again is None and request.runtime != CLAUDE_RUNTIME:  # how to start it again: its policy, a resume
+        save_policy(home, request.team, request.name, request.restart, request.max_restarts,
+                    request.model_dump(mode="json"))
     return Spawned(member=member, warnings=tree.warnings if tree else [])
 
 
 def _start(home: Home, request: SpawnRequest, backend: Backend, tree: worktrees.NewWorktree | None,
-           env: Mapping[str, str], claude_bin: Path | None) -> Member:
+           env: Mapping[str, str], claude_bin: Path | None, again: Member | None = None) -> Member:
     teams = TeamStore(home)
     inbox_existed = home.inbox_path(request.team, request.name).exists()
     found: list[Member | None] = []
@@ -128,13 +143,13 @@ def _start(home: Home, request: SpawnRequest, backend: Backend, tree: worktrees.
         record_settings(team, request.cwd)  # as the lead sees them now
         found[:] = [team.member(request.name)]  # an inactive entry add_member replaces
 
-    member = teams.add_member(request.team, _member(request, backend.name, tree), also=before_adding)
+    member = teams.add_member(request.team, _member(request, backend.name, tree, again), also=before_adding)
     replaced = found[0] if found else None
     prompt: list[InboxEntry] = []
     try:
-        prompt = Mailbox(home, request.team).send(request.name, request.prompt, sender=LEAD_NAME,
-                                                  author=request.prompt_author,
-                                                  summary="initial task")
+        if again is None:  # started again, it goes on from its transcript: the task is there already
+            prompt = Mailbox(home, request.team).send(request.name, request.prompt, sender=LEAD_NAME,
+                                                      author=request.prompt_author, summary="initial task")
         launch = (_launch(home, request, member, backend.name, env) if claude_bin is None else
                   claude_teammate.launch_spec(home, member, request.team, binary=claude_bin, env=env,
                                               lead_session=teams.get(request.team).lead_session_id,
@@ -229,7 +244,8 @@ def _check(request: SpawnRequest) -> None:
         raise UsageError("--base only applies with --worktree")
 
 
-def _member(request: SpawnRequest, backend: str, tree: worktrees.NewWorktree | None) -> Member:
+def _member(request: SpawnRequest, backend: str, tree: worktrees.NewWorktree | None,
+            again: Member | None = None) -> Member:
     member = Member(
         agent_id=agent_id(request.name, request.team), name=request.name, agent_type=request.agent_type,
         prompt=request.prompt, plan_mode_required=request.plan_mode_required, joined_at=now_ms(),
@@ -247,6 +263,9 @@ def _member(request: SpawnRequest, backend: str, tree: worktrees.NewWorktree | N
     if tree is not None:
         member.worktree_path, member.worktree_branch = str(tree.path), tree.branch
         member.worktree_base, member.worktree_repo = tree.base, str(tree.repo)
+    elif again is not None and again.worktree_path:
+        member.worktree_path, member.worktree_branch = again.worktree_path, again.worktree_branch
+        member.worktree_base, member.worktree_repo = again.worktree_base, again.worktree_repo
     return member
 
 

@@ -13,6 +13,7 @@ from swarm.core.mailbox import Mailbox
 from swarm.core.protocol import Member
 from swarm.core.teams import TeamStore
 from swarm.errors import SwarmError
+from swarm.runtime.costs import team_cost
 from swarm.runtime.member_kinds import Machine, member_kind, reap_dead
 from swarm.runtime.worktrees import of_member
 
@@ -33,6 +34,8 @@ class MemberStatus(BaseModel):
     """Of ``tokens``, input read from the prompt cache."""
     cache_creation_tokens: int = 0
     """Of ``tokens``, input written to the prompt cache."""
+    cost_usd: float = 0.0
+    """US dollars its model calls cost so far, restarts included (``swarm.runtime.costs``)."""
     color: str | None
     cwd: str
     worktree: str | None
@@ -50,7 +53,11 @@ def team_status(home: Home, team: str, env: Mapping[str, str] | None = None) -> 
     reap_dead(home, team)
     mailbox = Mailbox(home, team)
     machine = Machine(os.environ if env is None else env, home)
-    return [_row(team, m, len(mailbox.pending(m.name)), machine) for m in TeamStore(home).get(team).members]
+    rows = [_row(team, m, len(mailbox.pending(m.name)), machine) for m in TeamStore(home).get(team).members]
+    spent = team_cost(home, team).by_member
+    for row in rows:
+        row.cost_usd = spent.get(row.name, 0.0)
+    return rows
 
 
 def _row(team: str, member: Member, undelivered: int, machine: Machine) -> MemberStatus:

@@ -28,12 +28,15 @@ from swarm.core.store import check_store
 from swarm.core.teams import TeamStore
 from swarm.errors import ConflictError, SwarmError
 from swarm.models.credentials import find_credentials
+from swarm.models.team_gate import write_limits
 from swarm.runtime import claude_teammate
+from swarm.runtime.costs import team_cost
 from swarm.runtime.lead_pump import LeadPump
 from swarm.runtime.lead_inbox import LeadInbox, LeadMessage
 from swarm.runtime.member_kinds import Machine, member_kind
 from swarm.runtime.shutdown import Outcome, shutdown
 from swarm.runtime.lead_process import forget_dead_lead, record_lead
+from swarm.runtime.restart_policy import end_policies
 from swarm.runtime.spawn import SpawnRequest, spawn_reporting, wait_joined
 from swarm.runtime.upfile import MemberTable, UpFile
 
@@ -68,6 +71,7 @@ def start_team(home: Home, spec: UpFile, *, cwd: Path, env: Mapping[str, str],
     _check_claude_members(spec, env)
     created = not TeamStore(home).exists(name)
     _prepare_team(home, spec, cwd, env)
+    write_limits(home.gate_dir(name), spec.team.limits())
     if lead:
         record_lead(home, name)
     else:
@@ -164,7 +168,8 @@ def _request(spec: UpFile, member: MemberTable, cwd: Path, tmux_socket: str | No
         plan_mode_required=member.plan_mode_required, cwd=where, color=member.color, playbook=member.playbook,
         tmux_socket=tmux_socket, allowed_tools=member.allowed_tools, disallowed_tools=member.disallowed_tools,
         skills=member.skills, permission_timeout=member.permission_timeout, worktree=member.worktree, base=member.base,
-        runtime=member.runtime, claude_bin=member.claude_bin, sandbox=member.sandbox,
+        runtime=member.runtime, claude_bin=member.claude_bin, sandbox=member.sandbox, restart=member.restart,
+        max_restarts=member.max_restarts,
     )
 
 
@@ -174,6 +179,7 @@ def stop_team(home: Home, team: str, env: Mapping[str, str], *, timeout: float,
 
     ``inbox``: the lead's inbox as this process's coordinator consumes it (``shutdown``).
     """
+    end_policies(home, team)  # before any teammate is asked to stop: no restart policy brings one back
     try:
         return shutdown(home, team, None, env, reason=reason, timeout=timeout, inbox=inbox)
     except KeyboardInterrupt:
@@ -198,6 +204,8 @@ class Report(BaseModel):
     warnings: list[str] = []
     tasks: list[dict[str, Any]] = []
     """The team's task list at the end (id, subject, status, owner)."""
+    cost: dict[str, Any] = {}
+    """``usd`` the team spent (lead included), its ``max_cost`` and whether that ``budget_reached``."""
 
 
 def run_headless(home: Home, spec: UpFile, *, cwd: Path, env: Mapping[str, str], timeout: float,
@@ -208,7 +216,8 @@ def run_headless(home: Home, spec: UpFile, *, cwd: Path, env: Mapping[str, str],
     """Start the team, coordinate without a person until settled or ``timeout``, stop it, report."""
     began, since_ms = time.monotonic(), now_ms()
     started = start_team(home, spec, cwd=cwd, env=env, tmux_socket=tmux_socket, offline=offline, backend=backend)
-    coordinator = LeadPump(home, spec.team.name, on_message=on_message, on_decision=on_decision)
+    coordinator = LeadPump(home, spec.team.name, on_message=on_message, on_decision=on_decision, env=env,
+                           stall_after=spec.team.stall_after)
     try:
         on_started(started)
         reason = _until_settled(coordinator, began + timeout)
@@ -249,6 +258,9 @@ def team_report(home: Home, team: str, coordinator: LeadPump, outcomes: list[Out
     (``run_headless``: settled; ``runtime.lead.run_lead``: done, and the lead's run ended well).
     """
     team_file = TeamStore(home).get(team)
+    spent = team_cost(home, team)
+    if spent.reached:
+        warnings = [*warnings, f"the team's budget was reached: {spent.line()}"]
     by_name = {o.name: o for o in outcomes}
     members = []
     for member in team_file.members:
@@ -262,6 +274,7 @@ def team_report(home: Home, team: str, coordinator: LeadPump, outcomes: list[Out
             "result": coordinator.results.get(member.name), "failure": coordinator.failures.get(member.name),
             "tokens": member.tokens or 0, "cache_read_tokens": member.cache_read_tokens or 0,
             "cache_creation_tokens": member.cache_creation_tokens or 0, "worktree": member.worktree_path,
+            "cost_usd": spent.by_member.get(member.name, 0.0),
         })
     decisions = [e.model_dump(mode="json", exclude_none=True)
                  for e in PermissionLog(home, team).events() if e.event == "decision" and e.ts >= since_ms]
@@ -272,4 +285,5 @@ def team_report(home: Home, team: str, coordinator: LeadPump, outcomes: list[Out
         usage={key: sum(m[key] for m in members) for key in ("tokens", "cache_read_tokens", "cache_creation_tokens")},
         warnings=warnings,
         tasks=[t.wire() for t in TaskStore(home, team).list()],
+        cost={"usd": spent.usd, "max_cost": spent.max_cost, "budget_reached": spent.reached},
     )

@@ -3,6 +3,9 @@
     [team]
     name = "review"
     description = "what the team is for"
+    max_cost = 5.0              # US dollars: no new model call once the team has spent this
+    max_concurrent_requests = 4 # model requests the whole team has in flight at most (default 6)
+    stall_after = 600           # seconds: a teammate holding a task in progress that does nothing is nudged
 
     [lead]                      # optional
     shutdown_timeout = 30       # seconds teammates get to stop
@@ -39,6 +42,8 @@
     disallowed_tools = []
     skills = ["release-notes"]          # skills whose instructions are preloaded into its system prompt
     sandbox = { enabled = true }        # this member's own `sandbox` settings, on top of the team's
+    restart = "on-failure"              # no | on-failure | always: started again when it dies (with backoff)
+    max_restarts = 3                    # then the lead is told and it stays down
 
     [[members]]
     name = "bob"
@@ -74,7 +79,9 @@ from swarm.core.names import LEAD_NAME, validate_name
 from swarm.core.protocol import CLAUDE_RUNTIME, COLORS
 from swarm.core.sandbox_config import SandboxSettings
 from swarm.errors import InvalidNameError, NotFoundError, UsageError
+from swarm.models.team_gate import GateLimits
 from swarm.runtime.claude_teammate import swarm_only
+from swarm.runtime.restart_policy import DEFAULT_MAX_RESTARTS, RestartPolicy
 
 
 class _Strict(BaseModel):
@@ -127,6 +134,15 @@ class TeamTable(_Strict):
             return check_store(value) or value
         except UsageError as exc:
             raise ValueError(str(exc)) from None
+    max_cost: float | None = Field(default=None, gt=0)
+    max_concurrent_requests: int | None = Field(default=None, ge=1)
+    stall_after: float | None = Field(default=None, gt=0)
+
+    def limits(self) -> GateLimits:
+        """What the team's gate on model requests enforces (``swarm.models.team_gate``)."""
+        if self.max_concurrent_requests is None:
+            return GateLimits(max_cost=self.max_cost)
+        return GateLimits(max_cost=self.max_cost, max_concurrent_requests=self.max_concurrent_requests)
 
     @field_validator("name")
     @classmethod
@@ -156,6 +172,8 @@ class MemberTable(_Strict):
     sandbox: SandboxSettings | None = None
 
     _sandbox = field_validator("sandbox", mode="before")(lambda value: _known_keys(value, SandboxSettings))
+    restart: RestartPolicy = "no"
+    max_restarts: int = Field(default=DEFAULT_MAX_RESTARTS, ge=0)
 
     @field_validator("name")
     @classmethod

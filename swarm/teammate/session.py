@@ -60,6 +60,7 @@ from swarm.errors import ModelError
 from swarm.models.base import ModelProvider
 from swarm.models.factory import make_provider
 from swarm.models.messages import Message, TextBlock, Usage
+from swarm.models.team_gate import BudgetReached, TeamGate
 from swarm.teammate.agents import assemble_teammate, teammate_host
 from swarm.teammate.config import PLAYBOOK_VARIABLES, TeammateConfig
 from swarm.teammate.delivery import Batch, Delivery
@@ -134,9 +135,11 @@ class TeammateSession:
                                   extra=PLAN_NOTE if config.plan_mode_required else "", gate=self.gate,
                                   mcp=McpToolset(self.mcp))
         variables = self._playbook_variables()
+        gate = TeamGate(home.gate_dir(config.team), config.name)  # the team's budget, slots and backoff
 
         def make(model: str | None) -> ModelProvider:
-            return make_provider(model, playbook=config.playbook, env=env, variables=variables, on_text=self._stream)
+            return make_provider(model, playbook=config.playbook, env=env, variables=variables, on_text=self._stream,
+                                 gate=gate)
 
         provider = TurnModel(make(agent.model), lambda chosen: make(chosen), env)
         self.live.model = provider.model
@@ -376,8 +379,9 @@ class TeammateSession:
             self.transcript.turn_end(reason)
             self.live.turn_end(reason, self.usage, str(exc))
             self.lifecycle.idle(self.usage)
-            self.lifecycle.notify_idle("failed", summary="MCP server unavailable" if unavailable else "model error",
-                                       failure=str(exc))
+            summary = "MCP server unavailable" if unavailable else \
+                "budget reached" if isinstance(exc, BudgetReached) else "model error"
+            self.lifecycle.notify_idle("failed", summary=summary, failure=str(exc))
             return
         finally:  # an active skill's grants and model last until the turn ends
             self.ctx.turn.granted_rules.clear()

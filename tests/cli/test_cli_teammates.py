@@ -212,3 +212,15 @@ def test_startup_failures_are_reported_by_spawn(cli_team: tuple[Home, Path], tmp
     assert member is not None and member.is_active is False and member.status == "dead"
     frames = [parse_frame(e.text) for e in Mailbox(home, "t").read("team-lead")]
     assert not any(isinstance(f, TeammateTerminated) for f in frames)  # told directly, not as a later death
+
+
+def test_spawn_records_its_restart_policy_and_refuses_an_unknown_one(cli_team: tuple[Home, Path]) -> None:
+    home, work = cli_team
+    bad = swarm("spawn", "bea", "--team", "t", "--prompt", "hello", "--restart", "sometimes", "--cwd", str(work))
+    assert bad.returncode == 2 and "sometimes" in bad.stderr and TeamStore(home).get("t").member("bea") is None
+    out = swarm("spawn", "bea", "--team", "t", "--prompt", "hello", "--backend", "subprocess", "--cwd", str(work),
+                "--restart", "on-failure", "--max-restarts", "2")
+    assert out.returncode == 0, out.stderr
+    record = json.loads(home.restart_path("t", "bea").read_text())
+    assert (record["policy"], record["max_restarts"], record["restarts"]) == ("on-failure", 2, 0)
+    assert record["request"]["prompt"] == "hello" and record["request"]["cwd"] == str(work)

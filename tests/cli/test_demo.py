@@ -39,6 +39,9 @@ def test_demo_runs_offline_and_cleans_up() -> None:
     assert "#2 Test slugify() with test_slugify.py (after 1) — completed by tester" in out
     assert "the lead's last word: Done: slugify() is in text_utils.py" in out
     assert "implementer: stopped" in out and "tester: stopped" in out
+    # the work ends on the repository's branch, through the merge queue, the tester's test run after each merge
+    assert re.search(r"merged into (main|master) through the merge queue", out)
+    assert "swarm/feature/implementer: merged" in out and "swarm/feature/tester: merged" in out
     [root] = re.findall(r"cleaned up (\S+)", out)
     assert not Path(root).exists()
 

@@ -23,6 +23,11 @@ function of the request body (to echo an id the client made up), ``otherwise`` s
 the answer to any request nothing queued matches, ``POST /v1/messages/count_tokens``
 is answered with an estimate and ``HEAD`` with an empty 200.
 
+Like an API key's rate limit, ``limit_concurrency(n, retry_after)`` answers a
+``POST /v1/messages`` that would make more than ``n`` in flight with a 429
+``rate_limit_error`` and a ``retry-after`` header; ``max_in_flight`` and
+``rejected`` tell what clients did.
+
     with FakeAnthropicServer() as server:
         server.enqueue(text_reply("hi"))
         provider = AnthropicProvider(env={"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": server.base_url})
@@ -138,6 +143,32 @@ class FakeAnthropicServer:
         self._stopping = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self._limit: tuple[int, float] | None = None
+        self._in_flight = 0
+        self.max_in_flight = 0
+        """The most ``POST /v1/messages`` requests admitted at one time (rejected ones not counted)."""
+        self.rejected = 0
+        """Requests answered 429 by ``limit_concurrency``."""
+
+    def limit_concurrency(self, limit: int | None, retry_after: float = 1.0) -> None:
+        """Answer 429 with ``retry-after`` to a model request above ``limit`` in flight (None: no limit)."""
+        with self._lock:
+            self._limit = None if limit is None else (limit, retry_after)
+
+    def _admit(self) -> ScriptedReply | None:
+        """Count a model request in; the 429 to answer instead when it is over the limit."""
+        with self._lock:
+            if self._limit is not None and self._in_flight >= self._limit[0]:
+                self.rejected += 1
+                return error_reply(429, "rate_limit_error", "Number of concurrent requests exceeds your limit",
+                                   headers={"retry-after": f"{self._limit[1]:g}"})
+            self._in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self._in_flight)
+            return None
+
+    def _done(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
 
     def start(self) -> FakeAnthropicServer:
         httpd = _Server(("127.0.0.1", 0), _Handler)
@@ -283,12 +314,30 @@ class _Handler(BaseHTTPRequestHandler):
         recorded = RecordedRequest(
             method=self.command, path=self.path.split("?", 1)[0],
             headers={k.lower(): v for k, v in self.headers.items()}, body=_parse(raw))
+        if recorded.method == "POST" and recorded.path == MESSAGES_PATH:
+            refused = self.server.fake._admit()
+            if refused is not None:
+                with self.server.fake._lock:
+                    self.server.fake._requests.append(recorded)
+                self._send(refused)
+                return
+            try:
+                self._reply(recorded)
+            finally:
+                self.server.fake._done()
+            return
+        self._reply(recorded)
+
+    def _reply(self, recorded: RecordedRequest) -> None:
         reply = self.server.fake._serve(recorded)
         if reply.delay:
             self.server.fake._wait(reply.delay)
         if reply.status == 200 and isinstance(recorded.body, dict) and recorded.body.get("stream"):
             self._stream(reply)
             return
+        self._send(reply)
+
+    def _send(self, reply: ScriptedReply) -> None:
         payload = reply.body.encode() if isinstance(reply.body, str) else json.dumps(reply.body).encode()
         self.send_response(reply.status)
         self.send_header("content-type", "application/json")

@@ -139,6 +139,10 @@ class TeamControl(Protocol):
 
     def request_shutdown(self, name: str, reason: str | None) -> str: ...
 
+    def merge(self, names: list[str], into: str | None, test: str | None) -> str:
+        """Run the merge queue on teammates' branches; what happened, for the model."""
+        ...
+
 
 class ModelSwitch(Protocol):
     """The agent's provider, when a skill may switch its model for the rest of the turn (``TurnModel``)."""

@@ -1,4 +1,4 @@
-"""A lead's team tools: TeamCreate and TeamDelete, over a ``TeamControl`` the runtime provides.
+"""A lead's team tools: TeamCreate, TeamDelete and MergeQueue, over a ``TeamControl`` the runtime provides.
 
 The agent layer cannot start processes or worktrees itself (those live in the
 runtime, above it); whoever runs a lead agent hands it a ``TeamControl``
@@ -54,8 +54,32 @@ class TeamDelete(Tool[TeamDeleteInput]):
         return self.control.delete(ctx)
 
 
-def team_tools(control: TeamControl) -> list[Tool[TeamCreateInput] | Tool[TeamDeleteInput]]:
-    return [TeamCreate(control), TeamDelete(control)]
+class MergeQueueInput(ToolInput):
+    names: list[str] = Field(default_factory=list, description="Teammates whose branches to merge (default: all "
+                                                                "that have a worktree branch).")
+    into: str | NoneOmitted = Field(default=None, description="Branch to merge into (default: the checked-out one).")
+    test: str | NoneOmitted = Field(default=None, description="Shell command run after each merge; a failure "
+                                                              "stops the queue.")
+
+
+class MergeQueue(Tool[MergeQueueInput]):
+    name = "MergeQueue"
+    description = ("Merge your teammates' branches into the person's branch one at a time, in the order of their "
+                   "tasks' dependencies, running the test command after each. A conflict or a failing test stops "
+                   "the queue, leaves the branch as it was and is sent to that teammate to fix; call it again "
+                   "once the teammate says it is fixed. It writes to git: it needs the person's permission.")
+    input_model = MergeQueueInput
+    read_only = False  # a git write: asked for, or allowed by a rule, like Bash that commits
+
+    def __init__(self, control: TeamControl) -> None:
+        self.control = control
+
+    def run(self, args: MergeQueueInput, ctx: ToolContext) -> str:
+        return self.control.merge(list(args.names), args.into, args.test)
+
+
+def team_tools(control: TeamControl) -> list[Tool[TeamCreateInput] | Tool[TeamDeleteInput] | Tool[MergeQueueInput]]:
+    return [TeamCreate(control), TeamDelete(control), MergeQueue(control)]
 
 
 def require_team(ctx: ToolContext) -> TeamControl:
