@@ -65,9 +65,9 @@ def run_chat(home: Home, *, resume: str | None, permission_mode: str, model: str
         env = {**env, COORDINATOR_ENV: "1"}
     stored = find_session(home, resume) if resume is not None else new_session(home)
     relay = _Relay()
-    gate = TeamGate(None, LEAD_NAME)  # bound to the team once the agent creates one
+    requests = TeamGate(None, LEAD_NAME)  # the team's gate on model requests, bound once the agent creates a team
     setup = MainSetup.load(env, workdir, agents_json=agents_json, agent_name=agent_name, model=model,
-                           playbook=playbook, note=warn, on_text=relay, gate=gate)
+                           playbook=playbook, note=warn, on_text=relay, gate=requests)
     say_model(setup.choice)
     provider = setup.provider
     desk = Desk()
@@ -76,7 +76,7 @@ def run_chat(home: Home, *, resume: str | None, permission_mode: str, model: str
     policy = LeadPolicy(allow=list(allow), deny=list(deny)) if allow or deny else None
     lead = LeadTeam(home, env, workdir, backend=backend, tmux_socket=tmux_socket, policy=policy,
                     playbooks=teammate_playbooks, ceiling=permission_mode, person_answers_plans=True,
-                    limits=limits or GateLimits(), gate=gate, stall_after=stall_after,
+                    limits=limits or GateLimits(), gate=requests, stall_after=stall_after,
                     sandbox=SandboxSettings(enabled=True) if sandbox else None)
     own_rules = settings_rules(workdir, settings_digests(workdir), env=env).merged(
         RuleSet(allow=tuple(parse_rules(list(allow))), deny=tuple(parse_rules(list(deny)))))
@@ -89,7 +89,7 @@ def run_chat(home: Home, *, resume: str | None, permission_mode: str, model: str
     chat = Chat(session, lead, view, desk, stored.id)
     relay.target = chat.stream
     commands = Commands(chat, lambda chosen: make_provider(expand_alias(chosen, env), playbook=None, env=env,
-                                                           on_text=relay, gate=gate))
+                                                           on_text=relay, gate=requests))
     _welcome(view, chat, provider.model, workdir, resumed=resume is not None)
     transcript = session.conversation.transcript
     if transcript is not None:  # the team it leads, for a later --resume
