@@ -5,32 +5,22 @@ from __future__ import annotations
 
 import socket
 import struct
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from swarm.backends.sandbox_proxy import SandboxProxy
-
-
-class _Echo(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802
-        body = f"path={self.path}".encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-        pass
+from tests.fakes.web_site import local_site
 
 
 @pytest.fixture
 def proxy(tmp_path: Path) -> Iterator[tuple[SandboxProxy, int, list[str]]]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Echo)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    with local_site(lambda path: f"path={path}".encode()) as port:
+        yield from _proxied(tmp_path, port)
+
+
+def _proxied(tmp_path: Path, port: int) -> Iterator[tuple[SandboxProxy, int, list[str]]]:
     asked: list[str] = []
 
     def decide(host: str, port: int) -> str | None:
@@ -38,10 +28,8 @@ def proxy(tmp_path: Path) -> Iterator[tuple[SandboxProxy, int, list[str]]]:
         return None if host == "ok.test" else "it is not in sandbox.network.allowedDomains"
 
     box = SandboxProxy(tmp_path / "p.sock", decide, {"ok.test": "127.0.0.1"})
-    yield box, server.server_address[1], asked
+    yield box, port, asked
     box.close()
-    server.shutdown()
-    server.server_close()
     assert not (tmp_path / "p.sock").exists()
 
 

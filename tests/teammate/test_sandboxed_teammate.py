@@ -6,12 +6,9 @@ so."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -22,8 +19,10 @@ from swarm.core.sandbox_config import SandboxSettings
 from swarm.core.teams import TeamStore
 from swarm.runtime.permission_desk import approve, pending
 from swarm.runtime.spawn import SpawnRequest, spawn
+from tests.agent.permissions.conftest import tool_results
 from tests.agent.sandbox.conftest import git, needs_bwrap
 from tests.backends.helpers import retry_until
+from tests.fakes.web_site import local_site
 
 pytestmark = needs_bwrap
 
@@ -46,39 +45,10 @@ text = "ran it"
 """
 
 
-def tool_results(home: Home, team: str, name: str) -> list[dict]:  # type: ignore[type-arg]
-    """The teammate's tool results so far (a line it is appending right now is not read yet)."""
-    path = home.transcript_path(team, name)
-    out = []
-    for line in path.read_text().splitlines() if path.exists() else []:
-        try:
-            record = json.loads(line)
-        except ValueError:
-            break  # torn: being written
-        if record["kind"] == "message":
-            out += [b for b in record["message"]["content"] if b["type"] == "tool_result"]
-    return out
-
-
-class _Site(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802
-        body = b"site says hi\n"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-        pass
-
-
 @pytest.fixture
 def site() -> Iterator[int]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Site)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield server.server_address[1]
-    server.shutdown()
-    server.server_close()
+    with local_site(lambda _path: b"site says hi\n") as port:
+        yield port
 
 
 def test_a_sandboxed_teammate_is_stopped_by_the_kernel_and_asks_nothing_inside(

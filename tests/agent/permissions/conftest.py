@@ -56,11 +56,14 @@ def playbook(tmp_path: Path) -> Path:
 
 
 def tool_results(home: Home, team: str, name: str) -> list[dict]:  # type: ignore[type-arg]
+    """The teammate's tool results so far (a line it is appending right now is not read yet)."""
     path = home.transcript_path(team, name)
-    if not path.exists():
-        return []
     out = []
-    for record in map(json.loads, path.read_text().splitlines()):
+    for line in path.read_text().splitlines() if path.exists() else []:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            break  # torn: being written
         if record["kind"] == "message":
             out += [b for b in record["message"]["content"] if b["type"] == "tool_result"]
     return out

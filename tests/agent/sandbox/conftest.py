@@ -6,13 +6,13 @@ Shared by the sandbox tests (module scope: the set-up is a few git commands and 
 from __future__ import annotations
 
 import subprocess
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+
+from tests.fakes.web_site import local_site
 
 needs_bwrap = pytest.mark.skipif(
     subprocess.run(["sh", "-c", "command -v bwrap && command -v socat"], capture_output=True).returncode != 0,
@@ -26,18 +26,6 @@ class Place:
     outside: Path
     home: Path
     web_port: int
-
-
-class _Hello(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-        body = b"hello from the allowed site\n"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-        pass
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -57,11 +45,5 @@ def place(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Place]:
     git(repo, "add", "README")
     git(repo, "commit", "-qm", "init")
     git(repo, "worktree", "add", "-q", "-b", "work", str(root / "wt"))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Hello)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield Place(repo=repo, worktree=root / "wt", outside=outside, home=home, web_port=server.server_address[1])
-    finally:
-        server.shutdown()
-        server.server_close()
+    with local_site(lambda _path: b"hello from the allowed site\n") as port:
+        yield Place(repo=repo, worktree=root / "wt", outside=outside, home=home, web_port=port)
