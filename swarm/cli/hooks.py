@@ -11,7 +11,7 @@ from swarm.agent.definitions import load_agents
 from swarm.agent.hooks.config import HookSet, definition_hooks, settings_hooks
 from swarm.agent.workspace import untrusted_warning
 from swarm.cli.options import json_option, warn
-from swarm.cli.render import emit_json, one_line, table
+from swarm.cli.render import echo, emit_json, one_line, table
 from swarm.errors import UsageError
 
 
@@ -52,6 +52,9 @@ def _show(found: HookSet, as_json: bool) -> None:
         warn('"disableAllHooks": true in a settings file: none of these hooks runs')
     if as_json:
         emit_json([hook.as_dict() for hook in found.hooks])
+        return
+    if not found.hooks:
+        echo("no hooks: add them under \"hooks\" in .claude/settings.json or ~/.claude/settings.json")
         return
     table(["event", "matcher", "command", "timeout", "source", "from"], [
         [h.event, h.matcher or "*", one_line(h.command, 60), f"{h.timeout:g}s", h.source, h.origin]

@@ -147,3 +147,8 @@ def test_swarm_hooks_lists_each_hook_with_its_source(run_exe: Run, tmp_path: Pat
     ]
     table = run_exe("hooks")
     assert table.returncode == 0 and "./fmt.sh" in table.stdout and "Edit|Write" in table.stdout
+
+
+def test_swarm_hooks_with_none_says_where_they_go(run_exe: Run) -> None:
+    result = run_exe("hooks")
+    assert result.returncode == 0 and result.stdout.startswith("no hooks: add them under \"hooks\"")
