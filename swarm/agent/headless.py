@@ -205,7 +205,8 @@ class MainSession:
                               transcript_dir=main.agents_dir, background=BackgroundAgents(self.sink),
                               fork_enabled=forks_enabled(main.env), skills=main.skills, gate=gate,
                               note=main.note, effort=agent.effort, mcp=self.mcp)
-        self.hooks = load_agent_hooks(cwd, main.env, recorded=None, extra=agent.hooks, note=main.note)
+        self.hooks = load_agent_hooks(cwd, main.env, recorded=None, extra=agent.hooks, note=main.note,
+                                      sandbox=sandbox, roots=agent.write_roots)
         self.ctx = ToolContext(AgentIdentity(cwd=cwd, write_roots=agent.write_roots, spawnable=agent.spawnable),
                                services=AgentServices(team_control=team_control, agents=self.host, models=models,
                                                       session_tasks=tasks, hooks=self.hooks, sandbox=sandbox),

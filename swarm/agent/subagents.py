@@ -355,7 +355,7 @@ def run_child(host: AgentHost, parent: ToolContext, plan: ChildPlan, cancel: thr
         identity = replace(parent.identity, cwd=workdir, write_roots=roots, spawnable=plan.spawnable, subagent=True,
                            fork=parent.identity.fork or plan.fork)  # state of the run: compaction cannot drop it
         hooks = subagent_hooks(parent.services.hooks, plan.hooks, cwd=workdir, env=host.env, agent_id=plan.id,
-                               agent_type=plan.kind)
+                               agent_type=plan.kind, sandbox=parent.services.sandbox, roots=roots)
         ctx = ToolContext(identity, services=AgentServices(mailbox=parent.services.mailbox, agents=host, models=models,
                                                            session_tasks=parent.services.session_tasks, hooks=hooks,
                                                            sandbox=parent.services.sandbox),

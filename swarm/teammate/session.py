@@ -145,7 +145,8 @@ class TeammateSession:
         self.live.model = provider.model
         self.hooks = load_agent_hooks(
             config.cwd, env, recorded=self.teams.get(config.team).settings_digests or {}, extra=agent.hooks,
-            changed=lambda path: self.transcript.event("settings_hooks_ignored", path=str(path)))
+            changed=lambda path: self.transcript.event("settings_hooks_ignored", path=str(path)),
+            sandbox=self.sandbox, roots=agent.write_roots)
         self.ctx = ToolContext(
             AgentIdentity(cwd=config.cwd, name=config.name, team=config.team, write_roots=agent.write_roots,
                           pane_id=self.pane_id, backend_type=config.backend, color=config.color,
