@@ -21,7 +21,7 @@ from typing import TextIO
 
 import psutil
 
-from swarm.agent.agent_listing import agent_types_attachment
+from swarm.agent.agent_listing import agent_types_attachment, skills_attachment
 from swarm.agent.assembly import Catalogs
 from swarm.agent.compaction import CompactionPolicy
 from swarm.agent.conversation import Conversation
@@ -159,6 +159,9 @@ class TeammateSession:
         self.agent_types = (agent_types_attachment(self.catalogs.agents, agent.spawnable)
                             if any(t.name == "Agent" for t in agent.tools) else "")
         """The agent types its Agent tool may start, told in its first message (not in the tool's text)."""
+        self.skills_listed = (skills_attachment(self.catalogs.skills)
+                              if any(t.name == "Skill" for t in agent.tools) else "")
+        """The skills its Skill tool may use, told in its first message (not in the tool's text)."""
         self.spec = AgentSpec(provider=provider, tools=agent.tools, gate=agent.gate, system=agent.system,
                               compaction=CompactionPolicy.from_env(env), effort=agent.effort,
                               reminder=agent.reminder)
@@ -288,7 +291,7 @@ class TeammateSession:
             return Message.user_text(text)
         context = context_block(self.config.cwd, env=self.env, omit_instructions=self.omit_instructions,
                                 introduction=self.introduction)
-        blocks = [TextBlock(text=t) for t in (context, self.agent_types, text) if t]
+        blocks = [TextBlock(text=t) for t in (context, self.agent_types, self.skills_listed, text) if t]
         return Message(role="user", content=blocks)
 
     def _admit(self, entries: list[InboxEntry]) -> list[str]:
