@@ -65,17 +65,6 @@ def skill_names(catalog: SkillCatalog) -> str:
     return "\n".join(neutral(line) for line in catalog_text(catalog).splitlines()) or NONE
 
 
-def agent_types_attachment(catalog: AgentCatalog, spawnable: frozenset[str] | None = None) -> str:
-    """The attachment that opens a conversation: every type the agent may start."""
-    return OPENING + agent_types(catalog, spawnable) + CLOSING
-
-
-def skills_attachment(catalog: SkillCatalog) -> str:
-    """The attachment that opens a conversation: every skill the model may invoke; "" when there is none."""
-    listed = skill_names(catalog)
-    return "" if listed == NONE else SKILLS_OPENING + listed + CLOSING
-
-
 def is_listing(text: str) -> bool:
     return text.startswith((OPENING, CHANGED, SKILLS_OPENING, SKILLS_CHANGED))
 
@@ -146,6 +135,17 @@ class SkillListing(Listing):
         if fresh and self._reload is not None:
             self.catalog = self._reload()
         return skill_names(self.catalog)
+
+
+def agent_types_attachment(catalog: AgentCatalog, spawnable: frozenset[str] | None = None) -> str:
+    """The attachment that opens a conversation told once (a teammate's): every type the agent may start."""
+    return AgentListing(catalog, spawnable=spawnable).first()
+
+
+def skills_attachment(catalog: SkillCatalog) -> str:
+    """The attachment that opens a conversation told once (a teammate's, a subagent's): every skill the model may
+    invoke; "" when there is none."""
+    return SkillListing(catalog).first()
 
 
 def listing_updates(listings: Sequence[Listing], messages: Sequence[Message]) -> list[str]:
