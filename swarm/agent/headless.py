@@ -275,6 +275,11 @@ class MainSession:
                                                             TextBlock(text=text)]))
         return self._serve()
 
+    @property
+    def skills(self) -> SkillCatalog:
+        """The skills as the model was last told of them (re-read before each model call)."""
+        return self.host.skills
+
     def _listings(self) -> list[Listing]:
         return [listing for listing in (self.listing, self.skill_listing) if listing is not None]
 
