@@ -19,7 +19,7 @@ from typing import Any
 from swarm.agent.assembly import Catalogs, Parent, Seat, assemble
 from swarm.agent.background import BackgroundAgents, QueueSink
 from swarm.agent.conversation import Conversation
-from swarm.agent.agent_listing import AgentListing
+from swarm.agent.agent_listing import AgentListing, Listing, SkillListing, listing_updates
 from swarm.agent.definitions import AgentCatalog, AgentDefinition, load_agents
 from swarm.agent.executor import ToolGate
 from swarm.agent.hooks.session import load_agent_hooks
@@ -30,7 +30,7 @@ from swarm.agent.mcp.lifecycle import process_servers, require
 from swarm.agent.mcp.tools import McpToolset
 from swarm.agent.loop import AgentRun, AgentSpec, Arrivals, RunningAgent, run_agent
 from swarm.agent.sandbox import Sandbox
-from swarm.agent.skills import SkillCatalog
+from swarm.agent.skills import SkillCatalog, load_skills
 from swarm.agent.subagents import AgentHost, forks_enabled
 from swarm.agent.tool_api.processes import stop_background
 from swarm.agent.tools import core_tools
@@ -42,7 +42,7 @@ from swarm.agent.tool_api.context import (
     ToolContext,
     TurnState,
 )
-from swarm.agent.tools.skill_tool import expand_slash
+from swarm.agent.tools.skill_tool import SkillTool, expand_slash
 from swarm.agent.tool_catalog import agent_tools
 from swarm.agent.transcript import Transcript
 from swarm.agent.turn_model import TurnModel
@@ -77,6 +77,8 @@ class MainOptions:
     """How hard the main agent's model thinks (``--effort``; else its definition's ``effort``)."""
     reload_agents: Callable[[], AgentCatalog] | None = None
     """Reads the definitions afresh before each model call (a file added mid-session); None: ``catalog`` stays."""
+    reload_skills: Callable[[], SkillCatalog] | None = None
+    """Reads the skills afresh before each model call (a skill added mid-session); None: ``skills`` stays."""
 
 
 @dataclass
@@ -119,7 +121,7 @@ class MainSetup:
     def main_agent(self, agents_dir: Path, note: Callable[[str], None], effort: Effort | None = None) -> MainOptions:
         return MainOptions(catalog=self.catalogs.agents, env=self.env, agents_dir=agents_dir,
                          definition=self.definition, make_provider=self._child_providers(), skills=self.catalogs.skills,
-                         note=note, effort=effort, reload_agents=self._reload())
+                         note=note, effort=effort, reload_agents=self._reload(), reload_skills=self._reload_skills())
 
     def _reload(self) -> Callable[[], AgentCatalog] | None:
         """The definitions of the workdir as they are now (their warnings were said once, at start)."""
@@ -127,6 +129,13 @@ class MainSetup:
         if workdir is None:
             return None
         return lambda: load_agents(workdir, env=env, cli_json=agents_json)
+
+    def _reload_skills(self) -> Callable[[], SkillCatalog] | None:
+        """The skills of the workdir as they are now (their warnings were said once, at start)."""
+        workdir, env = self.workdir, self.env
+        if workdir is None:
+            return None
+        return lambda: load_skills(workdir, env=env)
 
     def _child_providers(self) -> Callable[[str], ModelProvider]:
         """How a subagent gets its provider: offline children play the parent's playbook, others their model."""
@@ -201,11 +210,12 @@ class MainSession:
         self.sink = QueueSink()
         self.host = AgentHost(catalog=main.catalog, env=main.env, model=provider.model,
                               make_provider=main.make_provider,
-                              make_tools=lambda: agent_tools(main.skills, main.env),
+                              make_tools=lambda: agent_tools(self.host.skills, main.env),
                               transcript_dir=main.agents_dir, background=BackgroundAgents(self.sink),
                               fork_enabled=forks_enabled(main.env), skills=main.skills, gate=gate,
                               note=main.note, effort=agent.effort, mcp=self.mcp)
-        self.hooks = load_agent_hooks(cwd, main.env, recorded=None, extra=agent.hooks, note=main.note)
+        self.hooks = load_agent_hooks(cwd, main.env, recorded=None, extra=agent.hooks, note=main.note,
+                                      sandbox=sandbox, roots=agent.write_roots)
         self.ctx = ToolContext(AgentIdentity(cwd=cwd, write_roots=agent.write_roots, spawnable=agent.spawnable),
                                services=AgentServices(team_control=team_control, agents=self.host, models=models,
                                                       session_tasks=tasks, hooks=self.hooks, sandbox=sandbox),
@@ -213,6 +223,9 @@ class MainSession:
         self.listing = (AgentListing(main.catalog, spawnable=agent.spawnable, reload=main.reload_agents)
                         if any(t.name == "Agent" for t in agent.tools) else None)
         """The agent types it was told of (an attachment, so that new definitions leave the tools alone)."""
+        self.skill_listing = (SkillListing(main.skills, reload=main.reload_skills)
+                              if any(t.name == "Skill" for t in agent.tools) else None)
+        """The skills it was told of (an attachment, so that new skills leave the tools alone)."""
         self.spec = AgentSpec(provider=models, tools=agent.tools, system=agent.system, gate=agent.gate,
                               effort=agent.effort, reminder=agent.reminder,
                               limits=Limits(max_turns=limits.max_turns or agent.max_turns, max_tokens=limits.max_tokens,
@@ -233,7 +246,7 @@ class MainSession:
         if submitted.refused is not None:
             return submitted.refused
         context = context_block(self.cwd, env=self.main.env, omit_instructions=self.omit_instructions)
-        attachments = [self.listing.first()] if self.listing is not None else []
+        attachments = [t for t in (listing.first() for listing in self._listings()) if t]
         self.conversation.add(_first_message("\n\n".join(t for t in (context, started) if t), submitted.text,
                                              attachments))
         return self._serve()
@@ -248,7 +261,7 @@ class MainSession:
         """``text`` with its leading ``/skill`` commands expanded, as this agent (a fork is linked from its
         transcript, as when the model calls Skill)."""
         self.ctx.turn.running = RunningAgent(self.spec, self.conversation)
-        return expand_slash(text, self.main.skills, self.ctx, self.main.note, by_person=True)  # the person's prompt
+        return expand_slash(text, self.host.skills, self.ctx, self.main.note, by_person=True)  # the person's prompt
 
     def turn(self, text: str, *, by_person: bool = True) -> AgentRun:
         """Another turn, on ``text`` as the next user message (what the person typed, or with ``by_person`` False
@@ -262,13 +275,25 @@ class MainSession:
                                                             TextBlock(text=text)]))
         return self._serve()
 
+    @property
+    def skills(self) -> SkillCatalog:
+        """The skills as the model was last told of them (re-read before each model call)."""
+        return self.host.skills
+
+    def _listings(self) -> list[Listing]:
+        return [listing for listing in (self.listing, self.skill_listing) if listing is not None]
+
     def _attachments(self) -> list[str]:
-        """What the model must be told before its next call: the agent types, when they changed."""
-        if self.listing is None:
-            return []
-        update = self.listing.update(self.conversation.messages)
-        self.host.catalog = self.listing.catalog  # a new definition can be started at once
-        return [update] if update is not None else []
+        """What the model must be told before its next call: the agent types and the skills, when they changed."""
+        updates = listing_updates(self._listings(), self.conversation.messages)
+        if self.listing is not None:
+            self.host.catalog = self.listing.catalog  # a new definition can be started at once
+        if self.skill_listing is not None and self.skill_listing.catalog is not self.host.skills:
+            self.host.skills = self.skill_listing.catalog  # a new skill can be used at once, here and by children
+            for tool in self.spec.tools:
+                if isinstance(tool, SkillTool):
+                    tool.catalog = self.host.skills
+        return updates
 
     def close(self) -> None:
         try:

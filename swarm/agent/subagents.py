@@ -45,6 +45,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from swarm.agent.agent_listing import skills_attachment
 from swarm.agent.assembly import Parent, Seat, assemble
 from swarm.agent.background import BackgroundAgents, BackgroundAgent, Work
 from swarm.agent.builtin_agents import ONE_SHOT_TYPES
@@ -259,7 +260,8 @@ def plan_definition(host: AgentHost, parent: ToolContext, definition: AgentDefin
                     name: str | None, context: bool = True, effort: Effort | None = None) -> ChildPlan:
     """A child started from an agent definition: a fresh conversation, its own prompt, tools and model.
 
-    Its first message is the context block and the prompt; ``context=False`` sends the prompt alone.
+    Its first message is the context block, the skills it may use (an attachment, when it has the Skill tool) and
+    the prompt; ``context=False`` sends the prompt alone.
     ``effort`` (the Agent call's) wins over the definition's and the parent's.
     A ``cwd`` (the model's choice) must lie inside the parent's write roots: the child's paths, its memory
     directory and its worktree are all read from there.
@@ -279,7 +281,9 @@ def plan_definition(host: AgentHost, parent: ToolContext, definition: AgentDefin
                          tools=host.make_tools(), asked_model=model, background=background, asked_effort=effort,
                          mcp=toolset)
     blocks = [TextBlock(text=context_block(workdir, env=host.env, omit_instructions=agent.omit_instructions))]
-    first = Message(role="user", content=[*(blocks if context else []), TextBlock(text=prompt)])
+    skills = skills_attachment(host.skills) if context and any(t.name == "Skill" for t in agent.tools) else ""
+    first = Message(role="user", content=[*(blocks if context else []), *([TextBlock(text=skills)] if skills else []),
+                                          TextBlock(text=prompt)])  # the skills it may use, not in Skill's text
     return ChildPlan(id=host.new_id(), kind=definition.name, description=description, system=agent.system,
                      tools=agent.tools, model=agent.model or host.model, messages=[first], cwd=workdir,
                      write_roots=agent.write_roots, limits=Limits(max_turns=agent.max_turns),
@@ -355,7 +359,7 @@ def run_child(host: AgentHost, parent: ToolContext, plan: ChildPlan, cancel: thr
         identity = replace(parent.identity, cwd=workdir, write_roots=roots, spawnable=plan.spawnable, subagent=True,
                            fork=parent.identity.fork or plan.fork)  # state of the run: compaction cannot drop it
         hooks = subagent_hooks(parent.services.hooks, plan.hooks, cwd=workdir, env=host.env, agent_id=plan.id,
-                               agent_type=plan.kind)
+                               agent_type=plan.kind, sandbox=parent.services.sandbox, roots=roots)
         ctx = ToolContext(identity, services=AgentServices(mailbox=parent.services.mailbox, agents=host, models=models,
                                                            session_tasks=parent.services.session_tasks, hooks=hooks,
                                                            sandbox=parent.services.sandbox),

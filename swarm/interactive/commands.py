@@ -53,7 +53,7 @@ class Commands:
                    "/view": self._view}
         action = actions.get(word)
         if action is None:
-            skills = self.chat.session.main.skills
+            skills = self.chat.session.skills
             if word.startswith("/") and skills.get(word[1:]) is None and "/" not in word[1:]:
                 known = [*actions, EXIT, *(f"/{s.name}" for s in skills.user_invocable())]
                 close = difflib.get_close_matches(word, known, n=1)
@@ -112,7 +112,7 @@ class Commands:
         self.chat.view.block("\n".join(rows))
 
     def _skills(self, _: str) -> None:
-        skills = self.chat.session.main.skills.user_invocable()
+        skills = self.chat.session.skills.user_invocable()
         if not skills:
             self.chat.view.note("no skills (.claude/skills/NAME/SKILL.md in the project or ~/.claude/skills/)")
             return

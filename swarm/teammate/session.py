@@ -21,7 +21,7 @@ from typing import TextIO
 
 import psutil
 
-from swarm.agent.agent_listing import agent_types_attachment
+from swarm.agent.agent_listing import agent_types_attachment, skills_attachment
 from swarm.agent.assembly import Catalogs
 from swarm.agent.compaction import CompactionPolicy
 from swarm.agent.conversation import Conversation
@@ -145,7 +145,8 @@ class TeammateSession:
         self.live.model = provider.model
         self.hooks = load_agent_hooks(
             config.cwd, env, recorded=self.teams.get(config.team).settings_digests or {}, extra=agent.hooks,
-            changed=lambda path: self.transcript.event("settings_hooks_ignored", path=str(path)))
+            changed=lambda path: self.transcript.event("settings_hooks_ignored", path=str(path)),
+            sandbox=self.sandbox, roots=agent.write_roots)
         self.ctx = ToolContext(
             AgentIdentity(cwd=config.cwd, name=config.name, team=config.team, write_roots=agent.write_roots,
                           pane_id=self.pane_id, backend_type=config.backend, color=config.color,
@@ -158,6 +159,9 @@ class TeammateSession:
         self.agent_types = (agent_types_attachment(self.catalogs.agents, agent.spawnable)
                             if any(t.name == "Agent" for t in agent.tools) else "")
         """The agent types its Agent tool may start, told in its first message (not in the tool's text)."""
+        self.skills_listed = (skills_attachment(self.catalogs.skills)
+                              if any(t.name == "Skill" for t in agent.tools) else "")
+        """The skills its Skill tool may use, told in its first message (not in the tool's text)."""
         self.spec = AgentSpec(provider=provider, tools=agent.tools, gate=agent.gate, system=agent.system,
                               compaction=CompactionPolicy.from_env(env), effort=agent.effort,
                               reminder=agent.reminder)
@@ -287,7 +291,7 @@ class TeammateSession:
             return Message.user_text(text)
         context = context_block(self.config.cwd, env=self.env, omit_instructions=self.omit_instructions,
                                 introduction=self.introduction)
-        blocks = [TextBlock(text=t) for t in (context, self.agent_types, text) if t]
+        blocks = [TextBlock(text=t) for t in (context, self.agent_types, self.skills_listed, text) if t]
         return Message(role="user", content=blocks)
 
     def _admit(self, entries: list[InboxEntry]) -> list[str]:

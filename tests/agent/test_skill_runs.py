@@ -212,7 +212,8 @@ def test_slash_commands_over_the_sdk_send_only_the_invoked_bodies(
     assert request.body["messages"][-1]["content"][-1]["text"] == "\n\n".join(
         f"Base directory for this skill: {folders[key]}\n\n{body}" for key, body in sent)
     assert "BODY-OF-DECOY" not in json.dumps(request.body)
-    assert f"- {decoy}: the {decoy} skill" in json.dumps(request.body["tools"])  # listed, never sent
+    assert f"- {decoy}: the {decoy} skill" in json.dumps(request.body["messages"][0])  # listed, never sent
+    assert decoy not in json.dumps(request.body["tools"])  # in an attachment, not in the Skill tool's text
 
 
 def test_a_fork_started_by_a_slash_command_is_linked_from_the_transcript(tmp_path: Path) -> None:

@@ -200,7 +200,8 @@ def test_skills_named_for_a_teammate_are_preloaded_into_its_system_prompt(
     retry_until(lambda: idle_results(home, team, "s") == ["styled"], 20, what="the first turn")
     system = json.dumps(api.requests[0].body["system"])
     assert "## Skill: style" in system and "STYLE-BODY: short lines." in system
-    assert "- style: house style" in json.dumps(api.requests[0].body["tools"])  # and still in the catalog
+    assert "- style: house style" in json.dumps(api.requests[0].body["messages"][0])  # and still in the catalog
+    assert "- style: house style" not in json.dumps(api.requests[0].body["tools"])  # an attachment, not Skill's text
 
 
 KEEPER = r"""

@@ -6,6 +6,11 @@ stderr come back as a ``HookRun``. A hook never holds the agent up beyond its
 timeout: one that runs over is stopped with its whole process tree
 (``swarm.backends.procs.kill_tree``) and counts as a non-blocking error, like
 one that cannot start.
+
+With the agent's ``sandbox`` (``swarm.agent.sandbox``) the hook runs inside it,
+exactly as the agent's Bash commands do (``Sandbox.enter``: the same writable
+roots, hidden paths and network proxy): a project's hooks are code from the
+repository, and the sandbox is what keeps such code in the worktree.
 """
 
 from __future__ import annotations
@@ -18,10 +23,13 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from swarm.agent.hooks.config import Hook
 from swarm.backends.procs import kill_tree
+
+if TYPE_CHECKING:
+    from swarm.agent.sandbox import Sandbox
 
 log = logging.getLogger(__name__)
 
@@ -46,22 +54,34 @@ class HookRun:
 
 
 def run_hooks(hooks: Sequence[Hook], payload: Mapping[str, Any], *, cwd: Path, env: Mapping[str, str],
-              project_dir: Path) -> list[HookRun]:
-    """Run ``hooks`` in parallel on ``payload``; results in the hooks' order."""
+              project_dir: Path, sandbox: Sandbox | None = None, roots: Sequence[Path] | None = None
+              ) -> list[HookRun]:
+    """Run ``hooks`` in parallel on ``payload``; results in the hooks' order. With ``sandbox``, each runs inside
+    it as a Bash call in ``cwd`` by an agent with write roots ``roots`` would."""
     if not hooks:
         return []
     data = json.dumps(payload, default=str).encode()
     run_env = {**env, "CLAUDE_PROJECT_DIR": str(project_dir)}
+
+    def one(hook: Hook) -> HookRun:
+        if sandbox is None:
+            return _run_one(hook, ["/bin/sh", "-c", hook.command], data, cwd, run_env)
+        boxed = sandbox.enter("/bin/sh", hook.command, cwd, roots)
+        try:
+            return _run_one(hook, boxed.argv, data, cwd, run_env)
+        finally:
+            boxed.finished()
+
     if len(hooks) == 1:
-        return [_run_one(hooks[0], data, cwd, run_env)]
+        return [one(hooks[0])]
     with ThreadPoolExecutor(max_workers=min(len(hooks), 8), thread_name_prefix="hook") as pool:
-        return list(pool.map(lambda hook: _run_one(hook, data, cwd, run_env), hooks))
+        return list(pool.map(one, hooks))
 
 
-def _run_one(hook: Hook, data: bytes, cwd: Path, env: dict[str, str]) -> HookRun:
+def _run_one(hook: Hook, argv: list[str], data: bytes, cwd: Path, env: dict[str, str]) -> HookRun:
     started = time.monotonic()
     try:
-        proc = subprocess.Popen(["/bin/sh", "-c", hook.command], cwd=cwd, env=env, stdin=subprocess.PIPE,
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     except OSError as exc:
         return _failed(hook, f"cannot run: {exc.strerror or exc}", started)

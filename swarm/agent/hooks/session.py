@@ -14,15 +14,18 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from swarm.agent.hooks.config import HookSet, settings_hooks
 from swarm.agent.hooks.outcome import HookOutcome, interpret
 from swarm.agent.hooks.runner import run_hooks
 from swarm.agent.transcript import Transcript
+
+if TYPE_CHECKING:
+    from swarm.agent.sandbox import Sandbox
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +50,10 @@ class AgentHooks:
     """Where remarks for the person go (a hook that failed)."""
     agent: Mapping[str, str] = field(default_factory=dict)
     """Fields naming the agent in every input (``agent_id``, ``agent_type`` for a subagent)."""
+    sandbox: Sandbox | None = None
+    """The agent's Bash sandbox: its hooks run in it too (None: unsandboxed, as its Bash)."""
+    roots: tuple[Path, ...] | None = None
+    """The agent's write roots (what its sandboxed commands may write besides the cwd)."""
 
     def active(self, event: str, target: str | None = None) -> bool:
         return bool(self.hooks.for_event(event, target))
@@ -62,7 +69,8 @@ class AgentHooks:
             "session_id": self.session_id, "transcript_path": str(transcript.path) if transcript else "",
             "cwd": str(where), "permission_mode": permission_mode or "default", "hook_event_name": event,
             **self.agent, **fields}
-        runs = run_hooks(hooks, payload, cwd=where, env=self.env, project_dir=self.project_dir)
+        runs = run_hooks(hooks, payload, cwd=where, env=self.env, project_dir=self.project_dir,
+                         sandbox=self.sandbox, roots=self.roots)
         outcome = interpret(event, runs)
         for run in runs:
             if run.code is None and transcript is not None:
@@ -75,35 +83,42 @@ class AgentHooks:
         return outcome
 
     def for_agent(self, extra: HookSet, *, subagent: bool, cwd: Path | None = None, agent_id: str | None = None,
-                  agent_type: str | None = None) -> AgentHooks:
-        """The hooks a child agent fires: these plus ``extra`` (its definition's), in its own cwd; a subagent's
-        turn ends with ``SubagentStop`` and its inputs name it (``agent_id``, ``agent_type``)."""
+                  agent_type: str | None = None, roots: Sequence[Path] | None = None) -> AgentHooks:
+        """The hooks a child agent fires: these plus ``extra`` (its definition's), in its own cwd and write
+        ``roots`` (in the same sandbox); a subagent's turn ends with ``SubagentStop`` and its inputs name it
+        (``agent_id``, ``agent_type``)."""
         agent = dict(self.agent)
         if subagent and agent_id is not None:
             agent.update(agent_id=agent_id, agent_type=agent_type or "general-purpose")
         return replace(self, hooks=self.hooks.plus(extra), cwd=cwd or self.cwd,
+                       roots=tuple(roots) if roots is not None else self.roots if cwd is None else None,
                        stop_event="SubagentStop" if subagent else self.stop_event, agent=agent)
 
 def load_agent_hooks(cwd: Path, env: Mapping[str, str], *, recorded: Mapping[str, str] | None,
                      extra: HookSet = HookSet(), changed: Callable[[Path], None] | None = None,
-                     note: Callable[[str], None] = _log_note, session_id: str | None = None) -> AgentHooks | None:
+                     note: Callable[[str], None] = _log_note, session_id: str | None = None,
+                     sandbox: Sandbox | None = None, roots: Sequence[Path] | None = None) -> AgentHooks | None:
     """A process's own agent's hooks: the settings files' (``config.settings_hooks``; ``recorded`` as there) and
-    ``extra`` (its definition's); each entry that cannot be read is one note. None: it has none."""
+    ``extra`` (its definition's); each entry that cannot be read is one note. None: it has none. With the agent's
+    ``sandbox`` they run in it, with its write ``roots``."""
     found = settings_hooks(cwd, env, recorded, changed)
     for warning in found.warnings:
         note(warning)
     hooks = HookSet(found.hooks, disabled=found.disabled).plus(extra)
     if not hooks:
         return None
-    return AgentHooks(hooks, cwd=cwd, env=env, project_dir=cwd, note=note,
+    return AgentHooks(hooks, cwd=cwd, env=env, project_dir=cwd, note=note, sandbox=sandbox,
+                      roots=tuple(roots) if roots is not None else None,
                       **({"session_id": session_id} if session_id else {}))
 
 
 def subagent_hooks(parent: AgentHooks | None, extra: HookSet, *, cwd: Path, env: Mapping[str, str], agent_id: str,
-                   agent_type: str) -> AgentHooks | None:
-    """A subagent's hooks: its parent's plus its definition's (``extra``), gone when it ends; None: none at all."""
+                   agent_type: str, sandbox: Sandbox | None = None,
+                   roots: Sequence[Path] | None = None) -> AgentHooks | None:
+    """A subagent's hooks: its parent's plus its definition's (``extra``), gone when it ends, in its cwd and write
+    ``roots`` inside the parent's ``sandbox``; None: none at all."""
     if parent is None:
         if not extra:
             return None
-        parent = AgentHooks(HookSet(), cwd=cwd, env=env, project_dir=cwd)
-    return parent.for_agent(extra, subagent=True, cwd=cwd, agent_id=agent_id, agent_type=agent_type)
+        parent = AgentHooks(HookSet(), cwd=cwd, env=env, project_dir=cwd, sandbox=sandbox)
+    return parent.for_agent(extra, subagent=True, cwd=cwd, agent_id=agent_id, agent_type=agent_type, roots=roots)

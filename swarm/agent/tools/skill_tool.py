@@ -1,8 +1,12 @@
 """The Skill tool: load a skill's instructions into the conversation, or run a forked skill in a subagent.
 
 Progressive disclosure: the catalog (name and description of every skill the
-model may invoke) is in this tool's description, fixed for the process so the
-request prefix stays cacheable; a skill's body is sent only when it is used.
+model may invoke) reaches the model as a ``<system-reminder>`` attachment
+(``swarm.agent.agent_listing.SkillListing``), told again when a skill is added
+mid-session, so this tool's text is fixed for the process and the tools part
+of the request stays cacheable; a skill's body is sent only when it is used.
+``catalog`` is what the tool runs from: the session sets it to the catalog the
+model was last told of.
 
 - A normal skill: the result is its body with the arguments substituted,
   after a line naming its base directory (bundled scripts and data are found
@@ -32,7 +36,6 @@ from swarm.agent.skills import (
     Skill,
     SkillCatalog,
     SlashExpansion,
-    catalog_text,
     parse_slash,
     render_skill,
 )
@@ -43,7 +46,7 @@ from swarm.agent.tool_api.inputs import NoneOmitted, ToolInput
 
 
 class SkillInput(ToolInput):
-    skill: str = Field(description="The name of the skill to use, from the list in this tool's description.")
+    skill: str = Field(description="The name of the skill to use, from the list of available skills.")
     args: str | NoneOmitted = Field(default=None, description="Arguments for the skill, as one string.")
 
 
@@ -52,7 +55,8 @@ class SkillTool(Tool[SkillInput]):
     description = (
         "Use a skill: a packaged procedure with its own instructions (and sometimes scripts or data files). "
         "When a request matches a skill's description, call this tool with the skill's name BEFORE doing the "
-        "work yourself, then follow the instructions it returns. Only use skills listed below."
+        "work yourself, then follow the instructions it returns. The skills available are listed in a "
+        "<system-reminder> in the conversation (updated when they change); only use skills listed there."
     )
     input_model = SkillInput
     read_only = True
@@ -60,9 +64,6 @@ class SkillTool(Tool[SkillInput]):
 
     def __init__(self, catalog: SkillCatalog) -> None:
         self.catalog = catalog
-
-    def listing(self) -> str:
-        return f"Available skills:\n{catalog_text(self.catalog) or '(none)'}"
 
     def run(self, args: SkillInput, ctx: ToolContext) -> str:
         skill = self.catalog.get(args.skill.removeprefix("/"))
