@@ -339,7 +339,8 @@ def run_lead(session: MainSession, lead: LeadTeam, prompt: str, *, timeout: floa
         return LeadOutcome(run, None, None, "no_team")
     follower = TeamFollower(lead, lambda team: LeadPump(lead.home, team, plans_by_model=True, env=lead.env,
                                                            stall_after=lead.stall_after,
-                                                           on_stalled=lambda name, text: stalled_hooks(session.ctx, text),
+                                                           on_stalled=lambda _name, text: stalled_hooks(session.ctx,
+                                                                                                        text),
                                                            on_message=on_message, on_decision=on_decision))
     reason = "done"
     try:
