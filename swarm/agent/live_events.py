@@ -56,6 +56,8 @@ class LiveEvent(BaseModel):
     """A tool call's number in this agent's life (``[n]``)."""
     tool: str | None = None
     target: str | None = None
+    timeout_s: float | None = None
+    """A ``tool_start``'s own time limit, when the tool has one (Bash: its ``timeout``)."""
     outcome: str | None = None
     is_error: bool | None = None
     sender: str | None = None

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from swarm.agent.live_events import LiveEvent
 from swarm.agent.permissions.describe import MODEL_NOTE, describe
+from swarm.agent.tools.shell import declared_timeout_s
 from swarm.core.text import flat
 from swarm.models.messages import (
     Message,
@@ -94,7 +95,9 @@ class Narrator:
             record = ToolRecord(len(self._tools) + 1, call.name, target(call, self.cwd), dict(call.input))
             self._tools.append(record)
             self._pending[call.id] = record
-        return LiveEvent(type="tool_start", number=record.number, tool=record.tool, target=record.target)
+        limit = declared_timeout_s(record.input) if record.tool == "Bash" else None
+        return LiveEvent(type="tool_start", number=record.number, tool=record.tool, target=record.target,
+                         timeout_s=limit)
 
     def _finished(self, block: ToolResultBlock) -> LiveEvent | None:
         with self._lock:

@@ -130,6 +130,20 @@ def is_pid_alive(pid: int, create_time: float | None = None) -> bool:
         return True  # it exists; we just may not look at it
 
 
+def interrupt_process(pid: int, create_time: float | None) -> bool:
+    """SIGINT ``pid`` — a person's Ctrl-C — if it still is the process that started at ``create_time`` (a reused
+    pid is never signalled). True when sent. A swarm teammate reads it as "stop the running turn"
+    (``swarm.teammate.__main__``); its launcher forwards it to a served worker's group."""
+    try:
+        proc = psutil.Process(pid)
+        if not _same_start(proc, create_time) or proc.status() == psutil.STATUS_ZOMBIE:
+            return False
+        proc.send_signal(signal.SIGINT)
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+    return True
+
+
 def _is_gone(proc: psutil.Process) -> bool:
     try:
         return not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE

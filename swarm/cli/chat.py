@@ -189,6 +189,9 @@ def _stop_handler(chat: Chat, front: Terminal | PlainLines) -> Callable[[int, Fr
             return
         if signum == signal.SIGINT and isinstance(front, PlainLines):
             with lock:
+                if chat.focus.viewing is not None:  # a teammate is viewed: its turn, not the lead's
+                    threading.Thread(target=lambda: chat.view.note(chat.focus.interrupt()), daemon=True).start()
+                    return
                 if chat.interrupt():
                     chat.view.note("interrupting the lead's turn")
                     return

@@ -36,12 +36,15 @@ from swarm.runtime.lead_inbox import LeadMessage
 from swarm.runtime.shutdown import Outcome
 from swarm.runtime.status import team_status
 from swarm.runtime.up import Report, Started, run_headless, start_team, stop_team
-from swarm.runtime.upfile import load_upfile
+from swarm.runtime.upfile import UpFile, load_upfile
 
 
 @click.command()
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--detach", "-d", is_flag=True, help="Return once every member is spawned.")
+@click.option("--detach", "-d", is_flag=True,
+              help="Return once every member is spawned. Nobody coordinates a detached team: restart policies "
+                   "and the watchdog (--stall-after) need an attached `swarm up` or `swarm run`; a teammate that "
+                   "dies stays down (`swarm status` shows it).")
 @click.option("--headless", is_flag=True, help="No prompts: the policy decides, anything else is denied; "
               "stop when all are idle or at --timeout.")
 @click.option("--timeout", type=click.FloatRange(min=1), default=600.0, show_default=True,
@@ -106,12 +109,24 @@ def up(ctx: click.Context, file: Path, detach: bool, headless: bool, timeout: fl
         say_models(started)
         echo(f"team {started.team} is up: {', '.join(started.members)}")
         if detach:
+            if (uncoordinated := _uncoordinated(spec)):
+                warn(f"nobody coordinates a detached team: {uncoordinated} need an attached `swarm up` (or "
+                     "`swarm run`); a teammate that dies stays down and a stalled one is not nudged")
             echo(f"watch: swarm status --team {started.team} --watch · answer: swarm permissions --team "
                        f"{started.team} --watch · stop: swarm down {started.team}")
             return
         _foreground(home, started.team, env, spec.lead.shutdown_timeout, stops, spec.team.stall_after)
     if stops.by_signal:
         raise click.exceptions.Exit(stops.exit_code)  # stopped, but not by the person: the caller learns it
+
+
+def _uncoordinated(spec: UpFile) -> str:
+    """What in ``spec`` only a coordinating ``swarm up`` does (restart policies, the watchdog), for people; ""."""
+    restarted = [f"{m.name}: {m.restart}" for m in spec.members if m.restart != "no"]
+    parts = [f"restart policies ({', '.join(restarted)})"] if restarted else []
+    if spec.team.stall_after:
+        parts.append(f"the watchdog (stall_after {spec.team.stall_after:g} s)")
+    return " and ".join(parts)
 
 
 @click.command()

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from swarm.agent.headless import MainSession
-from swarm.agent.hooks.permission_hooks import notify
+from swarm.agent.hooks.permission_hooks import notify, stalled_hooks
 from swarm.agent.limits import Interrupted
 from swarm.core.clock import now_ms
 from swarm.core.frames import IdleNotification, PlanApprovalRequest, ShutdownRejected
@@ -87,7 +87,9 @@ class Chat:
         self.focus = Focus(lead.home, view, lambda: self.lead.team, on_change=lambda: self.on_change())
         """Whose transcript the main view shows, and where what the person types goes (``/view``, Ctrl-T)."""
         self._follower = TeamFollower(lead, lambda team: LeadPump(lead.home, team, on_request=self._offer,
-                                                                  env=lead.env, stall_after=lead.stall_after))
+                                                                  env=lead.env, stall_after=lead.stall_after,
+                                                                  on_stalled=lambda name, text: stalled_hooks(
+                                                                      self.session.ctx, text)))
         """The coordinator of the lead's team: pumped by the inbox thread, shared with the shutdown at ``close``."""
         self._threads = [threading.Thread(target=self._work, name="lead-turns", daemon=True),
                          threading.Thread(target=self._follow_inbox, name="lead-inbox", daemon=True),

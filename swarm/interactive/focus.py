@@ -5,8 +5,9 @@ switches the view to teammate NAME: its live events (``runtime/watching.py``,
 woken by inotify) are drawn as in its pane, the lead's own events are held
 meanwhile and shown when the view returns to the lead, and what the person
 types goes to that teammate as the person's message — the same entry as
-``swarm send`` or a line typed in its pane (``author: person``). ``/view``
-alone goes back to the lead.
+``swarm send`` or a line typed in its pane (``author: person``); Ctrl-C
+interrupts that teammate's turn, not the lead's (``runtime/interrupt.py``: the
+SIGINT its pane's Ctrl-C sends). ``/view`` alone goes back to the lead.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from swarm.core.names import LEAD_NAME
 from swarm.core.teams import TeamStore
 from swarm.errors import NotFoundError, SwarmError, UsageError
 from swarm.interactive.view import View
+from swarm.runtime.interrupt import interrupt_turn
 from swarm.runtime.watching import Window, follow
 
 BACKLOG = 30
@@ -75,6 +77,19 @@ class Focus:
             raise UsageError("no teammate is viewed")
         Mailbox(self.home, team).send(name, text, sender=LEAD_NAME, author="person")
         self.view.you(text)
+
+    def interrupt(self) -> str:
+        """Ctrl-C while a teammate is viewed: interrupt that teammate's turn (as Ctrl-C in its pane); what happened,
+        for the person."""
+        team, name = self.team(), self.viewing
+        if team is None or name is None:
+            raise UsageError("no teammate is viewed")
+        try:
+            if interrupt_turn(self.home, team, name):
+                return f"interrupting {name}'s turn"
+        except SwarmError as exc:
+            return f"{name} not interrupted: {exc}"
+        return f"{name} runs no turn to interrupt; /view (or Ctrl-T) goes back to the lead"
 
     def close(self) -> None:
         self._end()

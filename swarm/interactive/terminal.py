@@ -168,7 +168,11 @@ class Terminal:
         return True
 
     def _ctrl_c(self, app: Application[str] | None) -> None:
-        """Stop the lead's turn; with none running, a second Ctrl-C within ``DOUBLE_CTRL_C`` s leaves."""
+        """Stop the lead's turn; with none running, a second Ctrl-C within ``DOUBLE_CTRL_C`` s leaves. While a
+        teammate is viewed, stop that teammate's turn instead (never the lead's, never leaving)."""
+        if self.chat.focus.viewing is not None:
+            self.chat.view.note(self.chat.focus.interrupt())
+            return
         if self.chat.interrupt():
             self.chat.view.note("interrupting the lead's turn")
             return

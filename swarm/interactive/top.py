@@ -1,7 +1,8 @@
 """``swarm top``: the team as a live full-screen table, redrawn when its files change (no polling timer).
 
 One row per teammate — state, task, last action, tokens, cost, open
-requests. Keys: ↑/↓ (or k/j) choose a member; Enter opens its live view (its
+requests — under the team's cost against its budget (costs: the team ledger,
+``runtime/costs.py``, as in ``swarm status``). Keys: ↑/↓ (or k/j) choose a member; Enter opens its live view (its
 events, drawn as in its pane; Esc or Enter goes back); ``a`` approves its
 oldest open request and ``d`` denies it (as the person); ``s`` asks it to
 shut down (forced after the timeout); ``q`` or Ctrl-C leaves. Works over ssh:
@@ -27,6 +28,7 @@ from swarm.core.text import flat, for_terminal, visible
 from swarm.errors import SwarmError
 from swarm.interactive.view import STYLE
 from swarm.runtime import permission_desk
+from swarm.runtime.costs import usd
 from swarm.runtime.overview import MemberLine, TeamOverview
 from swarm.runtime.shutdown import shutdown
 
@@ -43,6 +45,7 @@ class Top:
         self.env = env
         self.overview = TeamOverview(home, team, env)
         self.rows: list[MemberLine] = []
+        self.cost_line = ""
         self.selected = 0
         self.viewing: str | None = None
         """The member whose live view is open, if any."""
@@ -74,11 +77,13 @@ class Top:
     def refresh(self) -> None:
         try:
             rows = self.overview.rows()
+            cost = self.overview.cost().line()
         except SwarmError as exc:
             self.note = str(exc)
             return
         with self._lock:
             self.rows = rows
+            self.cost_line = cost
             self.selected = min(self.selected, max(0, len(rows) - 1))
 
     # -- drawing -----------------------------------------------------------------------
@@ -87,10 +92,11 @@ class Top:
         if self.viewing is not None:
             return self._live(self.viewing)
         with self._lock:
-            rows, selected = list(self.rows), self.selected
+            rows, selected, cost = list(self.rows), self.selected, self.cost_line
         cells = [[visible(c) for c in _cells(row)] for row in rows]
         widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(HEADERS)]
-        out: list[tuple[str, str]] = [("class:dim", f"team {visible(self.team)} — {len(rows)} teammates\n"),
+        out: list[tuple[str, str]] = [("class:dim", f"team {visible(self.team)} — {len(rows)} teammates — "
+                                                   f"team cost: {visible(cost)}\n"),
                                       ("bold", "  ".join(h.upper().ljust(w) for h, w in zip(HEADERS, widths)) + "\n")]
         for number, (row, line) in enumerate(zip(rows, cells)):
             style = "reverse" if number == selected else ("class:question" if row.requests else "")
@@ -207,4 +213,4 @@ class Top:
 def _cells(row: MemberLine) -> list[str]:
     waiting = ", ".join(f"{r.kind} {flat(r.description or r.tool or '', 30)}" for r in row.requests)
     return [row.name, row.state, row.task, row.last_action, f"{row.tokens:,}" if row.tokens else "",
-            f"${row.cost_usd:.4f}" if row.cost_usd else "", waiting]
+            usd(row.cost_usd) if row.cost_usd else "", waiting]

@@ -123,6 +123,16 @@ def read_spends(directory: Path) -> dict[str, Spend]:
     return spends
 
 
+def read_spend(directory: Path, member: str) -> Spend:
+    """One member's spend recorded in the gate ``directory`` (nothing spent when there is no usable record)."""
+    path = directory / SPEND_DIR / f"{validate_name(member, 'agent name')}.json"
+    try:
+        return Spend.model_validate(_read(path)) if path.is_file() else Spend()
+    except ValidationError:
+        log.warning("ignored an unusable spend file", extra={"path": str(path)})
+        return Spend()
+
+
 def total_usd(spends: dict[str, Spend]) -> float:
     return sum(s.usd for s in spends.values())
 

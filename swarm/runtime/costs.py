@@ -9,10 +9,12 @@ interactive status line read them here.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import BaseModel
 
 from swarm.core.home import Home
-from swarm.models.team_gate import read_limits, read_spends, total_usd
+from swarm.models.team_gate import SPEND_DIR, read_limits, read_spends, total_usd
 
 
 class TeamCost(BaseModel):
@@ -41,6 +43,11 @@ def team_cost(home: Home, team: str) -> TeamCost:
     return TeamCost(usd=round(total_usd(spends), 6), by_member={n: round(s.usd, 6) for n, s in spends.items()},
                     max_cost=read_limits(directory).max_cost,
                     unpriced_tokens=sum(s.unpriced_tokens for s in spends.values()))
+
+
+def ledger_dir(home: Home, team: str) -> Path:
+    """The directory the team's per-member spend files are written in (what a live view watches for a change)."""
+    return home.gate_dir(team) / SPEND_DIR
 
 
 def usd(amount: float) -> str:

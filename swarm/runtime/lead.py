@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from swarm.agent.hooks.permission_hooks import stalled_hooks
 from swarm.agent.headless import MainSession
 from swarm.agent.loop import AgentRun
 from swarm.agent.peer_messages import teammate_block
@@ -338,6 +339,8 @@ def run_lead(session: MainSession, lead: LeadTeam, prompt: str, *, timeout: floa
         return LeadOutcome(run, None, None, "no_team")
     follower = TeamFollower(lead, lambda team: LeadPump(lead.home, team, plans_by_model=True, env=lead.env,
                                                            stall_after=lead.stall_after,
+                                                           on_stalled=lambda _name, text: stalled_hooks(session.ctx,
+                                                                                                        text),
                                                            on_message=on_message, on_decision=on_decision))
     reason = "done"
     try:

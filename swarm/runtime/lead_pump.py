@@ -60,6 +60,8 @@ class LeadPump:
     """The environment teammates are started again with (restart policies); None: nobody is restarted here."""
     stall_after: float | None = None
     """Seconds a teammate holding a task in progress may do nothing before it is nudged (``runtime.watchdog``)."""
+    on_stalled: Callable[[str, str], None] | None = None
+    """Hears each stalled teammate reported to the lead (name, text): the lead's ``Notification`` hooks."""
     results: dict[str, str] = field(default_factory=dict)
     failures: dict[str, str] = field(default_factory=dict)
     idle_seen: set[str] = field(default_factory=set)
@@ -70,7 +72,8 @@ class LeadPump:
         self.inbox = LeadInbox(self.home, self.team)
         """The one consumer of the lead's inbox in this process; a shutdown run here waits on it too."""
         self.inbox.subscribe(self._saw)
-        self.watchdog = Watchdog(self.home, self.team, self.stall_after) if self.stall_after else None
+        self.watchdog = (Watchdog(self.home, self.team, self.stall_after, on_reported=self.on_stalled)
+                         if self.stall_after else None)
 
     @property
     def messages(self) -> list[LeadMessage]:
@@ -79,6 +82,8 @@ class LeadPump:
 
     def close(self) -> None:
         self.inbox.close()
+        if self.watchdog is not None:
+            self.watchdog.close()
 
     def pump(self, timeout: float) -> None:
         """Handle everything that reached the lead, waiting up to ``timeout`` s for something to arrive."""

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from swarm.backends.base import Backend, Handle
-from swarm.backends.procs import is_pid_alive, kill_tree
+from swarm.backends.procs import interrupt_process, is_pid_alive, kill_tree
 from swarm.backends.select import make_backend
 from swarm.core.home import Home
 from swarm.core.members import mark_gone_where
@@ -136,6 +136,10 @@ class MemberKind(ABC):
     def after_exit(self, grace: float) -> None:
         """Clean up after it left by itself (background jobs, daemons, its pane)."""
 
+    def interrupt(self) -> bool:
+        """Stop its running turn as a person's Ctrl-C in its pane does (True when it was reached); it stays."""
+        raise BackendError(f"{self.member.name} cannot be interrupted from swarm: only swarm's own teammates can")
+
     def sweep(self, grace: float) -> None:
         """Stop what a gone member left behind (its token's processes); its recorded pid only if still its own."""
         member = self.member
@@ -198,6 +202,12 @@ class SwarmTeammate(_StartedBySwarm):
 
     def running(self) -> bool:
         return bool(self.member.is_active) and self.process_runs()
+
+    def interrupt(self) -> bool:
+        """SIGINT to its process — exactly what Ctrl-C in its pane sends (the launcher forwards it to a served
+        worker); the teammate stops the running turn, kills a running command, and waits for its next message."""
+        member = self.member
+        return member.pid is not None and self.running() and interrupt_process(member.pid, member.proc_start)
 
     def state(self) -> str:
         member = self.member

@@ -1,5 +1,9 @@
 """The team at a glance, for ``swarm top``: each member's state, task, last action, tokens, cost and open requests.
 
+A member's cost, and the team's, are the team ledger's (``runtime/costs.py``:
+every call, subagents' and earlier processes' included), the same figures as
+``swarm status`` — never one a teammate process computed from its own usage.
+
 ``TeamOverview`` keeps one ``EventReader`` per teammate, so each rebuild
 reads only what the teammates appended since the last one, and a watcher on
 the files that change any of it (the team file and permission record in the
@@ -22,6 +26,7 @@ from swarm.core.text import flat
 from swarm.core.watch import ChangeWatcher, watch_dirs
 from swarm.errors import SwarmError
 from swarm.runtime import permission_desk
+from swarm.runtime.costs import TeamCost, ledger_dir, team_cost
 from swarm.runtime.status import team_status
 
 ACTION_WIDTH = 60
@@ -46,7 +51,6 @@ class MemberLine:
 class _Seen:
     reader: EventReader
     last_action: str = ""
-    cost_usd: float | None = None
     events: list[LiveEvent] = field(default_factory=list)
 
 
@@ -60,7 +64,8 @@ class TeamOverview:
         self._seen: dict[str, _Seen] = {}
         directory = home.team_dir(team)
         self._watcher: ChangeWatcher = watch_dirs(directory, ensure_dir(directory / "activity"),
-                                                  ensure_dir(directory / "events"))
+                                                  ensure_dir(directory / "events"),
+                                                  ensure_dir(ledger_dir(home, team)))
 
     def rows(self) -> list[MemberLine]:
         statuses = [s for s in team_status(self.home, self.team, self.env) if s.name != LEAD_NAME]
@@ -75,9 +80,13 @@ class TeamOverview:
             task = next((t for t in tasks if t.owner == status.name and t.status == "in_progress"), None)
             out.append(MemberLine(
                 name=status.name, state=status.state, task=f"#{task.id} {flat(task.subject, 30)}" if task else "",
-                last_action=seen.last_action, tokens=status.tokens, cost_usd=seen.cost_usd,
+                last_action=seen.last_action, tokens=status.tokens, cost_usd=status.cost_usd,
                 requests=[r for r in waiting if r.agent == status.name]))
         return out
+
+    def cost(self) -> TeamCost:
+        """The team's spend against its budget (the ledger's)."""
+        return team_cost(self.home, self.team)
 
     def events(self, name: str) -> list[LiveEvent]:
         """Every event of ``name`` read so far (for its live view)."""
@@ -96,8 +105,6 @@ class TeamOverview:
             seen.events.append(event)
             if event.type in ACTIONS or (event.type == "turn_end" and event.stop_reason not in ("end_turn", None)):
                 seen.last_action = last_action(event) or seen.last_action
-            if event.cost_usd is not None:
-                seen.cost_usd = event.cost_usd if event.type == "state" else seen.cost_usd
         del seen.events[:-500]  # the view keeps the latest; the file has the rest
         return seen
 

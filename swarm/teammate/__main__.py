@@ -30,8 +30,9 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
     raise Terminated(signal.Signals(signum).name)
 
 
-def _pane_signals(sessions: list[TeammateSession]) -> Callable[[int, FrameType | None], None]:
-    """In a pane the person types in, Ctrl-C (SIGINT) interrupts the running turn; other signals stop it."""
+def _turn_signals(sessions: list[TeammateSession]) -> Callable[[int, FrameType | None], None]:
+    """SIGINT interrupts the running turn — Ctrl-C in the teammate's pane, or swarm reaching it from elsewhere
+    (``MemberKind.interrupt``: the session's teammate view, the watchdog); other signals stop it."""
     def handler(signum: int, frame: FrameType | None) -> None:
         if signum == signal.SIGINT and sessions:
             sessions[0].interrupt()
@@ -60,7 +61,7 @@ def main(argv: list[str] | None = None, launcher: Launcher | None = None) -> int
     config = parse_args(sys.argv[1:] if argv is None else argv)
     typing = config.backend == "tmux" and _is_terminal(sys.stdin)
     sessions: list[TeammateSession] = []
-    on_signal = _pane_signals(sessions) if typing else _on_signal
+    on_signal = _turn_signals(sessions)
     handler = on_signal if launcher is None else launcher.bind(on_signal)
     home = Home.from_env(config.home)
     _setup_logging(home, config.team, config.name)

@@ -17,9 +17,8 @@ from pathlib import Path
 from swarm.agent.live_events import EventLog, LiveEvent
 from swarm.agent.narration import Narrator
 from swarm.core.home import Home
-from swarm.errors import SwarmError
-from swarm.models.catalog import model_info
 from swarm.models.messages import Usage
+from swarm.models.team_gate import read_spend
 from swarm.teammate.pane import PaneWriter
 
 
@@ -27,11 +26,11 @@ from swarm.teammate.pane import PaneWriter
 class TeammateLive:
     def __init__(self, home: Home, team: str, name: str, cwd: Path, pane: PaneWriter | None) -> None:
         self.log = EventLog(home.events_path(team, name))
+        self.gate_dir = home.gate_dir(team)
         self.pane = pane
         self.narrator = Narrator(cwd, self.emit)
         self.name = name
-        self.model = ""
-        """The model the teammate runs (for the cost; unknown models cost nothing shown)."""
+        self._spent_before_turn = 0.0
         self._task: str | None = None
 
     def emit(self, event: LiveEvent) -> None:
@@ -49,19 +48,21 @@ class TeammateLive:
         self.emit(LiveEvent(type="message", sender=sender, text=text))
 
     def state(self, state: str, usage: Usage) -> None:
-        self.emit(LiveEvent(type="state", state=state, tokens=usage.total, cost_usd=self.cost(usage)))
+        spent = self.spent()
+        if state == "busy":
+            self._spent_before_turn = spent
+        self.emit(LiveEvent(type="state", state=state, tokens=usage.total, cost_usd=spent or None))
 
     def turn_end(self, stop_reason: str, usage: Usage, detail: str = "") -> None:
+        turn = self.spent() - self._spent_before_turn
         self.emit(LiveEvent(type="turn_end", stop_reason=stop_reason, tokens=usage.total,
-                            cost_usd=self.cost(usage), text=detail or None))
+                            cost_usd=round(turn, 6) if turn > 0 else None, text=detail or None))
 
-    def cost(self, usage: Usage) -> float | None:
-        """US dollars for ``usage`` at the teammate's model's prices (None when they are not known)."""
-        try:
-            price = model_info(self.model).price if self.model else None
-        except SwarmError:
-            return None
-        return price.cost(usage) if price is not None else None
+    def spent(self) -> float:
+        """US dollars this teammate has spent so far, from the team's ledger (``models/team_gate.py``: every
+        call it and its subagents made, earlier processes of it included) — the figure ``swarm status`` and
+        ``swarm top`` show, never one of its own."""
+        return round(read_spend(self.gate_dir, self.name).usd, 6)
 
     def _task_changed(self, number: int | None) -> None:
         """A ``task`` event when TaskUpdate call ``number`` started or finished this teammate's task (from the

@@ -8,7 +8,8 @@ then delivered like every other message (the inbox watcher wakes the
 teammate; a busy teammate reads it at its next model call), and it carries the
 person's authority for person-only skills (``LeadVerifier.by_person``), never
 the lead model's. Ctrl-C in the pane interrupts the running turn
-(``TeammateSession.interrupt``, from the signal handler), not the teammate.
+(``TeammateSession.interrupt``, from the SIGINT handler), not the teammate —
+the same SIGINT swarm sends from elsewhere (``runtime/interrupt.py``).
 """
 
 from __future__ import annotations

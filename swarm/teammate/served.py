@@ -14,9 +14,9 @@ live and die together:
 
 - a SIGTERM, SIGINT or SIGHUP to the launcher (``swarm shutdown``'s kill,
   Ctrl-C in the pane, the pane closed) is forwarded to the worker's group:
-  the worker does what it would have done itself (a SIGINT from the pane
-  the person types in interrupts its turn, ``teammate/pane_input.py``; the
-  others stop it);
+  the worker does what it would have done itself (a SIGINT — Ctrl-C in the
+  pane, or swarm's ``MemberKind.interrupt`` — interrupts its turn,
+  ``teammate/pane_input.py``; the others stop it);
 - the worker ends: its connection closes, and the launcher exits with its
   status (1 if it was killed);
 - the launcher is killed (``kill -9``, or SIGKILL after ``kill_tree``'s

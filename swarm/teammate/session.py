@@ -142,7 +142,6 @@ class TeammateSession:
                                  gate=gate)
 
         provider = TurnModel(make(agent.model), lambda chosen: make(chosen), env)
-        self.live.model = provider.model
         self.hooks = load_agent_hooks(
             config.cwd, env, recorded=self.teams.get(config.team).settings_digests or {}, extra=agent.hooks,
             changed=lambda path: self.transcript.event("settings_hooks_ignored", path=str(path)),

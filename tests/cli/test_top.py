@@ -16,6 +16,8 @@ import pytest
 from swarm.core.home import Home
 from swarm.core.permlog import PermissionLog
 from swarm.core.teams import TeamStore
+from swarm.models.messages import Usage
+from swarm.models.team_gate import TeamGate
 from tests.backends.helpers import retry_until
 from tests.cli.conftest import SWARM_EXE
 from tests.cli.test_cli_teammates import cli_team, swarm  # noqa: F401 (the fixture)
@@ -47,6 +49,8 @@ def top_pane(cli_team: tuple[Home, Path], tmp_path: Path) -> Iterator[tuple[Home
                     "--cwd", str(work), "--playbook", str(book))
         assert out.returncode == 0, out.stderr
     retry_until(lambda: len(PermissionLog(home, "t").pending()) == 1, 20, what="alice's request")
+    # spent by an earlier process of alice (the ledger keeps it across restarts): $0.30 at $3 per million
+    TeamGate(home.gate_dir("t"), "alice").charge("claude-sonnet-4-6", Usage(input_tokens=100_000))
     socket = f"swarm-test-{uuid.uuid4().hex[:10]}"
     subprocess.run(["tmux", "-L", socket, "-f", "/dev/null", "new-session", "-d", "-x", "200", "-y", "40",
                     "-e", f"SWARM_HOME={home.root}", str(SWARM_EXE), "top", "--team", "t"], check=True,
@@ -75,6 +79,8 @@ def test_top_shows_live_state_and_its_keys_approve_open_a_live_view_and_stop(top
     retry_until(lambda: "permission run: echo built-by-alice" in _row(socket, "alice"), 20, what="the table")
     alice = _row(socket, "alice")
     assert " busy " in alice and "? waiting for team-lead" in alice, _screen(socket)
+    assert "$0.3000" in alice  # the ledger's figure (swarm status's), not the process's own (nothing, scripted)
+    assert "— team cost: $0.3000" in _screen(socket)
     retry_until(lambda: "◆ bob ready" in _row(socket, "bob"), 20, what=f"bob row {_screen(socket)}")
     assert " idle " in _row(socket, "bob")
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 from tests.fakes.anthropic_server import FakeAnthropicServer
 from tests.interactive.conftest import EXITED, Screen
-from tests.interactive.test_session import _lead_starts
+from tests.interactive.test_session import _lead_starts, _wait
 from tests.teammate.conftest import teammate_pids
 
 ALICE = r"""
@@ -67,6 +68,63 @@ def test_view_shows_a_teammates_live_transcript_typing_goes_to_it_and_the_lead_i
     screen.wait_for("the lead meanwhile")
     screen.type("/view nobody")
     screen.wait_for("no teammate 'nobody' in team 'crew'; teammates: alice")
+    screen.type("/exit")
+    screen.wait_for(EXITED)
+    assert teammate_pids(screen.home) == []
+
+
+SLOW_ALICE = r"""
+[[rules]]
+name = "first"
+on = "prompt"
+match = 'Please get ready'
+text = "alice is ready"
+
+[[rules]]
+name = "slow"
+match = 'slow job (?P<tok>\w+)'
+[[rules.steps]]
+tool_calls = [{ name = "Bash", input = { command = "echo {tok} > slow-started.txt; sleep 60" } }]
+[[rules.steps]]
+text = "slow job done"
+
+[[rules]]
+name = "again"
+match = 'after (?P<tok>\w+)'
+text = "alice is back {tok}"
+"""
+
+
+def _events(screen: Screen, name: str) -> list[dict[str, object]]:
+    path = screen.home.events_path("crew", name)
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+
+def test_ctrl_c_while_a_teammate_is_viewed_interrupts_that_teammates_turn_not_the_lead(
+        start_chat: Callable[..., Screen], fake_api: FakeAnthropicServer, tmp_path: Path) -> None:
+    alice = _lead_starts(fake_api, tmp_path, "alice", SLOW_ALICE, prompt="Please get ready.",
+                         started="Alice is starting.", answer="Lead noted alice.", mode="bypassPermissions")
+    screen = start_chat("--teammate-playbook", alice, "--permission-mode", "bypassPermissions")
+    screen.ready()
+    screen.type("start a team")
+    screen.wait_for("Lead noted alice.")
+    screen.type("/view alice")
+    screen.wait_for("alice is ready")
+    screen.type("slow job kiwi")
+    _wait(lambda: any(e.get("type") == "tool_start" for e in _events(screen, "alice")), "alice's command to start")
+    began = time.monotonic()
+    screen.key("C-c")
+    screen.wait_for("interrupting alice's turn")
+    _wait(lambda: any(e.get("type") == "turn_end" and e.get("stop_reason") == "interrupted"
+                      for e in _events(screen, "alice")), "alice's turn to end interrupted", timeout=20)
+    assert time.monotonic() - began < 20  # not the 60 s command running out
+    assert not any(e.get("text") == "slow job done" for e in _events(screen, "alice"))
+    assert "Ctrl-C again to shut the team down" not in screen.text()  # the lead's side saw no Ctrl-C
+    assert "interrupting the lead's turn" not in screen.text()
+    screen.type("after zebra")  # alice stayed, and answers her next message
+    screen.wait_for("alice is back zebra")
+    screen.key("C-c")  # nothing running: said so, the session stays
+    screen.wait_for("alice runs no turn to interrupt")
     screen.type("/exit")
     screen.wait_for(EXITED)
     assert teammate_pids(screen.home) == []

@@ -14,7 +14,12 @@ asking. A hook may answer for the asker:
   one the person's rules reserve for themselves.
 
 ``notify`` fires ``Notification`` hooks (``notification_type``:
-``permission_prompt``) when the person is about to be asked.
+``permission_prompt``) when the person is about to be asked;
+``stalled_hooks`` with ``teammate_stalled`` when the watchdog tells the lead
+a teammate seems stuck (``runtime/watchdog.py``): the person should look, as
+for Claude Code's ``idle_prompt``. Not ``TeammateIdle``: that fires in the
+teammate as it is about to go idle and may keep it working; a stalled
+teammate is busy, not going idle, and nothing a hook answers can unstick it.
 """
 
 from __future__ import annotations
@@ -49,3 +54,11 @@ def notify(ctx: ToolContext, message: str, *, kind: str = "permission_prompt") -
         hooks.fire("Notification", target=kind, transcript=transcript_of(ctx), cwd=ctx.cwd, message=message,
                    notification_type=kind)
 
+
+STALLED = "teammate_stalled"
+"""``notification_type`` of the watchdog's report that a teammate seems stuck."""
+
+
+def stalled_hooks(ctx: ToolContext, message: str) -> None:
+    """The lead's ``Notification`` hooks hear that the watchdog reported a stalled teammate (``message``)."""
+    notify(ctx, message, kind=STALLED)

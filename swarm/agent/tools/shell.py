@@ -178,6 +178,16 @@ class BashTool(Tool[BashInput]):
         return Path(name)
 
 
+def declared_timeout_s(tool_input: dict[str, object]) -> float | None:
+    """Seconds a foreground Bash call may run before it is killed (its ``timeout``, capped; the default without
+    one); None for a background one (no limit). What the watchdog holds a stuck call to (``runtime/watchdog.py``)."""
+    if tool_input.get("run_in_background"):
+        return None
+    asked = tool_input.get("timeout")
+    millis = asked if isinstance(asked, int) and not isinstance(asked, bool) and asked > 0 else DEFAULT_TIMEOUT_MS
+    return min(millis, MAX_TIMEOUT_MS) / 1000
+
+
 def default_shell() -> str:
     if os.access("/bin/bash", os.X_OK):
         return "/bin/bash"

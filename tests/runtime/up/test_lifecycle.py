@@ -257,3 +257,18 @@ def test_up_says_once_which_model_a_member_without_a_playbook_runs(up: Up) -> No
                     "(no ANTHROPIC_API_KEY): export ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) to run Claude, "
                     "or pass --playbook"]
     assert json.loads(result.stdout)["members"][0]["result"].startswith("Received:")  # what it was told
+
+
+def test_detach_says_restart_policies_and_the_watchdog_need_an_attached_up(up: Up) -> None:
+    team_file = copy_team("review", up.tmp / "review.toml", backend="subprocess", restart="on-failure")
+    team_file.write_text(team_file.read_text().replace('[team]\n', '[team]\nstall_after = 90\n', 1))
+    result = up.run("up", str(team_file), "--detach")
+    assert result.returncode == 0, result.stderr
+    assert ("nobody coordinates a detached team: restart policies (security: on-failure, history: on-failure) and "
+            "the watchdog (stall_after 90 s) need an attached `swarm up`") in " ".join(result.stderr.split())
+    assert up.run("down", "review", "--timeout", "0").returncode == 0
+    plain = up.run("up", str(EXAMPLES / "review" / "team.toml"), "--detach")  # nothing that needs coordinating
+    assert plain.returncode == 0 and "nobody coordinates" not in plain.stderr
+    assert up.run("down", "review", "--timeout", "0").returncode == 0
+    assert "restart policies and the watchdog (--stall-after) need an attached" in " ".join(
+        up.run("up", "--help").stdout.split())
