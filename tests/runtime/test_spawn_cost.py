@@ -30,8 +30,8 @@ PADDING = 48
 
 
 def _kinds(paths: list[str]) -> Counter[str]:
-    return Counter("proc" if p.startswith("/proc/") else "team file" if p.endswith("config.json") else "other"
-                   for p in paths)
+    return Counter("proc" if p.startswith("/proc/") else "team file" if p.endswith("config.json") else
+                   "activity" if "/activity/" in p else "other" for p in paths)
 
 
 def _pad(home: Home, team: str, count: int) -> None:
@@ -68,4 +68,7 @@ def test_the_files_a_spawn_opens_do_not_grow_with_the_team(home: Home, tmp_path:
     assert big["proc"] == small["proc"], f"/proc reads per spawn: {small['proc']} in a team of 3, {big['proc']} in " \
                                          f"a team of {PADDING + 3}: a liveness check per member"
     assert big["team file"] == small["team file"]
-    assert abs(sum(big.values()) - sum(small.values())) <= 2, (small, big)
+    # the team view re-reads the activity of members whose activity changed since it last looked: the real
+    # teammates started before (warm, small) may still be joining; the padded members never are
+    assert big["activity"] <= 2, big
+    assert abs(big["other"] - small["other"]) <= 2, (small, big)
