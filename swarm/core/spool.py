@@ -56,6 +56,10 @@ log = logging.getLogger(__name__)
 FIRST_POLL = 0.0001
 """Seconds before an appender first looks again at its spooled item; doubled up to ``MAX_POLL``."""
 MAX_POLL = 0.001
+BLIND_TRY = 0.01
+"""While the lock directory is there (held), a waiter tries the lock only this often (seconds): the one
+``lstat`` tells what a failed try (open, flock, close, an exception) would; a holder killed with the lock
+leaves its directory, and the try that clears it still comes."""
 CLAIMED_GRACE = 10.0
 """Seconds an appender whose wait ran out waits for a holder that claimed its item."""
 STALE_TEMP = 60.0
@@ -91,12 +95,17 @@ class SpooledAppend:
         own = self._drop(item)
         claimed = own.with_suffix(CLAIMED)
         deadline = time.monotonic() + self.file.lock_timeout
+        lock_dir = self.file.path.with_name(f"{self.file.path.name}.lock")
         delay = FIRST_POLL
+        tried = 0.0
         while True:
             if self._gone(own, claimed):
                 return
-            if self._try_commit(own=own):
-                return  # our item was spooled before we claimed, so it is in this commit (or was in an earlier one)
+            now = time.monotonic()
+            if now - tried >= BLIND_TRY or not os.path.lexists(lock_dir):  # a held lock shows its directory
+                tried = now
+                if self._try_commit(own=own):
+                    return  # our item was spooled before we claimed, so it is in this commit (or an earlier one)
             if time.monotonic() >= deadline:
                 self._withdraw(own, claimed)
                 return

@@ -427,7 +427,8 @@ def preload_sdk() -> None:
                                        max_tokens=1))
     finally:
         provider.close()
-    sdk.Anthropic(api_key="preload", base_url="http://127.0.0.1:9", max_retries=0).close()  # the real transport
+    Credentials("api", api_key="preload").client(sdk, base_url="http://127.0.0.1:9", env={}, max_retries=0).close()
+    # ^ the real transport, as a teammate builds it: its TLS context (swarm.models.tls) stays, shared after the fork
 
 
 _PRELOAD_STREAM = b"".join(

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from swarm.errors import UsageError
+from swarm.models.tls import tls_context
 
 Kind = Literal["api", "bedrock", "vertex"]
 BEDROCK = "CLAUDE_CODE_USE_BEDROCK"
@@ -66,9 +67,12 @@ class Credentials:
             self.check_extras()
             return sdk.AnthropicVertex(region=_first(env, ("CLOUD_ML_REGION",)),
                                        project_id=_first(env, ("ANTHROPIC_VERTEX_PROJECT_ID",)), **options)
+        # the SDK's own HTTP client, but with the process's shared TLS context (swarm.models.tls): no CA load each
+        http = sdk.DefaultHttpxClient(base_url=base_url, timeout=options.get("timeout", sdk.DEFAULT_TIMEOUT),
+                                      verify=tls_context())
         if self.api_key is not None:
-            return sdk.Anthropic(api_key=self.api_key, base_url=base_url, **options)
-        return sdk.Anthropic(auth_token=self.auth_token, base_url=base_url, **options)
+            return sdk.Anthropic(api_key=self.api_key, base_url=base_url, http_client=http, **options)
+        return sdk.Anthropic(auth_token=self.auth_token, base_url=base_url, http_client=http, **options)
 
 
 def find_credentials(env: Mapping[str, str]) -> Credentials | None:

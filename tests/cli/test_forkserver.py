@@ -146,8 +146,8 @@ def test_a_served_send_delivers_once_and_its_process_loads_none_of_the_cli(serve
     assert result.stdout == "sent to team-lead\n"
     assert not _imported_pydantic(result)  # served: the work ran in the server's child
     imported = {line.split("|")[2].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
-    assert not imported & {"pathlib", "typing", "socket", "selectors", "swarm.core.home"}, \
-        "finding the server imports only what it needs (swarm.core.rendezvous, _socket): ~5 ms of a send"
+    assert not imported & {"pathlib", "typing", "socket", "selectors", "signal", "swarm.core.home"}, \
+        "finding the server imports only what it needs (swarm.core.rendezvous, _socket, _signal): ~5 ms of a send"
     assert served.lead_texts() == ["hello"]
     local = served.run("send", "-t", TEAM, "team-lead", "here", importtime=True,
                        env={**served.env, "SWARM_CLI_SERVER": "0"})

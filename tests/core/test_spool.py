@@ -24,7 +24,7 @@ from swarm.core.document_codecs import InboxAppendCodec, InboxCodec
 from swarm.core.home import Home
 from swarm.core.jsonfile import LockedJsonFile
 from swarm.core.mailbox import Mailbox
-from swarm.core.spool import SpooledAppend, spool_dir
+from swarm.core.spool import BLIND_TRY, SpooledAppend, spool_dir
 from swarm.errors import LockBusyError, LockTimeoutError, StorageError
 from tests.core.test_durability import _file_size_limit
 
@@ -194,3 +194,21 @@ def test_a_busy_locks_error_names_the_holder_when_rendered_not_when_made(inbox: 
     finally:
         release.set()
         holder.join(10)
+
+
+def test_a_waiting_appender_tries_a_lock_whose_directory_is_there_only_every_blind_try(
+        inbox: Path, open_log: OpenLog) -> None:
+    """A held lock shows its directory: the waiter's ``lstat`` of it replaces a failed try (open, flock, close,
+    an exception) at every poll. Before, a 0.3 s wait tried ~250 times (every millisecond, backed off); now
+    about once per ``BLIND_TRY``, which still clears a lock a killed holder left."""
+    release, holder = _hold_lock(inbox)
+    impatient = SpooledAppend(LockedJsonFile(inbox, InboxAppendCodec(), lock_timeout=0.3),
+                              key=lambda e: e.get("msg_id"))
+    try:
+        with open_log.recording() as opened, pytest.raises(LockTimeoutError):
+            impatient.append(_entry("withdrawn"))
+    finally:
+        release.set()
+        holder.join(10)
+    tries = [p for p in opened if p.endswith("bob.json.lock.swarm")]
+    assert 2 <= len(tries) <= 0.3 / BLIND_TRY + 5, f"the waiter tried the held lock {len(tries)} times in 0.3 s"
