@@ -18,7 +18,7 @@ from swarm.core.store import check_store, database, locate, redacted
 from swarm.core.store.postgres.hosts import HostRows
 from swarm.errors import UsageError
 from swarm.runtime.hosts.request import read_trusted
-from swarm.runtime.hosts.serve import HEARTBEAT_SECONDS, HostConfig, HostServer
+from swarm.runtime.hosts.serve import DEAD_AFTER_SECONDS, HEARTBEAT_SECONDS, HostConfig, HostServer
 
 
 @click.group()
@@ -39,9 +39,11 @@ def host() -> None:
 @click.option("--tmux-socket", default=None, help="tmux server for --backend tmux (name or path).")
 @click.option("--heartbeat", type=click.FloatRange(min=0.1), default=HEARTBEAT_SECONDS, show_default=True,
               help="Seconds between heartbeats.")
+@click.option("--dead-after", type=click.FloatRange(min=0.5), default=DEAD_AFTER_SECONDS, show_default=True,
+              help="Seconds without a heartbeat after which leads count this host's teammates as dead.")
 @click.pass_context
 def serve(ctx: click.Context, store: str, name: str, labels: str, max_teammates: int, trust_keys: tuple[Path, ...],
-          backend: str, tmux_socket: str | None, heartbeat: float) -> None:
+          backend: str, tmux_socket: str | None, heartbeat: float, dead_after: float) -> None:
     """Take signed spawn requests for this host from the database and run the teammates here, until stopped."""
     url = check_store(store)
     if url is None:
@@ -54,7 +56,9 @@ def serve(ctx: click.Context, store: str, name: str, labels: str, max_teammates:
     if not trusted:
         raise UsageError("the --trust-key files hold no key; put the lead's `swarm host key` line in one")
     config = HostConfig(name=name, url=url, labels=wanted, max_teammates=max_teammates, trusted=trusted,
-                        backend=backend, tmux_socket=tmux_socket, heartbeat=heartbeat)
+                        backend=backend, tmux_socket=tmux_socket, heartbeat=heartbeat, dead_after=dead_after)
+    if dead_after <= heartbeat:
+        raise UsageError(f"--dead-after ({dead_after:g}s) must be longer than --heartbeat ({heartbeat:g}s)")
     stop = threading.Event()
 
     def stopping(signum: int, frame: FrameType | None) -> None:
@@ -90,5 +94,6 @@ def hosts(ctx: click.Context, team: str | None, store: str | None, as_json: bool
         emit_json([r.model_dump() for r in rows])
         return
     table(["host", "labels", "heartbeat", "load"],
-          [[r.name, ",".join(r.labels) or "-", f"{r.heartbeat_age_s:.1f}s ago", f"{r.running}/{r.max_teammates}"]
+          [[r.name, ",".join(r.labels) or "-", f"{r.heartbeat_age_s:.1f}s ago" + (" (lost)" if r.lost else ""),
+            f"{r.running}/{r.max_teammates}"]
            for r in rows])

@@ -54,6 +54,8 @@ from swarm.backends.select import make_backend
 from swarm.core.home import Home
 from swarm.core.members import mark_gone_where
 from swarm.core.protocol import GONE_STATUSES, Member, MemberKindName
+from swarm.core.store import database, locate
+from swarm.core.store.postgres.hosts import HostRows
 from swarm.core.teams import TeamStore
 from swarm.errors import BackendError
 from swarm.runtime.claude_members import ClaudeCodeSide
@@ -247,6 +249,13 @@ class RemoteTeammate(MemberKind):
                                    f"within {grace + self.STOP_WAIT:g}s (is `swarm host serve` running there?)")
             time.sleep(0.1)
 
+    def ended(self) -> bool:
+        """Its host stopped heartbeating (``swarm host serve --dead-after``): it counts as dead — and, should it
+        come back, fences itself off (``teammate.fence``)."""
+        home, host = self.machine.home, self.member.host
+        url = locate(home, _team_of(self.member)) if home is not None and host else None
+        return url is not None and host is not None and HostRows(database(home, url)).lost(host)  # type: ignore[arg-type]
+
     def sweep(self, grace: float) -> None:
         """Nothing here: its processes are on its host."""
 
@@ -360,6 +369,9 @@ def reap_dead(home: Home, team: str, names: Collection[str] | None = None) -> li
 
 
 def _death_notice(member: Member, team: str) -> str:
+    if member.host:
+        return (f"{member.name} is lost: its host {member.host} stopped heartbeating; it counts as dead and stops "
+                f"itself if it comes back")
     return (f"{member.name} died unexpectedly (process gone); "
             f"its unfinished work may be lost{_worktree_note(member, team)}")
 

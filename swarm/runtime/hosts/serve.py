@@ -35,6 +35,8 @@ from swarm.runtime.spawn import SpawnRequest, spawn
 log = logging.getLogger(__name__)
 
 HEARTBEAT_SECONDS = 2.0
+DEAD_AFTER_SECONDS = 15.0
+"""Seconds without a heartbeat after which the lead's side counts this host's teammates as dead."""
 STOP_GRACE = 2.0
 
 
@@ -48,6 +50,7 @@ class HostConfig:
     backend: str = "subprocess"
     tmux_socket: str | None = None
     heartbeat: float = HEARTBEAT_SECONDS
+    dead_after: float = DEAD_AFTER_SECONDS
 
 
 @dataclass
@@ -71,7 +74,7 @@ class HostServer:
     def serve(self, stop: threading.Event) -> None:
         """Run until ``stop`` is set; then stop this host's teammates."""
         config = self.config
-        self.rows.register(config.name, config.labels, config.max_teammates)
+        self.rows.register(config.name, config.labels, config.max_teammates, config.dead_after)
         watcher = NotifyWatcher(database(self.home, config.url), HOSTS_CHANNEL)
         beat = 0.0
         try:
@@ -159,6 +162,9 @@ class HostServer:
                 del self.running[key]  # replaced since (placed again, elsewhere)
                 continue
             teammate = SwarmTeammate(current, machine)
+            if current.status in ("dead", "killed") and not teammate.ended():  # declared dead while this host was
+                log.warning("%s@%s was declared %s meanwhile: stopping it", name, team, current.status)  # away
+                teammate.stop(STOP_GRACE)
             if current.stop_notice is not None and current.present() and not teammate.ended():
                 self._force(team, current, machine)  # the lead's force_stop (``begin_stop``) asks this
             if not teammate.ended():

@@ -34,6 +34,11 @@ class HostRow(BaseModel):
     max_teammates: int
     running: int
     heartbeat_age_s: float
+    dead_after: float
+
+    @property
+    def lost(self) -> bool:
+        return self.heartbeat_age_s > self.dead_after
 
 
 class RequestRow(BaseModel):
@@ -65,14 +70,15 @@ class HostRows:
 
     # -- hosts -----------------------------------------------------------------
 
-    def register(self, name: str, labels: list[str], max_teammates: int) -> None:
-        """Insert or refresh host ``name`` (a restarted host takes its row again)."""
+    def register(self, name: str, labels: list[str], max_teammates: int, dead_after: float) -> None:
+        """Insert or refresh host ``name`` (a restarted host takes its row again). ``dead_after``: seconds without
+        a heartbeat after which its teammates count as dead (the host says, as it knows its heartbeat)."""
 
         def work(cur: psycopg.Cursor[Any]) -> None:
-            cur.execute("INSERT INTO swarm_hosts (name, labels, max_teammates) VALUES (%s, %s, %s) "
-                        "ON CONFLICT (name) DO UPDATE SET labels = EXCLUDED.labels, "
+            cur.execute("INSERT INTO swarm_hosts (name, labels, max_teammates, dead_after) VALUES (%s, %s, %s, %s) "
+                        "ON CONFLICT (name) DO UPDATE SET labels = EXCLUDED.labels, dead_after = EXCLUDED.dead_after, "
                         "max_teammates = EXCLUDED.max_teammates, started_at = now(), heartbeat_at = now()",
-                        (name, labels, max_teammates))
+                        (name, labels, max_teammates, dead_after))
 
         self._db.run(work, idempotent=True, what=f"register host {name}")
 
@@ -82,12 +88,23 @@ class HostRows:
 
         self._db.run(work, idempotent=True, what=f"heartbeat of host {name}")
 
+    def lost(self, name: str) -> bool:
+        """Host ``name`` has not heartbeated for its ``dead_after`` (by the database's clock), or is unknown."""
+
+        def work(cur: psycopg.Cursor[Any]) -> bool:
+            cur.execute("SELECT now() - heartbeat_at > make_interval(secs => dead_after) FROM swarm_hosts "
+                        "WHERE name = %s", (name,))
+            row = cur.fetchone()
+            return row is None or bool(row[0])
+
+        return self._db.run(work, idempotent=True, what=f"read host {name}")
+
     def hosts(self) -> list[HostRow]:
         def work(cur: psycopg.Cursor[Any]) -> list[HostRow]:
             cur.execute("SELECT name, labels, max_teammates, running, "
-                        "extract(epoch FROM now() - heartbeat_at) FROM swarm_hosts ORDER BY name")
+                        "extract(epoch FROM now() - heartbeat_at), dead_after FROM swarm_hosts ORDER BY name")
             return [HostRow(name=r[0], labels=list(r[1] or []), max_teammates=r[2], running=r[3],
-                            heartbeat_age_s=float(r[4])) for r in cur.fetchall()]
+                            heartbeat_age_s=float(r[4]), dead_after=float(r[5])) for r in cur.fetchall()]
 
         return self._db.run(work, idempotent=True, what="list hosts")
 

@@ -67,6 +67,7 @@ STEPS: tuple[str, ...] = (
         name text PRIMARY KEY,
         labels text[] NOT NULL DEFAULT '{}',
         max_teammates integer NOT NULL,
+        dead_after real NOT NULL DEFAULT 15,
         running integer NOT NULL DEFAULT 0,
         started_at timestamptz NOT NULL DEFAULT now(),
         heartbeat_at timestamptz NOT NULL DEFAULT now()
