@@ -24,6 +24,8 @@ from tests.backends.helpers import retry_until
 from tests.fakes import pg_cluster
 
 SWARM_EXE = Path(sys.executable).parent / "swarm"
+SECRET = "hunter2-host-pw"
+"""A password in the team's URL (the test cluster trusts loopback, so it is not checked): never shown."""
 
 
 @dataclass
@@ -56,7 +58,7 @@ class Site:
 @pytest.fixture
 def site(tmp_path: Path, postgres_url: str) -> Site:
     """A database team ``t`` led from ``tmp/lead``; its lead key written to a trust file a host is given."""
-    url = pg_cluster.fresh_schema(postgres_url)
+    url = pg_cluster.fresh_schema(postgres_url).replace("postgresql://swarm@", f"postgresql://swarm:{SECRET}@")
     lead = Home(tmp_path / "lead")
     TeamStore(lead).create("t", store=url)
     trust = tmp_path / "trusted.keys"
