@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from swarm.core.frames import IdleNotification, parse_frame
+from swarm.core.frames import IdleNotification, TeammateTerminated, parse_frame
 from swarm.core.mailbox import Mailbox
 from swarm.core.signing import LeadKey, lead_key
 from swarm.core.teams import TeamStore
@@ -22,7 +22,7 @@ from swarm.runtime.spawn import wait_joined
 from swarm.runtime.status import team_status
 from tests.backends.helpers import retry_until
 from tests.runtime.hosts.conftest import HostProc, Site
-from tests.teammate.conftest import PLAYBOOK
+from tests.teammate.conftest import PLAYBOOK, STUBBORN
 
 
 def _texts(site: Site) -> list[str]:
@@ -131,3 +131,23 @@ def test_unsigned_forged_tampered_stale_and_replayed_requests_never_start_a_proc
     assert not (host.home.root / "work" / site.team / "mal").exists()
     assert not list(site.tmp.rglob("pwned"))
     assert "refused spawn request" in host.log.read_text()
+
+
+def test_a_teammate_that_ignores_shutdown_is_stopped_by_its_host(site: Site,
+                                                                 start_host: Callable[..., HostProc]) -> None:
+    host = start_host("h1")
+    book = site.tmp / "stubborn.toml"
+    book.write_text(STUBBORN + PLAYBOOK)
+    member = place(site.lead, site.team, "mule", "ping first", host="h1", labels=[], playbook=book,
+                   permission_mode="bypassPermissions")
+    wait_joined(site.lead, site.team, ["mule"])
+    retry_until(lambda: "pong first from mule" in _texts(site), 20, what="the first pong")
+    [proc] = [p for p in host.teammate_procs() if p.pid == member.pid]
+    [outcome] = shutdown(site.lead, site.team, ["mule"], dict(os.environ), timeout=1.5)
+    assert outcome.result == "killed"  # the lead asked, the host did it
+    retry_until(lambda: not proc.is_running() or proc.status() == "zombie", 10, what="the process gone")
+    assert [p for p in host.teammate_procs() if p.status() != "zombie"] == []  # its `sleep 60` too
+    mule = TeamStore(site.lead).get(site.team).member("mule")
+    assert mule is not None and mule.status == "killed" and mule.is_active is False
+    notices = [parse_frame(e.text) for e in Mailbox(site.lead, site.team).read("team-lead")]
+    assert len([n for n in notices if isinstance(n, TeammateTerminated) and "mule" in n.message]) == 1
