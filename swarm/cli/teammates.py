@@ -86,6 +86,9 @@ from swarm.core.watch import watch_dirs
 @click.option("--host", "on_host", default=None, metavar="NAME",
               help="Run it on that host (`swarm host serve` there; a PostgreSQL team), through a signed request.")
 @click.option("--labels", default=None, metavar="A,B", help="Run it on any host that has these labels.")
+@click.option("--repo", default=None, metavar="URL",
+              help="With --host/--labels: a git remote; --base (default HEAD) is pushed to swarm/TEAM/base, the "
+                   "host clones it and pushes the teammate's branch swarm/TEAM/NAME.")
 @tmux_socket_option
 @trust_option
 @json_option
@@ -95,7 +98,7 @@ def spawn(ctx: click.Context, name: str, team: str, prompt: str, backend: str, a
           color: str | None, allowed: tuple[str, ...], disallowed: tuple[str, ...], permission_timeout: float,
           skills: tuple[str, ...], worktree: bool, base: str | None, runtime: str, claude_bin: str | None,
           sandbox: bool, restart: RestartPolicy, max_restarts: int, on_host: str | None, labels: str | None,
-          tmux_socket: str | None, trust: bool, as_json: bool) -> None:
+          repo: str | None, tmux_socket: str | None, trust: bool, as_json: bool) -> None:
     """Start teammate NAME in the team and give it its first task.
 
     The folder's project configuration (agents, skills, settings, CLAUDE.md)
@@ -104,9 +107,12 @@ def spawn(ctx: click.Context, name: str, team: str, prompt: str, backend: str, a
     """
     if prompt == "-":
         prompt = sys.stdin.read()
+    if repo is not None and on_host is None and labels is None:
+        raise UsageError("--repo applies to a teammate on a host (--host or --labels); use --worktree here")
     if on_host is not None or labels is not None:
         _spawn_on_host(ctx, name, team, prompt, on_host, labels, backend=backend, agent_type=agent_type, model=model,
-                       playbook=playbook, permission_mode=permission_mode, as_json=as_json)
+                       playbook=playbook, permission_mode=permission_mode, as_json=as_json, repo=repo, base=base,
+                       cwd=cwd)
         return
     workdir = (cwd or Path.cwd()).resolve()
     env = grant_or_refuse(workdir, os.environ, trust=trust)
@@ -137,13 +143,13 @@ def spawn(ctx: click.Context, name: str, team: str, prompt: str, backend: str, a
 
 def _spawn_on_host(ctx: click.Context, name: str, team: str, prompt: str, on_host: str | None, labels: str | None,
                    *, backend: str, agent_type: str, model: str | None, playbook: Path | None, permission_mode: str,
-                   as_json: bool) -> None:
+                   as_json: bool, repo: str | None, base: str | None, cwd: Path | None) -> None:
     """``swarm spawn --host/--labels``: a signed request a host takes (``runtime.hosts.place``)."""
     home = home_of(ctx)
     wanted = sorted({x.strip() for x in (labels or "").split(",") if x.strip()})
     member = place(home, team, name, prompt, host=on_host, labels=wanted, prompt_author=command_author(os.environ),
                    agent_type=agent_type, model=model, permission_mode=permission_mode, backend=backend,
-                   playbook=playbook)
+                   playbook=playbook, repo=repo, base=base, cwd=cwd)
     wait_joined(home, team, [name])
     if as_json:
         emit_json(member.wire())

@@ -22,6 +22,7 @@ from swarm.core.store import database, locate
 from swarm.core.store.postgres.hosts import HostRows
 from swarm.core.teams import TeamStore
 from swarm.errors import BackendError, UsageError
+from swarm.runtime.hosts.code import push_base
 from swarm.runtime.hosts.request import PlacedSpawn, sign
 
 PLACE_TIMEOUT = 30.0
@@ -41,6 +42,7 @@ def host_rows(home: Home, team: str) -> HostRows:
 def place(home: Home, team: str, name: str, prompt: str, *, host: str | None, labels: list[str],
           prompt_author: Author = "person", agent_type: str = "general-purpose", model: str | None = None,
           permission_mode: str = "default", backend: str = "auto", playbook: Path | None = None,
+          repo: str | None = None, base: str | None = None, cwd: Path | None = None,
           timeout: float = PLACE_TIMEOUT) -> Member:
     """Have a host start teammate ``name``; its entry once the host started it."""
     validate_name(name, "agent name")
@@ -53,6 +55,9 @@ def place(home: Home, team: str, name: str, prompt: str, *, host: str | None, la
     if not prompt.strip():
         raise UsageError("the initial prompt is empty; say what the teammate should do with --prompt")
     rows = host_rows(home, team)
+    if base is not None and repo is None:
+        raise UsageError("--base with --host needs --repo: the commit travels through a git remote")
+    sha = push_base(cwd or Path.cwd(), repo, team, base) if repo is not None else None
     teams = TeamStore(home)
     before = teams.get(team).member(name)
     epoch = (before.epoch or 0) + 1 if before is not None else 1
@@ -64,7 +69,7 @@ def place(home: Home, team: str, name: str, prompt: str, *, host: str | None, la
     doc = PlacedSpawn(team=team, name=name, host=host, labels=labels, epoch=epoch, agent_type=agent_type,
                       model=model, permission_mode=permission_mode, backend=backend, prompt=prompt,
                       playbook_text=playbook.read_text(encoding="utf-8") if playbook else None,
-                      lead_verify_key=key.verify_arg)
+                      lead_verify_key=key.verify_arg, repo=repo, base=sha)
     row_id = rows.submit(team, name, host, labels, doc.model_dump(mode="json"), sign(doc, key))
     where = f"host {host}" if host else f"a host with labels {','.join(labels)}"
     deadline = time.monotonic() + timeout

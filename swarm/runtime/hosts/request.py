@@ -51,6 +51,10 @@ class PlacedSpawn(BaseModel):
     playbook_text: str | None = None
     """An offline scripted model's playbook, carried (no shared paths)."""
     lead_verify_key: str
+    repo: str | None = None
+    """A git remote: the host clones it and checks out ``swarm/<team>/<name>`` at ``base`` (``hosts.code``)."""
+    base: str | None = None
+    """The commit (sha) the teammate's branch starts from, pushed to ``swarm/<team>/base`` by the lead."""
 
 
 def signed_bytes(doc: PlacedSpawn) -> bytes:

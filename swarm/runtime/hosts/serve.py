@@ -28,6 +28,7 @@ from swarm.core.store.postgres.hosts import HOSTS_CHANNEL, HostRows, RequestRow
 from swarm.core.store.postgres.listen import NotifyWatcher
 from swarm.core.teams import TeamStore
 from swarm.errors import SwarmError
+from swarm.runtime.hosts.code import check_out, head, push_branch
 from swarm.runtime.hosts.request import PlacedSpawn, check
 from swarm.runtime.member_kinds import Machine, SwarmTeammate
 from swarm.runtime.spawn import SpawnRequest, spawn
@@ -58,6 +59,9 @@ class _Running:
     row_id: int
     team: str
     member: Member
+    code: bool = False
+    """Its work directory is a clone of the team's remote: its branch is pushed when idle and at its end."""
+    pushed: str | None = None
 
 
 @dataclass
@@ -111,7 +115,8 @@ class HostServer:
             log.warning("could not start %s@%s: %s", row.name, row.team, exc)
             self.rows.settle(row.id, "refused", f"could not start it: {exc}")
             return
-        self.running[(row.team, row.name)] = _Running(row.id, row.team, member)
+        self.running[(row.team, row.name)] = _Running(row.id, row.team, member, code=verdict.repo is not None,
+                                                      pushed=verdict.base)
         self.rows.settle(row.id, "started")
         self.rows.heartbeat(self.config.name, len(self.running))
         log.info("started %s@%s (pid %s)", row.name, row.team, member.pid)
@@ -137,8 +142,10 @@ class HostServer:
         current = TeamStore(self.home).get(doc.team).member(doc.name)
         if current is None or current.epoch != doc.epoch or current.present():
             raise SwarmError(f"the team's entry for {doc.name} is not the one this request placed (superseded)")
-        work = self.home.root / "work" / doc.team / doc.name
+        work = work_of(self.home, doc.team, doc.name)
         work.mkdir(parents=True, exist_ok=True)
+        if doc.repo is not None and doc.base is not None:
+            check_out(work, doc.repo, doc.team, doc.name, doc.base)
         playbook: Path | None = None
         if doc.playbook_text is not None:
             playbook = work.parent / f"{doc.name}.playbook.toml"
@@ -168,13 +175,26 @@ class HostServer:
             if current.stop_notice is not None and current.present() and not teammate.ended():
                 self._force(team, current, machine)  # the lead's force_stop (``begin_stop``) asks this
             if not teammate.ended():
+                if started.code and current.status == "idle":
+                    self._push(started, work_of(self.home, team, name))
                 continue
+            if started.code:
+                self._push(started, work_of(self.home, team, name))
             if current.present():
                 mark_gone(self.home, team, name, "dead",
                           notice=f"{name} died unexpectedly on host {self.config.name} (process gone)")
             teammate.sweep(STOP_GRACE)
             self.rows.settle(started.row_id, "ended", current.status)
             del self.running[key]
+
+    def _push(self, started: _Running, work: Path) -> None:
+        """Push the teammate's branch if it has commits not pushed yet (a failure is logged, tried again later)."""
+        try:
+            if head(work) != started.pushed:
+                started.pushed = push_branch(work, started.team, started.member.name)
+                log.info("pushed %s@%s's branch at %s", started.member.name, started.team, started.pushed)
+        except SwarmError as exc:
+            log.warning("could not push %s@%s's branch: %s", started.member.name, started.team, exc)
 
     def _force(self, team: str, member: Member, machine: Machine) -> None:
         try:
@@ -195,3 +215,8 @@ class HostServer:
             except (SwarmError, OSError) as exc:
                 log.warning("could not stop %s@%s: %s", name, team, exc)
         self.running.clear()
+
+
+def work_of(home: Home, team: str, name: str) -> Path:
+    """A teammate's work directory on this host (its cwd; a clone of the team's remote when it has one)."""
+    return home.root / "work" / team / name
