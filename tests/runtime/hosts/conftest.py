@@ -41,6 +41,17 @@ class HostProc:
         except psutil.NoSuchProcess:
             return []
 
+    def live_pids(self) -> list[int]:
+        """Processes the host started that still run (not zombies waiting for it)."""
+        live = []
+        for proc in self.teammate_procs():
+            try:
+                if proc.status() != psutil.STATUS_ZOMBIE:
+                    live.append(proc.pid)
+            except psutil.NoSuchProcess:
+                pass
+        return live
+
 
 @dataclass
 class Site:

@@ -126,7 +126,7 @@ def test_unsigned_forged_tampered_stale_and_replayed_requests_never_start_a_proc
     replay = site.rows.submit(site.team, real.name, real.host, real.labels, real.doc, real.signature)
     assert _refusal(site, replay) == "replayed request (its id was accepted before)"
 
-    assert [p.pid for p in host.teammate_procs() if p.status() != "zombie"] == [member.pid]  # ann's, nothing else
+    assert host.live_pids() == [member.pid]  # ann's, nothing else
     assert TeamStore(site.lead).get(site.team).member("mal") is None
     assert not (host.home.root / "work" / site.team / "mal").exists()
     assert not list(site.tmp.rglob("pwned"))
@@ -146,7 +146,7 @@ def test_a_teammate_that_ignores_shutdown_is_stopped_by_its_host(site: Site,
     [outcome] = shutdown(site.lead, site.team, ["mule"], dict(os.environ), timeout=1.5)
     assert outcome.result == "killed"  # the lead asked, the host did it
     retry_until(lambda: not proc.is_running() or proc.status() == "zombie", 10, what="the process gone")
-    assert [p for p in host.teammate_procs() if p.status() != "zombie"] == []  # its `sleep 60` too
+    retry_until(lambda: host.live_pids() == [], 5, what="nothing of it left, its `sleep 60` neither")
     mule = TeamStore(site.lead).get(site.team).member("mule")
     assert mule is not None and mule.status == "killed" and mule.is_active is False
     notices = [parse_frame(e.text) for e in Mailbox(site.lead, site.team).read("team-lead")]
