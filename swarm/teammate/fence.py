@@ -36,6 +36,11 @@ class Fence:
         entry = teams.get(team).member(name)
         self.epoch = entry.epoch if entry is not None else None
 
+    @property
+    def placed(self) -> bool:
+        """This teammate was placed on a host (``swarm host serve``): fenced, and judged by its host's heartbeat."""
+        return self.epoch is not None
+
     def fenced(self, entry: Member | None) -> str | None:
         """Why ``entry`` says this process must stop (None: it may go on)."""
         if self.epoch is None:

@@ -87,7 +87,8 @@ class TeammateGate:
         self.mode = "plan" if config.plan_mode_required else config.permission_mode
         self.on_event: Callable[[LiveEvent], object] = lambda event: None
         """Told of each request sent and its answer (the teammate's live view)."""
-        self.fence = Fence(self.teams, config.team, config.name, os.environ.get(PROC_TOKEN_VAR)).check
+        self.fencing = Fence(self.teams, config.team, config.name, os.environ.get(PROC_TOKEN_VAR))
+        self.fence = self.fencing.check
         """Ends the process when it was declared dead meanwhile (``teammate.fence``); before every tool call."""
 
     # -- ToolGate ----------------------------------------------------------------

@@ -202,7 +202,8 @@ class TeammateSession:
                                       worker=(pid, process_create_time(pid)))
             log.info("joined team", extra={"team": self.config.team, "agent_id": self.config.agent_id})
             self.hook_events.started()
-            self.lead_watch.start()
+            if not self.gate.fencing.placed:  # on a host, a lead's pid is another machine's: never judged here
+                self.lead_watch.start()
             if self.pane_input is not None:
                 self.pane_input.start()
             self._resume()

@@ -5,6 +5,7 @@ attacker's requests (unsigned, signed by an untrusted key, forged, tampered, sta
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from swarm.core.frames import IdleNotification, TeammateTerminated, parse_frame
 from swarm.core.mailbox import Mailbox
+from swarm.core.protocol import TeamFile
 from swarm.core.signing import LeadKey, lead_key
 from swarm.core.teams import TeamStore
 from swarm.runtime.hosts.place import place
@@ -20,6 +22,7 @@ from swarm.runtime.hosts.request import PlacedSpawn, sign
 from swarm.runtime.shutdown import shutdown
 from swarm.runtime.spawn import wait_joined
 from swarm.runtime.status import team_status
+from swarm.teammate.lead_watch import LEAD_CHECK
 from tests.backends.helpers import retry_until
 from tests.runtime.hosts.conftest import HostProc, Site
 from tests.teammate.conftest import PLAYBOOK, STUBBORN
@@ -151,3 +154,19 @@ def test_a_teammate_that_ignores_shutdown_is_stopped_by_its_host(site: Site,
     assert mule is not None and mule.status == "killed" and mule.is_active is False
     notices = [parse_frame(e.text) for e in Mailbox(site.lead, site.team).read("team-lead")]
     assert len([n for n in notices if isinstance(n, TeammateTerminated) and "mule" in n.message]) == 1
+
+
+def test_a_teammate_on_a_host_does_not_judge_the_leads_pid(site: Site, start_host: Callable[..., HostProc]) -> None:
+    """A model lead records its pid in the team; that pid is the lead's machine's, meaningless on a host."""
+    host = start_host("h1")
+
+    def lead_elsewhere(team: TeamFile) -> None:
+        team.lead_pid, team.lead_proc_start = 4_000_000, 1.0  # no such process here: "gone", were it judged
+
+    TeamStore(site.lead).modify(site.team, lead_elsewhere)
+    member = place(site.lead, site.team, "ann", "ping first", host="h1", labels=[], playbook=_playbook(site))
+    retry_until(lambda: "pong first from ann" in _texts(site), 20, what="the first pong")
+    time.sleep(LEAD_CHECK + 1.0)
+    assert host.live_pids() == [member.pid]
+    Mailbox(site.lead, site.team).send("ann", "ping second", sender="team-lead")
+    retry_until(lambda: "pong second from ann" in _texts(site), 20, what="the second pong")
