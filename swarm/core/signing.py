@@ -181,10 +181,15 @@ def lead_key(home: Home, team: str) -> LeadKey:
 
 def rotate_lead_key(home: Home, team: str) -> LeadKey:
     """Replace team ``team``'s lead key by a new one (a team of that name was just created)."""
-    path = key_path(home, team)
-    key = LeadKey.generate()
-    os.replace(_stage(path, key), path)
+    key = install_lead_key(home, team, LeadKey.generate())
     log.info("rotated lead key", extra={"team": team})
+    return key
+
+
+def install_lead_key(home: Home, team: str, key: LeadKey) -> LeadKey:
+    """Make ``key`` team ``team``'s lead key in this home (a lead taking a team over with the old lead's key)."""
+    path = key_path(home, team)
+    os.replace(_stage(path, key), path)
     return key
 
 
