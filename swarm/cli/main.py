@@ -61,6 +61,8 @@ COMMANDS: dict[str, str] = {
     "task": "swarm.cli.tasks:task",
     "run": "swarm.cli.run:run",
     "spawn": "swarm.cli.teammates:spawn",
+    "host": "swarm.cli.hosts:host",
+    "hosts": "swarm.cli.hosts:hosts",
     "status": "swarm.cli.teammates:status",
     "top": "swarm.cli.top:top",
     "logs": "swarm.cli.teammates:logs",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import click
 
@@ -13,6 +14,7 @@ from swarm.core.protocol import TeamFile
 from swarm.core.signing import rotate_lead_key
 from swarm.core.store import check_store, redacted
 from swarm.core.teams import TeamStore
+from swarm.runtime.adopt import adopt as adopt_team
 from swarm.runtime.member_kinds import Machine, member_kind
 from swarm.runtime.shutdown import delete_team
 from swarm.runtime.status import running
@@ -40,6 +42,26 @@ def create(ctx: click.Context, name: str, description: str | None, store: str | 
     else:
         where = home_of(ctx).config_path(name) if url is None else redacted(url)
         echo(f"created team {created.name} ({where})")
+
+
+@team.command("adopt")
+@team_name_argument
+@click.option("--store", envvar="SWARM_STORE", required=True, metavar="URL",
+              help="The PostgreSQL database the team is in [env: SWARM_STORE].")
+@click.option("--lead-key", "key_file", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
+              help="A copy of the old lead's lead.key: teammates and hosts keep trusting the lead.")
+@json_option
+@click.pass_context
+def adopt(ctx: click.Context, name: str, store: str, key_file: Path | None, as_json: bool) -> None:
+    """Lead team NAME, kept in PostgreSQL, from this home (the old lead's machine is gone)."""
+    adopted = adopt_team(home_of(ctx), name, store, key_file)
+    if as_json:
+        emit_json(adopted.model_dump())
+        return
+    echo(f"adopted team {name}: teammates {', '.join(adopted.members) or '(none)'}")
+    if not adopted.same_key:
+        echo("a new lead key: running teammates take this lead's messages as unverified text, and hosts need "
+             f"`swarm host key --team {name}` in their --trust-key file to take new spawn requests")
 
 
 @team.command("list")

@@ -35,6 +35,7 @@ from swarm.errors import BackendError, NotFoundError, UsageError
 from swarm.runtime.shutdown import force_stop, live_members
 from swarm.runtime.shutdown import shutdown as shutdown_teammates
 from swarm.runtime.lead_process import forget_dead_lead
+from swarm.runtime.hosts.place import place
 from swarm.runtime.spawn import SpawnRequest, spawn_reporting, wait_joined
 from swarm.runtime.costs import team_cost, usd
 from swarm.runtime.restart_policy import DEFAULT_MAX_RESTARTS, RESTART_POLICIES, RestartPolicy
@@ -82,6 +83,12 @@ from swarm.core.watch import watch_dirs
                    "coordinator (swarm up, swarm run) does it, with backoff.")
 @click.option("--max-restarts", type=click.IntRange(min=0), default=DEFAULT_MAX_RESTARTS, show_default=True,
               help="Restarts at most; then the lead is told and it stays down.")
+@click.option("--host", "on_host", default=None, metavar="NAME",
+              help="Run it on that host (`swarm host serve` there; a PostgreSQL team), through a signed request.")
+@click.option("--labels", default=None, metavar="A,B", help="Run it on any host that has these labels.")
+@click.option("--repo", default=None, metavar="URL",
+              help="With --host/--labels: a git remote; --base (default HEAD) is pushed to swarm/TEAM/base, the "
+                   "host clones it and pushes the teammate's branch swarm/TEAM/NAME.")
 @tmux_socket_option
 @trust_option
 @json_option
@@ -90,8 +97,8 @@ def spawn(ctx: click.Context, name: str, team: str, prompt: str, backend: str, a
           playbook: Path | None, permission_mode: str, plan_mode_required: bool, cwd: Path | None,
           color: str | None, allowed: tuple[str, ...], disallowed: tuple[str, ...], permission_timeout: float,
           skills: tuple[str, ...], worktree: bool, base: str | None, runtime: str, claude_bin: str | None,
-          sandbox: bool, restart: RestartPolicy, max_restarts: int, tmux_socket: str | None, trust: bool,
-          as_json: bool) -> None:
+          sandbox: bool, restart: RestartPolicy, max_restarts: int, on_host: str | None, labels: str | None,
+          repo: str | None, tmux_socket: str | None, trust: bool, as_json: bool) -> None:
     """Start teammate NAME in the team and give it its first task.
 
     The folder's project configuration (agents, skills, settings, CLAUDE.md)
@@ -100,6 +107,13 @@ def spawn(ctx: click.Context, name: str, team: str, prompt: str, backend: str, a
     """
     if prompt == "-":
         prompt = sys.stdin.read()
+    if repo is not None and on_host is None and labels is None:
+        raise UsageError("--repo applies to a teammate on a host (--host or --labels); use --worktree here")
+    if on_host is not None or labels is not None:
+        _spawn_on_host(ctx, name, team, prompt, on_host, labels, backend=backend, agent_type=agent_type, model=model,
+                       playbook=playbook, permission_mode=permission_mode, as_json=as_json, repo=repo, base=base,
+                       cwd=cwd)
+        return
     workdir = (cwd or Path.cwd()).resolve()
     env = grant_or_refuse(workdir, os.environ, trust=trust)
     request = SpawnRequest(team=team, name=name, prompt=prompt, prompt_author=command_author(os.environ),
@@ -125,6 +139,22 @@ def spawn(ctx: click.Context, name: str, team: str, prompt: str, backend: str, a
     echo(f"spawned {name} in team {team} ({member.backend_type}, {where})")
     if member.worktree_path:
         echo(f"  worktree {member.worktree_path} on branch {member.worktree_branch}")
+
+
+def _spawn_on_host(ctx: click.Context, name: str, team: str, prompt: str, on_host: str | None, labels: str | None,
+                   *, backend: str, agent_type: str, model: str | None, playbook: Path | None, permission_mode: str,
+                   as_json: bool, repo: str | None, base: str | None, cwd: Path | None) -> None:
+    """``swarm spawn --host/--labels``: a signed request a host takes (``runtime.hosts.place``)."""
+    home = home_of(ctx)
+    wanted = sorted({x.strip() for x in (labels or "").split(",") if x.strip()})
+    member = place(home, team, name, prompt, host=on_host, labels=wanted, prompt_author=command_author(os.environ),
+                   agent_type=agent_type, model=model, permission_mode=permission_mode, backend=backend,
+                   playbook=playbook, repo=repo, base=base, cwd=cwd)
+    wait_joined(home, team, [name])
+    if as_json:
+        emit_json(member.wire())
+        return
+    echo(f"spawned {name} in team {team} on host {member.host} ({member.backend_type}, pid {member.pid} there)")
 
 
 @click.command()
@@ -175,9 +205,12 @@ def _print_status(rows: list[MemberStatus], as_json: bool) -> None:
         emit_json([r.model_dump() for r in rows])
         return
     trees = any(r.worktree for r in rows)  # the column only for teams that use worktrees
-    headers = ["name", "state", "backend", "pid/pane", "queued", "last activity", "tokens", "cost"]
+    hosted = any(r.host is not None for r in rows)  # the column only for teams with teammates on hosts
+    headers = ["name", "state", *(["host"] if hosted else []), "backend", "pid/pane", "queued", "last activity",
+               "tokens", "cost"]
     table([*headers, *(["worktree"] if trees else [])], [
-        [r.name, r.state, r.backend, r.pane if r.backend == "tmux" else (r.pid or ""), r.undelivered,
+        [r.name, r.state, *([r.host or ("(placing)" if r.host == "" else "local")] if hosted else []), r.backend,
+         r.pane if r.backend == "tmux" else (r.pid or ""), r.undelivered,
          f"{r.idle_for_s:.0f}s ago" if r.idle_for_s is not None else "", r.tokens, usd(r.cost_usd),
          *([_worktree_cell(r)] if trees else [])]
         for r in rows

@@ -141,6 +141,11 @@ class Member(CamelWire):
     runtime: str | None = None
     """``claude``: a Claude Code CLI swarm started in a pane (``runtime.claude_teammate``). Claude Code
     owns ``isActive`` there (busy, not alive); swarm's ``status`` says whether it is still in the team."""
+    host: str | None = None
+    """swarm: the host (``swarm host serve``) running this teammate; ``""`` while a labels request waits for one.
+    Its process is that host's to judge and stop (``runtime.hosts``), never this machine's."""
+    epoch: int | None = None
+    """swarm: which placement of the teammate this entry is; a teammate whose epoch was moved on stops itself."""
 
     @property
     def kind(self) -> MemberKindName:

@@ -111,7 +111,7 @@ def b64url(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
 
 
-def _unb64url(text: str) -> bytes:
+def unb64url(text: str) -> bytes:
     """Decode base64url with or without padding; ``ValueError`` if it is not base64url."""
     try:
         return base64.b64decode(text + "=" * (-len(text) % 4), altchars=b"-_", validate=True)
@@ -151,7 +151,7 @@ class LeadKey:
         data = json.loads(text)
         if not isinstance(data, dict) or data.get("scheme") != "ed25519" or not isinstance(data.get("createdMs"), int):
             raise ValueError("not a swarm lead key file")
-        return cls(Ed25519PrivateKey.from_private_bytes(_unb64url(str(data.get("privateKey", "")))),
+        return cls(Ed25519PrivateKey.from_private_bytes(unb64url(str(data.get("privateKey", "")))),
                    data["createdMs"])
 
 
@@ -181,10 +181,15 @@ def lead_key(home: Home, team: str) -> LeadKey:
 
 def rotate_lead_key(home: Home, team: str) -> LeadKey:
     """Replace team ``team``'s lead key by a new one (a team of that name was just created)."""
-    path = key_path(home, team)
-    key = LeadKey.generate()
-    os.replace(_stage(path, key), path)
+    key = install_lead_key(home, team, LeadKey.generate())
     log.info("rotated lead key", extra={"team": team})
+    return key
+
+
+def install_lead_key(home: Home, team: str, key: LeadKey) -> LeadKey:
+    """Make ``key`` team ``team``'s lead key in this home (a lead taking a team over with the old lead's key)."""
+    path = key_path(home, team)
+    os.replace(_stage(path, key), path)
     return key
 
 
@@ -241,7 +246,7 @@ class VerifyKey:
         """Read ``<ms>.<base64url SPKI>``; ``UsageError`` if it is not one."""
         ms, _, spki = arg.partition(".")
         try:
-            public = serialization.load_der_public_key(_unb64url(spki))
+            public = serialization.load_der_public_key(unb64url(spki))
         except (ValueError, UnsupportedAlgorithm) as exc:
             raise UsageError(f"--lead-verify-key: not a base64url DER public key ({exc})") from exc
         if not ms.isdigit() or not isinstance(public, Ed25519PublicKey):
@@ -253,7 +258,7 @@ class VerifyKey:
         if not entry.lead_sig:
             return False
         try:
-            self.public.verify(_unb64url(entry.lead_sig), signed_bytes(entry))
+            self.public.verify(unb64url(entry.lead_sig), signed_bytes(entry))
         except (InvalidSignature, ValueError):
             return False
         return True
@@ -275,7 +280,7 @@ class VerifyKey:
         if entry.author != "person" or not entry.author_sig:
             return False
         try:
-            self.public.verify(_unb64url(entry.author_sig), author_bytes(entry, recipient))
+            self.public.verify(unb64url(entry.author_sig), author_bytes(entry, recipient))
         except (InvalidSignature, ValueError):
             return False
         return self.fresh(entry)

@@ -17,6 +17,8 @@ entry and from what this machine shows of its processes (``Machine``):
 - ``InProcessTeammate``: lives inside its Claude Code lead. Running while its
   entry says so, unless the lead is provably gone; nothing of its own to signal.
 - ``TeamLead``: shown as ``lead``; not stopped by swarm.
+- ``RemoteTeammate``: swarm's own teammate on another host (``Member.host``): judged by its entry, its host
+  (``runtime.hosts``) watches its process.
 
 swarm's own processes: a member entry records the teammate's pid with its create
 time (``proc_start``) and a token (``proc_token``) that every process it started
@@ -40,6 +42,7 @@ worktree is kept as it is ("orphaned"): only ``swarm worktrees prune`` removes i
 from __future__ import annotations
 
 import logging
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
@@ -51,6 +54,8 @@ from swarm.backends.select import make_backend
 from swarm.core.home import Home
 from swarm.core.members import mark_gone_where
 from swarm.core.protocol import GONE_STATUSES, Member, MemberKindName
+from swarm.core.store import database, locate
+from swarm.core.store.postgres.hosts import HostRows
 from swarm.core.teams import TeamStore
 from swarm.errors import BackendError
 from swarm.runtime.claude_members import ClaudeCodeSide
@@ -218,6 +223,53 @@ class SwarmTeammate(_StartedBySwarm):
         return member.status if member.status in GONE_STATUSES else "stopped"
 
 
+class RemoteTeammate(MemberKind):
+    """swarm's own teammate on another host (``Member.host``): its host judges its process, stops it and records
+    its end (``runtime.hosts``); here it is what its entry says now (read again: the host changes it)."""
+
+    kind = "swarm"
+    records_end = False
+    STOP_WAIT: ClassVar[float] = 10.0
+    """Seconds beyond the grace a forced stop waits for the host to stop it."""
+
+    def _now(self) -> Member:
+        home = self.machine.home
+        current = TeamStore(home).get(_team_of(self.member)).member(self.member.name) if home is not None else None
+        return current if current is not None and current.proc_token == self.member.proc_token else self.member
+
+    def process_runs(self) -> bool:
+        member = self._now()
+        return bool(member.is_active) and member.status not in GONE_STATUSES
+
+    def state(self) -> str:
+        member = self.member
+        if bool(member.is_active) and member.status not in GONE_STATUSES:
+            return member.status if member.status in ("idle", "busy", "starting") else "idle"
+        if member.status == "starting":
+            return "starting"
+        return member.status if member.status in GONE_STATUSES else "stopped"
+
+    def stop(self, grace: float) -> None:
+        """Its host stops it: the ``stopNotice`` ``begin_stop`` wrote is the request; wait for the host to record
+        the end (BackendError when it does not: the host may be gone)."""
+        deadline = time.monotonic() + grace + self.STOP_WAIT
+        while self.process_runs():
+            if time.monotonic() > deadline:
+                raise BackendError(f"could not stop {self.member.name}: its host {self.member.host} did not stop it "
+                                   f"within {grace + self.STOP_WAIT:g}s (is `swarm host serve` running there?)")
+            time.sleep(0.1)
+
+    def ended(self) -> bool:
+        """Its host stopped heartbeating (``swarm host serve --dead-after``): it counts as dead — and, should it
+        come back, fences itself off (``teammate.fence``)."""
+        home, host = self.machine.home, self.member.host
+        url = locate(home, _team_of(self.member)) if home is not None and host else None
+        return url is not None and host is not None and HostRows(database(home, url)).lost(host)  # type: ignore[arg-type]
+
+    def sweep(self, grace: float) -> None:
+        """Nothing here: its processes are on its host."""
+
+
 class _ClaudeCodeState(MemberKind):
     """Claude Code's ``isActive`` means busy, not alive: swarm's ``status`` and the process say the rest."""
 
@@ -299,6 +351,8 @@ KINDS: dict[MemberKindName, type[MemberKind]] = {
 
 def member_kind(member: Member, machine: Machine) -> MemberKind:
     """The member as its kind judges it: the one dispatch on what kind of member an entry is."""
+    if member.host is not None and member.kind == "swarm":
+        return RemoteTeammate(member, machine)
     return KINDS[member.kind](member, machine)
 
 
@@ -325,6 +379,9 @@ def reap_dead(home: Home, team: str, names: Collection[str] | None = None) -> li
 
 
 def _death_notice(member: Member, team: str) -> str:
+    if member.host:
+        return (f"{member.name} is lost: its host {member.host} stopped heartbeating; it counts as dead and stops "
+                f"itself if it comes back")
     return (f"{member.name} died unexpectedly (process gone); "
             f"its unfinished work may be lost{_worktree_note(member, team)}")
 

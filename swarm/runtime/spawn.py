@@ -89,6 +89,13 @@ class SpawnRequest(BaseModel):
     """Start it again when it ends: ``on-failure`` (it died: crash, ``kill -9``, a signal) or ``always`` (also
     after it stopped) — by whoever coordinates the team (``swarm.runtime.restart``)."""
     max_restarts: int = Field(default=DEFAULT_MAX_RESTARTS, ge=0)
+    host: str | None = None
+    """Set by a host (``swarm host serve``) starting the teammate for a lead elsewhere: recorded in its entry."""
+    epoch: int | None = None
+    """The placement's epoch, from the lead's signed request (``runtime.hosts``)."""
+    lead_verify_key: str | None = None
+    """Set by a host: the remote lead's public key (its signed request's). The teammate verifies the lead with it,
+    and the lead sent the initial prompt itself (signed), so none is sent here."""
 
 
 class Spawned(BaseModel):
@@ -147,7 +154,8 @@ def _start(home: Home, request: SpawnRequest, backend: Backend, tree: worktrees.
     replaced = found[0] if found else None
     prompt: list[InboxEntry] = []
     try:
-        if again is None:  # started again, it goes on from its transcript: the task is there already
+        if again is None and request.lead_verify_key is None:  # again: the task is in its transcript; on a host:
+            # the lead sent it, signed
             prompt = Mailbox(home, request.team).send(request.name, request.prompt, sender=LEAD_NAME,
                                                       author=request.prompt_author, summary="initial task")
         launch = (_launch(home, request, member, backend.name, env) if claude_bin is None else
@@ -256,7 +264,7 @@ def _member(request: SpawnRequest, backend: str, tree: worktrees.NewWorktree | N
         member.runtime = CLAUDE_RUNTIME
         member.allowed_tools, member.disallowed_tools = request.allowed_tools or None, request.disallowed_tools or None
     for field, value in (("model", request.model), ("color", request.color), ("tmux_socket", request.tmux_socket),
-                         ("sandbox", request.sandbox),
+                         ("sandbox", request.sandbox), ("host", request.host), ("epoch", request.epoch),
                          ("playbook", str(request.playbook.resolve()) if request.playbook else None)):
         if value is not None:
             setattr(member, field, value)
@@ -277,7 +285,8 @@ def _launch(home: Home, request: SpawnRequest, member: Member, backend: str,
         plan_mode_required=request.plan_mode_required, cwd=request.cwd.resolve(),
         playbook=request.playbook.resolve() if request.playbook else None, backend=backend, home=home.root,
         allowed_tools=request.allowed_tools, disallowed_tools=request.disallowed_tools, skills=request.skills,
-        permission_timeout=request.permission_timeout, lead_verify_key=verify_key_arg(home, request.team),
+        permission_timeout=request.permission_timeout,
+        lead_verify_key=request.lead_verify_key or verify_key_arg(home, request.team),
     )
     return LaunchSpec(argv=teammate_command(sys.executable, config.argv()),
                       env=teammate_env(env, str(home.root), member.proc_token), cwd=request.cwd.resolve(), team=request.team,

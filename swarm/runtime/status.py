@@ -46,6 +46,8 @@ class MemberStatus(BaseModel):
     """Commits beyond the worktree's base."""
     worktree_changes: str | None = None
     """Short summary: commits ahead, uncommitted paths, diffstat totals."""
+    host: str | None = None
+    """The host running it (``swarm host serve``; ``""`` while being placed); None: this machine."""
 
 
 def team_status(home: Home, team: str, env: Mapping[str, str] | None = None) -> list[MemberStatus]:
@@ -68,7 +70,7 @@ def _row(team: str, member: Member, undelivered: int, machine: Machine) -> Membe
         last_activity_ms=last, idle_for_s=(now_ms() - last) / 1000 if last else None,
         tokens=member.tokens or 0, cache_read_tokens=member.cache_read_tokens or 0,
         cache_creation_tokens=member.cache_creation_tokens or 0, color=member.color, cwd=member.cwd,
-        worktree=member.worktree_path,
+        worktree=member.worktree_path, host=member.host,
     )
     if member.worktree_path:
         _add_worktree(team, member, row)

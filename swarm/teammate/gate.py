@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import os
 import secrets
 import threading
 from collections.abc import Callable
@@ -51,6 +52,7 @@ from swarm.core.frames import (
     ShutdownRequest,
     entry_frame,
 )
+from swarm.backends.procs import PROC_TOKEN_VAR
 from swarm.core.home import Home, ensure_dir
 from swarm.core.mailbox import Mailbox
 from swarm.core.names import LEAD_NAME
@@ -61,6 +63,7 @@ from swarm.core.teams import TeamStore
 from swarm.core.text import one_line
 from swarm.errors import ConflictError, SwarmError
 from swarm.teammate.config import TeammateConfig
+from swarm.teammate.fence import Fence
 from swarm.teammate.lifecycle import Lifecycle
 from swarm.teammate.answer_wait import wait_for_frame
 
@@ -84,10 +87,14 @@ class TeammateGate:
         self.mode = "plan" if config.plan_mode_required else config.permission_mode
         self.on_event: Callable[[LiveEvent], object] = lambda event: None
         """Told of each request sent and its answer (the teammate's live view)."""
+        self.fencing = Fence(self.teams, config.team, config.name, os.environ.get(PROC_TOKEN_VAR))
+        self.fence = self.fencing.check
+        """Ends the process when it was declared dead meanwhile (``teammate.fence``); before every tool call."""
 
     # -- ToolGate ----------------------------------------------------------------
 
     def authorize(self, tool: Tool[BaseModel], args: BaseModel, tool_use_id: str, ctx: ToolContext) -> BaseModel:
+        self.fence()
         dumped = args.model_dump(mode="json", by_alias=True, exclude_none=True)
         facts = CallFacts(tool=tool.name, args=dumped, read_only=tool.read_only, cwd=ctx.identity.cwd,
                           write_roots=ctx.identity.write_roots, rules_cwd=self.config.cwd,

@@ -64,6 +64,7 @@ from swarm.models.team_gate import BudgetReached, TeamGate
 from swarm.teammate.agents import assemble_teammate, teammate_host
 from swarm.teammate.config import PLAYBOOK_VARIABLES, TeammateConfig
 from swarm.teammate.delivery import Batch, Delivery
+from swarm.teammate.fence import Fence
 from swarm.teammate.gate import TeammateGate
 from swarm.teammate.hook_events import TeammateHooks
 from swarm.teammate.lead_watch import LEAD_CHECK, LeadWatch
@@ -204,11 +205,13 @@ class TeammateSession:
                                       worker=(pid, process_create_time(pid)))
             log.info("joined team", extra={"team": self.config.team, "agent_id": self.config.agent_id})
             self.hook_events.started()
-            self.lead_watch.start()
+            if not self.gate.fencing.placed:  # on a host, a lead's pid is another machine's: never judged here
+                self.lead_watch.start()
             if self.pane_input is not None:
                 self.pane_input.start()
             self._resume()
             while not self.lifecycle.stopping:
+                self.gate.fence()  # declared dead meanwhile (a host that stopped heartbeating): stop here
                 if self.lead_watch.gone.is_set():
                     self.lifecycle.lead_gone()
                     break

@@ -61,6 +61,38 @@ STEPS: tuple[str, ...] = (
     );
     CREATE INDEX swarm_permissions_team ON swarm_permissions (team, id);
     """,
+    # 2: hosts that run teammates, and the signed spawn requests placed on them (swarm.runtime.hosts)
+    """
+    CREATE TABLE swarm_hosts (
+        name text PRIMARY KEY,
+        labels text[] NOT NULL DEFAULT '{}',
+        max_teammates integer NOT NULL,
+        dead_after real NOT NULL DEFAULT 15,
+        running integer NOT NULL DEFAULT 0,
+        started_at timestamptz NOT NULL DEFAULT now(),
+        heartbeat_at timestamptz NOT NULL DEFAULT now()
+    );
+    CREATE TABLE swarm_spawn_requests (
+        id bigserial PRIMARY KEY,
+        team text NOT NULL,
+        name text NOT NULL,
+        host text,
+        labels text[] NOT NULL DEFAULT '{}',
+        doc jsonb NOT NULL,
+        signature text NOT NULL,
+        status text NOT NULL DEFAULT 'pending',
+        taken_by text,
+        reason text,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now()
+    );
+    CREATE INDEX swarm_spawn_requests_pending ON swarm_spawn_requests (id) WHERE status = 'pending';
+    CREATE TABLE swarm_spawn_accepted (
+        request_id text PRIMARY KEY,
+        host text NOT NULL,
+        accepted_at timestamptz NOT NULL DEFAULT now()
+    );
+    """,
 )
 VERSION = len(STEPS)
 

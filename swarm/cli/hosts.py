@@ -1,0 +1,99 @@
+"""``swarm host serve|key`` and ``swarm hosts``: machines that run teammates for a team in PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from pathlib import Path
+from types import FrameType
+
+import click
+
+from swarm.cli.options import home_of, json_option
+from swarm.cli.render import echo, emit_json, table
+from swarm.core.names import validate_name
+from swarm.core.signing import verify_key_arg
+from swarm.core.store import check_store, database, locate, redacted
+from swarm.core.store.postgres.hosts import HostRows
+from swarm.errors import UsageError
+from swarm.runtime.hosts.request import read_trusted
+from swarm.runtime.hosts.serve import DEAD_AFTER_SECONDS, HEARTBEAT_SECONDS, HostConfig, HostServer
+
+
+@click.group()
+def host() -> None:
+    """Run teammates on this machine for leads elsewhere (`host serve`), or print a lead's key to trust."""
+
+
+@host.command()
+@click.option("--store", "store", envvar="SWARM_STORE", required=True, metavar="URL",
+              help="The PostgreSQL database the teams live in (postgresql://…; prefer ~/.pgpass for the password).")
+@click.option("--name", required=True, help="This host's name, as `swarm spawn --host NAME` says it.")
+@click.option("--labels", default="", metavar="A,B", help="Labels a lead may ask for (`swarm spawn --labels`).")
+@click.option("--max-teammates", type=click.IntRange(min=1), default=4, show_default=True)
+@click.option("--trust-key", "trust_keys", multiple=True, required=True,
+              type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              help="A file of lead keys (as `swarm host key` prints them) whose spawn requests may run here.")
+@click.option("--backend", type=click.Choice(["subprocess", "tmux"]), default="subprocess", show_default=True)
+@click.option("--tmux-socket", default=None, help="tmux server for --backend tmux (name or path).")
+@click.option("--heartbeat", type=click.FloatRange(min=0.1), default=HEARTBEAT_SECONDS, show_default=True,
+              help="Seconds between heartbeats.")
+@click.option("--dead-after", type=click.FloatRange(min=0.5), default=DEAD_AFTER_SECONDS, show_default=True,
+              help="Seconds without a heartbeat after which leads count this host's teammates as dead.")
+@click.pass_context
+def serve(ctx: click.Context, store: str, name: str, labels: str, max_teammates: int, trust_keys: tuple[Path, ...],
+          backend: str, tmux_socket: str | None, heartbeat: float, dead_after: float) -> None:
+    """Take signed spawn requests for this host from the database and run the teammates here, until stopped."""
+    url = check_store(store)
+    if url is None:
+        raise UsageError("--store must be a postgresql://… URL: hosts meet their leads in a database")
+    validate_name(name, "host name")
+    wanted = sorted({label.strip() for label in labels.split(",") if label.strip()})
+    for label in wanted:
+        validate_name(label, "label")
+    trusted = read_trusted(list(trust_keys))
+    if not trusted:
+        raise UsageError("the --trust-key files hold no key; put the lead's `swarm host key` line in one")
+    config = HostConfig(name=name, url=url, labels=wanted, max_teammates=max_teammates, trusted=trusted,
+                        backend=backend, tmux_socket=tmux_socket, heartbeat=heartbeat, dead_after=dead_after)
+    if dead_after <= heartbeat:
+        raise UsageError(f"--dead-after ({dead_after:g}s) must be longer than --heartbeat ({heartbeat:g}s)")
+    stop = threading.Event()
+
+    def stopping(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, stopping)
+    signal.signal(signal.SIGINT, stopping)
+    echo(f"host {name} serving {redacted(url)} (labels {','.join(wanted) or '-'}, up to {max_teammates} teammates)")
+    HostServer(home_of(ctx), config, dict(os.environ)).serve(stop)
+
+
+@host.command()
+@click.option("--team", "-t", envvar="SWARM_TEAM", required=True, help="Team name.")
+@click.pass_context
+def key(ctx: click.Context, team: str) -> None:
+    """Print this lead's public key for TEAM: the line a host's --trust-key file holds."""
+    echo(verify_key_arg(home_of(ctx), validate_name(team, "team name")))
+
+
+@click.command()
+@click.option("--team", "-t", envvar="SWARM_TEAM", default=None, help="A PostgreSQL team: its database's hosts.")
+@click.option("--store", default=None, metavar="URL", help="The database's URL (instead of --team).")
+@json_option
+@click.pass_context
+def hosts(ctx: click.Context, team: str | None, store: str | None, as_json: bool) -> None:
+    """List the hosts of a database: labels, heartbeat age, load (teammates running / max)."""
+    home = home_of(ctx)
+    url = check_store(store) if store else (locate(home, validate_name(team, "team name")) if team else None)
+    if url is None:
+        raise UsageError("say which database: --team NAME (a PostgreSQL team) or --store postgresql://…")
+    rows = HostRows(database(home, url)).hosts()
+    if as_json:
+        emit_json([r.model_dump() for r in rows])
+        return
+    table(["host", "labels", "heartbeat", "load"],
+          [[r.name, ",".join(r.labels) or "-", f"{r.heartbeat_age_s:.1f}s ago" + (" (lost)" if r.lost else ""),
+            f"{r.running}/{r.max_teammates}"]
+           for r in rows])

@@ -1,0 +1,99 @@
+"""A spawn request as the lead signs it and a host checks it: starting a process on another machine.
+
+The lead signs the request's document with its Ed25519 key (``core.signing.LeadKey``,
+the key that signs its messages) over ``SCHEME`` and the document's canonical JSON.
+A host acts on a request only when (``check``):
+
+- the document's ``leadVerifyKey`` is one the host was told to trust (``--trust-key``);
+- the signature verifies with that key (a changed byte anywhere fails it);
+- it is fresh: made less than ``MAX_AGE_MS`` ago (and not from the future beyond ``SKEW_MS``);
+- its ``requestId`` was never accepted before (``HostRows.accept_once``: a replay is refused).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+from cryptography.exceptions import InvalidSignature
+from pydantic import BaseModel, ConfigDict, Field
+
+from swarm.core.clock import now_ms
+from swarm.core.signing import LeadKey, VerifyKey, unb64url, b64url
+from swarm.errors import UsageError
+
+SCHEME = "swarm-spawn-request-v1"
+MAX_AGE_MS = 300_000
+"""A request older than this (5 min) is refused: the lead gave up on it long ago."""
+SKEW_MS = 60_000
+"""Clock skew between the lead's machine and a host that is tolerated."""
+
+
+class PlacedSpawn(BaseModel):
+    """What a host needs to start the teammate: all of it is signed."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    request_id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    created_ms: int = Field(default_factory=now_ms)
+    team: str
+    name: str
+    host: str | None = None
+    labels: list[str] = []
+    epoch: int = 1
+    agent_type: str = "general-purpose"
+    model: str | None = None
+    permission_mode: str = "default"
+    backend: str = "auto"
+    prompt: str
+    """The first task, for the host's checks; the lead sends it to the teammate's inbox itself, signed."""
+    playbook_text: str | None = None
+    """An offline scripted model's playbook, carried (no shared paths)."""
+    lead_verify_key: str
+    repo: str | None = None
+    """A git remote: the host clones it and checks out ``swarm/<team>/<name>`` at ``base`` (``hosts.code``)."""
+    base: str | None = None
+    """The commit (sha) the teammate's branch starts from, pushed to ``swarm/<team>/base`` by the lead."""
+
+
+def signed_bytes(doc: PlacedSpawn) -> bytes:
+    body = json.dumps(doc.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return f"{SCHEME}\n{body}".encode()
+
+
+def sign(doc: PlacedSpawn, key: LeadKey) -> str:
+    return b64url(key.private.sign(signed_bytes(doc)))
+
+
+def read_trusted(paths: list[Path]) -> set[str]:
+    """The lead keys (``<ms>.<base64url SPKI>``, one a line, as ``swarm host key`` prints) in ``paths``."""
+    keys: set[str] = set()
+    for path in paths:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"--trust-key {path}: cannot read it ({exc.strerror})") from None
+        for line in text.splitlines():
+            if line.strip() and not line.lstrip().startswith("#"):
+                VerifyKey.parse(line.strip())  # a bad key file is an error now, not a refusal later
+                keys.add(line.strip())
+    return keys
+
+
+def check(raw: dict[str, object], signature: str, trusted: set[str], now: int | None = None) -> PlacedSpawn | str:
+    """The request when it may run here, else why not (one line)."""
+    try:
+        doc = PlacedSpawn.model_validate(raw)
+    except ValueError:
+        return "not a spawn request document"
+    if doc.lead_verify_key not in trusted:
+        return "signed by a lead key this host does not trust"
+    try:
+        VerifyKey.parse(doc.lead_verify_key).public.verify(unb64url(signature), signed_bytes(doc))
+    except (InvalidSignature, ValueError, UsageError):
+        return "bad signature"
+    current = now_ms() if now is None else now
+    if doc.created_ms < current - MAX_AGE_MS or doc.created_ms > current + SKEW_MS:
+        return "stale request (made too long ago, or the clocks disagree)"
+    return doc
