@@ -64,7 +64,6 @@ from swarm.models.team_gate import BudgetReached, TeamGate
 from swarm.teammate.agents import assemble_teammate, teammate_host
 from swarm.teammate.config import PLAYBOOK_VARIABLES, TeammateConfig
 from swarm.teammate.delivery import Batch, Delivery
-from swarm.teammate.fence import Fence
 from swarm.teammate.gate import TeammateGate
 from swarm.teammate.hook_events import TeammateHooks
 from swarm.teammate.lead_watch import LEAD_CHECK, LeadWatch
