@@ -371,7 +371,8 @@ def test_the_lead_model_cannot_answer_the_persons_plan_question_or_raise_the_tea
     result = [b for m in refused.body["messages"] for b in m["content"] if isinstance(b, dict)
               and b.get("type") == "tool_result" and b.get("tool_use_id") == "toolu_9"]
     assert result and result[0].get("is_error") and "the person answers plans" in json.dumps(result[0])
-    assert "[y] approve  [n FEEDBACK] reject" in screen.text()  # still the person's to answer
+    # still the person's to answer: the live area shows the question again once the model's reply is printed above
+    screen.wait_for("[y] approve  [n FEEDBACK] reject", timeout=10)
     assert not (tmp_path / "NOTES.md").exists()
     screen.type("y")
     screen.wait_for("⇐ planner idle: notes written")

@@ -53,9 +53,21 @@ def test_the_files_a_spawn_opens_do_not_grow_with_the_team(home: Home, tmp_path:
         request = SpawnRequest(team="t", name=name, prompt="hello", backend="subprocess", cwd=tmp_path,
                                playbook=playbook)
         time.sleep(0.1)  # the last write settles (TeamView re-reads a file younger than the kernel's file clock)
+        TeamStore(home).get("t")  # this process's view of the team is current when counting starts
         with open_log.recording() as opened:
             spawn(home, request, dict(os.environ))
+        settled(name)
         return _kinds(opened)
+
+    def settled(name: str) -> None:
+        """Until the teammate took its prompt and went idle: its joining no longer changes the team's files."""
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            member = TeamStore(home).get("t").member(name)
+            if member is not None and member.status == "idle":
+                return
+            time.sleep(0.05)
+        raise AssertionError(f"{name} never went idle")
 
     try:
         spawn_counting("warm")  # first use: imports, the spool directory, the view of the team
