@@ -24,14 +24,13 @@ from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.names import LEAD_NAME
 from swarm.core.protocol import Task, command_author
+from swarm.core.task_assignment import check_assignee, send_assignment
 from swarm.core.tasks import (
     STATUSES,
     UNSET,
     TaskChange,
     TaskStore,
-    check_assignee,
     parse_task_id,
-    send_assignment,
     task_document,
 )
 from swarm.core.teams import TeamStore

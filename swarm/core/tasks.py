@@ -32,7 +32,7 @@
   member's tasks. A deleted task's file is gone, history and all.
 
 The store sends no mail: a caller that sets a task's owner to someone else
-sends the ``task_assignment`` frame (``send_assignment``).
+sends the ``task_assignment`` frame (``core.task_assignment.send_assignment``).
 """
 
 from __future__ import annotations
@@ -48,15 +48,12 @@ from typing import Any, Final, Literal, TypeVar, cast, get_args
 from swarm.core.clock import now_iso
 from swarm.core.document_codecs import TaskCodec, WatermarkCodec
 from swarm.core.fileio import storage_error
-from swarm.core.frames import TaskAssignment
 from swarm.core.home import Home, ensure_dir
 from swarm.core.jsonfile import LockedJsonFile, lock_of
-from swarm.core.mailbox import Mailbox
 from swarm.core.names import RUNTIME_NAME, validate_name
 from swarm.core.protocol import Author, Task, TaskEdit
 from swarm.core.store import task_rows
 from swarm.core.task_graph import Board, symmetrize
-from swarm.core.teams import TeamStore
 from swarm.errors import (
     ConflictError,
     CorruptFileError,
@@ -417,23 +414,6 @@ def task_document(task: Task) -> dict[str, Any]:
     """``task`` as its file holds it (camelCase; a cleared owner is absent, not null)."""
     doc: dict[str, Any] = _CODEC.encode(task)
     return doc
-
-
-def send_assignment(mailbox: Mailbox, task: Task, by: str) -> None:
-    """Tell ``task.owner`` that ``by`` gave them ``task`` (a ``task_assignment`` frame from ``by``)."""
-    if task.owner is None:
-        raise UsageError(f"task {task.id} has no owner to tell")
-    frame = TaskAssignment(task_id=task.id, subject=task.subject, description=task.description,
-                           assigned_by=by, timestamp=now_iso())
-    mailbox.send_frame(task.owner, frame, sender=by, summary=f"task {task.id} assigned")
-
-
-def check_assignee(mailbox: Mailbox, name: str) -> None:
-    """NotFoundError unless ``name`` is a member of the mailbox's team (checked before assigning, not after)."""
-    team = TeamStore(mailbox.home).get(mailbox.team)
-    if team.member(name) is None:
-        names = ", ".join(m.name for m in team.members)
-        raise NotFoundError(f"no member {name!r} in team {mailbox.team!r} to give the task to; members: {names}")
 
 
 def parse_task_id(raw: str) -> str:

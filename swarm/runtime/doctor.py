@@ -31,7 +31,8 @@ from swarm.backends.sandbox import check
 from swarm.core.home import Home
 from swarm.core.text import flat
 from swarm.errors import SwarmError
-from swarm.models.anthropic_provider import AnthropicProvider, RetryPolicy
+from swarm.models.anthropic_provider import AnthropicProvider
+from swarm.models.retry_policy import RetryPolicy
 from swarm.models.base import ModelRequest
 from swarm.models.credentials import HOW_TO_SET, Credentials, find_credentials, real_model_asked
 from swarm.models.messages import Message

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from swarm.models.anthropic_provider import AnthropicProvider, RetryPolicy
+from swarm.models.anthropic_provider import AnthropicProvider
+from swarm.models.retry_policy import RetryPolicy
 from tests.conftest import trust_tmp_dirs
 from tests.fakes import FakeAnthropicServer
 

@@ -12,7 +12,8 @@ from swarm.agent.definitions import load_agents
 from swarm.agent.headless import MainOptions, run_headless
 from swarm.agent.limits import Limits
 from swarm.agent.loop import AgentRun
-from swarm.models.anthropic_provider import AnthropicProvider, RetryPolicy
+from swarm.models.anthropic_provider import AnthropicProvider
+from swarm.models.retry_policy import RetryPolicy
 from tests.fakes import FakeAnthropicServer
 
 PARENT = "Launch a subagent"

@@ -24,7 +24,8 @@ from swarm.agent.headless import MainOptions, MainSession, run_headless
 from swarm.agent.limits import Limits
 from swarm.agent.skills import load_skills
 from swarm.agent.transcript import Transcript
-from swarm.models.anthropic_provider import AnthropicProvider, RetryPolicy
+from swarm.models.anthropic_provider import AnthropicProvider
+from swarm.models.retry_policy import RetryPolicy
 from swarm.models.messages import TextBlock
 from tests.cli.conftest import SWARM_EXE
 from tests.fakes import (

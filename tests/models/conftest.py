@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from swarm.models.anthropic_provider import AnthropicProvider, RetryPolicy
+from swarm.models.anthropic_provider import AnthropicProvider
+from swarm.models.retry_policy import RetryPolicy
 from tests.fakes import FakeAnthropicServer
 from tests.models.helpers import SleepRecorder
 

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from swarm.models.anthropic_provider import AnthropicProvider, RetryPolicy
+from swarm.models.anthropic_provider import AnthropicProvider
+from swarm.models.retry_policy import RetryPolicy
 from swarm.models.base import ModelRequest
 from swarm.models.catalog import cost_usd
 from swarm.models.messages import Message, Usage

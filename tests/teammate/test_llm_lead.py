@@ -29,7 +29,8 @@ from swarm.backends.procs import kill_tree
 from swarm.core.home import Home
 from swarm.core.protocol import LeadPolicy, Member
 from swarm.core.teams import TeamStore
-from swarm.models.anthropic_provider import AnthropicProvider, RetryPolicy
+from swarm.models.anthropic_provider import AnthropicProvider
+from swarm.models.retry_policy import RetryPolicy
 from swarm.runtime.lead import LeadOutcome, LeadTeam, run_lead
 from tests.fakes import (
     FakeAnthropicServer,

@@ -43,13 +43,12 @@ from swarm.agent.tool_api.base import Tool
 from swarm.agent.tool_api.context import ToolContext, ToolError
 from swarm.core.mailbox import Mailbox
 from swarm.core.protocol import Task
+from swarm.core.task_assignment import check_assignee, send_assignment
 from swarm.core.tasks import (
     UNSET,
     TaskStore,
     Unset,
-    check_assignee,
     parse_task_id,
-    send_assignment,
 )
 from swarm.errors import SwarmError
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import psutil
 import pytest
