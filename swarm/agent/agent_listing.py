@@ -17,6 +17,7 @@ list; ``AgentListing`` and ``SkillListing`` are the two lists;
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -69,7 +70,7 @@ def is_listing(text: str) -> bool:
     return text.startswith((OPENING, CHANGED, SKILLS_OPENING, SKILLS_CHANGED))
 
 
-class Listing:
+class Listing(ABC):
     """What the model was last told of one list, and the attachment that brings it up to date; a subclass says
     what the list is now (``entries``: re-read from disk when ``fresh``)."""
 
@@ -78,8 +79,9 @@ class Listing:
     def __init__(self) -> None:
         self._told = ""
 
+    @abstractmethod
     def entries(self, fresh: bool) -> str:
-        raise NotImplementedError
+        """The list as the model should know it now, one line per entry (``NONE`` when empty)."""
 
     def first(self) -> str:
         """The attachment for the conversation's first message, from the list as loaded ("" when an empty list

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
+
+import pytest
 
 from swarm.agent.live_events import EventLog, EventReader, LiveEvent, rotated
 
@@ -38,7 +41,12 @@ def test_a_half_written_line_waits_and_a_torn_one_is_skipped(tmp_path: Path) -> 
     assert [e.text for e in reader.read()] == ["two"]
 
 
-def test_a_file_that_cannot_be_written_does_not_stop_the_agent(tmp_path: Path) -> None:
+def test_a_file_that_cannot_be_written_does_not_stop_the_agent(tmp_path: Path,
+                                                                caplog: pytest.LogCaptureFixture) -> None:
     path = tmp_path / "ann.jsonl"
     os.mkdir(path)  # something planted in its place
-    EventLog(path).emit(LiveEvent(type="note", text="still running"))  # logged, not raised
+    with caplog.at_level(logging.WARNING, logger="swarm.agent.live_events"):
+        event = EventLog(path).emit(LiveEvent(type="note", text="still running"))  # logged, not raised
+    assert event.text == "still running" and event.ts  # stamped and handed back as if written
+    assert path.is_dir() and not any(path.iterdir())  # the planted directory is left as it was
+    assert [r.getMessage() for r in caplog.records] == ["live event not written"]
