@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +68,10 @@ def test_coordinator_mode_orchestrates_background_workers_that_cannot_spawn_and_
                 tool_use_reply("SendMessage", {"to": "w1", "message": "MORE WORK"}, tool_id="toolu_c2"),
                 text_reply("waiting again"), text_reply("all done"), when=COORDINATOR)
     api.enqueue(tool_use_reply("Agent", {"description": "sub", "prompt": "spawn deeper"}, tool_id="toolu_w1"),
-                text_reply("worker done"), text_reply("more done"), when=WORKER)
+                text_reply("worker done"),
+                # the resumed worker ends after the coordinator's "waiting again" turn, so its news opens a turn of
+                # its own (it would otherwise ride along with the SendMessage result, and the replies shift)
+                replace(text_reply("more done"), delay=1.0), when=WORKER)
     result = _run(["--coordinator", "-p", "orchestrate"], tmp_path, api)
     assert result.returncode == 0, result.stderr
     assert result.stdout == "all done\n"
