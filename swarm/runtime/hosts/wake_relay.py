@@ -64,9 +64,8 @@ class WakeRelay:
         os.close(self._lock_fd)
 
     def run(self) -> None:
-        from inotify_simple import INotify, flags
-
         import psycopg
+        from inotify_simple import INotify, flags
 
         inotify = INotify()
         inotify.add_watch(str(self._directory), flags.CREATE | flags.MOVED_TO | flags.DELETE | flags.MOVED_FROM)

@@ -18,7 +18,8 @@ from swarm.core.store import database
 from swarm.core.store.postgres import relay as relay_module
 from swarm.core.store.postgres.relay import RelayedWatcher, parse, relay_dir
 from swarm.core.teams import TeamStore
-from swarm.errors import UsageError
+from swarm.core.watch import ChangeWatcher
+from swarm.errors import StorageError, UsageError
 from swarm.runtime.hosts.wake_relay import WakeRelay
 from tests.fakes import pg_cluster
 
@@ -169,3 +170,23 @@ def test_files_of_gone_processes_are_removed_and_their_channel_left(home: Home, 
     while stale.exists():
         assert time.monotonic() < deadline, "a gone process's file stayed"
         time.sleep(0.05)
+
+
+def test_a_waiter_cut_off_from_relay_and_database_alike_reads_again_instead_of_failing(
+        home: Home, team: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(relay_module, "RELAY_CHECK", 0.2)
+    running = WakeRelay(database(home, team), relay_dir(home.run_dir))
+    running.start()
+
+    def unreachable() -> ChangeWatcher:
+        raise StorageError("could not connect to the database (a partition)")
+
+    watcher = RelayedWatcher(relay_dir(home.run_dir), "swarm_" + "0" * 40, unreachable)
+    try:
+        assert watcher.relayed
+        watcher.wait(0.1)
+        running.close()
+        assert watcher.wait(3.0)  # no exception into the teammate's loop: it reads again (and waits there)
+        assert watcher.relayed  # tries to LISTEN itself again at the next check
+    finally:
+        watcher.close()

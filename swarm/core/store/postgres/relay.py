@@ -35,6 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from swarm.core.watch import ChangeWatcher, InotifyWatcher
+from swarm.errors import StorageError
 
 DIR_NAME = "pg-wake"
 LOCK_NAME = "relay.lock"
@@ -101,10 +102,11 @@ class RelayedWatcher:
             return False
 
     def _leave(self) -> None:
-        """LISTEN ourselves from now on."""
+        """LISTEN ourselves from now on (StorageError, still relayed, when the database cannot be reached)."""
+        own = self._fallback()
         self._inner.close()
         self._path.unlink(missing_ok=True)
-        self._inner = self._fallback()
+        self._inner = own
         self.relayed = False
 
     def wait(self, timeout: float) -> bool:
@@ -115,7 +117,10 @@ class RelayedWatcher:
             if self._inner.wait(min(RELAY_CHECK, max(deadline - time.monotonic(), 0.0))):
                 return True
             if not relay_running(self._directory) or not self._path.exists():
-                self._leave()
+                try:
+                    self._leave()
+                except StorageError:
+                    pass  # the database is away too (a partition): the caller's read waits for it
                 return True  # read again: a wake-up may have been lost with the relay
             if time.monotonic() >= deadline:
                 return False
