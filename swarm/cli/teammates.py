@@ -87,8 +87,9 @@ from swarm.core.watch import watch_dirs
               help="Run it on that host (`swarm host serve` there; a PostgreSQL team), through a signed request.")
 @click.option("--labels", default=None, metavar="A,B", help="Run it on any host that has these labels.")
 @click.option("--repo", default=None, metavar="URL",
-              help="With --host/--labels: a git remote; --base (default HEAD) is pushed to swarm/TEAM/base, the "
-                   "host clones it and pushes the teammate's branch swarm/TEAM/NAME.")
+              help="With --host/--labels: a git remote (default: the team's, `swarm team create --repo`, else the "
+                   "origin of the repository here); --base (default HEAD) is pushed to swarm/TEAM/base, the host "
+                   "clones it and pushes the teammate's branch swarm/TEAM/NAME.")
 @tmux_socket_option
 @trust_option
 @json_option

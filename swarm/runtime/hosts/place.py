@@ -22,7 +22,7 @@ from swarm.core.store import database, locate
 from swarm.core.store.postgres.hosts import HostRows
 from swarm.core.teams import TeamStore
 from swarm.errors import BackendError, UsageError
-from swarm.runtime.hosts.code import push_base
+from swarm.runtime.hosts.code import check_remote, push_base, team_remote
 from swarm.runtime.hosts.request import PlacedSpawn, sign
 
 PLACE_TIMEOUT = 30.0
@@ -44,7 +44,10 @@ def place(home: Home, team: str, name: str, prompt: str, *, host: str | None, la
           permission_mode: str = "default", backend: str = "auto", playbook: Path | None = None,
           repo: str | None = None, base: str | None = None, cwd: Path | None = None,
           timeout: float = PLACE_TIMEOUT) -> Member:
-    """Have a host start teammate ``name``; its entry once the host started it."""
+    """Have a host start teammate ``name``; its entry once the host started it.
+
+    ``repo``: the git remote the code travels through; None: the team's (``code.team_remote``).
+    """
     validate_name(name, "agent name")
     if name in RESERVED_NAMES:
         raise UsageError(f"{name!r} is reserved; pick another name for the teammate")
@@ -55,9 +58,12 @@ def place(home: Home, team: str, name: str, prompt: str, *, host: str | None, la
     if not prompt.strip():
         raise UsageError("the initial prompt is empty; say what the teammate should do with --prompt")
     rows = host_rows(home, team)
+    lead_cwd = cwd or Path.cwd()
+    repo = check_remote(repo) if repo is not None else team_remote(home, team, lead_cwd)
     if base is not None and repo is None:
-        raise UsageError("--base with --host needs --repo: the commit travels through a git remote")
-    sha = push_base(cwd or Path.cwd(), repo, team, base) if repo is not None else None
+        raise UsageError("--base with --host needs a git remote for the commit to travel through: --repo URL, "
+                         f"`swarm team create {team} --repo URL`, or an origin in the lead's repository")
+    sha = push_base(lead_cwd, repo, team, base) if repo is not None else None
     teams = TeamStore(home)
     before = teams.get(team).member(name)
     epoch = (before.epoch or 0) + 1 if before is not None else 1
