@@ -35,6 +35,7 @@ from swarm.errors import BackendError, NotFoundError, UsageError
 from swarm.runtime.shutdown import force_stop, live_members
 from swarm.runtime.shutdown import shutdown as shutdown_teammates
 from swarm.runtime.lead_process import forget_dead_lead
+from swarm.runtime.hosts.attach import elsewhere
 from swarm.runtime.hosts.place import place
 from swarm.runtime.spawn import SpawnRequest, spawn_reporting, wait_joined
 from swarm.runtime.costs import team_cost, usd
@@ -290,6 +291,9 @@ def _print_log(path: Path, follow: bool) -> None:
 def attach(ctx: click.Context, name: str, team: str) -> None:
     """Attach the terminal to teammate NAME's tmux pane."""
     [member] = live_members(home_of(ctx), team, [name])
+    remote = elsewhere(home_of(ctx), team, member)
+    if remote is not None:
+        raise UsageError(remote)
     if member.backend_type != "tmux":
         raise UsageError(f"{name} runs as a subprocess, not in tmux; use `swarm logs {name} -f --team {team}`")
     tmux = shutil.which("tmux")
