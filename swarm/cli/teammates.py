@@ -114,7 +114,7 @@ def spawn(ctx: click.Context, name: str, team: str, prompt: str, backend: str, a
     if on_host is not None or labels is not None:
         _spawn_on_host(ctx, name, team, prompt, on_host, labels, backend=backend, agent_type=agent_type, model=model,
                        playbook=playbook, permission_mode=permission_mode, as_json=as_json, repo=repo, base=base,
-                       cwd=cwd)
+                       cwd=cwd, restart=restart, max_restarts=max_restarts)
         return
     workdir = (cwd or Path.cwd()).resolve()
     env = grant_or_refuse(workdir, os.environ, trust=trust)
@@ -145,13 +145,14 @@ def spawn(ctx: click.Context, name: str, team: str, prompt: str, backend: str, a
 
 def _spawn_on_host(ctx: click.Context, name: str, team: str, prompt: str, on_host: str | None, labels: str | None,
                    *, backend: str, agent_type: str, model: str | None, playbook: Path | None, permission_mode: str,
-                   as_json: bool, repo: str | None, base: str | None, cwd: Path | None) -> None:
+                   as_json: bool, repo: str | None, base: str | None, cwd: Path | None, restart: RestartPolicy,
+                   max_restarts: int) -> None:
     """``swarm spawn --host/--labels``: a signed request a host takes (``runtime.hosts.place``)."""
     home = home_of(ctx)
     wanted = sorted({x.strip() for x in (labels or "").split(",") if x.strip()})
     member = place(home, team, name, prompt, host=on_host, labels=wanted, prompt_author=command_author(os.environ),
                    agent_type=agent_type, model=model, permission_mode=permission_mode, backend=backend,
-                   playbook=playbook, repo=repo, base=base, cwd=cwd)
+                   playbook=playbook, repo=repo, base=base, cwd=cwd, restart=restart, max_restarts=max_restarts)
     wait_joined(home, team, [name])
     if as_json:
         emit_json(member.wire())

@@ -117,7 +117,7 @@ def _place(home: Home, request: SpawnRequest, member: MemberTable) -> None:
     place(home, request.team, request.name, request.prompt, host=member.host, labels=member.labels,
           prompt_author=request.prompt_author, agent_type=request.agent_type, model=request.model,
           permission_mode=request.permission_mode, backend=request.backend, playbook=request.playbook,
-          cwd=request.cwd)
+          cwd=request.cwd, restart=member.restart, max_restarts=member.max_restarts)
 
 
 def _check_claude_members(spec: UpFile, env: Mapping[str, str]) -> None:

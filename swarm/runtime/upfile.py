@@ -217,8 +217,6 @@ class MemberTable(_Strict):
         given = [key for key, value in local_only.items() if value]
         if self.runtime == CLAUDE_RUNTIME:
             given.append("runtime")
-        if self.restart != "no":
-            given.append("restart")
         if given:
             raise ValueError(f"{', '.join(given)} not supported yet for a member on a host (host/labels); "
                              "leave them out, or run the member on this machine")

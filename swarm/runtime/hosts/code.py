@@ -56,6 +56,12 @@ def push_base(cwd: Path, repo: str, team: str, base: str | None) -> str:
     return sha
 
 
+def pushed(repo: str, team: str, name: str, cwd: Path) -> str | None:
+    """The sha of the teammate's branch on ``repo`` (what it pushed), None when it has none."""
+    out = git(cwd, "ls-remote", "--heads", repo, f"refs/heads/{teammate_branch(team, name)}").split()
+    return out[0] if out else None
+
+
 def check_out(work: Path, repo: str, team: str, name: str, sha: str) -> None:
     """Make ``work`` a clone of ``repo`` on branch ``swarm/<team>/<name>`` at ``sha`` (fetched again if it is one)."""
     if (work / ".git").is_dir():

@@ -108,7 +108,7 @@ def test_swarm_up_places_members_with_host_or_labels_and_status_shows_their_host
 
 @pytest.mark.parametrize("extra, why", [
     ('host = "h1"\nworktree = true', "worktree not supported yet for a member on a host"),
-    ('labels = ["gpu"]\nrestart = "on-failure"', "restart not supported yet"),
+    ('labels = ["gpu"]\nruntime = "claude"', "runtime not supported yet"),
     ('host = "../x"', "host name"),
 ])
 def test_a_member_on_a_host_with_what_a_host_cannot_carry_is_refused(tmp_path: Path, extra: str, why: str) -> None:
