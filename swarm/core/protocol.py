@@ -246,6 +246,9 @@ class TeamFile(CamelWire):
     ``swarm demo``); its teammates stop on their own once it is gone. None: a person leads (the CLI)."""
     lead_proc_start: float | None = None
     """``lead_pid``'s create time: the same pid started at another time is not the lead."""
+    repo: str | None = None
+    """The git remote the team's code travels through to teammates on other hosts (``swarm team create --repo``,
+    ``[team] repo``); None: the lead repository's ``origin`` (``runtime/hosts/code.py`` ``team_remote``)."""
 
     def member(self, name: str) -> Member | None:
         return next((m for m in self.members if m.name == name), None)

@@ -67,8 +67,11 @@ class Site:
 
 
 @pytest.fixture
-def site(tmp_path: Path, postgres_url: str) -> Site:
-    """A database team ``t`` led from ``tmp/lead``; its lead key written to a trust file a host is given."""
+def site(tmp_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> Site:
+    """A database team ``t`` led from ``tmp/lead``; its lead key written to a trust file a host is given.
+
+    The lead works in ``tmp`` (not in this checkout, whose ``origin`` a placement would push to)."""
+    monkeypatch.chdir(tmp_path)
     url = pg_cluster.fresh_schema(postgres_url).replace("postgresql://swarm@", f"postgresql://swarm:{SECRET}@")
     lead = Home(tmp_path / "lead")
     TeamStore(lead).create("t", store=url)
