@@ -13,6 +13,7 @@ from swarm.core.clock import now_ms
 from swarm.core.protocol import TeamFile
 from swarm.core.signing import rotate_lead_key
 from swarm.core.store import check_store, redacted
+from swarm.core.store.redact import redact_remote
 from swarm.core.teams import TeamStore
 from swarm.runtime.adopt import adopt as adopt_team
 from swarm.runtime.hosts.code import check_remote
@@ -134,6 +135,8 @@ def delete(ctx: click.Context, name: str, force: bool, timeout: float) -> None:
 def _team_json(t: TeamFile) -> dict[str, object]:
     doc = t.wire()
     doc["members"] = [m.wire() for m in t.members]
+    if t.repo:
+        doc["repo"] = redact_remote(t.repo)  # a remote's credentials are never shown
     return doc
 
 

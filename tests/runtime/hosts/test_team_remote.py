@@ -3,6 +3,7 @@ store, else the lead repository's origin; and `swarm up` members with ``host``/`
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import Callable
@@ -39,6 +40,11 @@ def test_team_create_records_the_remote_in_both_stores_and_refuses_one_git_would
     bad = _swarm(home, "team", "create", "evil", "--repo", "--upload-pack=touch /tmp/pwned", cwd=site.tmp)
     assert bad.returncode != 0 and "is not a git remote" in bad.stderr and len(bad.stderr.splitlines()) == 1
     assert not TeamStore(home).exists("evil")
+    done = _swarm(home, "team", "create", "tok", "--repo", "https://me:ghp_SeCrEt@forge.example/x.git", cwd=site.tmp)
+    assert done.returncode == 0, done.stderr
+    shown = _swarm(home, "team", "show", "tok", "--json", cwd=site.tmp)
+    assert shown.returncode == 0 and "ghp_SeCrEt" not in shown.stdout + done.stdout + done.stderr
+    assert json.loads(shown.stdout)["repo"] == "https://***@forge.example/x.git"
 
 
 def test_without_a_recorded_remote_a_placement_uses_the_lead_repositorys_origin(
