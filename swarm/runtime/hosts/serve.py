@@ -2,9 +2,11 @@
 
 One loop, one thread: it LISTENs on ``HOSTS_CHANNEL`` (woken by each new request, and
 at least every ``tick`` s), takes the requests it may (addressed to it, or to labels it
-has, while it has room), checks each (``request.check``: a trusted lead key, a valid
-signature, fresh, never accepted before — anything else is refused with the reason in
-the request's row and never starts a process), and starts the teammate with the local
+has, while it has room), checks each (``request.check``: a valid signature, fresh, a
+trusted lead key, never accepted before — anything else is refused with the reason in
+the request's row and never starts a process; only an untrusted key makes a request
+wait, ``untrusted`` in its row and noted for ``swarm host trust``, until the host's
+trust files change: then it is checked again from the start), and starts the teammate with the local
 backends in this host's own home: its own logs, work directory (``<home>/work/<team>/<name>``)
 and record of the team's store; nothing is shared with the lead but the database.
 It records each teammate's end (``dead`` and the lead told, when its process vanished)
@@ -29,7 +31,8 @@ from swarm.core.store.postgres.listen import NotifyWatcher
 from swarm.core.teams import TeamStore
 from swarm.errors import SwarmError
 from swarm.runtime.hosts.code import check_out, head, push_branch
-from swarm.runtime.hosts.request import PlacedSpawn, check
+from swarm.runtime.hosts.request import UNTRUSTED, PlacedSpawn, check
+from swarm.runtime.hosts.trust import HostTrust, record_ask
 from swarm.runtime.member_kinds import Machine, SwarmTeammate
 from swarm.runtime.spawn import SpawnRequest, spawn
 
@@ -47,7 +50,8 @@ class HostConfig:
     url: str
     labels: list[str]
     max_teammates: int
-    trusted: set[str]
+    trust_files: list[Path]
+    """``--trust-key`` files; with this home's ``hosts/trusted.keys`` (``hosts.trust``) the keys trusted."""
     backend: str = "subprocess"
     tmux_socket: str | None = None
     heartbeat: float = HEARTBEAT_SECONDS
@@ -70,6 +74,9 @@ class HostServer:
     config: HostConfig
     env: Mapping[str, str]
     running: dict[tuple[str, str], _Running] = field(default_factory=dict)
+    keys: dict[str, str] = field(default_factory=dict)
+    """The trusted lead keys, ``{fingerprint: line}``, as last read."""
+    trust: HostTrust | None = None
 
     @property
     def rows(self) -> HostRows:
@@ -81,8 +88,10 @@ class HostServer:
         self.rows.register(config.name, config.labels, config.max_teammates, config.dead_after)
         watcher = NotifyWatcher(database(self.home, config.url), HOSTS_CHANNEL)
         beat = 0.0
+        self.trust = HostTrust(self.home, config.trust_files)
         try:
             while not stop.is_set():
+                self.refresh_trust()
                 self.take_requests()
                 self.watch()
                 if time.monotonic() - beat >= config.heartbeat:
@@ -95,9 +104,20 @@ class HostServer:
 
     # -- requests ------------------------------------------------------------------
 
+    def refresh_trust(self) -> None:
+        """Re-read the trusted keys if a trust file changed; then check the requests waiting for trust again."""
+        assert self.trust is not None
+        self.keys, changed = self.trust.current()
+        if changed and self.trust.error:
+            log.error("%s; trusting no lead key until it is fixed", self.trust.error)
+        if changed:
+            log.info("trusted lead keys: %s", ", ".join(sorted(self.keys)) or "none")
+            for row in self.rows.retake(self.config.name):
+                self.start(row)
+
     def take_requests(self) -> None:
         while len(self.running) < self.config.max_teammates:
-            row = self.rows.take(self.config.name, self.config.labels)
+            row = self.rows.take(self.config.name, self.config.labels, list(self.keys.values()))
             if row is None:
                 return
             self.start(row)
@@ -105,6 +125,9 @@ class HostServer:
     def start(self, row: RequestRow) -> None:
         """Check ``row`` and start its teammate, or refuse it (the reason in its row, and in this host's log)."""
         verdict = self._verdict(row)
+        if verdict == UNTRUSTED:
+            self._wait_for_trust(row)
+            return
         if isinstance(verdict, str):
             log.warning("refused spawn request %s for %s@%s: %s", row.id, row.name, row.team, verdict)
             self.rows.settle(row.id, "refused", verdict)
@@ -121,16 +144,28 @@ class HostServer:
         self.rows.heartbeat(self.config.name, len(self.running))
         log.info("started %s@%s (pid %s)", row.name, row.team, member.pid)
 
+    def _wait_for_trust(self, row: RequestRow) -> None:
+        doc = PlacedSpawn.model_validate(row.doc)  # its signature verified: the key's holder asked
+        name = self.config.name
+        print_ = record_ask(self.home, doc.lead_verify_key, doc.team, doc.lead_machine)
+        log.warning("spawn request %s for %s@%s waits: signed by lead key %s, which this host does not trust; "
+                    "to run it, `swarm host trust %s` here", row.id, row.name, row.team, print_, print_)
+        self.rows.park(row.id, f"host {name} does not trust this lead's key yet; on {name} run "
+                               f"`swarm host trust {print_}`")
+
     def _verdict(self, row: RequestRow) -> PlacedSpawn | str:
-        doc = check(row.doc, row.signature, self.config.trusted)
-        if isinstance(doc, str):
-            return doc
+        verdict = check(row.doc, row.signature, set(self.keys))
+        if isinstance(verdict, str) and verdict != UNTRUSTED:
+            return verdict
+        doc = verdict if isinstance(verdict, PlacedSpawn) else PlacedSpawn.model_validate(row.doc)
         if doc.team != row.team or doc.name != row.name or doc.host != row.host or doc.labels != row.labels:
             return "the request's row does not match its signed document"
         if doc.host is not None and doc.host != self.config.name:
             return f"signed for host {doc.host}, not this one"
         if doc.host is None and not set(doc.labels) <= set(self.config.labels):
             return "signed for labels this host does not have"
+        if verdict == UNTRUSTED:
+            return UNTRUSTED
         if not self.rows.accept_once(doc.request_id, self.config.name):
             return "replayed request (its id was accepted before)"
         if (doc.team, doc.name) in self.running:
