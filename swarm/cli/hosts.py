@@ -19,6 +19,7 @@ from swarm.core.store import check_store, database, locate, redacted
 from swarm.core.store.postgres.hosts import HostRows
 from swarm.errors import UsageError
 from swarm.runtime.hosts.trust import HostTrust, asked_keys, fingerprint, revoke, trust_fingerprint, trust_key
+from swarm.runtime.hosts.cleanup import clean_all
 from swarm.runtime.hosts.serve import DEAD_AFTER_SECONDS, HEARTBEAT_SECONDS, HostConfig, HostServer
 
 
@@ -137,3 +138,19 @@ def hosts(ctx: click.Context, team: str | None, store: str | None, as_json: bool
           [[r.name, ",".join(r.labels) or "-", f"{r.heartbeat_age_s:.1f}s ago" + (" (lost)" if r.lost else ""),
             f"{r.running}/{r.max_teammates}"]
            for r in rows])
+
+
+@host.command()
+@click.option("--dry-run", is_flag=True, help="Only say what would be removed and what is kept.")
+@json_option
+@click.pass_context
+def clean(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
+    """Remove this host's work directories of ended teammates whose branch is pushed; keep (and say why) the rest."""
+    found = clean_all(home_of(ctx), dry_run=dry_run)
+    if as_json:
+        emit_json([{"team": c.team, "name": c.name, "work": str(c.work), "removed": c.kept is None and not dry_run,
+                    "kept": c.kept} for c in found])
+        return
+    gone = "would remove" if dry_run else "removed"
+    table(["team", "teammate", "work directory", "outcome"],
+          [[c.team, c.name, str(c.work), gone if c.kept is None else f"kept: {c.kept}"] for c in found])

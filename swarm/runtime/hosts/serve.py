@@ -30,6 +30,7 @@ from swarm.core.store.postgres.hosts import HOSTS_CHANNEL, HostRows, RequestRow
 from swarm.core.store.postgres.listen import NotifyWatcher
 from swarm.core.teams import TeamStore
 from swarm.errors import SwarmError
+from swarm.runtime.hosts.cleanup import clean_work, work_of
 from swarm.runtime.hosts.code import check_out, head, push_branch
 from swarm.runtime.hosts.request import UNTRUSTED, PlacedSpawn, check
 from swarm.runtime.hosts.trust import HostTrust, record_ask
@@ -180,7 +181,7 @@ class HostServer:
         work = work_of(self.home, doc.team, doc.name)
         work.mkdir(parents=True, exist_ok=True)
         if doc.repo is not None and doc.base is not None:
-            check_out(work, doc.repo, doc.team, doc.name, doc.base)
+            check_out(self.home, work, doc.repo, doc.team, doc.name, doc.base)
         playbook: Path | None = None
         if doc.playbook_text is not None:
             playbook = work.parent / f"{doc.name}.playbook.toml"
@@ -219,6 +220,8 @@ class HostServer:
                 mark_gone(self.home, team, name, "dead",
                           notice=f"{name} died unexpectedly on host {self.config.name} (process gone)")
             teammate.sweep(STOP_GRACE)
+            if started.code:
+                clean_work(work_of(self.home, team, name), team, name)
             self.rows.settle(started.row_id, "ended", current.status)
             del self.running[key]
 
@@ -250,8 +253,3 @@ class HostServer:
             except (SwarmError, OSError) as exc:
                 log.warning("could not stop %s@%s: %s", name, team, exc)
         self.running.clear()
-
-
-def work_of(home: Home, team: str, name: str) -> Path:
-    """A teammate's work directory on this host (its cwd; a clone of the team's remote when it has one)."""
-    return home.root / "work" / team / name
