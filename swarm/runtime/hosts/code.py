@@ -83,6 +83,39 @@ def push_branch(work: Path, team: str, name: str) -> str | None:
     return sha
 
 
+def fetch_branch(repo: Path, remote: str, team: str, name: str) -> str | None:
+    """Fetch teammate ``name``'s branch from ``remote`` into ``refs/swarm-remote/<team>/<name>`` of the local
+    ``repo`` (the lead's: nothing of its own branches changes); the pushed sha, None when the remote has none yet."""
+    if remote.startswith("-"):
+        raise UsageError(f"{remote!r} is not a git remote")
+    branch = f"refs/heads/{teammate_branch(team, name)}"
+    listed = git(repo, "ls-remote", "--end-of-options", remote, branch).split()
+    if not listed:
+        return None
+    git(repo, "fetch", "--quiet", "--no-tags", "--end-of-options", remote,
+        f"+{branch}:{remote_ref(team, name)}", timeout=FETCH_TIMEOUT)
+    return git(repo, "rev-parse", "--verify", f"{remote_ref(team, name)}^{{commit}}").strip()
+
+
+def remote_ref(team: str, name: str) -> str:
+    return f"refs/swarm-remote/{team}/{name}"
+
+
+def changed_files(repo: Path, base: str, ref: str) -> int:
+    """Files that differ between commit ``base`` and ``ref``."""
+    return len([line for line in git(repo, "diff", "--name-only", base, ref, "--").splitlines() if line])
+
+
+def scratch_repo(home: Home) -> Path:
+    """A bare repository in the lead's home to fetch teammates' branches into when it runs outside a repository."""
+    path = home.root / "hosts" / "branches.git"
+    ensure_dir(path.parent)
+    with lock_of(path):
+        if not (path / "HEAD").is_file():
+            git(path.parent, "init", "--quiet", "--bare", path.name)
+    return path
+
+
 def unpushed(work: Path, team: str, name: str) -> str | None:
     """Why ``work`` must be kept (uncommitted changes, commits not on the remote, no answer from it); None when its
     branch is on the remote exactly as here and nothing is uncommitted."""

@@ -190,7 +190,8 @@ class HostServer:
         request = SpawnRequest(team=doc.team, name=doc.name, prompt=doc.prompt, backend=backend,
                                agent_type=doc.agent_type, model=doc.model, permission_mode=doc.permission_mode,
                                cwd=work, playbook=playbook, tmux_socket=self.config.tmux_socket,
-                               host=self.config.name, epoch=doc.epoch, lead_verify_key=doc.lead_verify_key)
+                               host=self.config.name, epoch=doc.epoch, lead_verify_key=doc.lead_verify_key,
+                               remote_repo=doc.repo if doc.base else None, remote_base=doc.base)
         return spawn(self.home, request, self.env)
 
     # -- watching ------------------------------------------------------------------

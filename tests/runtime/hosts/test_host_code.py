@@ -9,8 +9,11 @@ import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from swarm.core.mailbox import Mailbox
+from swarm.core.protocol import TeamFile
+from swarm.core.teams import TeamStore
 from swarm.runtime.hosts.place import place
 from swarm.runtime.shutdown import shutdown
 from swarm.runtime.spawn import wait_joined
@@ -30,6 +33,15 @@ text = "committed {tok}"
 
 def _git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def _worktrees(site: Site, cwd: Path) -> list[dict[str, Any]]:
+    env = {**os.environ, "SWARM_HOME": str(site.lead.root)}
+    env.pop("SWARM_TEAM", None)
+    done = subprocess.run([str(SWARM_EXE), "worktrees", "--team", site.team, "--json"], capture_output=True,
+                          text=True, env=env, cwd=cwd, timeout=60, check=True)
+    rows: list[dict[str, Any]] = json.loads(done.stdout)
+    return rows
 
 
 def _branch(remote: Path, branch: str) -> str | None:
@@ -68,6 +80,24 @@ def test_the_teammates_commits_arrive_as_its_pushed_branch(site: Site, start_hos
     Mailbox(site.lead, site.team).send("ann", "commit two", sender="team-lead")
     retry_until(lambda: _branch(remote, "swarm/t/ann") != pushed, 20, interval=0.2, what="the second push")
     assert _git(remote, "log", "--format=%s", "swarm/t/ann").splitlines() == ["work two", "work one", "base"]
+
+    # the lead's `swarm worktrees` shows ann's branch as the remote has it (not the host's disk), in or out of a repo
+    pushed = _branch(remote, "swarm/t/ann")
+    for cwd in (src, site.tmp):
+        [row] = [r for r in _worktrees(site, cwd) if r["teammate"] == "ann"]
+        assert (row["host"], row["ahead"], row["files_changed"], row["pushed"], row["base"], row["state"]) == (
+            "h1", 2, 2, pushed, base, "live"), row
+    assert _git(src, "rev-parse", "refs/swarm-remote/t/ann") == pushed
+    assert _git(src, "branch", "--list").split() == ["*", _git(src, "branch", "--show-current")]  # no branch added
+
+    def hostile(team: TeamFile) -> None:  # whoever can write the team's entry cannot make the lead run a program
+        member = team.member("ann")
+        assert member is not None
+        member.remote_repo = f"--upload-pack=touch {site.tmp / 'pwned'}"
+
+    TeamStore(site.lead).modify(site.team, hostile)
+    [row] = [r for r in _worktrees(site, src) if r["teammate"] == "ann"]
+    assert "is not a git remote" in row["error"] and not (site.tmp / "pwned").exists()
 
 
 DIRTY = r"""
