@@ -78,6 +78,8 @@ class HostServer:
     keys: dict[str, str] = field(default_factory=dict)
     """The trusted lead keys, ``{fingerprint: line}``, as last read."""
     trust: HostTrust | None = None
+    recheck: list[int] = field(default_factory=list)
+    """Requests waiting for trust to check again, once there is room (the trusted keys changed)."""
 
     @property
     def rows(self) -> HostRows:
@@ -113,10 +115,15 @@ class HostServer:
             log.error("%s; trusting no lead key until it is fixed", self.trust.error)
         if changed:
             log.info("trusted lead keys: %s", ", ".join(sorted(self.keys)) or "none")
-            for row in self.rows.retake(self.config.name):
-                self.start(row)
+            self.recheck = self.rows.parked(self.config.name)
 
     def take_requests(self) -> None:
+        """Check the requests waiting for trust again (after a trust change), then take new ones, while there is
+        room."""
+        while self.recheck and len(self.running) < self.config.max_teammates:
+            again = self.rows.retake(self.recheck.pop(0), self.config.name)
+            if again is not None:
+                self.start(again)
         while len(self.running) < self.config.max_teammates:
             row = self.rows.take(self.config.name, self.config.labels, list(self.keys.values()))
             if row is None:
@@ -249,6 +256,8 @@ class HostServer:
             try:
                 current = TeamStore(self.home).get(team).member(name) or started.member
                 SwarmTeammate(current, machine).stop(STOP_GRACE)
+                if started.code:  # its commits travel; the clone stays for `swarm host clean`
+                    self._push(started, work_of(self.home, team, name))
                 mark_gone(self.home, team, name, "killed", notice=f"{name} stopped: host {self.config.name} stopped")
                 self.rows.settle(started.row_id, "ended", "host stopped")
             except (SwarmError, OSError) as exc:

@@ -24,7 +24,7 @@ from swarm.core.teams import TeamStore
 from swarm.errors import BackendError, UsageError
 from swarm.runtime.hosts.place import place
 from swarm.runtime.hosts.request import MAX_AGE_MS, PlacedSpawn, sign
-from swarm.runtime.hosts.trust import fingerprint, resolve, trust_key, trust_path
+from swarm.runtime.hosts.trust import fingerprint, resolve, revoke, trust_key, trust_path
 from tests.backends.helpers import retry_until
 from tests.runtime.hosts.conftest import SWARM_EXE, HostProc, Site
 from tests.teammate.conftest import PLAYBOOK
@@ -64,7 +64,7 @@ def _place_in_background(site: Site, name: str, timeout: float) -> tuple[threadi
 
 def test_the_person_on_the_host_trusts_the_key_that_asked_and_the_waiting_request_runs(
         site: Site, start_host: Callable[..., HostProc]) -> None:
-    host = start_host("h1", trust_key=False)
+    host = start_host("h1", "--labels", "gpu", trust_key=False)
     print_ = fingerprint(lead_key(site.lead, site.team).verify_arg)
     thread, out = _place_in_background(site, "ann", timeout=30)
     retry_until(lambda: _status(site, 1) == "untrusted", 10, what="the request waiting for trust")
@@ -82,6 +82,18 @@ def test_the_person_on_the_host_trusts_the_key_that_asked_and_the_waiting_reques
     assert isinstance(member, Member) and member.host == "h1", out
     retry_until(lambda: "pong first from ann" in _pongs(site), 20, what="ann's pong")
     assert host.live_pids() == [member.pid]
+
+    # a request for any host with a label is taken only by a host that trusts its key: it waits for one, untaken
+    other = LeadKey(Ed25519PrivateKey.generate(), 1)
+    labelled = PlacedSpawn(team=site.team, name="bob", labels=["gpu"], prompt="ping x", playbook_text=PLAYBOOK,
+                           lead_verify_key=other.verify_arg)
+    row = site.rows.submit(site.team, "bob", None, ["gpu"], labelled.model_dump(mode="json"), sign(labelled, other))
+    time.sleep(1.5)
+    assert _status(site, row) == "pending" and host.live_pids() == [member.pid]
+    assert _swarm(host.home, "host", "trust", "--key", other.verify_arg).returncode == 0
+    retry_until(lambda: _status(site, row) not in ("pending", "taken"), 10, what="the labels request taken")
+    taken = site.rows.request(row)  # and checked (refused: no team entry placed bob; the take is what counts here)
+    assert taken is not None and taken.taken_by == "h1" and taken.status == "refused"
     assert stat.S_IMODE(trust_path(host.home).stat().st_mode) == 0o600
     assert "waits: signed by lead key" in host.log.read_text()
 
@@ -164,3 +176,6 @@ def test_a_fingerprint_names_exactly_one_key(tmp_path: Path) -> None:
     assert trust_path(home).read_text().count(one) == 1
     with pytest.raises(UsageError, match="not a lead key"):
         trust_key(home, "1.AAAA")
+    trust_key(home, two)
+    assert revoke(home, fingerprint(one)[:30]) == fingerprint(one)
+    assert one not in trust_path(home).read_text() and two in trust_path(home).read_text()

@@ -189,12 +189,24 @@ class HostRows:
 
         self._db.run(work, idempotent=True, what=f"park spawn request {row_id}")
 
-    def retake(self, host: str) -> list[RequestRow]:
-        """The requests waiting on ``host`` for trust, ``taken`` again to be checked once more (oldest first)."""
+    def parked(self, host: str) -> list[int]:
+        """The ids of the requests waiting on ``host`` for trust, oldest first."""
 
-        def work(cur: psycopg.Cursor[Any]) -> list[RequestRow]:
-            cur.execute(f"UPDATE swarm_spawn_requests SET status = 'taken', updated_at = now() "
-                        f"WHERE status = 'untrusted' AND taken_by = %s RETURNING {_REQUEST_COLUMNS}", (host,))
-            return sorted((_request(row) for row in cur.fetchall()), key=lambda r: r.id)
+        def work(cur: psycopg.Cursor[Any]) -> list[int]:
+            cur.execute("SELECT id FROM swarm_spawn_requests WHERE status = 'untrusted' AND taken_by = %s ORDER BY id",
+                        (host,))
+            return [int(row[0]) for row in cur.fetchall()]
 
-        return self._db.run(work, idempotent=False, what=f"take waiting spawn requests on {host}")
+        return self._db.run(work, idempotent=True, what=f"list waiting spawn requests on {host}")
+
+    def retake(self, row_id: int, host: str) -> RequestRow | None:
+        """Request ``row_id``, waiting on ``host`` for trust, ``taken`` again to be checked once more; None if the
+        lead withdrew it meanwhile."""
+
+        def work(cur: psycopg.Cursor[Any]) -> RequestRow | None:
+            cur.execute(f"UPDATE swarm_spawn_requests SET status = 'taken', updated_at = now() WHERE id = %s "
+                        f"AND status = 'untrusted' AND taken_by = %s RETURNING {_REQUEST_COLUMNS}", (row_id, host))
+            row = cur.fetchone()
+            return None if row is None else _request(row)
+
+        return self._db.run(work, idempotent=False, what=f"take waiting spawn request {row_id}")
