@@ -18,9 +18,9 @@ from swarm.core.signing import verify_key_arg
 from swarm.core.store import check_store, database, locate, redacted
 from swarm.core.store.postgres.hosts import HostRows
 from swarm.errors import UsageError
-from swarm.runtime.hosts.trust import HostTrust, asked_keys, fingerprint, revoke, trust_fingerprint, trust_key
 from swarm.runtime.hosts.cleanup import clean_all
 from swarm.runtime.hosts.serve import DEAD_AFTER_SECONDS, HEARTBEAT_SECONDS, HostConfig, HostServer
+from swarm.runtime.hosts.trust import HostTrust, asked_keys, fingerprint, revoke, trust_fingerprint, trust_key
 
 
 @click.group()

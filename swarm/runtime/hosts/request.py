@@ -22,7 +22,7 @@ from cryptography.exceptions import InvalidSignature
 from pydantic import BaseModel, ConfigDict, Field
 
 from swarm.core.clock import now_ms
-from swarm.core.signing import LeadKey, VerifyKey, unb64url, b64url
+from swarm.core.signing import LeadKey, VerifyKey, b64url, unb64url
 from swarm.errors import UsageError
 from swarm.runtime.hosts.trust import fingerprint
 

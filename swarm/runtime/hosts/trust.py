@@ -41,6 +41,10 @@ ASKED_FILE = "asked.json"
 MIN_PREFIX = 16
 """Hex digits a fingerprint prefix must have: 64 bits, not ground cheaply."""
 PREFIX = "sha256:"
+MAX_ASKED = 64
+"""Keys that asked kept at most (the most recently seen): a flood of strangers' keys does not grow the file."""
+CLAIM_CHARS = 100
+"""A requester's claims (team, lead machine) are cut to this length when noted."""
 
 
 class AskedKey(BaseModel):
@@ -108,9 +112,10 @@ class HostTrust:
 
     home: Home
     files: list[Path] = field(default_factory=list)
-    _stamp: tuple[Any, ...] | None = None
-    _keys: dict[str, str] = field(default_factory=dict)
-    error: str | None = None
+    error: str | None = field(default=None, init=False)
+    """Why the last read trusted no key (a bad or unsafe file); None when it went well."""
+    _stamp: tuple[Any, ...] | None = field(default=None, init=False)
+    _keys: dict[str, str] = field(default_factory=dict, init=False)
 
     @property
     def path(self) -> Path:
@@ -161,17 +166,24 @@ def _asked_file(home: Home) -> LockedJsonFile[dict[str, Any]]:
 
 def record_ask(home: Home, key: str, team: str, lead: str) -> str:
     """Note that ``key`` asked this host to run a teammate of ``team``; its fingerprint."""
-    print_ = fingerprint(key)
+    found = fingerprint(key)
     now = now_ms()
 
     def note(asked: dict[str, Any]) -> None:
-        before = asked.get(print_)
-        first = before["first_seen_ms"] if isinstance(before, dict) and "first_seen_ms" in before else now
-        asked[print_] = AskedKey(fingerprint=print_, key=key, team=team, lead=lead, first_seen_ms=first,
-                                 last_seen_ms=now).model_dump()
+        before = asked.get(found)
+        first = before.get("first_seen_ms", now) if isinstance(before, dict) else now
+        asked[found] = AskedKey(fingerprint=found, key=key, team=team[:CLAIM_CHARS], lead=lead[:CLAIM_CHARS],
+                                first_seen_ms=first, last_seen_ms=now).model_dump()
+        for stale in sorted(asked, key=lambda k: _seen(asked[k]))[: max(0, len(asked) - MAX_ASKED)]:
+            del asked[stale]
 
     _asked_file(home).update(note)
-    return print_
+    return found
+
+
+def _seen(value: Any) -> int:
+    seen = value.get("last_seen_ms") if isinstance(value, dict) else None
+    return seen if isinstance(seen, int) else 0
 
 
 def asked_keys(home: Home) -> list[AskedKey]:

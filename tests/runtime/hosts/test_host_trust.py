@@ -24,7 +24,16 @@ from swarm.core.teams import TeamStore
 from swarm.errors import BackendError, UsageError
 from swarm.runtime.hosts.place import place
 from swarm.runtime.hosts.request import MAX_AGE_MS, PlacedSpawn, sign
-from swarm.runtime.hosts.trust import fingerprint, resolve, revoke, trust_key, trust_path
+from swarm.runtime.hosts.trust import (
+    MAX_ASKED,
+    asked_keys,
+    fingerprint,
+    record_ask,
+    resolve,
+    revoke,
+    trust_key,
+    trust_path,
+)
 from tests.backends.helpers import retry_until
 from tests.runtime.hosts.conftest import SWARM_EXE, HostProc, Site
 from tests.teammate.conftest import PLAYBOOK
@@ -33,7 +42,7 @@ from tests.teammate.conftest import PLAYBOOK
 def _swarm(home: Home, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "SWARM_HOME": str(home.root)}
     env.pop("SWARM_TEAM", None)
-    return subprocess.run([str(SWARM_EXE), *args], capture_output=True, text=True, timeout=60, env=env)
+    return subprocess.run([str(SWARM_EXE), *args], capture_output=True, text=True, timeout=60, env=env, check=False)
 
 
 def _status(site: Site, row_id: int) -> str | None:
@@ -179,3 +188,14 @@ def test_a_fingerprint_names_exactly_one_key(tmp_path: Path) -> None:
     trust_key(home, two)
     assert revoke(home, fingerprint(one)[:30]) == fingerprint(one)
     assert one not in trust_path(home).read_text() and two in trust_path(home).read_text()
+
+
+def test_keys_that_asked_are_bounded(tmp_path: Path) -> None:
+    """A flood of strangers' requests keeps only the most recently seen keys, their claims cut short."""
+    home = Home(tmp_path / "h")
+    keys = [LeadKey(Ed25519PrivateKey.generate(), 1).verify_arg for _ in range(MAX_ASKED + 5)]
+    for key in keys:
+        record_ask(home, key, "t", "x" * 10_000)
+    asked = asked_keys(home)
+    assert len(asked) == MAX_ASKED and keys[-1] in {a.key for a in asked} and keys[0] not in {a.key for a in asked}
+    assert {len(a.lead) for a in asked} == {100}
