@@ -88,6 +88,10 @@ def test_the_teammates_commits_arrive_as_its_pushed_branch(site: Site, start_hos
         assert (row["host"], row["ahead"], row["files_changed"], row["pushed"], row["base"], row["state"]) == (
             "h1", 2, 2, pushed, base, "live"), row
     assert _git(src, "rev-parse", "refs/swarm-remote/t/ann") == pushed
+    env = {**os.environ, "SWARM_HOME": str(site.lead.root)}
+    text = subprocess.run([str(SWARM_EXE), "worktrees", "--team", "t"], capture_output=True, text=True, env=env,
+                          cwd=src, timeout=60, check=True).stdout
+    assert f"on h1; pushed {pushed[:10]}, 2 file(s) changed" in text and "swarm/t/ann" in text
     assert _git(src, "branch", "--list").split() == ["*", _git(src, "branch", "--show-current")]  # no branch added
 
     def hostile(team: TeamFile) -> None:  # whoever can write the team's entry cannot make the lead run a program

@@ -26,6 +26,7 @@ from swarm.runtime.hosts.place import place
 from swarm.runtime.hosts.request import MAX_AGE_MS, PlacedSpawn, sign
 from swarm.runtime.hosts.trust import (
     MAX_ASKED,
+    HostTrust,
     asked_keys,
     fingerprint,
     record_ask,
@@ -199,3 +200,12 @@ def test_keys_that_asked_are_bounded(tmp_path: Path) -> None:
     asked = asked_keys(home)
     assert len(asked) == MAX_ASKED and keys[-1] in {a.key for a in asked} and keys[0] not in {a.key for a in asked}
     assert {len(a.lead) for a in asked} == {100}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
+def test_a_trust_file_of_another_user_is_refused(tmp_path: Path) -> None:
+    home = Home(tmp_path / "h")
+    trust_key(home, LeadKey(Ed25519PrivateKey.generate(), 1).verify_arg)
+    os.chown(trust_path(home), 65534, 65534)
+    with pytest.raises(UsageError, match="owned by another user"):
+        HostTrust(home).read()
