@@ -125,7 +125,8 @@ class HostServer:
             if again is not None:
                 self.start(again)
         while len(self.running) < self.config.max_teammates:
-            row = self.rows.take(self.config.name, self.config.labels, list(self.keys.values()))
+            public = [line.partition(".")[2] for line in self.keys.values()]  # trust is by key, not by line
+            row = self.rows.take(self.config.name, self.config.labels, public)
             if row is None:
                 return
             self.start(row)

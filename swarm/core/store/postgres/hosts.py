@@ -129,12 +129,14 @@ class HostRows:
 
     def take(self, host: str, labels: list[str], keys: list[str]) -> RequestRow | None:
         """The oldest pending request this host may take (addressed to it, or to labels it has and signed with one of
-        the lead ``keys`` it trusts: a labels request waits for a host that trusts its key), now ``taken``."""
+        the lead ``keys`` it trusts — their base64url public keys, the part after the ``.`` of a key line: a labels
+        request waits for a host that trusts its key), now ``taken``."""
 
         def work(cur: psycopg.Cursor[Any]) -> RequestRow | None:
             cur.execute(f"UPDATE swarm_spawn_requests SET status = 'taken', taken_by = %s, updated_at = now() "
                         f"WHERE id = (SELECT id FROM swarm_spawn_requests WHERE status = 'pending' "
-                        f"AND (host = %s OR (host IS NULL AND labels <@ %s AND doc->>'lead_verify_key' = ANY(%s))) "
+                        f"AND (host = %s OR (host IS NULL AND labels <@ %s "
+                        f"AND split_part(doc->>'lead_verify_key', '.', 2) = ANY(%s))) "
                         f"ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING {_REQUEST_COLUMNS}",
                         (host, host, labels, keys))
             row = cur.fetchone()
