@@ -33,7 +33,7 @@ from swarm.errors import SwarmError
 from swarm.runtime.hosts.cleanup import clean_work, work_of
 from swarm.runtime.hosts.code import check_out, head, push_branch
 from swarm.runtime.hosts.request import UNTRUSTED, PlacedSpawn, check
-from swarm.runtime.hosts.trust import HostTrust, record_ask
+from swarm.runtime.hosts.trust import HostTrust, fingerprint, record_ask
 from swarm.runtime.member_kinds import Machine, SwarmTeammate
 from swarm.runtime.spawn import SpawnRequest, spawn
 
@@ -156,11 +156,15 @@ class HostServer:
     def _wait_for_trust(self, row: RequestRow) -> None:
         doc = PlacedSpawn.model_validate(row.doc)  # its signature verified: the key's holder asked
         name = self.config.name
-        print_ = record_ask(self.home, doc.lead_verify_key, doc.team, doc.lead_machine)
+        key = fingerprint(doc.lead_verify_key)
+        try:
+            record_ask(self.home, doc.lead_verify_key, doc.team, doc.lead_machine)
+        except SwarmError as exc:  # the request still waits; only the listing lacks it
+            log.warning("could not note lead key %s for `swarm host trust`: %s", key, exc)
         log.warning("spawn request %s for %s@%s waits: signed by lead key %s, which this host does not trust; "
-                    "to run it, `swarm host trust %s` here", row.id, row.name, row.team, print_, print_)
+                    "to run it, `swarm host trust %s` here", row.id, row.name, row.team, key, key)
         self.rows.park(row.id, f"host {name} does not trust this lead's key yet; on {name} run "
-                               f"`swarm host trust {print_}`")
+                               f"`swarm host trust {key}`")
 
     def _verdict(self, row: RequestRow) -> PlacedSpawn | str:
         verdict = check(row.doc, row.signature, set(self.keys))
