@@ -146,6 +146,10 @@ class Member(CamelWire):
     Its process is that host's to judge and stop (``runtime.hosts``), never this machine's."""
     epoch: int | None = None
     """swarm: which placement of the teammate this entry is; a teammate whose epoch was moved on stops itself."""
+    remote_repo: str | None = None
+    """swarm: the git remote a teammate on a host pushes its branch ``swarm/<team>/<name>`` to (``hosts.code``)."""
+    remote_base: str | None = None
+    """swarm: the commit that branch started from (what ``swarm worktrees`` counts "ahead" from)."""
 
     @property
     def kind(self) -> MemberKindName:

@@ -123,6 +123,8 @@ def place(home: Home, team: str, name: str, prompt: str, *, host: str | None, la
             raise BackendError(f"{where} refused to start {name}: {row.reason or 'no reason given'}")
         if time.monotonic() > deadline and rows.withdraw(row_id, "no host took it in time"):
             mark_gone(home, team, name, "killed")
+            if row is not None and row.status == "untrusted":  # the host's person has not trusted this key yet
+                raise BackendError(f"{row.reason or 'the host does not trust this lead key'}; {name} not started")
             raise BackendError(f"no {where} took {name} within {timeout:g}s; is `swarm host serve` running there "
                                f"(`swarm hosts --team {team}`)?")
         time.sleep(POLL)
