@@ -84,6 +84,16 @@ class PollingWatcher:
         return None
 
 
+def preload() -> None:
+    """Import what an inotify watcher needs (``inotify_simple``: ``ctypes.util``, ``termios``, and a look-up of
+    libc), as the CLI server does before it forks: each forked teammate would otherwise import it on its own
+    (~6 ms of CPU, its pages unshared). Nothing, where inotify is not available."""
+    try:
+        import inotify_simple  # noqa: F401
+    except ImportError:
+        pass
+
+
 def watch_dirs(first: Path, *more: Path) -> ChangeWatcher:
     """A watcher that wakes when any file in these directories (which must exist) is written, renamed in or removed.
 
