@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from swarm.core.jsonl import Appender, read_records
+from swarm.core.watch import watch_dirs
 from swarm.errors import StorageError
 from tests.conftest import OpenLog
 
@@ -90,3 +91,18 @@ def test_a_symlink_planted_over_a_held_file_is_never_written_through(tmp_path: P
     with pytest.raises(StorageError, match="cannot append"):
         appender.append({"n": 2}, durable=False)
     assert outside.read_text() == "precious\n"
+
+
+def test_a_watcher_of_appended_files_wakes_on_an_append_to_a_held_file(tmp_path: Path) -> None:
+    """A held-open file is never closed after a write, so no IN_CLOSE_WRITE tells a follower (``swarm logs -f``,
+    a session's teammate view, ``swarm top``) of a new record: its watcher asks for IN_MODIFY (``appended``)."""
+    appender = Appender(tmp_path / "mate.jsonl")
+    appender.append({"n": 0}, durable=False)  # opened (and created) before anyone watches
+    told, deaf = watch_dirs(tmp_path, appended=(tmp_path,)), watch_dirs(tmp_path)
+    try:
+        appender.append({"n": 1}, durable=False)
+        assert told.wait(10.0), "the append did not wake a watcher of appended files"
+        assert not deaf.wait(0.2)  # what followers had before: nothing, until a timeout
+    finally:
+        told.close()
+        deaf.close()
