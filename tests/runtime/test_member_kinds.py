@@ -257,9 +257,11 @@ def test_a_real_idle_claude_code_teammate_swarm_started_is_shown_idle(
 SECOND_ANSWERS = ("process_alive", "is_running", "claude_code_member", "started_by_claude_code",
                   "claude_code_senders", "member_state", "stop_processes", "handle_of")
 """Names of the judgements the kinds replaced: none may come back beside them."""
-PROCESS_JUDGES = {"runtime/member_kinds.py", "runtime/claude_members.py", "teammate/lead_watch.py"}
+PROCESS_JUDGES = {"runtime/member_kinds.py", "runtime/claude_members.py", "teammate/lead_watch.py",
+                  "runtime/hosts/wake_relay.py"}
 """Outside the backends, the modules that may ask whether a member's process runs (``is_pid_alive``); the
-last judges only the lead process swarm started (``leadPid``), for teammates and the runtime alike."""
+lead watch judges only the lead process swarm started (``leadPid``), for teammates and the runtime alike, and
+the host's wake relay only whether the process that left a waiter file still runs (no member's)."""
 
 
 def _sources() -> Iterator[tuple[str, ast.Module]]:

@@ -13,18 +13,18 @@ from __future__ import annotations
 
 import shlex
 
-from swarm.backends.procs import is_pid_alive
 from swarm.core.home import Home
 from swarm.core.protocol import Member
 from swarm.core.text import visible
 from swarm.runtime.hosts.serve import work_of
+from swarm.runtime.member_kinds import Machine, SwarmTeammate
 
 
 def runs_here(home: Home, team: str, member: Member) -> bool:
     """This home is the host that runs ``member``: its work directory is here and its process runs here."""
     return (member.cwd is not None and member.cwd == str(work_of(home, team, member.name))
             and work_of(home, team, member.name).is_dir()
-            and member.pid is not None and is_pid_alive(member.pid, member.proc_start))
+            and SwarmTeammate(member, Machine({}, home)).process_runs())  # judged as this machine's own
 
 
 def elsewhere(home: Home, team: str, member: Member) -> str | None:
