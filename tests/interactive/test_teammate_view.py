@@ -63,6 +63,10 @@ def test_view_shows_a_teammates_live_transcript_typing_goes_to_it_and_the_lead_i
     assert "typed banana" in _user_texts(screen, "crew", "alice")  # it went to alice, through her inbox...
     assert "typed banana" not in _lead_prompts(fake_api)  # ...not to the lead as its prompt
 
+    # alice's idle after "typed banana" opens a lead turn while alice is viewed: wait until its answer is written
+    # (its events are then held for the lead's view), or Ctrl-T could come first and show them live
+    _wait(lambda: sum(p.read_text().count("Lead noted alice.") for p in screen.home.sessions_dir.glob("*.jsonl")) >= 2,
+          "the lead's answer to alice's second idle notice")
     screen.key("C-t")  # the next view after alice (the only teammate): the lead's, with what it did meanwhile
     screen.wait_for("view: lead (Ctrl-T: a teammate's)")
     screen.wait_for("the lead meanwhile")
