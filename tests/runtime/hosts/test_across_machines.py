@@ -1,0 +1,287 @@
+"""A team across three "machines": network namespaces joined to this one by veth links (tests/fakes/netns.py).
+
+Each box runs its own `swarm host serve` in its own home and work directory, and reaches the team's PostgreSQL
+server (this test's own cluster) and a `git daemon` remote only over its link; the lead (this process, in the root
+namespace) places one teammate on each box. The teammates claim tasks, commit, and their work arrives as pushed
+branches. One box's link goes down mid-task: its teammate is marked dead, the lead told once, the task released and
+done by another teammate; when the link comes back the fenced teammate stops without committing or sending anything.
+Then PostgreSQL restarts while messages are under way: each is delivered once and the team finishes.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+import pytest
+
+from swarm.core.frames import TeammateTerminated, parse_frame
+from swarm.core.home import Home
+from swarm.core.mailbox import Mailbox
+from swarm.core.signing import verify_key_arg
+from swarm.core.store import database
+from swarm.core.store.postgres.hosts import HostRows
+from swarm.core.tasks import TaskStore
+from swarm.core.teams import TeamStore
+from swarm.runtime.hosts.place import place
+from swarm.runtime.shutdown import shutdown
+from swarm.runtime.spawn import wait_joined
+from swarm.runtime.status import team_status
+from tests.backends.helpers import retry_until
+from tests.fakes import netns, pg_cluster
+from tests.runtime.hosts.conftest import SWARM_EXE
+
+WHY_NOT = netns.unavailable()
+pytestmark = pytest.mark.skipif(WHY_NOT is not None, reason=f"needs network namespaces: {WHY_NOT}")
+
+TEAM = "t"
+NAMES = ("ann", "bob", "cat")
+HEARTBEAT, DEAD_AFTER = "0.3", "2"
+WORKER = r"""
+[[rules]]
+name = "hello"
+match = 'stand by'
+text = "ready"
+
+[[rules]]
+name = "slow"
+match = 'slow task (?P<id>\d+)'
+[[rules.steps]]
+tool_calls = [{ name = "TaskUpdate", input = { taskId = "{id}", status = "in_progress" } }]
+[[rules.steps]]
+tool_calls = [{ name = "Bash", input = { command = "sleep 6" } }]
+[[rules.steps]]
+tool_calls = [{ name = "Bash", input = { command = "echo {id} >> work.log && git add work.log && git -c user.name={agent_name} -c user.email=x@example.invalid commit -qm 'task {id}'" } }]
+[[rules.steps]]
+tool_calls = [{ name = "SendMessage", input = { to = "team-lead", message = "done {id} by {agent_name}", summary = "done" } }]
+[[rules.steps]]
+text = "finished {id}"
+
+[[rules]]
+name = "task"
+match = 'do task (?P<id>\d+)'
+[[rules.steps]]
+tool_calls = [{ name = "TaskUpdate", input = { taskId = "{id}", status = "in_progress" } }]
+[[rules.steps]]
+tool_calls = [{ name = "Bash", input = { command = "echo {id} >> work.log && git add work.log && git -c user.name={agent_name} -c user.email=x@example.invalid commit -qm 'task {id}'" } }]
+[[rules.steps]]
+tool_calls = [{ name = "TaskUpdate", input = { taskId = "{id}", status = "completed" } }]
+[[rules.steps]]
+tool_calls = [{ name = "SendMessage", input = { to = "team-lead", message = "done {id} by {agent_name}", summary = "done" } }]
+[[rules.steps]]
+text = "finished {id}"
+"""
+"""A commit appends to work.log: a task done twice would be two commits."""
+
+
+@dataclass
+class Machines:
+    nets: netns.Namespaces
+    cluster: Path
+    url: str
+    remote: Path
+    repo: str
+    lead: Home
+    src: Path
+    hosts: list[tuple[netns.Box, Home, subprocess.Popen[bytes]]]
+    book: Path
+    logs: list[Path]
+
+    @property
+    def rows(self) -> HostRows:
+        return HostRows(database(self.lead, self.url))
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _git(cwd: Path, *args: str, check: bool = True) -> str:
+    done = subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, text=True, check=check)
+    return done.stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def machines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Machines]:
+    tmp = tmp_path_factory.mktemp("machines")
+    procs: list[subprocess.Popen[bytes]] = []
+    cluster: Path | None = None
+    with netns.Namespaces(3) as nets:
+        try:
+            cluster, local_url = pg_cluster.start(listen=(nets.server,), allow=nets.subnet)
+            url = local_url.replace("127.0.0.1", nets.server)
+            import psycopg
+
+            with psycopg.connect(url, autocommit=True) as conn:  # a box cut off mid-transaction holds no lock long
+                conn.execute("ALTER DATABASE swarm SET idle_in_transaction_session_timeout = '3s'")
+            base = tmp / "git"
+            remote = base / "team.git"
+            remote.parent.mkdir()
+            _git(tmp, "init", "-q", "--bare", str(remote))
+            port = _free_port()
+            procs.append(subprocess.Popen(["git", "daemon", "--reuseaddr", f"--base-path={base}", "--export-all",
+                                           "--enable=receive-pack", f"--listen={nets.server}", f"--port={port}",
+                                           str(base)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            repo = f"git://{nets.server}:{port}/team.git"
+            retry_until(lambda: subprocess.run(["git", "ls-remote", repo], capture_output=True).returncode == 0, 10,
+                        interval=0.1, what="git daemon up")
+            src = tmp / "src"
+            src.mkdir()
+            _git(src, "init", "-q")
+            (src / "README").write_text("base\n")
+            _git(src, "add", "README")
+            _git(src, "-c", "user.name=l", "-c", "user.email=l@example.invalid", "commit", "-qm", "base")
+            lead = Home(tmp / "lead")
+            TeamStore(lead).create(TEAM, store=url)
+            book = tmp / "worker.toml"
+            book.write_text(WORKER)
+            hosts = []
+            for box in nets.boxes:
+                home = Home(tmp / f"h{box.index}")  # nothing shared with the lead or another box but the links
+                home.root.mkdir(parents=True)
+                trust = home.root / "trusted.keys"
+                trust.write_text(verify_key_arg(lead, TEAM) + "\n")
+                env = {**os.environ, "SWARM_HOME": str(home.root)}
+                env.pop("SWARM_TEAM", None)
+                with open(tmp / f"h{box.index}.log", "wb") as out:
+                    proc = nets.popen(box, [str(SWARM_EXE), "-v", "host", "serve", "--store", url, "--name",
+                                            f"h{box.index}", "--trust-key", str(trust), "--heartbeat", HEARTBEAT,
+                                            "--dead-after", DEAD_AFTER], env=env, stdout=out,
+                                      stderr=subprocess.STDOUT, cwd=home.root)
+                procs.append(proc)
+                hosts.append((box, home, proc))
+            logs = [tmp / f"h{box.index}.log" for box in nets.boxes]
+            machines = Machines(nets, cluster, url, remote, repo, lead, src, hosts, book, logs)
+            retry_until(lambda: len(machines.rows.hosts()) == 3, 30, interval=0.1, what="three hosts registered")
+            yield machines
+        finally:
+            for proc in reversed(procs):  # the hosts first: each stops its teammates
+                if proc.poll() is None:
+                    proc.send_signal(signal.SIGTERM)
+            for proc in reversed(procs):
+                try:
+                    proc.wait(10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(5)
+            nets.close()  # whatever still runs inside a box
+            if cluster is not None:
+                pg_cluster.stop(cluster)
+
+
+def _texts(m: Machines) -> list[str]:
+    return [e.text for e in Mailbox(m.lead, TEAM).read("team-lead")]
+
+
+def _state(m: Machines, name: str) -> str:
+    return {r.name: r.state for r in team_status(m.lead, TEAM)}[name]
+
+
+def _branch(m: Machines, name: str) -> list[str]:
+    """The subjects of the commits on ``name``'s pushed branch after the base (newest first)."""
+    ref = f"swarm/{TEAM}/{name}"
+    if not _git(m.remote, "rev-parse", "--verify", "-q", ref, check=False):
+        return []
+    return _git(m.remote, "log", "--format=%s", f"swarm/{TEAM}/base..{ref}").splitlines()
+
+
+def _work_done(m: Machines) -> Counter[str]:
+    """How many times each task's commit is on the pushed branches, all teammates together."""
+    return Counter(subject for name in NAMES for subject in _branch(m, name))
+
+
+def _ended(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_a_team_across_three_machines_survives_a_partition_and_a_database_restart(machines: Machines) -> None:
+    m = machines
+    began = time.monotonic()
+    members = {}
+    for name, (box, _, _) in zip(NAMES, m.hosts, strict=True):
+        members[name] = place(m.lead, TEAM, name, "stand by", host=f"h{box.index}", labels=[], playbook=m.book,
+                              permission_mode="bypassPermissions", repo=m.repo, cwd=m.src)
+    wait_joined(m.lead, TEAM, list(NAMES))
+    tasks = TaskStore(m.lead, TEAM)
+    for n in range(1, 4):
+        tasks.create(f"part {n}")
+    lead = Mailbox(m.lead, TEAM)
+    lead.send("ann", "do task 1", sender="team-lead")
+    lead.send("bob", "do task 2", sender="team-lead")
+    lead.send("cat", "slow task 3", sender="team-lead")
+    retry_until(lambda: {"done 1 by ann", "done 2 by bob"} <= set(_texts(m)), 30, interval=0.1, what="tasks 1, 2")
+    retry_until(lambda: tasks.get("3").owner == "cat", 10, interval=0.1, what="cat's claim of task 3")
+    claimed = time.monotonic()
+    retry_until(lambda: _branch(m, "ann") == ["task 1"] and _branch(m, "bob") == ["task 2"], 20, interval=0.1,
+                what="ann's and bob's branches pushed")
+
+    # -- a partition: cat's box is cut off mid-task -----------------------------------------------------------------
+    box, cat_home, _ = m.hosts[2]
+    m.nets.link_down(box)
+    cut = time.monotonic()
+    try:
+        retry_until(lambda: _state(m, "cat") == "dead", 15, interval=0.1, what="cat marked dead")
+        assert time.monotonic() - cut < 2 + 4  # --dead-after 2, and a status call's period
+        task = tasks.get("3")
+        assert task.owner is None and task.status == "pending"  # released
+        lead.send("ann", "do task 3", sender="team-lead")  # the lead hands it to another teammate
+        retry_until(lambda: "done 3 by ann" in _texts(m), 20, interval=0.1, what="ann's task 3")
+        assert tasks.get("3").owner == "ann" and tasks.get("3").status == "completed"
+        assert [h.lost for h in m.rows.hosts() if h.name == "h2"] == [True]
+        time.sleep(max(0.0, claimed + 7 - time.monotonic()))  # cat's sleep is over: it tries to go on, cut off
+    finally:
+        m.nets.link_up(box)
+    cat_pid = members["cat"].pid
+    assert cat_pid is not None
+    retry_until(lambda: _ended(cat_pid), 30, interval=0.1, what="the fenced teammate's end")
+    retry_until(lambda: not [h for h in m.rows.hosts() if h.name == "h2"][0].lost, 15, interval=0.1,
+                what="h2 heartbeats again")
+    retry_until(lambda: "task 3" in _branch(m, "ann"), 20, interval=0.1, what="task 3 pushed on ann's branch")
+    time.sleep(1.0)  # time enough for a late commit or message from cat, had it gone on
+    assert _work_done(m) == Counter({"task 1": 1, "task 2": 1, "task 3": 1})
+    assert _git(cat_home.root / "work" / TEAM / "cat", "log", "--format=%s", "-1") == "base"  # not even locally
+    assert not any("by cat" in t for t in _texts(m))
+    notices = [f for f in map(parse_frame, _texts(m)) if isinstance(f, TeammateTerminated) and "cat" in f.message]
+    assert len(notices) == 1 and "h2" in notices[0].message
+    cat = TeamStore(m.lead).get(TEAM).member("cat")
+    assert cat is not None and cat.status == "dead"  # it wrote nothing on its way out
+    stopped_by = ("fenced: it was declared dead" in cat_home.log_path(TEAM, "cat").read_text(),
+                  "cat@t was declared dead meanwhile: stopping it" in m.logs[2].read_text())
+    assert any(stopped_by)  # its own fence, or its host back (whichever reads the entry first)
+
+    # -- PostgreSQL restarts while messages are under way ------------------------------------------------------------
+    for n in (4, 5):
+        tasks.create(f"part {n}")
+    lead.send("ann", "do task 4", sender="team-lead")
+    restart = threading.Thread(target=pg_cluster.pg_ctl, args=(m.cluster, "restart"))
+    restart.start()
+    lead.send("bob", "do task 5", sender="team-lead")  # during the restart (the send reconnects) or just after
+    restart.join(60)
+    retry_until(lambda: {"done 4 by ann", "done 5 by bob"} <= set(_texts(m)), 30, interval=0.1,
+                what="tasks 4, 5 across the restart")
+    tasks.create("part 6")
+    lead.send("bob", "do task 6", sender="team-lead")  # (one at a time: a scripted turn answers one request)
+    retry_until(lambda: "done 6 by bob" in _texts(m), 20, interval=0.1, what="task 6 after the restart")
+    outcomes = shutdown(m.lead, TEAM, ["ann", "bob"], dict(os.environ), timeout=20)
+    assert {o.name: o.result for o in outcomes} == {"ann": "approved", "bob": "approved"}
+    retry_until(lambda: len(_branch(m, "bob")) == 3, 20, interval=0.1, what="bob's last push")
+    texts = _texts(m)
+    for n, who in ((1, "ann"), (2, "bob"), (3, "ann"), (4, "ann"), (5, "bob"), (6, "bob")):
+        assert texts.count(f"done {n} by {who}") == 1
+    assert _work_done(m) == Counter({f"task {n}": 1 for n in range(1, 7)})
+    assert all(t.status == "completed" for t in tasks.list())
+    assert time.monotonic() - began < 90
