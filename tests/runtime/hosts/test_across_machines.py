@@ -40,9 +40,6 @@ from tests.backends.helpers import retry_until
 from tests.fakes import netns, pg_cluster
 from tests.runtime.hosts.conftest import SWARM_EXE
 
-WHY_NOT = netns.unavailable()
-pytestmark = pytest.mark.skipif(WHY_NOT is not None, reason=f"needs network namespaces: {WHY_NOT}")
-
 TEAM = "t"
 NAMES = ("ann", "bob", "cat")
 HEARTBEAT, DEAD_AFTER = "0.3", "2"
@@ -114,6 +111,9 @@ def _git(cwd: Path, *args: str, check: bool = True) -> str:
 
 @pytest.fixture(scope="module")
 def machines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Machines]:
+    why = netns.unavailable()
+    if why is not None:
+        pytest.skip(f"needs network namespaces: {why}")
     tmp = tmp_path_factory.mktemp("machines")
     procs: list[subprocess.Popen[bytes]] = []
     cluster: Path | None = None
