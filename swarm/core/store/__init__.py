@@ -128,8 +128,9 @@ def inbox_rows(home: Home, team: str) -> Inboxes | None:
     if url is None:
         return None
     from swarm.core.store.postgres.inbox import InboxRows
+    from swarm.core.store.postgres.relay import relay_dir
 
-    return InboxRows(database(home, url), team)
+    return InboxRows(database(home, url), team, relay_dir(home.run_dir))
 
 
 def task_rows(home: Home, team: str) -> TaskList | None:

@@ -7,8 +7,9 @@ signature, fresh, never accepted before — anything else is refused with the re
 the request's row and never starts a process), and starts the teammate with the local
 backends in this host's own home: its own logs, work directory (``<home>/work/<team>/<name>``)
 and record of the team's store; nothing is shared with the lead but the database.
-It records each teammate's end (``dead`` and the lead told, when its process vanished)
-and refreshes its heartbeat row. Stopped (SIGTERM, Ctrl-C), it stops its teammates.
+Its teammates are woken through its one LISTEN session (``wake_relay``), not each by a
+session of their own. It records each teammate's end (``dead`` and the lead told, when
+its process vanished) and refreshes its heartbeat row. Stopped (SIGTERM, Ctrl-C), it stops its teammates.
 """
 
 from __future__ import annotations
@@ -26,10 +27,12 @@ from swarm.core.protocol import Member
 from swarm.core.store import database, record
 from swarm.core.store.postgres.hosts import HOSTS_CHANNEL, HostRows, RequestRow
 from swarm.core.store.postgres.listen import NotifyWatcher
+from swarm.core.store.postgres.relay import relay_dir
 from swarm.core.teams import TeamStore
 from swarm.errors import SwarmError
 from swarm.runtime.hosts.code import check_out, head, push_branch
 from swarm.runtime.hosts.request import PlacedSpawn, check
+from swarm.runtime.hosts.wake_relay import WakeRelay
 from swarm.runtime.member_kinds import Machine, SwarmTeammate
 from swarm.runtime.spawn import SpawnRequest, spawn
 
@@ -79,6 +82,8 @@ class HostServer:
         """Run until ``stop`` is set; then stop this host's teammates."""
         config = self.config
         self.rows.register(config.name, config.labels, config.max_teammates, config.dead_after)
+        relay = WakeRelay(database(self.home, config.url), relay_dir(self.home.run_dir))
+        relay.start()  # this host's one LISTEN session for its teammates' inboxes
         watcher = NotifyWatcher(database(self.home, config.url), HOSTS_CHANNEL)
         beat = 0.0
         try:
@@ -92,6 +97,7 @@ class HostServer:
         finally:
             watcher.close()
             self.stop_all()
+            relay.close()
 
     # -- requests ------------------------------------------------------------------
 

@@ -7,7 +7,8 @@
 - ``pending`` reads the undelivered rows; ``acknowledge`` marks rows
   delivered by ``msg_id``; ``take`` marks and returns them in one statement
   (row locks: two takers never get the same row).
-- ``watcher`` LISTENs on the recipient's channel. NOTIFY does not replay, so
+- ``watcher`` LISTENs on the recipient's channel (or, on a host, is woken by
+  the host's one LISTEN session: ``relay``). NOTIFY does not replay, so
   after its connection was lost the watcher reconnects, LISTENs again and
   reports a change: the caller reads the inbox again and finds whatever
   was sent meanwhile.
@@ -23,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 from swarm.core.document_codecs import InboxCodec
 from swarm.core.protocol import InboxEntry
 from swarm.core.store.postgres.listen import NotifyWatcher
+from swarm.core.store.postgres.relay import relayed_watcher
+from swarm.core.watch import ChangeWatcher
 
 if TYPE_CHECKING:
     import psycopg
@@ -39,9 +42,11 @@ def channel(team: str, agent: str) -> str:
 class InboxRows:
     """The inboxes of one team in one database."""
 
-    def __init__(self, db: Database, team: str) -> None:
+    def __init__(self, db: Database, team: str, relay: Path | None = None) -> None:
         self.db = db
         self.team = team
+        self.relay = relay
+        """The wake-up relay directory of this process's home (used when a host's relay runs there)."""
 
     def append(self, agent: str, entries: Iterable[dict[str, Any]]) -> None:
         """Insert ``entries`` (wire form, each with a ``msg_id``) for ``agent`` and wake it, in one transaction."""
@@ -96,5 +101,6 @@ class InboxRows:
     def _entries(self, agent: str, docs: list[Any]) -> list[InboxEntry]:
         return _INBOX.decode(docs, Path(f"{self.db.shown}#inbox={self.team}/{agent}"))
 
-    def watcher(self, agent: str) -> NotifyWatcher:
-        return NotifyWatcher(self.db, channel(self.team, agent))
+    def watcher(self, agent: str) -> ChangeWatcher:
+        name = channel(self.team, agent)
+        return relayed_watcher(self.relay, name, lambda: NotifyWatcher(self.db, name))
