@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
+import psycopg
 import pytest
 
 from swarm.core.frames import TeammateTerminated, parse_frame
@@ -121,8 +122,6 @@ def machines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Machines]:
         try:
             cluster, local_url = pg_cluster.start(listen=(nets.server,), allow=nets.subnet)
             url = local_url.replace("127.0.0.1", nets.server)
-            import psycopg
-
             with psycopg.connect(url, autocommit=True) as conn:  # a box cut off mid-transaction holds no lock long
                 conn.execute("ALTER DATABASE swarm SET idle_in_transaction_session_timeout = '3s'")
             base = tmp / "git"
@@ -201,6 +200,15 @@ def _work_done(m: Machines) -> Counter[str]:
     return Counter(subject for name in NAMES for subject in _branch(m, name))
 
 
+def _connections(m: Machines, addresses: list[str]) -> list[int]:
+    """How many sessions the server has from each of ``addresses``."""
+    with psycopg.connect(m.url, autocommit=True) as conn:
+        rows = conn.execute("SELECT host(client_addr), count(*) FROM pg_stat_activity WHERE client_addr IS NOT NULL "
+                            "GROUP BY 1").fetchall()
+    counts = {str(addr): int(n) for addr, n in rows}
+    return [counts.get(a, 0) for a in addresses]
+
+
 def _ended(pid: int) -> bool:
     try:
         return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
@@ -220,6 +228,8 @@ def test_a_team_across_three_machines_survives_a_partition_and_a_database_restar
     for n in range(1, 4):
         tasks.create(f"part {n}")
     lead = Mailbox(m.lead, TEAM)
+    # one LISTEN session per box (its host's relay): a host holds 3 connections, a teammate there 2 (measured)
+    assert all(n <= 3 + 2 for n in _connections(m, [box.addr for box, _, _ in m.hosts]))
     lead.send("ann", "do task 1", sender="team-lead")
     lead.send("bob", "do task 2", sender="team-lead")
     lead.send("cat", "slow task 3", sender="team-lead")
