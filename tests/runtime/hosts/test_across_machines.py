@@ -283,12 +283,14 @@ def test_a_team_across_three_machines_survives_a_partition_and_a_database_restar
     restart.join(60)
     retry_until(lambda: {"done 4 by ann", "done 5 by bob"} <= set(_texts(m)), 30, interval=0.1,
                 what="tasks 4, 5 across the restart")
+    assert [proc.poll() for _, _, proc in m.hosts] == [None, None, None]  # every host outlived the restart
     tasks.create("part 6")
     lead.send("bob", "do task 6", sender="team-lead")  # (one at a time: a scripted turn answers one request)
     retry_until(lambda: "done 6 by bob" in _texts(m), 20, interval=0.1, what="task 6 after the restart")
     outcomes = shutdown(m.lead, TEAM, ["ann", "bob"], dict(os.environ), timeout=20)
     assert {o.name: o.result for o in outcomes} == {"ann": "approved", "bob": "approved"}
-    retry_until(lambda: len(_branch(m, "bob")) == 3, 20, interval=0.1, what="bob's last push")
+    retry_until(lambda: len(_branch(m, "ann")) == 3 and len(_branch(m, "bob")) == 3, 20, interval=0.1,
+                what="ann's and bob's last pushes")
     texts = _texts(m)
     for n, who in ((1, "ann"), (2, "bob"), (3, "ann"), (4, "ann"), (5, "bob"), (6, "bob")):
         assert texts.count(f"done {n} by {who}") == 1
