@@ -2,7 +2,8 @@
 
 Each box runs its own `swarm host serve` in its own home and work directory, and reaches the team's PostgreSQL
 server (this test's own cluster) and a `git daemon` remote only over its link; the lead (this process, in the root
-namespace) places one teammate on each box. The teammates claim tasks, commit, and their work arrives as pushed
+namespace) creates the team, prints its key for the hosts' --trust-key and places one teammate on each box with
+the user's commands (`swarm team create --store`, `swarm host key`, `swarm spawn --host --repo`). The teammates claim tasks, commit, and their work arrives as pushed
 branches. One box's link goes down mid-task: its teammate is marked dead, the lead told once, the task released and
 done by another teammate; when the link comes back the fenced teammate stops without committing or sending anything.
 Then PostgreSQL restarts while messages are under way: each is delivered once and the team finishes.
@@ -28,12 +29,10 @@ import pytest
 from swarm.core.frames import TeammateTerminated, parse_frame
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
-from swarm.core.signing import verify_key_arg
 from swarm.core.store import database
 from swarm.core.store.postgres.hosts import HostRows
 from swarm.core.tasks import TaskStore
 from swarm.core.teams import TeamStore
-from swarm.runtime.hosts.place import place
 from swarm.runtime.shutdown import shutdown
 from swarm.runtime.spawn import wait_joined
 from swarm.runtime.status import team_status
@@ -107,6 +106,15 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _swarm(lead: Home, *args: str) -> str:
+    """Run a `swarm` command as the lead (its home); its output."""
+    env = {**os.environ, "SWARM_HOME": str(lead.root)}
+    env.pop("SWARM_TEAM", None)
+    done = subprocess.run([str(SWARM_EXE), *args], env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
 def _git(cwd: Path, *args: str, check: bool = True) -> str:
     done = subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, text=True, check=check)
     return done.stdout.strip()
@@ -144,7 +152,8 @@ def machines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Machines]:
             _git(src, "add", "README")
             _git(src, "-c", "user.name=l", "-c", "user.email=l@example.invalid", "commit", "-qm", "base")
             lead = Home(tmp / "lead")
-            TeamStore(lead).create(TEAM, store=url)
+            _swarm(lead, "team", "create", TEAM, "--store", url)  # the user's commands: the team, its key, ...
+            key = _swarm(lead, "host", "key", "--team", TEAM)
             book = tmp / "worker.toml"
             book.write_text(WORKER)
             hosts = []
@@ -152,7 +161,7 @@ def machines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Machines]:
                 home = Home(tmp / f"h{box.index}")  # nothing shared with the lead or another box but the links
                 home.root.mkdir(parents=True)
                 trust = home.root / "trusted.keys"
-                trust.write_text(verify_key_arg(lead, TEAM) + "\n")
+                trust.write_text(key + "\n")
                 env = {**os.environ, "SWARM_HOME": str(home.root)}
                 env.pop("SWARM_TEAM", None)
                 with open(tmp / f"h{box.index}.log", "wb") as out:
@@ -221,11 +230,12 @@ def _ended(pid: int) -> bool:
 def test_a_team_across_three_machines_survives_a_partition_and_a_database_restart(machines: Machines) -> None:
     m = machines
     began = time.monotonic()
-    members = {}
-    for name, (box, _, _) in zip(NAMES, m.hosts, strict=True):
-        members[name] = place(m.lead, TEAM, name, "stand by", host=f"h{box.index}", labels=[], playbook=m.book,
-                              permission_mode="bypassPermissions", repo=m.repo, cwd=m.src)
+    for name, (box, _, _) in zip(NAMES, m.hosts, strict=True):  # ... and one teammate on each host
+        _swarm(m.lead, "spawn", name, "--team", TEAM, "--host", f"h{box.index}", "--repo", m.repo, "--cwd",
+               str(m.src), "--playbook", str(m.book), "--permission-mode", "bypassPermissions", "-p", "stand by")
     wait_joined(m.lead, TEAM, list(NAMES))
+    members = {member.name: member for member in TeamStore(m.lead).get(TEAM).members}
+    assert {members[n].host for n in NAMES} == {"h0", "h1", "h2"}
     tasks = TaskStore(m.lead, TEAM)
     for n in range(1, 4):
         tasks.create(f"part {n}")
