@@ -3,8 +3,8 @@
 Each box runs its own `swarm host serve` in its own home and work directory, and reaches the team's PostgreSQL
 server (this test's own cluster) and a `git daemon` remote only over its link; the lead (this process, in the root
 namespace) creates the team, prints its key for the hosts' --trust-key and places one teammate on each box with
-the user's commands (`swarm team create --store`, `swarm host key`, `swarm spawn --host --repo`). The teammates claim tasks, commit, and their work arrives as pushed
-branches. One box's link goes down mid-task: its teammate is marked dead, the lead told once, the task released and
+the user's commands (`swarm team create --store`, `swarm host key`, `swarm spawn --host --repo`). The teammates
+claim tasks, commit, and their work arrives as pushed branches. One box's link goes down mid-task: its teammate is marked dead, the lead told once, the task released and
 done by another teammate; when the link comes back the fenced teammate stops without committing or sending anything.
 Then PostgreSQL restarts while messages are under way: each is delivered once and the team finishes.
 """
