@@ -13,8 +13,10 @@ from swarm.core.clock import now_ms
 from swarm.core.protocol import TeamFile
 from swarm.core.signing import rotate_lead_key
 from swarm.core.store import check_store, redacted
+from swarm.core.store.redact import redact_remote
 from swarm.core.teams import TeamStore
 from swarm.runtime.adopt import adopt as adopt_team
+from swarm.runtime.hosts.code import check_remote
 from swarm.runtime.member_kinds import Machine, member_kind
 from swarm.runtime.shutdown import delete_team
 from swarm.runtime.status import running
@@ -30,12 +32,17 @@ def team() -> None:
 @click.option("--description", "-d", default=None, help="What the team is for.")
 @click.option("--store", envvar="SWARM_STORE", default=None, metavar="URL",
               help="Keep the team's state in PostgreSQL (postgresql://…) instead of files [env: SWARM_STORE].")
+@click.option("--repo", default=None, metavar="URL",
+              help="The git remote the team's code travels through to teammates on hosts (default: the lead "
+                   "repository's origin).")
 @json_option
 @click.pass_context
-def create(ctx: click.Context, name: str, description: str | None, store: str | None, as_json: bool) -> None:
+def create(ctx: click.Context, name: str, description: str | None, store: str | None, repo: str | None,
+           as_json: bool) -> None:
     """Create team NAME with its team-lead member."""
     url = check_store(store)
-    created = TeamStore(home_of(ctx)).create(name, description, store=url)
+    remote = check_remote(repo) if repo is not None else None
+    created = TeamStore(home_of(ctx)).create(name, description, store=url, repo=remote)
     rotate_lead_key(home_of(ctx), name)
     if as_json:
         emit_json(_team_json(created))
@@ -128,6 +135,8 @@ def delete(ctx: click.Context, name: str, force: bool, timeout: float) -> None:
 def _team_json(t: TeamFile) -> dict[str, object]:
     doc = t.wire()
     doc["members"] = [m.wire() for m in t.members]
+    if t.repo:
+        doc["repo"] = redact_remote(t.repo)  # a remote's credentials are never shown
     return doc
 
 

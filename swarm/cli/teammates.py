@@ -35,6 +35,7 @@ from swarm.errors import BackendError, NotFoundError, UsageError
 from swarm.runtime.shutdown import force_stop, live_members
 from swarm.runtime.shutdown import shutdown as shutdown_teammates
 from swarm.runtime.lead_process import forget_dead_lead
+from swarm.runtime.hosts.attach import elsewhere
 from swarm.runtime.hosts.place import place
 from swarm.runtime.spawn import SpawnRequest, spawn_reporting, wait_joined
 from swarm.runtime.costs import team_cost, usd
@@ -87,8 +88,9 @@ from swarm.core.watch import watch_dirs
               help="Run it on that host (`swarm host serve` there; a PostgreSQL team), through a signed request.")
 @click.option("--labels", default=None, metavar="A,B", help="Run it on any host that has these labels.")
 @click.option("--repo", default=None, metavar="URL",
-              help="With --host/--labels: a git remote; --base (default HEAD) is pushed to swarm/TEAM/base, the "
-                   "host clones it and pushes the teammate's branch swarm/TEAM/NAME.")
+              help="With --host/--labels: a git remote (default: the team's, `swarm team create --repo`, else the "
+                   "origin of the repository here); --base (default HEAD) is pushed to swarm/TEAM/base, the host "
+                   "clones it and pushes the teammate's branch swarm/TEAM/NAME.")
 @tmux_socket_option
 @trust_option
 @json_option
@@ -112,7 +114,7 @@ def spawn(ctx: click.Context, name: str, team: str, prompt: str, backend: str, a
     if on_host is not None or labels is not None:
         _spawn_on_host(ctx, name, team, prompt, on_host, labels, backend=backend, agent_type=agent_type, model=model,
                        playbook=playbook, permission_mode=permission_mode, as_json=as_json, repo=repo, base=base,
-                       cwd=cwd)
+                       cwd=cwd, restart=restart, max_restarts=max_restarts)
         return
     workdir = (cwd or Path.cwd()).resolve()
     env = grant_or_refuse(workdir, os.environ, trust=trust)
@@ -143,13 +145,14 @@ def spawn(ctx: click.Context, name: str, team: str, prompt: str, backend: str, a
 
 def _spawn_on_host(ctx: click.Context, name: str, team: str, prompt: str, on_host: str | None, labels: str | None,
                    *, backend: str, agent_type: str, model: str | None, playbook: Path | None, permission_mode: str,
-                   as_json: bool, repo: str | None, base: str | None, cwd: Path | None) -> None:
+                   as_json: bool, repo: str | None, base: str | None, cwd: Path | None, restart: RestartPolicy,
+                   max_restarts: int) -> None:
     """``swarm spawn --host/--labels``: a signed request a host takes (``runtime.hosts.place``)."""
     home = home_of(ctx)
     wanted = sorted({x.strip() for x in (labels or "").split(",") if x.strip()})
     member = place(home, team, name, prompt, host=on_host, labels=wanted, prompt_author=command_author(os.environ),
                    agent_type=agent_type, model=model, permission_mode=permission_mode, backend=backend,
-                   playbook=playbook, repo=repo, base=base, cwd=cwd)
+                   playbook=playbook, repo=repo, base=base, cwd=cwd, restart=restart, max_restarts=max_restarts)
     wait_joined(home, team, [name])
     if as_json:
         emit_json(member.wire())
@@ -289,6 +292,9 @@ def _print_log(path: Path, follow: bool) -> None:
 def attach(ctx: click.Context, name: str, team: str) -> None:
     """Attach the terminal to teammate NAME's tmux pane."""
     [member] = live_members(home_of(ctx), team, [name])
+    remote = elsewhere(home_of(ctx), team, member)
+    if remote is not None:
+        raise UsageError(remote)
     if member.backend_type != "tmux":
         raise UsageError(f"{name} runs as a subprocess, not in tmux; use `swarm logs {name} -f --team {team}`")
     tmux = shutil.which("tmux")

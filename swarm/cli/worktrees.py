@@ -13,6 +13,7 @@ from swarm.cli.options import home_of, json_option
 from swarm.cli.render import echo, emit_json, table
 from swarm.core.names import validate_name
 from swarm.errors import InvalidNameError
+from swarm.runtime.hosts.branches import remote_worktrees
 from swarm.runtime.worktrees import Worktree, list_worktrees
 from swarm.runtime.worktrees import prune as prune_worktrees
 
@@ -41,11 +42,14 @@ def worktrees(ctx: click.Context, team: str | None, as_json: bool) -> None:
     Worktrees are found in the repositories the team's members worked in and
     in the repository of the current directory. States: live (teammate
     running), changed (kept after shutdown), unchanged, orphaned (teammate
-    died or forgotten).
+    died or forgotten). Teammates on other hosts are listed with their branch
+    as the team's git remote has it (fetched into refs/swarm-remote/...):
+    commits ahead of the base, files changed, the sha last pushed.
     """
     if ctx.invoked_subcommand is not None:
         return
-    found = list_worktrees(home_of(ctx), team, Path.cwd())
+    home = home_of(ctx)
+    found = list_worktrees(home, team, Path.cwd()) + remote_worktrees(home, team, Path.cwd())
     if as_json:
         emit_json([_as_dict(t) for t in found])
         return
@@ -53,7 +57,8 @@ def worktrees(ctx: click.Context, team: str | None, as_json: bool) -> None:
         echo("no swarm worktrees" + (f" for team {team}" if team else ""))
         return
     table(["team", "teammate", "state", "branch", "ahead", "uncommitted", "path"], [
-        [t.team, t.teammate, t.state, t.branch or "(detached)", _ahead(t), t.uncommitted, t.path] for t in found
+        [t.team, t.teammate, t.state, t.branch or "(detached)", _ahead(t), "-" if t.host else t.uncommitted,
+         _where(t) if t.host else t.path] for t in found
     ])
 
 
@@ -77,6 +82,15 @@ def prune(ctx: click.Context, team: str | None, force: bool, as_json: bool) -> N
         tree = r.worktree
         where = f"{tree.branch or 'detached HEAD'}" + ("" if r.removed else f", {tree.path}")
         echo(f"{'removed' if r.removed else 'kept'} {tree.team}/{tree.teammate} ({where}): {r.reason}")
+
+
+def _where(tree: Worktree) -> str:
+    """Where a teammate on a host has its work: its host, and what the remote holds of it."""
+    if tree.error:
+        return f"on {tree.host}; remote unreadable: {tree.error}"
+    if not tree.pushed:
+        return f"on {tree.host}; nothing pushed yet"
+    return f"on {tree.host}; pushed {tree.pushed[:10]}, {tree.files_changed} file(s) changed"
 
 
 def _ahead(tree: Worktree) -> str:

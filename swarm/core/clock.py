@@ -16,6 +16,11 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def ms_to_iso(ms: int) -> str:
+    """``now_iso``'s form for epoch milliseconds ``ms``."""
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
 def iso_to_epoch(stamp: str) -> float | None:
     """Seconds since the epoch for an ISO stamp, or None if it does not parse."""
     try:

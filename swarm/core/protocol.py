@@ -146,6 +146,10 @@ class Member(CamelWire):
     Its process is that host's to judge and stop (``runtime.hosts``), never this machine's."""
     epoch: int | None = None
     """swarm: which placement of the teammate this entry is; a teammate whose epoch was moved on stops itself."""
+    remote_repo: str | None = None
+    """swarm: the git remote a teammate on a host pushes its branch ``swarm/<team>/<name>`` to (``hosts.code``)."""
+    remote_base: str | None = None
+    """swarm: the commit that branch started from (what ``swarm worktrees`` counts "ahead" from)."""
 
     @property
     def kind(self) -> MemberKindName:
@@ -246,6 +250,9 @@ class TeamFile(CamelWire):
     ``swarm demo``); its teammates stop on their own once it is gone. None: a person leads (the CLI)."""
     lead_proc_start: float | None = None
     """``lead_pid``'s create time: the same pid started at another time is not the lead."""
+    repo: str | None = None
+    """The git remote the team's code travels through to teammates on other hosts (``swarm team create --repo``,
+    ``[team] repo``); None: the lead repository's ``origin`` (``runtime/hosts/code.py`` ``team_remote``)."""
 
     def member(self, name: str) -> Member | None:
         return next((m for m in self.members if m.name == name), None)

@@ -61,10 +61,11 @@ class TeamStore:
     # -- teams -------------------------------------------------------------
 
     def create(self, team: str, description: str | None = None, *, cwd: str | None = None,
-               lead_session_id: str | None = None, store: str | None = None) -> TeamFile:
+               lead_session_id: str | None = None, store: str | None = None, repo: str | None = None) -> TeamFile:
         """Create ``team`` with its ``team-lead`` member; ConflictError if it exists.
 
         ``store``: the URL of the PostgreSQL database the team lives in (``swarm.core.store``); None: files.
+        ``repo``: the git remote its code travels through to teammates on hosts (``TeamFile.repo``).
         """
         validate_name(team, "team name")
         if store is not None:
@@ -73,15 +74,15 @@ class TeamStore:
             had = locate(self.home, team)
             record(self.home, team, store)
             try:
-                return self._create(team, description, cwd=cwd, lead_session_id=lead_session_id)
+                return self._create(team, description, cwd=cwd, lead_session_id=lead_session_id, repo=repo)
             except BaseException:
                 if had is None:
                     forget(self.home, team)  # no team was made: leave no record of one
                 raise
-        return self._create(team, description, cwd=cwd, lead_session_id=lead_session_id)
+        return self._create(team, description, cwd=cwd, lead_session_id=lead_session_id, repo=repo)
 
     def _create(self, team: str, description: str | None, *, cwd: str | None,
-                lead_session_id: str | None) -> TeamFile:
+                lead_session_id: str | None, repo: str | None) -> TeamFile:
         if self._file(team).exists():
             raise ConflictError(f"team {team!r} already exists; pick another name or `swarm team delete {team}`")
         ensure_dir(self.home.inboxes_dir(team))
@@ -94,6 +95,8 @@ class TeamStore:
             fresh.description = description
         if lead_session_id:
             fresh.lead_session_id = lead_session_id
+        if repo:
+            fresh.repo = repo
 
         def put(current: TeamFile | None) -> tuple[TeamFile, TeamFile]:
             if current is not None:

@@ -55,6 +55,8 @@ from swarm.core.store import check_store
 from swarm.core.teams import TeamStore
 from swarm.errors import SwarmError
 from swarm.models.team_gate import GateLimits, TeamGate, write_limits
+from swarm.runtime.hosts.place import PLACE_TIMEOUT
+from swarm.runtime.lead_hosts import place_teammate, refusal
 from swarm.runtime.lead_inbox import LeadInbox, LeadMessage
 from swarm.runtime.lead_process import record_lead
 from swarm.runtime.lead_pump import LeadPump
@@ -106,6 +108,8 @@ class LeadTeam:
     """Seconds a teammate holding a task in progress may do nothing before the watchdog nudges it (None: off)."""
     gate: TeamGate = field(default_factory=lambda: TeamGate(None, LEAD_NAME))
     """The lead's own model calls' gate: bound to the team it leads, so they count and wait with the team's."""
+    place_timeout: float = PLACE_TIMEOUT
+    """Seconds a teammate the model places on a host (``Agent(host=…)``) may take to start there."""
     on_team: Callable[[str | None], None] = lambda team: None
     """Told the team it leads from now on (None: none): the interactive session records it for ``--resume``."""
 
@@ -156,7 +160,7 @@ class LeadTeam:
 
     def spawn(self, ctx: ToolContext, *, name: str, prompt: str, agent_type: str | None, model: str | None,
               runtime: str | None, isolation: str | None, plan_mode_required: bool, mode: str | None,
-              cwd: str | None) -> str:
+              cwd: str | None, host: str | None = None, labels: list[str] | None = None) -> str:
         team = self._team()
         granted = self.teammate_mode(mode)
         where = ctx.resolve(cwd) if cwd else self.cwd
@@ -164,6 +168,13 @@ class LeadTeam:
             roots = ", ".join(map(str, ctx.identity.write_roots or []))
             raise ToolError(f"cwd {where} is outside the directories you may write ({roots}): a teammate starts "
                             "there or below; the person can start one elsewhere with `swarm spawn --cwd`")
+        if host is not None or labels:
+            why = refusal(runtime=runtime, plan_mode_required=plan_mode_required, sandbox=self.sandbox)
+            if why is not None:
+                raise ToolError(why)
+            return place_teammate(self.home, team, name, prompt, host=host, labels=labels or [], agent_type=agent_type,
+                                  model=model, mode=granted, cwd=where, playbook=self.playbooks.get(name),
+                                  backend=self.backend, timeout=self.place_timeout)
         claude = runtime == CLAUDE_RUNTIME  # a Claude Code session: its own model, always in a tmux pane
         request = SpawnRequest(team=team, name=name, prompt=prompt,
                                agent_type=agent_type or "general-purpose", model=model,

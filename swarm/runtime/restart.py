@@ -29,6 +29,7 @@ from swarm.core.protocol import Member
 from swarm.core.tasks import TaskStore
 from swarm.core.teams import TeamStore
 from swarm.errors import SwarmError
+from swarm.runtime.hosts.place import place_again
 from swarm.runtime.restart_policy import RestartRecord, backoff, read_record, record_file
 from swarm.runtime.spawn import SpawnRequest, spawn_reporting
 
@@ -85,6 +86,13 @@ def _decide(home: Home, team: str, member: Member) -> RestartRecord | None:
 
 def _start_again(home: Home, team: str, member: Member, record: RestartRecord, env: Mapping[str, str]) -> bool:
     try:
+        if record.placed is not None:  # a teammate on a host: placed again, a new epoch (its old process fences)
+            placed = place_again(home, team, member.name, record.placed)
+            _tell_lead(home, team, f"{member.name} {_how(member)} and was placed again on host {placed.host} "
+                                   f"(restart {record.restarts} of {record.max_restarts}, policy {record.policy}): it "
+                                   "starts from its prompt and its pushed branch; its tasks stay released",
+                       "teammate restarted")
+            return True
         request = SpawnRequest.model_validate(record.request)
         spawn_reporting(home, request, env, again=member)
         kept = TaskStore(home, team).give_back(member.name)

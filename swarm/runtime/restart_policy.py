@@ -34,6 +34,9 @@ class RestartRecord(BaseModel):
     max_restarts: int = Field(ge=0)
     request: dict[str, Any]
     """How it was spawned (a ``SpawnRequest``); started again the same way, in its own worktree."""
+    placed: dict[str, Any] | None = None
+    """For a teammate on a host: how it was placed (``runtime.hosts.place.Placement``); placed again the same way
+    (same host or labels, a new epoch) instead of ``request``."""
     restarts: int = 0
     handled: int | None = None
     """``joinedAt`` of the process whose end was dealt with last (restarted, given up on, or not a failure)."""
@@ -59,9 +62,9 @@ def record_file(home: Home, team: str, name: str) -> LockedJsonFile[dict[str, An
 
 
 def save_policy(home: Home, team: str, name: str, policy: RestartPolicy, max_restarts: int,
-                request: dict[str, Any]) -> None:
-    """A new record for a teammate just spawned (an earlier one of the same name is replaced)."""
-    record = RestartRecord(policy=policy, max_restarts=max_restarts, request=request)
+                request: dict[str, Any], placed: dict[str, Any] | None = None) -> None:
+    """A new record for a teammate just spawned or placed (an earlier one of the same name is replaced)."""
+    record = RestartRecord(policy=policy, max_restarts=max_restarts, request=request, placed=placed)
 
     def put(doc: dict[str, Any]) -> None:
         doc.clear()

@@ -93,6 +93,9 @@ class SpawnRequest(BaseModel):
     """Set by a host (``swarm host serve``) starting the teammate for a lead elsewhere: recorded in its entry."""
     epoch: int | None = None
     """The placement's epoch, from the lead's signed request (``runtime.hosts``)."""
+    remote_repo: str | None = None
+    """Set by a host: the git remote the teammate's branch is pushed to, and its base commit (recorded in its entry)."""
+    remote_base: str | None = None
     lead_verify_key: str | None = None
     """Set by a host: the remote lead's public key (its signed request's). The teammate verifies the lead with it,
     and the lead sent the initial prompt itself (signed), so none is sent here."""
@@ -265,6 +268,7 @@ def _member(request: SpawnRequest, backend: str, tree: worktrees.NewWorktree | N
         member.allowed_tools, member.disallowed_tools = request.allowed_tools or None, request.disallowed_tools or None
     for field, value in (("model", request.model), ("color", request.color), ("tmux_socket", request.tmux_socket),
                          ("sandbox", request.sandbox), ("host", request.host), ("epoch", request.epoch),
+                         ("remote_repo", request.remote_repo), ("remote_base", request.remote_base),
                          ("playbook", str(request.playbook.resolve()) if request.playbook else None)):
         if value is not None:
             setattr(member, field, value)

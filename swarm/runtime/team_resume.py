@@ -27,6 +27,7 @@ from swarm.core.teams import TeamStore
 from swarm.errors import SwarmError
 from swarm.runtime.lead_process import record_lead
 from swarm.runtime.member_kinds import Machine, member_kind, reap_dead
+from swarm.runtime.hosts.place import place_again
 from swarm.runtime.restart_policy import end_policies, read_record, record_file
 from swarm.runtime.spawn import SpawnRequest, spawn_reporting, wait_joined
 
@@ -75,8 +76,11 @@ def resume_team(home: Home, team: str, env: Mapping[str, str]) -> Resumed:
             result.failed[member.name] = "no record of how it was started"
             continue
         try:
-            spawn_reporting(home, SpawnRequest.model_validate(record.request), env, again=member)
-            TaskStore(home, team).give_back(member.name)
+            if record.placed is not None:  # a teammate on a host: placed again there (or on a host with its labels)
+                place_again(home, team, member.name, record.placed)
+            else:
+                spawn_reporting(home, SpawnRequest.model_validate(record.request), env, again=member)
+                TaskStore(home, team).give_back(member.name)
             result.restarted.append(member.name)
         except (SwarmError, OSError, ValidationError) as exc:
             log.error("teammate not resumed", extra={"team": team, "agent": member.name, "error": str(exc)})

@@ -35,6 +35,7 @@ from swarm.runtime.lead_pump import LeadPump
 from swarm.runtime.lead_inbox import LeadInbox, LeadMessage
 from swarm.runtime.member_kinds import Machine, member_kind
 from swarm.runtime.shutdown import Outcome, shutdown
+from swarm.runtime.hosts.place import place
 from swarm.runtime.lead_process import forget_dead_lead, record_lead
 from swarm.runtime.restart_policy import end_policies
 from swarm.runtime.spawn import SpawnRequest, spawn_reporting, wait_joined
@@ -79,11 +80,14 @@ def start_team(home: Home, spec: UpFile, *, cwd: Path, env: Mapping[str, str],
     started: list[SpawnRequest] = []
     warnings: list[str] = []
     try:
-        for request in _member_requests(spec, cwd=cwd, env=env, tmux_socket=tmux_socket, offline=offline,
-                                        backend=backend):
-            spawned = spawn_reporting(home, request, env)
+        requests = _member_requests(spec, cwd=cwd, env=env, tmux_socket=tmux_socket, offline=offline,
+                                    backend=backend)
+        for member, request in zip(spec.members, requests, strict=True):
+            if member.placed():
+                _place(home, request, member)
+            else:
+                warnings += spawn_reporting(home, request, env).warnings
             started.append(request)
-            warnings += spawned.warnings
         wait_joined(home, name, [r.name for r in started])
     except (SwarmError, OSError, KeyboardInterrupt) as exc:
         _undo_start(home, spec, env, created=created, at_once=isinstance(exc, KeyboardInterrupt))
@@ -105,6 +109,15 @@ def _member_requests(spec: UpFile, *, cwd: Path, env: Mapping[str, str], tmux_so
             request.backend = backend
         requests.append(request)
     return requests
+
+
+def _place(home: Home, request: SpawnRequest, member: MemberTable) -> None:
+    """Start a member with ``host``/``labels`` on a host: a signed request (``runtime/hosts/place.py``); its code
+    travels through the team's remote (``hosts.code.team_remote``)."""
+    place(home, request.team, request.name, request.prompt, host=member.host, labels=member.labels,
+          prompt_author=request.prompt_author, agent_type=request.agent_type, model=request.model,
+          permission_mode=request.permission_mode, backend=request.backend, playbook=request.playbook,
+          cwd=request.cwd, restart=member.restart, max_restarts=member.max_restarts)
 
 
 def _check_claude_members(spec: UpFile, env: Mapping[str, str]) -> None:
@@ -145,7 +158,7 @@ def _prepare_team(home: Home, spec: UpFile, cwd: Path, env: Mapping[str, str]) -
             raise ConflictError(f"team {name!r} is already up ({', '.join(live)} running); `swarm down {name}` first")
     else:
         teams.create(name, spec.team.description, cwd=str(cwd),
-                     store=check_store(spec.team.store or env.get("SWARM_STORE")))
+                     store=check_store(spec.team.store or env.get("SWARM_STORE")), repo=spec.team.repo)
         rotate_lead_key(home, name)
 
     def configure(team: TeamFile) -> None:
@@ -156,6 +169,8 @@ def _prepare_team(home: Home, spec: UpFile, cwd: Path, env: Mapping[str, str]) -
         rules = spec.permissions
         team.permissions = RuleLists(allow=rules.allow, deny=rules.deny, ask=rules.ask)
         team.sandbox = spec.sandbox
+        if spec.team.repo:
+            team.repo = spec.team.repo
 
     teams.modify(name, configure)
 

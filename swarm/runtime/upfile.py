@@ -124,6 +124,19 @@ class TeamTable(_Strict):
     store: str | None = None
     """Where the team keeps its state: ``files`` (the default) or a ``postgresql://…`` URL (``swarm.core.store``);
     ``SWARM_STORE`` when absent."""
+    repo: str | None = None
+    """The git remote the team's code travels through to members on hosts (``TeamFile.repo``); None: the lead
+    repository's ``origin``."""
+
+    @field_validator("repo")
+    @classmethod
+    def _repo(cls, value: str | None) -> str | None:
+        from swarm.runtime.hosts.code import check_remote
+
+        try:
+            return None if value is None else check_remote(value)
+        except UsageError as exc:
+            raise ValueError(str(exc)) from None
 
     @field_validator("store")
     @classmethod
@@ -174,6 +187,40 @@ class MemberTable(_Strict):
     _sandbox = field_validator("sandbox", mode="before")(lambda value: _known_keys(value, SandboxSettings))
     restart: RestartPolicy = "no"
     max_restarts: int = Field(default=DEFAULT_MAX_RESTARTS, ge=0)
+    host: str | None = None
+    """Run this member on that host (``swarm host serve`` there; a PostgreSQL team): ``runtime/hosts/place.py``."""
+    labels: list[str] = []
+    """Run this member on any host that has all these labels."""
+
+    @field_validator("host")
+    @classmethod
+    def _host(cls, value: str | None) -> str | None:
+        return None if value is None else _checked_name(value, "host name")
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, value: list[str]) -> list[str]:
+        return sorted({_checked_name(label, "label") for label in value})
+
+    def placed(self) -> bool:
+        """Placed on a host (``host``/``labels``) rather than started on this machine."""
+        return self.host is not None or bool(self.labels)
+
+    @model_validator(mode="after")
+    def _on_host(self) -> MemberTable:
+        if not self.placed():
+            return self
+        local_only = {"worktree": self.worktree, "plan_mode_required": self.plan_mode_required,
+                      "sandbox": self.sandbox, "allowed_tools": self.allowed_tools,
+                      "disallowed_tools": self.disallowed_tools, "skills": self.skills,
+                      "claude_bin": self.claude_bin, "color": self.color}
+        given = [key for key, value in local_only.items() if value]
+        if self.runtime == CLAUDE_RUNTIME:
+            given.append("runtime")
+        if given:
+            raise ValueError(f"{', '.join(given)} not supported yet for a member on a host (host/labels); "
+                             "leave them out, or run the member on this machine")
+        return self
 
     @field_validator("name")
     @classmethod

@@ -83,6 +83,14 @@ class Worktree:
     """``git diff --stat`` of the working tree against the base (untracked files not included)."""
     has_member: bool = True
     """False when no member entry names the worktree any more (team deleted, name respawned)."""
+    host: str = ""
+    """A teammate on a host (``runtime.hosts.branches``): that host; ``path`` is then empty, ``repo`` the remote."""
+    pushed: str = ""
+    """On a host: the sha its branch has on the remote ("" while nothing is pushed)."""
+    files_changed: int = 0
+    """On a host: files its pushed branch changed since the base."""
+    error: str = ""
+    """On a host: why its branch could not be read from the remote."""
 
     @property
     def changed(self) -> bool:

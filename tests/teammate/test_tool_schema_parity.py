@@ -31,6 +31,8 @@ DELIBERATE: dict[Difference, str] = {
     ("Agent", "cwd", "extra"): "swarm lets a teammate or subagent start in another directory",
     ("Agent", "plan_mode_required", "extra"): "swarm teammates can be made to get a plan approved first",
     ("Agent", "runtime", "extra"): "swarm can run a teammate as a Claude Code CLI session",
+    ("Agent", "host", "extra"): "swarm can place a teammate on another machine (`swarm host serve`)",
+    ("Agent", "labels", "extra"): "swarm can place a teammate on any host with these labels",
     ("Agent", "model", "enum"): "swarm also offers 'inherit' (the parent's model), and accepts a full model id",
     ("Agent", "mode", "enum"): "swarm's permission modes are checked when the teammate starts, not in the schema",
     ("Agent", "isolation", "enum"): "swarm has no remote agents",

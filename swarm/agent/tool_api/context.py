@@ -133,7 +133,9 @@ class TeamControl(Protocol):
 
     def spawn(self, ctx: ToolContext, *, name: str, prompt: str, agent_type: str | None, model: str | None,
               runtime: str | None, isolation: str | None, plan_mode_required: bool, mode: str | None,
-              cwd: str | None) -> str: ...
+              cwd: str | None, host: str | None = None, labels: list[str] | None = None) -> str:
+        """Start teammate ``name``: on this machine, or with ``host``/``labels`` on a host (a PostgreSQL team)."""
+        ...
 
     def answer_plan(self, request_id: str, approve: bool, feedback: str | None, mode: str | None) -> str: ...
 

@@ -94,6 +94,11 @@ class AgentInput(ToolInput):
     runtime: Literal["swarm", "claude"] | NoneOmitted = Field(
         default=None, description='A teammate\'s runtime: "swarm" (default) or "claude", a Claude Code CLI session '
         "in its own tmux pane (needs claude and tmux installed).")
+    host: str | NoneOmitted = Field(
+        default=None, description="Run the teammate on this host (a machine running `swarm host serve` for a team "
+        "kept in PostgreSQL) instead of this machine; its code travels through the team's git remote.")
+    labels: list[str] | NoneOmitted = Field(
+        default=None, description="Run the teammate on any host that has all these labels (instead of host).")
 
 
 class AgentTool(Tool[AgentInput]):
@@ -179,7 +184,7 @@ class AgentTool(Tool[AgentInput]):
             raise ToolError("a teammate needs a name: pass name with team_name")
         return control.spawn(ctx, name=args.name, prompt=args.prompt, agent_type=args.subagent_type,
                              model=args.model, runtime=args.runtime, isolation=args.isolation, plan_mode_required=args.plan_mode_required,
-                             mode=args.mode, cwd=args.cwd)
+                             mode=args.mode, cwd=args.cwd, host=args.host, labels=args.labels)
 
     def _plan(self, host: AgentHost, args: AgentInput, ctx: ToolContext) -> tuple[ChildPlan, bool]:
         if args.model is not None:

@@ -1,4 +1,5 @@
-"""Database URLs as errors and logs may show them: never with a password."""
+"""URLs as errors, logs and listings may show them: a database's never with its password, a git remote's
+never with its credentials."""
 
 from __future__ import annotations
 
@@ -13,6 +14,15 @@ def redact_url(url: str) -> str:
     """``postgresql://user:secret@host/db`` -> ``postgresql://user:***@host/db`` (also ``?password=``)."""
     text = _USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:***@", url)
     return _QUERY_PASSWORD.sub(lambda m: f"{m['key']}***", text)
+
+
+_HTTP_USERINFO = re.compile(r"^(?P<scheme>https?://)[^@/]+@", re.I)
+
+
+def redact_remote(url: str) -> str:
+    """A git remote as it may be shown: ``https://user:token@host/…`` and ``https://token@host/…`` lose their
+    userinfo (``***@``); ``git@host:…`` and ``ssh://git@host/…`` name a user, not a secret, and stay."""
+    return redact_url(_HTTP_USERINFO.sub(lambda m: f"{m['scheme']}***@", url))
 
 
 def redact_text(text: str, url: str) -> str:

@@ -4,29 +4,33 @@ The lead signs the request's document with its Ed25519 key (``core.signing.LeadK
 the key that signs its messages) over ``SCHEME`` and the document's canonical JSON.
 A host acts on a request only when (``check``):
 
-- the document's ``leadVerifyKey`` is one the host was told to trust (``--trust-key``);
-- the signature verifies with that key (a changed byte anywhere fails it);
+- the signature verifies with the document's ``lead_verify_key`` (a changed byte anywhere fails it);
 - it is fresh: made less than ``MAX_AGE_MS`` ago (and not from the future beyond ``SKEW_MS``);
+- that key is one the host trusts (``hosts.trust``): else the verdict is ``UNTRUSTED`` and the host
+  keeps the request waiting (never running it) until its person trusts the key or the lead gives up;
 - its ``requestId`` was never accepted before (``HostRows.accept_once``: a replay is refused).
 """
 
 from __future__ import annotations
 
 import json
+import socket
 import uuid
-from pathlib import Path
+from collections.abc import Collection
 
 from cryptography.exceptions import InvalidSignature
 from pydantic import BaseModel, ConfigDict, Field
 
 from swarm.core.clock import now_ms
-from swarm.core.signing import LeadKey, VerifyKey, unb64url, b64url
+from swarm.core.signing import LeadKey, VerifyKey, b64url, unb64url
 from swarm.errors import UsageError
+from swarm.runtime.hosts.trust import fingerprint
 
 SCHEME = "swarm-spawn-request-v1"
 MAX_AGE_MS = 300_000
 """A request older than this (5 min) is refused: the lead gave up on it long ago."""
 SKEW_MS = 60_000
+UNTRUSTED = "signed by a lead key this host does not trust"
 """Clock skew between the lead's machine and a host that is tolerated."""
 
 
@@ -51,6 +55,8 @@ class PlacedSpawn(BaseModel):
     playbook_text: str | None = None
     """An offline scripted model's playbook, carried (no shared paths)."""
     lead_verify_key: str
+    lead_machine: str = Field(default_factory=socket.gethostname)
+    """Where the lead runs, shown to a host's person asked to trust its key (a hint, not proof)."""
     repo: str | None = None
     """A git remote: the host clones it and checks out ``swarm/<team>/<name>`` at ``base`` (``hosts.code``)."""
     base: str | None = None
@@ -66,29 +72,15 @@ def sign(doc: PlacedSpawn, key: LeadKey) -> str:
     return b64url(key.private.sign(signed_bytes(doc)))
 
 
-def read_trusted(paths: list[Path]) -> set[str]:
-    """The lead keys (``<ms>.<base64url SPKI>``, one a line, as ``swarm host key`` prints) in ``paths``."""
-    keys: set[str] = set()
-    for path in paths:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise UsageError(f"--trust-key {path}: cannot read it ({exc.strerror})") from None
-        for line in text.splitlines():
-            if line.strip() and not line.lstrip().startswith("#"):
-                VerifyKey.parse(line.strip())  # a bad key file is an error now, not a refusal later
-                keys.add(line.strip())
-    return keys
+def check(raw: dict[str, object], signature: str, trusted: Collection[str],
+          now: int | None = None) -> PlacedSpawn | str:
+    """The request when it may run here, else why not (one line; ``UNTRUSTED`` when only the trust is missing).
 
-
-def check(raw: dict[str, object], signature: str, trusted: set[str], now: int | None = None) -> PlacedSpawn | str:
-    """The request when it may run here, else why not (one line)."""
+    ``trusted``: fingerprints (``hosts.trust.fingerprint``) of the keys this host trusts."""
     try:
         doc = PlacedSpawn.model_validate(raw)
     except ValueError:
         return "not a spawn request document"
-    if doc.lead_verify_key not in trusted:
-        return "signed by a lead key this host does not trust"
     try:
         VerifyKey.parse(doc.lead_verify_key).public.verify(unb64url(signature), signed_bytes(doc))
     except (InvalidSignature, ValueError, UsageError):
@@ -96,4 +88,6 @@ def check(raw: dict[str, object], signature: str, trusted: set[str], now: int | 
     current = now_ms() if now is None else now
     if doc.created_ms < current - MAX_AGE_MS or doc.created_ms > current + SKEW_MS:
         return "stale request (made too long ago, or the clocks disagree)"
+    if fingerprint(doc.lead_verify_key) not in trusted:
+        return UNTRUSTED
     return doc

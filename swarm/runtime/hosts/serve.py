@@ -2,9 +2,11 @@
 
 One loop, one thread: it LISTENs on ``HOSTS_CHANNEL`` (woken by each new request, and
 at least every ``tick`` s), takes the requests it may (addressed to it, or to labels it
-has, while it has room), checks each (``request.check``: a trusted lead key, a valid
-signature, fresh, never accepted before — anything else is refused with the reason in
-the request's row and never starts a process), and starts the teammate with the local
+has, while it has room), checks each (``request.check``: a valid signature, fresh, a
+trusted lead key, never accepted before — anything else is refused with the reason in
+the request's row and never starts a process; only an untrusted key makes a request
+wait, ``untrusted`` in its row and noted for ``swarm host trust``, until the host's
+trust files change: then it is checked again from the start), and starts the teammate with the local
 backends in this host's own home: its own logs, work directory (``<home>/work/<team>/<name>``)
 and record of the team's store; nothing is shared with the lead but the database.
 Its teammates are woken through its one LISTEN session (``wake_relay``), not each by a
@@ -30,8 +32,10 @@ from swarm.core.store.postgres.listen import NotifyWatcher
 from swarm.core.store.postgres.relay import relay_dir
 from swarm.core.teams import TeamStore
 from swarm.errors import StorageError, SwarmError
+from swarm.runtime.hosts.cleanup import clean_work, work_of
 from swarm.runtime.hosts.code import check_out, head, push_branch
-from swarm.runtime.hosts.request import PlacedSpawn, check
+from swarm.runtime.hosts.request import UNTRUSTED, PlacedSpawn, check
+from swarm.runtime.hosts.trust import HostTrust, fingerprint, record_ask
 from swarm.runtime.hosts.wake_relay import WakeRelay
 from swarm.runtime.member_kinds import Machine, SwarmTeammate
 from swarm.runtime.spawn import SpawnRequest, spawn
@@ -50,7 +54,8 @@ class HostConfig:
     url: str
     labels: list[str]
     max_teammates: int
-    trusted: set[str]
+    trust_files: list[Path]
+    """``--trust-key`` files; with this home's ``hosts/trusted.keys`` (``hosts.trust``) the keys trusted."""
     backend: str = "subprocess"
     tmux_socket: str | None = None
     heartbeat: float = HEARTBEAT_SECONDS
@@ -73,6 +78,11 @@ class HostServer:
     config: HostConfig
     env: Mapping[str, str]
     running: dict[tuple[str, str], _Running] = field(default_factory=dict)
+    keys: dict[str, str] = field(default_factory=dict)
+    """The trusted lead keys, ``{fingerprint: line}``, as last read."""
+    trust: HostTrust | None = None
+    recheck: list[int] = field(default_factory=list)
+    """Requests waiting for trust to check again, once there is room (the trusted keys changed)."""
 
     @property
     def rows(self) -> HostRows:
@@ -86,9 +96,11 @@ class HostServer:
         relay.start()  # this host's one LISTEN session for its teammates' inboxes
         watcher = NotifyWatcher(database(self.home, config.url), HOSTS_CHANNEL)
         beat = 0.0
+        self.trust = HostTrust(self.home, config.trust_files)
         try:
             while not stop.is_set():
                 try:
+                    self.refresh_trust()
                     self.take_requests()
                     self.watch()
                     if time.monotonic() - beat >= config.heartbeat:
@@ -106,9 +118,26 @@ class HostServer:
 
     # -- requests ------------------------------------------------------------------
 
+    def refresh_trust(self) -> None:
+        """Re-read the trusted keys if a trust file changed; then check the requests waiting for trust again."""
+        assert self.trust is not None
+        self.keys, changed = self.trust.current()
+        if changed and self.trust.error:
+            log.error("%s; trusting no lead key until it is fixed", self.trust.error)
+        if changed:
+            log.info("trusted lead keys: %s", ", ".join(sorted(self.keys)) or "none")
+            self.recheck = self.rows.parked(self.config.name)
+
     def take_requests(self) -> None:
+        """Check the requests waiting for trust again (after a trust change), then take new ones, while there is
+        room."""
+        while self.recheck and len(self.running) < self.config.max_teammates:
+            again = self.rows.retake(self.recheck.pop(0), self.config.name)
+            if again is not None:
+                self.start(again)
         while len(self.running) < self.config.max_teammates:
-            row = self.rows.take(self.config.name, self.config.labels)
+            public = [line.partition(".")[2] for line in self.keys.values()]  # trust is by key, not by line
+            row = self.rows.take(self.config.name, self.config.labels, public)
             if row is None:
                 return
             self.start(row)
@@ -120,6 +149,9 @@ class HostServer:
             self.rows.settle(row.id, "started")
             return
         verdict = self._verdict(row)
+        if verdict == UNTRUSTED:
+            self._wait_for_trust(row)
+            return
         if isinstance(verdict, str):
             log.warning("refused spawn request %s for %s@%s: %s", row.id, row.name, row.team, verdict)
             self.rows.settle(row.id, "refused", verdict)
@@ -136,16 +168,32 @@ class HostServer:
         self.rows.heartbeat(self.config.name, len(self.running))
         log.info("started %s@%s (pid %s)", row.name, row.team, member.pid)
 
+    def _wait_for_trust(self, row: RequestRow) -> None:
+        doc = PlacedSpawn.model_validate(row.doc)  # its signature verified: the key's holder asked
+        name = self.config.name
+        key = fingerprint(doc.lead_verify_key)
+        try:
+            record_ask(self.home, doc.lead_verify_key, doc.team, doc.lead_machine)
+        except SwarmError as exc:  # the request still waits; only the listing lacks it
+            log.warning("could not note lead key %s for `swarm host trust`: %s", key, exc)
+        log.warning("spawn request %s for %s@%s waits: signed by lead key %s, which this host does not trust; "
+                    "to run it, `swarm host trust %s` here", row.id, row.name, row.team, key, key)
+        self.rows.park(row.id, f"host {name} does not trust this lead's key yet; on {name} run "
+                               f"`swarm host trust {key}`")
+
     def _verdict(self, row: RequestRow) -> PlacedSpawn | str:
-        doc = check(row.doc, row.signature, self.config.trusted)
-        if isinstance(doc, str):
-            return doc
+        verdict = check(row.doc, row.signature, set(self.keys))
+        if isinstance(verdict, str) and verdict != UNTRUSTED:
+            return verdict
+        doc = verdict if isinstance(verdict, PlacedSpawn) else PlacedSpawn.model_validate(row.doc)
         if doc.team != row.team or doc.name != row.name or doc.host != row.host or doc.labels != row.labels:
             return "the request's row does not match its signed document"
         if doc.host is not None and doc.host != self.config.name:
             return f"signed for host {doc.host}, not this one"
         if doc.host is None and not set(doc.labels) <= set(self.config.labels):
             return "signed for labels this host does not have"
+        if verdict == UNTRUSTED:
+            return UNTRUSTED
         if not self.rows.accept_once(doc.request_id, self.config.name):
             return "replayed request (its id was accepted before)"
         if (doc.team, doc.name) in self.running:
@@ -160,7 +208,7 @@ class HostServer:
         work = work_of(self.home, doc.team, doc.name)
         work.mkdir(parents=True, exist_ok=True)
         if doc.repo is not None and doc.base is not None:
-            check_out(work, doc.repo, doc.team, doc.name, doc.base)
+            check_out(self.home, work, doc.repo, doc.team, doc.name, doc.base)
         playbook: Path | None = None
         if doc.playbook_text is not None:
             playbook = work.parent / f"{doc.name}.playbook.toml"
@@ -169,7 +217,8 @@ class HostServer:
         request = SpawnRequest(team=doc.team, name=doc.name, prompt=doc.prompt, backend=backend,
                                agent_type=doc.agent_type, model=doc.model, permission_mode=doc.permission_mode,
                                cwd=work, playbook=playbook, tmux_socket=self.config.tmux_socket,
-                               host=self.config.name, epoch=doc.epoch, lead_verify_key=doc.lead_verify_key)
+                               host=self.config.name, epoch=doc.epoch, lead_verify_key=doc.lead_verify_key,
+                               remote_repo=doc.repo if doc.base else None, remote_base=doc.base)
         return spawn(self.home, request, self.env)
 
     # -- watching ------------------------------------------------------------------
@@ -199,6 +248,8 @@ class HostServer:
                 mark_gone(self.home, team, name, "dead",
                           notice=f"{name} died unexpectedly on host {self.config.name} (process gone)")
             teammate.sweep(STOP_GRACE)
+            if started.code:
+                clean_work(work_of(self.home, team, name), team, name)
             self.rows.settle(started.row_id, "ended", current.status)
             del self.running[key]
 
@@ -225,13 +276,10 @@ class HostServer:
             try:
                 current = TeamStore(self.home).get(team).member(name) or started.member
                 SwarmTeammate(current, machine).stop(STOP_GRACE)
+                if started.code:  # its commits travel; the clone stays for `swarm host clean`
+                    self._push(started, work_of(self.home, team, name))
                 mark_gone(self.home, team, name, "killed", notice=f"{name} stopped: host {self.config.name} stopped")
                 self.rows.settle(started.row_id, "ended", "host stopped")
             except (SwarmError, OSError) as exc:
                 log.warning("could not stop %s@%s: %s", name, team, exc)
         self.running.clear()
-
-
-def work_of(home: Home, team: str, name: str) -> Path:
-    """A teammate's work directory on this host (its cwd; a clone of the team's remote when it has one)."""
-    return home.root / "work" / team / name

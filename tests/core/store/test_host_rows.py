@@ -15,15 +15,15 @@ def test_a_take_whose_outcome_was_lost_takes_the_same_row_again_and_no_other_hos
     first = rows.submit("t", "ann", "h1", [], {"n": 1}, "sig")
     second = rows.submit("t", "bob", "h1", [], {"n": 2}, "sig")
     other = rows.submit("t", "cat", "h2", [], {"n": 3}, "sig")
-    taken = rows.take("h1", [])
+    taken = rows.take("h1", [], [])
     assert taken is not None and taken.id == first
     # the commit went through but the host never heard (the connection was cut): it takes again
-    again = rows.take("h1", [])
+    again = rows.take("h1", [], [])
     assert again is not None and again.id == first and again.taken_by == "h1"
     rows.settle(first, "started")
-    following = rows.take("h1", [])
+    following = rows.take("h1", [], [])
     assert following is not None and following.id == second
     rows.settle(second, "refused", "no")
-    assert rows.take("h1", []) is None  # h2's row stays h2's
-    theirs = rows.take("h2", [])
+    assert rows.take("h1", [], []) is None  # h2's row stays h2's
+    theirs = rows.take("h2", [], [])
     assert theirs is not None and theirs.id == other

@@ -67,8 +67,11 @@ class Site:
 
 
 @pytest.fixture
-def site(tmp_path: Path, postgres_url: str) -> Site:
-    """A database team ``t`` led from ``tmp/lead``; its lead key written to a trust file a host is given."""
+def site(tmp_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> Site:
+    """A database team ``t`` led from ``tmp/lead``; its lead key written to a trust file a host is given.
+
+    The lead works in ``tmp`` (not in this checkout, whose ``origin`` a placement would push to)."""
+    monkeypatch.chdir(tmp_path)
     url = pg_cluster.fresh_schema(postgres_url).replace("postgresql://swarm@", f"postgresql://swarm:{SECRET}@")
     lead = Home(tmp_path / "lead")
     TeamStore(lead).create("t", store=url)
@@ -82,14 +85,15 @@ def start_host(site: Site) -> Iterator[Callable[..., HostProc]]:
     """Start `swarm host serve` in a home of its own (stopped, with everything it started, at teardown)."""
     started: list[HostProc] = []
 
-    def start(name: str = "h1", *extra: str) -> HostProc:
+    def start(name: str = "h1", *extra: str, trust_key: bool = True) -> HostProc:
         home = Home(site.tmp / f"host-{name}")
         log = site.tmp / f"host-{name}.log"
         env = {**os.environ, "SWARM_HOME": str(home.root)}
         env.pop("SWARM_TEAM", None)
         with open(log, "wb") as out:
             proc = subprocess.Popen([str(SWARM_EXE), "-v", "host", "serve", "--store", site.url, "--name", name,
-                                     "--trust-key", str(site.trust_file), "--heartbeat", "0.5", *extra],
+                                     *(["--trust-key", str(site.trust_file)] if trust_key else []),
+                                     "--heartbeat", "0.5", *extra],
                                     env=env, stdout=out, stderr=subprocess.STDOUT, cwd=site.tmp)
         host = HostProc(name, home, proc, log)
         started.append(host)

@@ -1,6 +1,7 @@
 """A teammate on a host: `swarm host serve` in a home of its own takes the lead's signed spawn request, starts the
 teammate there, which talks to the lead through the PostgreSQL inboxes and shuts down when asked; and the
-attacker's requests (unsigned, signed by an untrusted key, forged, tampered, stale, replayed) never start a process."""
+attacker's requests (unsigned, signed by an untrusted key, forged, tampered, stale, replayed) never start a process
+(an untrusted key's waits: test_host_trust.py)."""
 
 from __future__ import annotations
 
@@ -102,8 +103,8 @@ def test_unsigned_forged_tampered_stale_and_replayed_requests_never_start_a_proc
                            lead_verify_key=trusted.verify_arg).model_copy(update=changes)
 
     unsigned = _submit(site, doc(), "")
-    own_key = _submit(site, doc(lead_verify_key=stranger.verify_arg), sign(doc(lead_verify_key=stranger.verify_arg),
-                                                                           stranger))
+    strangers = doc(lead_verify_key=stranger.verify_arg)
+    own_key = _submit(site, strangers, sign(strangers, stranger))
     forged = _submit(site, doc(), sign(doc(), stranger))
     good = doc()
     tampered = site.rows.submit(site.team, "mal", "h1", [], {**good.model_dump(mode="json"), "prompt": "rm -rf ~"},
@@ -114,7 +115,6 @@ def test_unsigned_forged_tampered_stale_and_replayed_requests_never_start_a_proc
     misdirected = site.rows.submit(site.team, "mal", "h1", [], elsewhere.model_dump(mode="json"),
                                    sign(elsewhere, trusted))
     assert _refusal(site, unsigned) == "bad signature"
-    assert _refusal(site, own_key) == "signed by a lead key this host does not trust"
     assert _refusal(site, forged) == "bad signature"
     assert _refusal(site, tampered) == "bad signature"
     assert _refusal(site, old).startswith("stale request")
@@ -128,6 +128,9 @@ def test_unsigned_forged_tampered_stale_and_replayed_requests_never_start_a_proc
     replay = site.rows.submit(site.team, real.name, real.host, real.labels, real.doc, real.signature)
     assert _refusal(site, replay) == "replayed request (its id was accepted before)"
 
+    waiting = site.rows.request(own_key)  # an untrusted key is not refused: its request waits for the host's person
+    assert waiting is not None and waiting.status == "untrusted" and "does not trust this lead's key" in (waiting.reason
+                                                                                                         or "")
     assert host.live_pids() == [member.pid]  # ann's, nothing else
     assert TeamStore(site.lead).get(site.team).member("mal") is None
     assert not (host.home.root / "work" / site.team / "mal").exists()

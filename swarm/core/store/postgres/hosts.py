@@ -5,7 +5,9 @@ A host is one row (``swarm_hosts``) it refreshes every few seconds
 the lead inserts — with ``pg_notify`` on ``HOSTS_CHANNEL`` in the same
 transaction — and a host takes (``pending`` -> ``taken``, ``FOR UPDATE SKIP
 LOCKED``: two hosts never take the same row), then marks ``started``,
-``refused`` (with the reason) or ``ended``. ``swarm_spawn_accepted`` holds
+``refused`` (with the reason) or ``ended``; a request signed by a key the host does
+not trust (yet) waits as ``untrusted`` (``park``), held by that host, until the host's
+person trusts the key (``retake``) or the lead gives up (``withdraw``). ``swarm_spawn_accepted`` holds
 every request id a host ever acted on: a replayed request (the same signed
 document in a new row) cannot be accepted twice. Whether a request is
 signed by a trusted key is the host's check (``swarm.runtime.hosts``), not
@@ -125,8 +127,10 @@ class HostRows:
 
         return self._db.run(work, idempotent=False, what=f"request a host for {name}")
 
-    def take(self, host: str, labels: list[str]) -> RequestRow | None:
-        """The oldest pending request this host may take (addressed to it, or to labels it has), now ``taken``.
+    def take(self, host: str, labels: list[str], keys: list[str]) -> RequestRow | None:
+        """The oldest pending request this host may take (addressed to it, or to labels it has and signed with one of
+        the lead ``keys`` it trusts — their base64url public keys, the part after the ``.`` of a key line: a labels
+        request waits for a host that trusts its key), now ``taken``.
 
         A request this host took and never settled comes first: a take whose commit was cut off (the
         outcome unknown) is taken again rather than left ``taken`` by nobody; ``accept_once`` still
@@ -135,9 +139,10 @@ class HostRows:
         def work(cur: psycopg.Cursor[Any]) -> RequestRow | None:
             cur.execute(f"UPDATE swarm_spawn_requests SET status = 'taken', taken_by = %s, updated_at = now() "
                         f"WHERE id = (SELECT id FROM swarm_spawn_requests WHERE (status = 'taken' AND taken_by = %s) "
-                        f"OR (status = 'pending' AND (host = %s OR (host IS NULL AND labels <@ %s))) "
-                        f"ORDER BY status = 'pending', id LIMIT 1 "
-                        f"FOR UPDATE SKIP LOCKED) RETURNING {_REQUEST_COLUMNS}", (host, host, host, labels))
+                        f"OR (status = 'pending' AND (host = %s OR (host IS NULL AND labels <@ %s "
+                        f"AND split_part(doc->>'lead_verify_key', '.', 2) = ANY(%s)))) "
+                        f"ORDER BY status = 'pending', id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING {_REQUEST_COLUMNS}",
+                        (host, host, host, labels, keys))
             row = cur.fetchone()
             return None if row is None else _request(row)
 
@@ -171,11 +176,43 @@ class HostRows:
         return self._db.run(work, idempotent=True, what=f"read spawn request {row_id}")
 
     def withdraw(self, row_id: int, reason: str) -> bool:
-        """Refuse request ``row_id`` if no host took it yet (the lead gave up); False when one did."""
+        """Refuse request ``row_id`` if no host took it yet or it waits for trust (the lead gave up); False when a host
+        acts on it."""
 
         def work(cur: psycopg.Cursor[Any]) -> bool:
             cur.execute("UPDATE swarm_spawn_requests SET status = 'withdrawn', reason = %s, updated_at = now() "
-                        "WHERE id = %s AND status = 'pending' RETURNING id", (reason, row_id))
+                        "WHERE id = %s AND status IN ('pending', 'untrusted') RETURNING id", (reason, row_id))
             return cur.fetchone() is not None
 
         return self._db.run(work, idempotent=True, what=f"withdraw spawn request {row_id}")
+
+    def park(self, row_id: int, reason: str) -> None:
+        """Request ``row_id`` (taken) waits on its host as ``untrusted``: its key is not trusted there yet."""
+
+        def work(cur: psycopg.Cursor[Any]) -> None:
+            cur.execute("UPDATE swarm_spawn_requests SET status = 'untrusted', reason = %s, updated_at = now() "
+                        "WHERE id = %s AND status = 'taken'", (reason, row_id))
+
+        self._db.run(work, idempotent=True, what=f"park spawn request {row_id}")
+
+    def parked(self, host: str) -> list[int]:
+        """The ids of the requests waiting on ``host`` for trust, oldest first."""
+
+        def work(cur: psycopg.Cursor[Any]) -> list[int]:
+            cur.execute("SELECT id FROM swarm_spawn_requests WHERE status = 'untrusted' AND taken_by = %s ORDER BY id",
+                        (host,))
+            return [int(row[0]) for row in cur.fetchall()]
+
+        return self._db.run(work, idempotent=True, what=f"list waiting spawn requests on {host}")
+
+    def retake(self, row_id: int, host: str) -> RequestRow | None:
+        """Request ``row_id``, waiting on ``host`` for trust, ``taken`` again to be checked once more; None if the
+        lead withdrew it meanwhile."""
+
+        def work(cur: psycopg.Cursor[Any]) -> RequestRow | None:
+            cur.execute(f"UPDATE swarm_spawn_requests SET status = 'taken', updated_at = now() WHERE id = %s "
+                        f"AND status = 'untrusted' AND taken_by = %s RETURNING {_REQUEST_COLUMNS}", (row_id, host))
+            row = cur.fetchone()
+            return None if row is None else _request(row)
+
+        return self._db.run(work, idempotent=False, what=f"take waiting spawn request {row_id}")
