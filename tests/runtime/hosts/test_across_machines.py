@@ -1,16 +1,17 @@
 """A team across three "machines": network namespaces joined to this one by veth links (tests/fakes/netns.py).
 
 Each box runs its own `swarm host serve` in its own home and work directory, and reaches the team's PostgreSQL
-server (this test's own cluster) and a `git daemon` remote only over its link; the lead (this process, in the root
-namespace) creates the team, prints its key for the hosts' --trust-key and places one teammate on each box with
-the user's commands (`swarm team create --store`, `swarm host key`, `swarm spawn --host --repo`). The teammates
-claim tasks, commit, and their work arrives as pushed branches. One box's link goes down mid-task: its teammate is marked dead, the lead told once, the task released and
+server (this test's own cluster) and a `git daemon` remote only over its link. In the root namespace the person
+creates the team (`swarm team create --store --repo`) and gives the hosts its key (`swarm host key`); a scripted
+lead model (a real main session) places one teammate on each host with ``Agent(host=…)``; then this process, as the
+lead, hands out tasks. The teammates claim them, commit, and their work arrives as pushed branches. One box's link goes down mid-task: its teammate is marked dead, the lead told once, the task released and
 done by another teammate; when the link comes back the fenced teammate stops without committing or sending anything.
 Then PostgreSQL restarts while messages are under way: each is delivered once and the team finishes.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -21,11 +22,16 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psutil
 import psycopg
 import pytest
 
+from swarm.agent.definitions import load_agents
+from swarm.agent.headless import MainOptions, MainSession
+from swarm.agent.limits import Limits
+from swarm.agent.tools.team_tools import team_tools
 from swarm.core.frames import TeammateTerminated, parse_frame
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
@@ -33,6 +39,8 @@ from swarm.core.store import database
 from swarm.core.store.postgres.hosts import HostRows
 from swarm.core.tasks import TaskStore
 from swarm.core.teams import TeamStore
+from swarm.models.scripted import ScriptedProvider
+from swarm.runtime.lead import LeadTeam
 from swarm.runtime.shutdown import shutdown
 from swarm.runtime.spawn import wait_joined
 from swarm.runtime.status import team_status
@@ -45,6 +53,18 @@ NAMES = ("ann", "bob", "cat")
 HEARTBEAT = "0.3"
 DEAD_AFTER = ("10", "10", "2")
 """Per host: h2, the one cut off, is judged fast; the others have room for a loaded CI machine's stalls."""
+LEAD = "\n".join(["""
+[[rules]]
+name = "place"
+on = "prompt"
+match = 'place the team'
+[[rules.steps]]
+tool_calls = [""", *(f"""  {{ name = "Agent", input = {{ description = "worker", name = "{name}", team_name = "t", \
+prompt = "stand by", host = "h{n}", mode = "bypassPermissions" }} }},""" for n, name in enumerate(NAMES)), """]
+[[rules.steps]]
+text = "placed"
+"""])
+"""The lead model's playbook: it places one teammate on each host (``Agent(host=…)``)."""
 WORKER = r"""
 [[rules]]
 name = "hello"
@@ -152,7 +172,7 @@ def machines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Machines]:
             _git(src, "add", "README")
             _git(src, "-c", "user.name=l", "-c", "user.email=l@example.invalid", "commit", "-qm", "base")
             lead = Home(tmp / "lead")
-            _swarm(lead, "team", "create", TEAM, "--store", url)  # the user's commands: the team, its key, ...
+            _swarm(lead, "team", "create", TEAM, "--store", url, "--repo", repo)  # the person: the team, its key
             key = _swarm(lead, "host", "key", "--team", TEAM)
             book = tmp / "worker.toml"
             book.write_text(WORKER)
@@ -188,6 +208,28 @@ def machines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Machines]:
             nets.close()  # whatever still runs inside a box
             if cluster is not None:
                 pg_cluster.stop(cluster)
+
+
+def _lead_places_the_team(m: Machines) -> list[dict[str, Any]]:
+    """One turn of a scripted lead model (a real main session) placing the team; its tool results."""
+    book = m.lead.root / "lead.toml"
+    book.write_text(LEAD)
+    transcript = m.lead.root / "lead.jsonl"
+    env = {**os.environ, "SWARM_HOME": str(m.lead.root)}
+    lead = LeadTeam(m.lead, env, m.src, backend="subprocess", ceiling="bypassPermissions",
+                    playbooks={name: m.book for name in NAMES})
+    lead.team = TEAM  # the person created it (and gave the hosts its key)
+    lead.led.append(TEAM)
+    main = MainOptions(catalog=load_agents(m.src, env=env), env=env, make_provider=lambda model: ScriptedProvider(),
+                       agents_dir=m.lead.root / "runs")
+    session = MainSession(ScriptedProvider(book), cwd=m.src, limits=Limits(max_turns=5), main=main,
+                          transcript=transcript, extra_tools=team_tools(lead), team_control=lead)
+    try:
+        session.start("place the team")
+    finally:
+        session.close()
+    return [block for line in transcript.read_text().splitlines() for block in json.loads(line).get("message", {})
+            .get("content", []) if isinstance(block, dict) and block.get("type") == "tool_result"]
 
 
 def _texts(m: Machines) -> list[str]:
@@ -230,9 +272,9 @@ def _ended(pid: int) -> bool:
 def test_a_team_across_three_machines_survives_a_partition_and_a_database_restart(machines: Machines) -> None:
     m = machines
     began = time.monotonic()
-    for name, (box, _, _) in zip(NAMES, m.hosts, strict=True):  # ... and one teammate on each host
-        _swarm(m.lead, "spawn", name, "--team", TEAM, "--host", f"h{box.index}", "--repo", m.repo, "--cwd",
-               str(m.src), "--playbook", str(m.book), "--permission-mode", "bypassPermissions", "-p", "stand by")
+    results = _lead_places_the_team(m)  # a lead model: Agent(host=…) for one teammate on each host
+    assert [bool(r.get("is_error")) for r in results] == [False, False, False], results
+    assert all(f"on host h{n}" in str(r["content"]) for n, r in enumerate(results))
     wait_joined(m.lead, TEAM, list(NAMES))
     members = {member.name: member for member in TeamStore(m.lead).get(TEAM).members}
     assert {members[n].host for n in NAMES} == {"h0", "h1", "h2"}
