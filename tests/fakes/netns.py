@@ -67,7 +67,7 @@ def _subnet_base() -> ipaddress.IPv4Network:
     pid = os.getpid()
     for attempt in range(64):
         seed = pid + attempt * 7919
-        net = ipaddress.ip_network(f"10.{200 + seed % 50}.{(seed // 50) % 250}.0/24")
+        net = ipaddress.IPv4Network(f"10.{200 + seed % 50}.{(seed // 50) % 250}.0/24")
         if not any(net.overlaps(r) for r in routes if r.prefixlen > 0):
             return net
     raise RuntimeError("no free 10.x /24 for the test namespaces")
