@@ -3,10 +3,12 @@
 Each box runs its own `swarm host serve` in its own home and work directory, and reaches the team's PostgreSQL
 server (this test's own cluster) and a `git daemon` remote only over its link. In the root namespace the person
 creates the team (`swarm team create --store --repo`) and gives the hosts its key (`swarm host key`); a scripted
-lead model (a real main session) places one teammate on each host with ``Agent(host=…)``; then this process, as the
-lead, hands out tasks. The teammates claim them, commit, and their work arrives as pushed branches. One box's link goes down mid-task: its teammate is marked dead, the lead told once, the task released and
-done by another teammate; when the link comes back the fenced teammate stops without committing or sending anything.
-Then PostgreSQL restarts while messages are under way: each is delivered once and the team finishes.
+lead model then runs the team to the end through a real main session (``run_lead``, as `swarm run` does): it writes
+the task list and places one teammate on each host with ``Agent(host=…)``. The teammates claim tasks, commit, and
+their work arrives as pushed branches. One box's link goes down mid-task: its teammate is marked dead, the lead told
+once, the task released; the lead gives it to another teammate, who does it; when the link comes back the cut-off
+teammate stops without committing or sending anything. PostgreSQL restarts while the lead hands out the next tasks:
+each message is delivered and read once, every host outlives it, and the run settles and shuts the team down.
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import psutil
 import psycopg
@@ -34,15 +35,12 @@ from swarm.agent.limits import Limits
 from swarm.agent.tools.team_tools import team_tools
 from swarm.core.frames import TeammateTerminated, parse_frame
 from swarm.core.home import Home
-from swarm.core.mailbox import Mailbox
 from swarm.core.store import database
 from swarm.core.store.postgres.hosts import HostRows
 from swarm.core.tasks import TaskStore
 from swarm.core.teams import TeamStore
 from swarm.models.scripted import ScriptedProvider
-from swarm.runtime.lead import LeadTeam
-from swarm.runtime.shutdown import shutdown
-from swarm.runtime.spawn import wait_joined
+from swarm.runtime.lead import LeadOutcome, LeadTeam, run_lead
 from swarm.runtime.status import team_status
 from tests.backends.helpers import retry_until
 from tests.fakes import netns, pg_cluster
@@ -53,24 +51,45 @@ NAMES = ("ann", "bob", "cat")
 HEARTBEAT = "0.3"
 DEAD_AFTER = ("10", "10", "2")
 """Per host: h2, the one cut off, is judged fast; the others have room for a loaded CI machine's stalls."""
-LEAD = "\n".join(["""
-[[rules]]
-name = "place"
-on = "prompt"
-match = 'place the team'
-[[rules.steps]]
-tool_calls = [""", *(f"""  {{ name = "Agent", input = {{ description = "worker", name = "{name}", team_name = "t", \
-prompt = "stand by", host = "h{n}", mode = "bypassPermissions" }} }},""" for n, name in enumerate(NAMES)), """]
-[[rules.steps]]
-text = "placed"
-"""])
-"""The lead model's playbook: it places one teammate on each host (``Agent(host=…)``)."""
-WORKER = r"""
-[[rules]]
-name = "hello"
-match = 'stand by'
-text = "ready"
 
+
+def _tool(tool: str, **args: str) -> str:
+    """One tool call of a playbook step (TOML inline table)."""
+    fields = ", ".join(f"{key} = {json.dumps(value)}" for key, value in args.items())
+    return f"{{ name = {json.dumps(tool)}, input = {{ {fields} }} }}"
+
+
+def _steps(*steps: list[str], text: str) -> str:
+    calls = "".join(f"[[rules.steps]]\ntool_calls = [{', '.join(step)}]\n" for step in steps)
+    return f"{calls}[[rules.steps]]\ntext = {json.dumps(text)}\n"
+
+
+def _task(n: int) -> str:
+    return _tool("TaskCreate", subject=f"part {n}", description=f"part {n} of the work")
+
+
+def _tell(who: str, what: str) -> str:
+    return _tool("SendMessage", to=who, message=what, summary=what)
+
+
+LEAD = "\n".join([
+    "[default]\ntext = \"noted\"",
+    "[[rules]]\nname = \"start\"\non = \"prompt\"\nmatch = 'run the team'",
+    _steps([_task(1), _task(2), _task(3)],
+           [_tool("Agent", description="worker", name=name, team_name=TEAM, prompt=first, host=f"h{n}",
+                  mode="bypassPermissions")
+            for n, (name, first) in enumerate(zip(NAMES, ("do task 1", "do task 2", "slow task 3"), strict=True))],
+           text="placed"),
+    "[[rules]]\nname = \"reassign\"\nmatch = 'host h2 stopped heartbeating'",  # the notice that cat is dead
+    _steps([_tell("ann", "do task 3")], text="gave task 3 to ann"),
+    "[[rules]]\nname = \"more\"\nmatch = 'done 3 by ann'",
+    _steps([_task(4), _task(5)], [_tell("ann", "do task 4"), _tell("bob", "do task 5")], text="handed out 4, 5"),
+    "[[rules]]\nname = \"last\"\nmatch = 'done 5 by bob'",
+    _steps([_task(6)], [_tell("bob", "do task 6")], text="handed out 6"),
+])
+"""The lead model's playbook: it writes the task list, places one teammate on each host (``Agent(host=…)``), gives
+a dead teammate's task to another, hands out the next tasks as work comes back; then the run settles and ends."""
+WORKER = r"""
 [[rules]]
 name = "slow"
 match = 'slow task (?P<id>\d+)'
@@ -210,30 +229,46 @@ def machines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Machines]:
                 pg_cluster.stop(cluster)
 
 
-def _lead_places_the_team(m: Machines) -> list[dict[str, Any]]:
-    """One turn of a scripted lead model (a real main session) placing the team; its tool results."""
+def _run_lead(m: Machines, outcome: list[LeadOutcome]) -> None:
+    """A scripted lead model running the team to the end through a real main session (``run_lead``)."""
     book = m.lead.root / "lead.toml"
     book.write_text(LEAD)
-    transcript = m.lead.root / "lead.jsonl"
     env = {**os.environ, "SWARM_HOME": str(m.lead.root)}
     lead = LeadTeam(m.lead, env, m.src, backend="subprocess", ceiling="bypassPermissions",
                     playbooks={name: m.book for name in NAMES})
-    lead.team = TEAM  # the person created it (and gave the hosts its key)
-    lead.led.append(TEAM)
     main = MainOptions(catalog=load_agents(m.src, env=env), env=env, make_provider=lambda model: ScriptedProvider(),
                        agents_dir=m.lead.root / "runs")
-    session = MainSession(ScriptedProvider(book), cwd=m.src, limits=Limits(max_turns=5), main=main,
-                          transcript=transcript, extra_tools=team_tools(lead), team_control=lead)
+    session = MainSession(ScriptedProvider(book), cwd=m.src, limits=Limits(max_turns=50), main=main,
+                          transcript=m.lead.root / "lead.jsonl", extra_tools=team_tools(lead), team_control=lead)
     try:
-        session.start("place the team")
+        lead.adopt(TEAM, session.ctx)  # the person created the team (and gave the hosts its key); the model leads it
+        outcome.append(run_lead(session, lead, "run the team", timeout=150, shutdown_timeout=20))
     finally:
         session.close()
-    return [block for line in transcript.read_text().splitlines() for block in json.loads(line).get("message", {})
-            .get("content", []) if isinstance(block, dict) and block.get("type") == "tool_result"]
+
+
+def _owner(tasks: TaskStore, task_id: str) -> str | None:
+    """Task ``task_id``'s owner (None while it does not exist yet: the lead model writes the list)."""
+    found = [t for t in tasks.list() if t.id == task_id]
+    return found[0].owner if found else None
 
 
 def _texts(m: Machines) -> list[str]:
-    return [e.text for e in Mailbox(m.lead, TEAM).read("team-lead")]
+    """Every message sent to the lead, delivered or not (the lead model's loop takes them as they come)."""
+    with psycopg.connect(m.url, autocommit=True) as conn:
+        rows = conn.execute("SELECT entry FROM swarm_inbox WHERE team = %s AND agent = %s ORDER BY id",
+                            (TEAM, "team-lead")).fetchall()
+    return [str((json.loads(entry) if isinstance(entry, str) else entry)["text"]) for (entry,) in rows]
+
+
+def _lead_saw(m: Machines) -> str:
+    """What the lead model was given in its turns (its transcript's user messages)."""
+    seen = []
+    for line in (m.lead.root / "lead.jsonl").read_text().splitlines():
+        message = json.loads(line).get("message", {})
+        if message.get("role") == "user" and isinstance(message.get("content"), list):
+            seen += [str(b.get("text", "")) for b in message["content"] if b.get("type") == "text"]
+    return "\n".join(seen)
 
 
 def _state(m: Machines, name: str) -> str:
@@ -262,33 +297,31 @@ def _connections(m: Machines, addresses: list[str]) -> list[int]:
     return [counts.get(a, 0) for a in addresses]
 
 
-def _ended(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
+def _teammates_in(m: Machines, box: netns.Box) -> list[int]:
+    """The teammate processes running inside ``box``."""
+    found = []
+    for pid in m.nets.pids(box):
+        try:
+            if "_teammate" in psutil.Process(pid).cmdline():
+                found.append(pid)
+        except psutil.NoSuchProcess:
+            pass
+    return found
 
 
 def test_a_team_across_three_machines_survives_a_partition_and_a_database_restart(machines: Machines) -> None:
     m = machines
     began = time.monotonic()
-    results = _lead_places_the_team(m)  # a lead model: Agent(host=…) for one teammate on each host
-    assert [bool(r.get("is_error")) for r in results] == [False, False, False], results
-    assert all(f"on host h{n}" in str(r["content"]) for n, r in enumerate(results))
-    wait_joined(m.lead, TEAM, list(NAMES))
-    members = {member.name: member for member in TeamStore(m.lead).get(TEAM).members}
-    assert {members[n].host for n in NAMES} == {"h0", "h1", "h2"}
+    outcome: list[LeadOutcome] = []
+    leading = threading.Thread(target=_run_lead, args=(m, outcome), daemon=True)  # the lead model, to the end
+    leading.start()
     tasks = TaskStore(m.lead, TEAM)
-    for n in range(1, 4):
-        tasks.create(f"part {n}")
-    lead = Mailbox(m.lead, TEAM)
+    retry_until(lambda: {"done 1 by ann", "done 2 by bob"} <= set(_texts(m)), 40, interval=0.1, what="tasks 1, 2")
+    members = {member.name: member for member in TeamStore(m.lead).get(TEAM).members}
+    assert [members[n].host for n in NAMES] == ["h0", "h1", "h2"]  # placed by the lead model, one on each host
     # one LISTEN session per box (its host's relay): a host holds 3 connections, a teammate there 2 (measured)
     assert all(n <= 3 + 2 for n in _connections(m, [box.addr for box, _, _ in m.hosts]))
-    lead.send("ann", "do task 1", sender="team-lead")
-    lead.send("bob", "do task 2", sender="team-lead")
-    lead.send("cat", "slow task 3", sender="team-lead")
-    retry_until(lambda: {"done 1 by ann", "done 2 by bob"} <= set(_texts(m)), 30, interval=0.1, what="tasks 1, 2")
-    retry_until(lambda: tasks.get("3").owner == "cat", 10, interval=0.1, what="cat's claim of task 3")
+    retry_until(lambda: _owner(tasks, "3") == "cat", 10, interval=0.1, what="cat's claim of task 3")
     claimed = time.monotonic()
     retry_until(lambda: _branch(m, "ann") == ["task 1"] and _branch(m, "bob") == ["task 2"], 20, interval=0.1,
                 what="ann's and bob's branches pushed")
@@ -299,10 +332,8 @@ def test_a_team_across_three_machines_survives_a_partition_and_a_database_restar
     cut = time.monotonic()
     try:
         retry_until(lambda: _state(m, "cat") == "dead", 15, interval=0.1, what="cat marked dead")
-        assert time.monotonic() - cut < 2 + 4  # h2's --dead-after 2, and a status call's period
-        task = tasks.get("3")
-        assert task.owner is None and task.status == "pending"  # released
-        lead.send("ann", "do task 3", sender="team-lead")  # the lead hands it to another teammate
+        assert time.monotonic() - cut < 2 + 4  # h2's --dead-after 2, and a status check's period
+        # released: the lead model, told, gives it to ann, whose claim would be refused while cat held it
         retry_until(lambda: "done 3 by ann" in _texts(m), 20, interval=0.1, what="ann's task 3")
         assert tasks.get("3").owner == "ann" and tasks.get("3").status == "completed"
         listed = {line.split()[0]: line for line in _swarm(m.lead, "hosts", "--team", TEAM).splitlines()[1:]}
@@ -310,45 +341,39 @@ def test_a_team_across_three_machines_survives_a_partition_and_a_database_restar
         time.sleep(max(0.0, claimed + 7 - time.monotonic()))  # cat's sleep is over: it tries to go on, cut off
     finally:
         m.nets.link_up(box)
-    cat_pid = members["cat"].pid
-    assert cat_pid is not None
-    retry_until(lambda: _ended(cat_pid), 30, interval=0.1, what="the fenced teammate's end")
-    retry_until(lambda: not [h for h in m.rows.hosts() if h.name == "h2"][0].lost, 15, interval=0.1,
-                what="h2 heartbeats again")
-    retry_until(lambda: "task 3" in _branch(m, "ann"), 20, interval=0.1, what="task 3 pushed on ann's branch")
-    time.sleep(1.0)  # time enough for a late commit or message from cat, had it gone on
-    assert _work_done(m) == Counter({"task 1": 1, "task 2": 1, "task 3": 1})
-    assert _git(cat_home.root / "work" / TEAM / "cat", "log", "--format=%s", "-1") == "base"  # not even locally
-    assert not any("by cat" in t for t in _texts(m))
-    notices = [f for f in map(parse_frame, _texts(m)) if isinstance(f, TeammateTerminated) and "cat" in f.message]
+
+    # -- PostgreSQL restarts while the lead hands out the next tasks --------------------------------------------------
+    retry_until(lambda: len(tasks.list()) >= 5, 20, interval=0.05, what="the lead's tasks 4 and 5")
+    pg_cluster.pg_ctl(m.cluster, "restart")  # its messages to ann and bob, and their answers, go around it
+    retry_until(lambda: {"done 4 by ann", "done 5 by bob", "done 6 by bob"} <= set(_texts(m)), 40, interval=0.1,
+                what="tasks 4, 5, 6 across the restart")
+    assert [proc.poll() for _, _, proc in m.hosts] == [None, None, None]  # every host outlived the restart
+    leading.join(60)  # the run settles; the lead shuts its team down
+    [ended] = outcome
+    assert ended.reason == "done" and ended.report is not None and ended.report.ok, ended
+
+    retry_until(lambda: _teammates_in(m, m.hosts[2][0]) == [], 20, interval=0.1, what="cat gone from its box")
+    retry_until(lambda: not [h for h in m.rows.hosts() if h.name == "h2"][0].lost, 20, interval=0.1,
+                what="h2 heartbeats again")  # (its connections come back at TCP's next retransmission)
+    retry_until(lambda: len(_branch(m, "ann")) == 3 and len(_branch(m, "bob")) == 3, 20, interval=0.1,
+                what="ann's and bob's last pushes")
+    # nothing ran twice: each task's commit once on the remote, none from cat (not even in its clone), each answer
+    # once, and the lead told of cat's end once
+    assert _work_done(m) == Counter({f"task {n}": 1 for n in range(1, 7)})
+    assert _branch(m, "ann") == ["task 4", "task 3", "task 1"] and _branch(m, "bob") == ["task 6", "task 5", "task 2"]
+    assert _git(cat_home.root / "work" / TEAM / "cat", "log", "--format=%s", "-1") == "base"
+    texts = _texts(m)
+    assert not any("by cat" in t for t in texts)
+    saw = _lead_saw(m)
+    for n, who in ((1, "ann"), (2, "bob"), (3, "ann"), (4, "ann"), (5, "bob"), (6, "bob")):
+        assert texts.count(f"done {n} by {who}") == 1 and saw.count(f"done {n} by {who}") == 1  # sent, read once
+    assert saw.count("its host h2 stopped heartbeating") == 1
+    notices = [f for f in map(parse_frame, texts) if isinstance(f, TeammateTerminated) and "cat" in f.message]
     assert len(notices) == 1 and "h2" in notices[0].message
     cat = TeamStore(m.lead).get(TEAM).member("cat")
     assert cat is not None and cat.status == "dead"  # it wrote nothing on its way out
     stopped_by = ("fenced: it was declared dead" in cat_home.log_path(TEAM, "cat").read_text(),
                   "cat@t was declared dead meanwhile: stopping it" in m.logs[2].read_text())
-    assert any(stopped_by)  # its own fence, or its host back (whichever reads the entry first)
-
-    # -- PostgreSQL restarts while messages are under way ------------------------------------------------------------
-    for n in (4, 5):
-        tasks.create(f"part {n}")
-    lead.send("ann", "do task 4", sender="team-lead")
-    restart = threading.Thread(target=pg_cluster.pg_ctl, args=(m.cluster, "restart"))
-    restart.start()
-    lead.send("bob", "do task 5", sender="team-lead")  # during the restart (the send reconnects) or just after
-    restart.join(60)
-    retry_until(lambda: {"done 4 by ann", "done 5 by bob"} <= set(_texts(m)), 30, interval=0.1,
-                what="tasks 4, 5 across the restart")
-    assert [proc.poll() for _, _, proc in m.hosts] == [None, None, None]  # every host outlived the restart
-    tasks.create("part 6")
-    lead.send("bob", "do task 6", sender="team-lead")  # (one at a time: a scripted turn answers one request)
-    retry_until(lambda: "done 6 by bob" in _texts(m), 20, interval=0.1, what="task 6 after the restart")
-    outcomes = shutdown(m.lead, TEAM, ["ann", "bob"], dict(os.environ), timeout=20)
-    assert {o.name: o.result for o in outcomes} == {"ann": "approved", "bob": "approved"}
-    retry_until(lambda: len(_branch(m, "ann")) == 3 and len(_branch(m, "bob")) == 3, 20, interval=0.1,
-                what="ann's and bob's last pushes")
-    texts = _texts(m)
-    for n, who in ((1, "ann"), (2, "bob"), (3, "ann"), (4, "ann"), (5, "bob"), (6, "bob")):
-        assert texts.count(f"done {n} by {who}") == 1
-    assert _work_done(m) == Counter({f"task {n}": 1 for n in range(1, 7)})
-    assert all(t.status == "completed" for t in tasks.list())
-    assert time.monotonic() - began < 90
+    assert any(stopped_by)  # its own fence, or its host back (whichever read the entry first)
+    assert [t.status for t in tasks.list()] == ["completed"] * 6
+    assert time.monotonic() - began < 120
