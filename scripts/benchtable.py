@@ -52,6 +52,11 @@ class Figure:
     met: Callable[[float], bool] | None = None
     """Whether ``swarm`` meets the goal; None: a figure with no goal of its own."""
     note: str = ""
+    floor: float | None = None
+    """Where a goal cannot be met on this machine: the best the figure can be, measured in the same run (its
+    ratio to ``baseline`` beside it); ``floor_why`` says what was measured and why it bounds the figure. The
+    verdict is still against the goal."""
+    floor_why: str = ""
 
     def cells(self) -> list[str]:
         swarm = "n/a" if self.swarm is None else f"{self.swarm:,.{self.digits}f}{self.unit}"
@@ -59,13 +64,18 @@ class Figure:
         ratio = ""
         if self.swarm is not None and self.baseline:
             ratio = f"{self.swarm / self.baseline:.2f}x"
+        floor = ""
+        if self.floor is not None:
+            floor = f"{self.floor:,.{self.digits}f}{self.unit}"
+            if self.baseline:
+                floor += f" = {self.floor / self.baseline:.2f}x"
         verdict = ""
         if self.met is not None:
             verdict = "MISSED" if self.swarm is None or not self.met(self.swarm) else "met"
-        return [self.name, self.goal, swarm, baseline, ratio, verdict]
+        return [self.name, self.goal, swarm, baseline, ratio, floor, verdict]
 
 
-HEADERS = ["figure", "goal", "swarm", "baseline", "ratio", ""]
+HEADERS = ["figure", "goal", "swarm", "baseline", "ratio", "bound (same run)", ""]
 
 
 def print_table(title: str, figures: Sequence[Figure], notes: Sequence[str] = ()) -> None:
@@ -83,6 +93,8 @@ def print_table(title: str, figures: Sequence[Figure], notes: Sequence[str] = ()
     for figure in figures:
         if figure.note:
             print(f"- {figure.name}: {figure.note}")
+        if figure.floor_why:
+            print(f"- floor of {figure.name}: {figure.floor_why}")
     for note in notes:
         print(f"- {note}")
     missed = [f.name for f in figures if f.cells()[-1] == "MISSED"]
@@ -101,7 +113,7 @@ def _record_goals(title: str, figures: Sequence[Figure]) -> None:
     with open(path, "a", encoding="utf-8") as out:
         for figure in figures:
             if figure.met is not None or figure.baseline is not None:
-                out.write(json.dumps({"bench": title, "cells": figure.cells()}) + "\n")
+                out.write(json.dumps({"bench": title, "cells": figure.cells(), "floor_why": figure.floor_why}) + "\n")
 
 
 def median_of(batches: Sequence[float]) -> float:
@@ -195,6 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     before = os.getloadavg()
     began = time.monotonic()
     rows: list[list[str]] = []
+    floors: list[str] = []
     failed: list[list[str]] = []
     with tempfile.TemporaryDirectory(prefix="swarm-benchtable-") as scratch:
         goals = Path(scratch) / "goals.jsonl"
@@ -205,11 +218,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"\n=== {name} {' '.join(argv_[2:])} (load {os.getloadavg()[0]:.2f})", flush=True)
             done = subprocess.run(argv_, env={**os.environ, GOALS_FILE: str(goals)}, check=False)
             if done.returncode != 0:
-                failed.append([f"{name} failed (exit {done.returncode})", "", "n/a", "", "", "MISSED"])
+                failed.append([f"{name} failed (exit {done.returncode})", "", "n/a", "", "", "", "MISSED"])
         for line in goals.read_text(encoding="utf-8").splitlines():
             record = json.loads(line)
             rows.append([f"{record['bench'].split(':')[0].split(' (')[0]}: {record['cells'][0]}",
                          *record["cells"][1:]])
+            floors.append(record.get("floor_why", ""))
         rows += failed
     after = os.getloadavg()
     widths = [max(len(row[i]) for row in [HEADERS, *rows]) for i in range(len(HEADERS))]
@@ -221,8 +235,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     print(f"load average before: {before[0]:.2f} {before[1]:.2f} {before[2]:.2f}; after: "
           f"{after[0]:.2f} {after[1]:.2f} {after[2]:.2f}; {os.cpu_count()} cores")
+    for row, why in zip(rows, floors, strict=False):
+        if why:
+            print(f"- floor of {row[0]}: {why}")
     missed = [row[0] for row in rows if row[-1] == "MISSED"]
-    print(f"goals missed: {len(missed)} of {len(rows)}" + (": " + "; ".join(missed) if missed else ""))
+    print(f"goals missed: {len(missed)} of {len(rows)}" + (": " + "; ".join(missed) if missed else "")
+          + ("; each missed goal with a floor is set against the best measured on this machine in the same run"
+             if any(floors) else ""))
     return 0
 
 

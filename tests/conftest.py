@@ -6,8 +6,10 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -157,3 +159,22 @@ class OpenLog:
 def open_log() -> OpenLog:
     """Counts what this process opens, e.g. reads of ``/proc/locks`` (see ``OpenLog``)."""
     return OpenLog()
+
+
+@pytest.fixture
+def os_calls(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """How often this process calls ``os.fsync``, ``os.stat`` and ``os.pread`` while the test runs: by name,
+    and by name and file name where the first argument is a path (opens: ``open_log``)."""
+    counted: Counter[str] = Counter()
+
+    def counting(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            counted[name] += 1
+            if args and isinstance(args[0], (str, os.PathLike)):
+                counted[f"{name} {os.path.basename(os.fspath(args[0]))}"] += 1
+            return real(*args, **kwargs)
+        return call
+
+    for name in ("fsync", "stat", "pread"):
+        monkeypatch.setattr(os, name, counting(name, getattr(os, name)))
+    return counted

@@ -11,9 +11,10 @@ on (``task``), the end of a turn (``turn_end``), a compaction, a line the
 person typed to it (``you``), notes and warnings. The shape is pinned in
 docs/protocol.md ("Live events").
 
-``EventLog`` appends each event as one line (one ``O_APPEND`` write: writers
-never interleave inside a line; not fsynced: this is a view, not a record the
-teammate recovers from). When the file passes ``max_bytes`` it is renamed to
+``EventLog`` appends each event as one line (one ``O_APPEND`` write on a
+descriptor it keeps open, ``core.jsonl.Appender``: writers never interleave
+inside a line; not fsynced: this is a view, not a record the teammate
+recovers from). When the file passes ``max_bytes`` it is renamed to
 ``<name>.1.jsonl`` (replacing the one before) and a fresh file starts, so a
 long-lived teammate keeps at most about twice ``max_bytes``. ``EventReader``
 reads what was appended since it last looked, across such a rotation.
@@ -30,7 +31,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from swarm.core.clock import now_iso
-from swarm.core.jsonl import append_record
+from swarm.core.jsonl import Appender
 from swarm.core.fileio import check_regular
 from swarm.errors import StorageError
 
@@ -82,6 +83,7 @@ class EventLog:
     def __init__(self, path: Path, max_bytes: int = MAX_BYTES) -> None:
         self.path = path
         self.max_bytes = max_bytes
+        self._appender = Appender(path, max_bytes=max_bytes, rotated=rotated(path))
 
     def emit(self, event: LiveEvent) -> LiveEvent:
         """Append ``event`` (stamped now); a file past ``max_bytes`` is rotated first. A write the disk refuses is
@@ -89,19 +91,13 @@ class EventLog:
         if not event.ts:
             event = event.model_copy(update={"ts": now_iso()})
         try:
-            self._rotate_if_full()
-            append_record(self.path, event.wire(), durable=False)
-        except (StorageError, OSError) as exc:
+            self._appender.append(event.wire(), durable=False)
+        except StorageError as exc:
             log.warning("live event not written", extra={"path": str(self.path), "reason": str(exc)})
         return event
 
-    def _rotate_if_full(self) -> None:
-        try:
-            size = os.stat(self.path).st_size
-        except FileNotFoundError:
-            return
-        if size >= self.max_bytes:
-            os.replace(self.path, rotated(self.path))
+    def close(self) -> None:
+        self._appender.close()
 
 
 def rotated(path: Path) -> Path:

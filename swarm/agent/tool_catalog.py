@@ -15,7 +15,7 @@ from swarm.agent.subagents import forks_enabled
 from swarm.agent.skills import SkillCatalog
 from swarm.agent.tools import core_tools
 from swarm.agent.tools.agent_tool import AgentTool, TaskOutput, TaskStop
-from swarm.agent.tool_api.base import Tool
+from swarm.agent.tool_api.base import Tool, input_schema
 from swarm.agent.tools.messaging import SendMessage
 from swarm.agent.tools.skill_tool import SkillTool
 from swarm.agent.tools.tasks import task_tools
@@ -30,3 +30,12 @@ def agent_tools(skills: SkillCatalog, env: Mapping[str, str], *, messaging: Send
     agent = AgentTool(forks=forks_enabled(env), coordinator=coordinator_mode(env))
     return [*core_tools(), messaging or SendMessage(), agent, SkillTool(skills),
             *task_tools(), TaskOutput(), TaskStop()]
+
+
+def preload_schemas() -> None:
+    """Build the input schema of every tool ``agent_tools`` hands out (``tool_api.base.input_schema`` keeps it on
+    the model class), as the CLI server does before it forks: a teammate forked from it builds none of its own."""
+    for tool in (*core_tools(), *task_tools()):
+        input_schema(tool.input_model)
+    for kind in (SendMessage, AgentTool, SkillTool, TaskOutput, TaskStop):
+        input_schema(kind.input_model)

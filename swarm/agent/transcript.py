@@ -25,20 +25,21 @@ from typing import Any
 from pydantic import ValidationError
 
 from swarm.core.clock import now_iso
-from swarm.core.jsonl import append_record, read_records, sync_records
+from swarm.core.jsonl import Appender, read_records
 from swarm.models.messages import Message, Usage
 
 log = logging.getLogger(__name__)
 
 
 class Transcript:
-    """One JSONL file, appended to and never rewritten."""
+    """One JSONL file, appended to and never rewritten (held open: ``core.jsonl.Appender``)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._appender = Appender(path)
 
     def _append(self, record: dict[str, Any], *, durable: bool = False) -> None:
-        append_record(self.path, {"ts": now_iso(), **record}, durable=durable)
+        self._appender.append({"ts": now_iso(), **record}, durable=durable)
 
     def message(self, message: Message, *, delivered: Sequence[str] = (), durable: bool = False,
                 usage: Usage | None = None, sync_later: bool = False) -> None:
@@ -57,7 +58,11 @@ class Transcript:
 
     def sync(self) -> None:
         """fsync the file: every line written so far is on disk (StorageError if the disk refuses)."""
-        sync_records(self.path)
+        self._appender.sync()
+
+    def close(self) -> None:
+        """Let go of the file (the next record opens it again)."""
+        self._appender.close()
 
     def delivered(self, msg_ids: list[str]) -> None:
         """Record inbox entries as taken into the conversation (fsynced)."""

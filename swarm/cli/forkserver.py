@@ -360,9 +360,11 @@ def _warm() -> None:
     """Import the CLI, every served command's modules and a teammate's, as a served child would; and, when
     the environment it was started with has credentials for Claude (a real-model team's), the ``anthropic``
     SDK, whose import costs each teammate ~1 s of CPU and ~47 MB unshared otherwise."""
+    from swarm.agent.tool_catalog import preload_schemas
     from swarm.cli.main import COMMANDS
     from swarm.core.frames import build_frames
     from swarm.core.protocol import build_models
+    from swarm.core.watch import preload as preload_watch
     from swarm.models.credentials import find_credentials
 
     for name in sorted(SERVED):
@@ -371,6 +373,8 @@ def _warm() -> None:
     importlib.import_module("swarm.teammate.__main__")
     build_models()
     build_frames()
+    preload_watch()  # inotify, which every teammate and waiting command uses
+    preload_schemas()  # the tools' input schemas, which every teammate's first model request sends
     "".encode("utf-16-le")  # a codec the lead's signature uses, found late otherwise
     rehearse()  # a send's code run and specialised here: a child copies ~1/3 fewer pages (swarm.cli.rehearsal)
     if find_credentials(os.environ) is not None:

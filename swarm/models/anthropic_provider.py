@@ -376,6 +376,7 @@ def preload_sdk() -> None:
         provider.close()
     Credentials("api", api_key="preload").client(sdk, base_url="http://127.0.0.1:9", env={}, max_retries=0).close()
     # ^ the real transport, as a teammate builds it: its TLS context (swarm.models.tls) stays, shared after the fork
+    "preload".encode("idna")  # the codec a first connection's host lookup imports (encodings.idna, stringprep)
 
 
 _PRELOAD_STREAM = b"".join(

@@ -64,8 +64,8 @@ class TeamOverview:
         self._seen: dict[str, _Seen] = {}
         directory = home.team_dir(team)
         self._watcher: ChangeWatcher = watch_dirs(directory, ensure_dir(directory / "activity"),
-                                                  ensure_dir(directory / "events"),
-                                                  ensure_dir(ledger_dir(home, team)))
+                                                  ensure_dir(ledger_dir(home, team)),
+                                                  appended=(ensure_dir(directory / "events"),))
 
     def rows(self) -> list[MemberLine]:
         statuses = [s for s in team_status(self.home, self.team, self.env) if s.name != LEAD_NAME]

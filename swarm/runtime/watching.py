@@ -70,7 +70,7 @@ def follow(home: Home, team: str, name: str, show: Callable[[LiveEvent], None], 
             show(event)
         if not follow_on or (until_gone and _gone(kept)):
             return
-        watcher = watch_dirs(ensure_dir(path.parent))
+        watcher = watch_dirs(ensure_dir(path.parent), appended=(path.parent,))  # events are appended in place
         try:
             while stop is None or not stop.is_set():
                 fresh = reader.read()

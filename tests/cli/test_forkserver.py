@@ -148,6 +148,8 @@ def test_a_served_send_delivers_once_and_its_process_loads_none_of_the_cli(serve
     imported = {line.split("|")[2].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
     assert not imported & {"pathlib", "typing", "socket", "selectors", "signal", "swarm.core.home"}, \
         "finding the server imports only what it needs (swarm.core.rendezvous, _socket, _signal): ~5 ms of a send"
+    assert not imported & {"re", "enum", "functools"}, \
+        "the installed `swarm` is bin/swarm as shipped, not pip's console-script wrapper (which imports re: ~3 ms)"
     assert served.lead_texts() == ["hello"]
     local = served.run("send", "-t", TEAM, "team-lead", "here", importtime=True,
                        env={**served.env, "SWARM_CLI_SERVER": "0"})

@@ -250,3 +250,16 @@ def test_what_a_forked_teammates_bash_starts_carries_its_token_and_is_stopped_wi
     member_kind(team.member("bob"), Machine(team.env, team.home)).stop(grace=1.0)
     retry_until(lambda: all(_gone(p.pid) for p in sleepers) and _gone(bob.worker_pid), 10,
                 what="the teammate and its Bash command to be stopped")
+
+
+def test_a_forked_teammate_imports_nothing_through_its_first_turns(team: Team) -> None:
+    """What the server imported before the fork is shared by every teammate; a module a teammate imports itself
+    is its own pages and CPU (inotify_simple looks libc up through ``ldconfig``: ~6 ms each)."""
+    subprocess.Popen([sys.executable, "-X", "importtime", "-P", "-m", "swarm.cli.forkserver", str(team.home.root)],
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                     start_new_session=True, env=team.env)  # as a first client starts it, -X importtime added:
+    bob = team.served("bob")                            # its forked children report their imports too
+    team.answers("bob", "b1")
+    log = team.home.log_path(TEAM, "bob").read_text()
+    imported = [line.split("|")[-1].strip() for line in log.splitlines() if line.startswith("import time:")]
+    assert imported == [], f"bob (pid {bob.worker_pid}) imported after the fork: {imported}"
