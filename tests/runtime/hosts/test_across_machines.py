@@ -323,6 +323,7 @@ def test_a_team_across_three_machines_survives_a_partition_and_a_database_restar
     assert all(n <= 3 + 2 for n in _connections(m, [box.addr for box, _, _ in m.hosts]))
     retry_until(lambda: _owner(tasks, "3") == "cat", 10, interval=0.1, what="cat's claim of task 3")
     claimed = time.monotonic()
+    assert _teammates_in(m, m.hosts[2][0]), "cat's process is not seen in its box"  # (so its absence later counts)
     retry_until(lambda: _branch(m, "ann") == ["task 1"] and _branch(m, "bob") == ["task 2"], 20, interval=0.1,
                 what="ann's and bob's branches pushed")
 
