@@ -18,12 +18,18 @@ loopback; without one, a throwaway cluster is started for the run
 (``tests/fakes/pg_cluster.py``), with the server's defaults
 (synchronous_commit on, fsync on). The ``swarm`` column is PostgreSQL, the
 ``baseline`` column the file store, so ``ratio`` reads "PostgreSQL / files".
-Exits 0 whatever the figures.
+
+Across a veth link: with that throwaway cluster and root, the same figures are
+measured once more with every client process (sender, receiver, writers) in a
+network namespace reaching the server over a veth pair (``tests/fakes/netns.py``),
+as a teammate on another host does; the ``(veth)`` rows. Without root (or with
+``--postgres``) those rows say ``n/a`` and why. Exits 0 whatever the figures.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -31,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,6 +73,14 @@ while got < want:
         watcher.wait(1.0)
 """
 
+SENDER = SETUP + """
+print("ready", flush=True)
+for line in sys.stdin:
+    began = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    mb.send("bob", line.strip(), sender="team-lead")
+    print(began, flush=True)
+"""
+
 WRITER = SETUP + """
 n = int(sys.argv[1])
 print("ready", flush=True)
@@ -87,8 +102,9 @@ def make_team(root: Path, store: str | None) -> dict[str, str]:
     return dict(os.environ, SWARM_HOME=str(root), PYTHONPATH=str(ROOT))
 
 
-def child(code: str, env: dict[str, str], *args: object) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-c", code, *map(str, args)], env=env, text=True,
+def child(code: str, env: dict[str, str], *args: object, wrap: list[str] | None = None) -> subprocess.Popen[str]:
+    """A Python child running ``code``; ``wrap`` prefixes its command (``ip netns exec NAME``)."""
+    return subprocess.Popen([*(wrap or []), sys.executable, "-c", code, *map(str, args)], env=env, text=True,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 
 
@@ -100,31 +116,31 @@ def line(proc: subprocess.Popen[str]) -> str:
     return text.strip()
 
 
-def latency(env: dict[str, str], count: int) -> list[float]:
-    """Milliseconds from send to the receiver having it, one message at a time."""
-    from swarm.core.home import Home
-    from swarm.core.mailbox import Mailbox
-
-    receiver = child(RECEIVER, env, count)
-    assert line(receiver) == "ready"
-    mailbox = Mailbox(Home(Path(env["SWARM_HOME"])), "bench")
-    mailbox.send("bob", "warm-up", sender="team-lead")  # not counted: the first send pays for connecting
-    json.loads(line(receiver))  # (the receiver stops at ``count`` messages; the warm-up is one of them)
+def latency(env: dict[str, str], count: int, wrap: list[str] | None = None) -> list[float]:
+    """Milliseconds from send to the receiver having it, one message at a time (sender and receiver: children)."""
+    receiver = child(RECEIVER, env, count, wrap=wrap)
+    sender = child(SENDER, env, wrap=wrap)
+    assert line(receiver) == "ready" and line(sender) == "ready"
+    assert sender.stdin is not None
     samples = []
-    for i in range(count - 1):
-        began = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-        mailbox.send("bob", f"m{i}", sender="team-lead")
+    for i in range(count):  # the first is not counted: the first send pays for connecting
+        sender.stdin.write(f"m{i}\n")
+        sender.stdin.flush()
+        began = int(line(sender))
         got = json.loads(line(receiver))
-        samples.append((got["at"] - began) / 1e6)
-    receiver.wait(30)
+        if i:
+            samples.append((got["at"] - began) / 1e6)
+    sender.stdin.close()
+    for proc in (receiver, sender):
+        proc.wait(30)
     return samples
 
 
-def throughput(env: dict[str, str], per_writer: int) -> float:
+def throughput(env: dict[str, str], per_writer: int, wrap: list[str] | None = None) -> float:
     """Messages per second, 8 writers into one inbox with a receiver taking them."""
     total = WRITERS * per_writer
-    receiver = child(RECEIVER, env, total)
-    writers = [child(WRITER, env, per_writer, f"w{n}") for n in range(WRITERS)]
+    receiver = child(RECEIVER, env, total, wrap=wrap)
+    writers = [child(WRITER, env, per_writer, f"w{n}", wrap=wrap) for n in range(WRITERS)]
     for proc in (receiver, *writers):
         assert line(proc) == "ready"
     began = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
@@ -155,40 +171,66 @@ def main() -> None:
     args = parser.parse_args()
     count, per_writer = (100, 50) if args.quick else (400, 250)
 
-    cluster = None
-    url = args.postgres
-    if url is None:
-        from tests.fakes import pg_cluster
-
-        cluster, url = pg_cluster.start()
-    try:
+    with contextlib.ExitStack() as stack:
+        url, veth = stack.enter_context(servers(args.postgres))
         from tests.fakes.pg_cluster import fresh_schema
 
         results: dict[str, tuple[list[float], float]] = {}
-        for name, store in (("files", None), ("postgresql", "pg")):
+        runs: list[tuple[str, str | None, list[str] | None]] = [("files", None, None), ("postgresql", url, None)]
+        if not isinstance(veth, str):
+            runs.append(("veth", veth[0], veth[1]))
+        with tempfile.TemporaryDirectory(prefix="bench-warm-") as scratch:  # not counted: a fresh server's first
+            latency(make_team(Path(scratch) / "lat", fresh_schema(url, "bench")), 50)  # minutes are slower (it
+            throughput(make_team(Path(scratch) / "thr", fresh_schema(url, "bench")), 25)  # would flatter the 2nd)
+        for name, store, wrap in runs:
             with tempfile.TemporaryDirectory(prefix=f"bench-{name}-") as scratch:
-                env = make_team(Path(scratch) / "lat", fresh_schema(url, "bench") if store else None)
-                samples = latency(env, count)
-                env = make_team(Path(scratch) / "thr", fresh_schema(url, "bench") if store else None)
-                rate = throughput(env, per_writer)
+                env = make_team(Path(scratch) / "lat", fresh_schema(store, "bench") if store else None)
+                samples = latency(env, count, wrap)
+                env = make_team(Path(scratch) / "thr", fresh_schema(store, "bench") if store else None)
+                rate = throughput(env, per_writer, wrap)
                 results[name] = (samples, rate)
-    finally:
-        if cluster is not None:
-            from tests.fakes import pg_cluster
-
-            pg_cluster.stop(cluster)
     files, pg = results["files"], results["postgresql"]
-    figures = [
-        Figure("delivery p50", "", percentile(pg[0], 0.5), percentile(files[0], 0.5), " ms"),
-        Figure("delivery p99", "", percentile(pg[0], 0.99), percentile(files[0], 0.99), " ms"),
-        Figure("delivery mean", "", statistics.mean(pg[0]), statistics.mean(files[0]), " ms"),
-        Figure(f"{WRITERS}-writer throughput", "", pg[1], files[1], " msg/s", digits=0),
-    ]
+    over = results.get("veth")
+    figures = []
+    for label, pick in (("delivery p50", lambda s: percentile(s, 0.5)), ("delivery p99", lambda s: percentile(s, 0.99)),
+                        ("delivery mean", statistics.mean)):
+        figures.append(Figure(label, "", pick(pg[0]), pick(files[0]), " ms"))
+        figures.append(Figure(f"{label} (veth)", "", pick(over[0]) if over else None, pick(files[0]), " ms"))
+    figures.append(Figure(f"{WRITERS}-writer throughput", "", pg[1], files[1], " msg/s", digits=0))
+    figures.append(Figure(f"{WRITERS}-writer throughput (veth)", "", over[1] if over else None, files[1], " msg/s",
+                          digits=0))
     print_table("team store: PostgreSQL (swarm column) vs files (baseline column)", figures, [
-        f"latency: {count - 1} messages one at a time, receiver in another process waiting as a teammate does",
+        f"latency: {count - 1} messages one at a time, sender and receiver in two processes, the receiver waiting "
+        "as a teammate does",
         f"throughput: {WRITERS} writer processes x {per_writer} messages into one inbox, one receiver process",
         "PostgreSQL on loopback TCP, synchronous_commit on; files with fsync on every write",
+        "(veth): the same clients in a network namespace, reaching the server over a veth pair" if over else
+        f"(veth) rows n/a: {veth}",
     ])
+
+
+@contextlib.contextmanager
+def servers(given: str | None) -> Iterator[tuple[str, tuple[str, list[str]] | str]]:
+    """The loopback URL, and the URL and command prefix for clients across a veth link (or why there are none)."""
+    from tests.fakes import netns, pg_cluster
+
+    if given is not None:
+        yield given, "--postgres names a server this run does not start, so it cannot listen on a veth link"
+        return
+    why = netns.unavailable()
+    if why is not None:
+        cluster, url = pg_cluster.start()
+        try:
+            yield url, why
+        finally:
+            pg_cluster.stop(cluster)
+        return
+    with netns.Namespaces(1) as nets:
+        cluster, url = pg_cluster.start(listen=(nets.server,), allow=nets.subnet)
+        try:
+            yield url, (url.replace("127.0.0.1", nets.server), nets.command(nets.boxes[0], []))
+        finally:
+            pg_cluster.stop(cluster)
 
 
 if __name__ == "__main__":

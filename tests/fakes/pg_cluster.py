@@ -60,8 +60,11 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start(directory: Path | None = None) -> tuple[Path, str]:
-    """Make and start a cluster in ``directory`` (a fresh temp dir by default); return it and its URL."""
+def start(directory: Path | None = None, *, listen: tuple[str, ...] = (), allow: str | None = None) -> tuple[Path, str]:
+    """Make and start a cluster in ``directory`` (a fresh temp dir by default); return it and its URL.
+
+    ``listen``: addresses it listens on besides loopback (kept for ``pg_ctl restart``); ``allow``: a subnet
+    (``10.1.2.0/24``) whose clients it trusts, as it trusts loopback (tests/fakes/netns.py's boxes)."""
     directory = Path(directory or tempfile.mkdtemp(prefix="swarm-pg-"))
     directory.mkdir(parents=True, exist_ok=True)
     runner = _runner()
@@ -73,8 +76,12 @@ def start(directory: Path | None = None) -> tuple[Path, str]:
     pg = bin_dir()
     subprocess.run([*runner, str(pg / "initdb"), "-D", str(data), "-U", DB_USER, "-A", "trust", "-E", "UTF8",
                     "--no-sync"], check=True, stdout=subprocess.DEVNULL)
+    if allow is not None:
+        with open(data / "pg_hba.conf", "a", encoding="utf-8") as hba:
+            hba.write(f"host all all {allow} trust\n")
     port = _free_port()
-    options = f"-c listen_addresses=127.0.0.1 -p {port} -k {directory} -c fsync=on -c max_connections=200"
+    (directory / "listen").write_text(",".join(("127.0.0.1", *listen)))
+    options = _options(directory, port) + " -c fsync=on"
     subprocess.run([*runner, str(pg / "pg_ctl"), "-D", str(data), "-l", str(directory / "server.log"), "-o",
                     options, "-w", "-t", "60", "start"], check=True, stdout=subprocess.DEVNULL)
     (directory / "port").write_text(str(port))
@@ -92,11 +99,17 @@ def _create_db(url: str) -> None:
 
 def pg_ctl(directory: Path, *args: str) -> None:
     """Run ``pg_ctl`` on the cluster in ``directory`` as its user (e.g. ``restart``)."""
-    port = (Path(directory) / "port").read_text().strip()
-    options = f"-c listen_addresses=127.0.0.1 -p {port} -k {directory} -c max_connections=200"
+    port = int((Path(directory) / "port").read_text().strip())
+    options = _options(Path(directory), port)
     subprocess.run([*_runner(), str(bin_dir() / "pg_ctl"), "-D", str(Path(directory) / "data"), "-l",
                     str(Path(directory) / "server.log"), "-o", options, "-w", "-t", "60", "-m", "fast", *args],
                    check=True, stdout=subprocess.DEVNULL)
+
+
+def _options(directory: Path, port: int) -> str:
+    listen = directory / "listen"
+    addresses = listen.read_text().strip() if listen.exists() else "127.0.0.1"
+    return f"-c listen_addresses={addresses} -p {port} -k {directory} -c max_connections=200"
 
 
 def stop(directory: Path) -> None:

@@ -31,7 +31,7 @@ from swarm.core.store.postgres.hosts import HOSTS_CHANNEL, HostRows, RequestRow
 from swarm.core.store.postgres.listen import NotifyWatcher
 from swarm.core.store.postgres.relay import relay_dir
 from swarm.core.teams import TeamStore
-from swarm.errors import SwarmError
+from swarm.errors import StorageError, SwarmError
 from swarm.runtime.hosts.cleanup import clean_work, work_of
 from swarm.runtime.hosts.code import check_out, head, push_branch
 from swarm.runtime.hosts.request import UNTRUSTED, PlacedSpawn, check
@@ -99,12 +99,17 @@ class HostServer:
         self.trust = HostTrust(self.home, config.trust_files)
         try:
             while not stop.is_set():
-                self.refresh_trust()
-                self.take_requests()
-                self.watch()
-                if time.monotonic() - beat >= config.heartbeat:
-                    self.rows.heartbeat(config.name, len(self.running))
-                    beat = time.monotonic()
+                try:
+                    self.refresh_trust()
+                    self.take_requests()
+                    self.watch()
+                    if time.monotonic() - beat >= config.heartbeat:
+                        self.rows.heartbeat(config.name, len(self.running))
+                        beat = time.monotonic()
+                except StorageError as exc:  # the database away past a reconnect, or an outcome unknown: a host
+                    log.warning("host %s goes on after: %s", config.name, exc)  # outlives it (its teammates run on)
+                    stop.wait(min(config.heartbeat, 0.5))
+                    continue
                 watcher.wait(min(config.heartbeat, 0.5))
         finally:
             watcher.close()
@@ -139,6 +144,10 @@ class HostServer:
 
     def start(self, row: RequestRow) -> None:
         """Check ``row`` and start its teammate, or refuse it (the reason in its row, and in this host's log)."""
+        known = self.running.get((row.team, row.name))
+        if known is not None and known.row_id == row.id:  # started here; recording that was cut off: record it
+            self.rows.settle(row.id, "started")
+            return
         verdict = self._verdict(row)
         if verdict == UNTRUSTED:
             self._wait_for_trust(row)

@@ -130,19 +130,23 @@ class HostRows:
     def take(self, host: str, labels: list[str], keys: list[str]) -> RequestRow | None:
         """The oldest pending request this host may take (addressed to it, or to labels it has and signed with one of
         the lead ``keys`` it trusts — their base64url public keys, the part after the ``.`` of a key line: a labels
-        request waits for a host that trusts its key), now ``taken``."""
+        request waits for a host that trusts its key), now ``taken``.
+
+        A request this host took and never settled comes first: a take whose commit was cut off (the
+        outcome unknown) is taken again rather than left ``taken`` by nobody; ``accept_once`` still
+        refuses one acted on before. That makes a take safe to repeat."""
 
         def work(cur: psycopg.Cursor[Any]) -> RequestRow | None:
             cur.execute(f"UPDATE swarm_spawn_requests SET status = 'taken', taken_by = %s, updated_at = now() "
-                        f"WHERE id = (SELECT id FROM swarm_spawn_requests WHERE status = 'pending' "
-                        f"AND (host = %s OR (host IS NULL AND labels <@ %s "
-                        f"AND split_part(doc->>'lead_verify_key', '.', 2) = ANY(%s))) "
-                        f"ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING {_REQUEST_COLUMNS}",
-                        (host, host, labels, keys))
+                        f"WHERE id = (SELECT id FROM swarm_spawn_requests WHERE (status = 'taken' AND taken_by = %s) "
+                        f"OR (status = 'pending' AND (host = %s OR (host IS NULL AND labels <@ %s "
+                        f"AND split_part(doc->>'lead_verify_key', '.', 2) = ANY(%s)))) "
+                        f"ORDER BY status = 'pending', id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING {_REQUEST_COLUMNS}",
+                        (host, host, host, labels, keys))
             row = cur.fetchone()
             return None if row is None else _request(row)
 
-        return self._db.run(work, idempotent=False, what=f"take a spawn request on {host}")
+        return self._db.run(work, idempotent=True, what=f"take a spawn request on {host}")
 
     def accept_once(self, request_id: str, host: str) -> bool:
         """Record that ``host`` acts on ``request_id``; False if any host did before (a replay)."""
