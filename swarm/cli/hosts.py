@@ -70,10 +70,13 @@ def serve(ctx: click.Context, store: str, name: str, labels: str, max_teammates:
 
     signal.signal(signal.SIGTERM, stopping)
     signal.signal(signal.SIGINT, stopping)
-    echo(f"host {name} serving {redacted(url)} (labels {','.join(wanted) or '-'}, up to {max_teammates} teammates)")
-    if not trusted:
-        echo("no lead key is trusted yet: a lead's requests wait until `swarm host trust FINGERPRINT` here")
-    HostServer(home, config, dict(os.environ)).serve(stop)
+    def ready() -> None:  # registered: the database answered
+        echo(f"host {name} serving {redacted(url)} (labels {','.join(wanted) or '-'}, up to {max_teammates} "
+             "teammates)")
+        if not trusted:
+            echo("no lead key is trusted yet: a lead's requests wait until `swarm host trust FINGERPRINT` here")
+
+    HostServer(home, config, dict(os.environ)).serve(stop, ready)
 
 
 @host.command()

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -88,10 +88,11 @@ class HostServer:
     def rows(self) -> HostRows:
         return HostRows(database(self.home, self.config.url))
 
-    def serve(self, stop: threading.Event) -> None:
-        """Run until ``stop`` is set; then stop this host's teammates."""
+    def serve(self, stop: threading.Event, ready: Callable[[], None] = lambda: None) -> None:
+        """Run until ``stop`` is set; then stop this host's teammates. ``ready``: called once registered."""
         config = self.config
         self.rows.register(config.name, config.labels, config.max_teammates, config.dead_after)
+        ready()
         relay = WakeRelay(database(self.home, config.url), relay_dir(self.home.run_dir))
         relay.start()  # this host's one LISTEN session for its teammates' inboxes
         watcher = NotifyWatcher(database(self.home, config.url), HOSTS_CHANNEL)

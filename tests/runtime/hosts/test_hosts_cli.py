@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 from collections.abc import Callable
+from pathlib import Path
 
 from swarm.core.mailbox import Mailbox
 from swarm.core.signing import verify_key_arg
@@ -47,3 +49,15 @@ def test_spawn_on_a_host_from_the_command_line(site: Site, start_host: Callable[
     shown = host.log.read_text() + done.stdout + done.stderr + listed.stdout + status
     assert "host h1 serving postgresql://swarm:***@" in host.log.read_text() or SECRET not in site.url
     assert SECRET not in shown
+
+
+def test_a_host_whose_database_does_not_answer_says_so_and_never_claims_to_serve(tmp_path: Path) -> None:
+    with socket.socket() as sock:  # a loopback port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {**os.environ, "SWARM_HOME": str(tmp_path / "home")}
+    done = subprocess.run([str(SWARM_EXE), "host", "serve", "--store", f"postgresql://swarm:{SECRET}@127.0.0.1:{port}/x",
+                           "--name", "h1"], capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
+    assert done.returncode == 1 and "serving" not in done.stdout
+    assert "could not connect to the database" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert SECRET not in done.stdout + done.stderr
