@@ -51,7 +51,8 @@ def _branch(remote: Path, branch: str) -> str | None:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
-def test_the_teammates_commits_arrive_as_its_pushed_branch(site: Site, start_host: Callable[..., HostProc]) -> None:
+def _remote_and_lead_repo(site: Site) -> tuple[Path, Path]:
+    """A bare repository as the team's remote, and the lead's repository with one commit ("base")."""
     remote = site.tmp / "remote.git"
     _git(site.tmp, "init", "-q", "--bare", str(remote))
     src = site.tmp / "src"
@@ -60,6 +61,11 @@ def test_the_teammates_commits_arrive_as_its_pushed_branch(site: Site, start_hos
     (src / "README").write_text("base\n")
     _git(src, "add", "README")
     _git(src, "-c", "user.name=l", "-c", "user.email=l@example.invalid", "commit", "-qm", "base")
+    return remote, src
+
+
+def test_the_teammates_commits_arrive_as_its_pushed_branch(site: Site, start_host: Callable[..., HostProc]) -> None:
+    remote, src = _remote_and_lead_repo(site)
     base = _git(src, "rev-parse", "HEAD")
     host = start_host("h1")
     book = site.tmp / "book.toml"
@@ -128,14 +134,7 @@ def _own_objects(repo: Path) -> int:
 
 def test_one_cache_per_remote_and_pushed_clones_removed_unpushed_kept(
         site: Site, start_host: Callable[..., HostProc]) -> None:
-    remote = site.tmp / "remote.git"
-    _git(site.tmp, "init", "-q", "--bare", str(remote))
-    src = site.tmp / "src"
-    src.mkdir()
-    _git(src, "init", "-q")
-    (src / "README").write_text("base\n")
-    _git(src, "add", "README")
-    _git(src, "-c", "user.name=l", "-c", "user.email=l@example.invalid", "commit", "-qm", "base")
+    remote, src = _remote_and_lead_repo(site)
     host = start_host("h1")
     book = site.tmp / "book.toml"
     book.write_text(COMMITTER + DIRTY)
@@ -187,14 +186,7 @@ def test_one_cache_per_remote_and_pushed_clones_removed_unpushed_kept(
 
 def test_a_teammate_placed_again_starts_from_the_branch_it_pushed_not_the_base(
         site: Site, start_host: Callable[..., HostProc]) -> None:
-    remote = site.tmp / "remote.git"
-    _git(site.tmp, "init", "-q", "--bare", str(remote))
-    src = site.tmp / "src"
-    src.mkdir()
-    _git(src, "init", "-q")
-    (src / "README").write_text("base\n")
-    _git(src, "add", "README")
-    _git(src, "-c", "user.name=l", "-c", "user.email=l@example.invalid", "commit", "-qm", "base")
+    remote, src = _remote_and_lead_repo(site)
     _git(src, "remote", "add", "origin", str(remote))  # the team's remote: the lead repository's origin
     host = start_host("h1")
     book = site.tmp / "book.toml"
