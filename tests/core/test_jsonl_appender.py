@@ -4,19 +4,16 @@ never a write through a planted symlink."""
 
 from __future__ import annotations
 
-import os
-import resource
-import signal
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
+
 import pytest
 
 from swarm.core.jsonl import Appender, read_records
 from swarm.core.watch import watch_dirs
 from swarm.errors import StorageError
 from tests.conftest import OpenLog
+from tests.core.test_durability import _file_size_limit
 
 
 def test_a_life_of_records_costs_one_open_and_a_stat_each(tmp_path: Path, os_calls: Counter[str],
@@ -42,18 +39,6 @@ def test_another_writers_torn_line_is_not_swallowed(tmp_path: Path, os_calls: Co
     appender.append({"n": 3}, durable=False)
     assert os_calls["pread"] == 1  # the size is not where this writer left it: the last byte is looked at
     assert [r["n"] for r in read_records(path)] == [1, 3]
-
-
-@contextmanager
-def _file_size_limit(limit: int) -> Iterator[None]:
-    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
-    previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
-    try:
-        yield
-    finally:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
-        signal.signal(signal.SIGXFSZ, previous)
 
 
 def test_its_own_short_write_raises_and_the_next_record_starts_a_fresh_line(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from swarm.runtime.shutdown import shutdown
 from swarm.runtime.spawn import wait_joined
 from tests.backends.helpers import retry_until
 from tests.runtime.hosts.conftest import SWARM_EXE, HostProc, Site
+from tests.runtime.hosts.test_lead_on_host import _repo
 
 COMMITTER = r"""
 [[rules]]
@@ -51,21 +52,8 @@ def _branch(remote: Path, branch: str) -> str | None:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
-def _remote_and_lead_repo(site: Site) -> tuple[Path, Path]:
-    """A bare repository as the team's remote, and the lead's repository with one commit ("base")."""
-    remote = site.tmp / "remote.git"
-    _git(site.tmp, "init", "-q", "--bare", str(remote))
-    src = site.tmp / "src"
-    src.mkdir()
-    _git(src, "init", "-q")
-    (src / "README").write_text("base\n")
-    _git(src, "add", "README")
-    _git(src, "-c", "user.name=l", "-c", "user.email=l@example.invalid", "commit", "-qm", "base")
-    return remote, src
-
-
 def test_the_teammates_commits_arrive_as_its_pushed_branch(site: Site, start_host: Callable[..., HostProc]) -> None:
-    remote, src = _remote_and_lead_repo(site)
+    remote, src = _repo(site)
     base = _git(src, "rev-parse", "HEAD")
     host = start_host("h1")
     book = site.tmp / "book.toml"
@@ -134,7 +122,7 @@ def _own_objects(repo: Path) -> int:
 
 def test_one_cache_per_remote_and_pushed_clones_removed_unpushed_kept(
         site: Site, start_host: Callable[..., HostProc]) -> None:
-    remote, src = _remote_and_lead_repo(site)
+    remote, src = _repo(site)
     host = start_host("h1")
     book = site.tmp / "book.toml"
     book.write_text(COMMITTER + DIRTY)
@@ -186,7 +174,7 @@ def test_one_cache_per_remote_and_pushed_clones_removed_unpushed_kept(
 
 def test_a_teammate_placed_again_starts_from_the_branch_it_pushed_not_the_base(
         site: Site, start_host: Callable[..., HostProc]) -> None:
-    remote, src = _remote_and_lead_repo(site)
+    remote, src = _repo(site)
     _git(src, "remote", "add", "origin", str(remote))  # the team's remote: the lead repository's origin
     host = start_host("h1")
     book = site.tmp / "book.toml"
