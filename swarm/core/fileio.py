@@ -188,7 +188,7 @@ def swap_file(path: Path, data: bytes, *, create_mode: int = FILE_MODE) -> None:
 
 
 @functools.cache
-def renameat2() -> Callable[[Path, Path, int], None] | None:
+def renameat2() -> Callable[[str | Path, str | Path, int], None] | None:
     """``renameat2(source, target, flags)`` from libc, raising OSError like ``os.rename``; None off Linux or old libc."""
     if sys.platform != "linux":
         return None
@@ -197,7 +197,7 @@ def renameat2() -> Callable[[Path, Path, int], None] | None:
     except (OSError, AttributeError):
         return None
 
-    def move(source: Path, target: Path, flags: int) -> None:
+    def move(source: str | Path, target: str | Path, flags: int) -> None:
         if call(AT_FDCWD, os.fsencode(source), AT_FDCWD, os.fsencode(target), flags) != 0:
             code = ctypes.get_errno()
             raise OSError(code, os.strerror(code), str(target if code == errno.EEXIST else source))
@@ -205,11 +205,11 @@ def renameat2() -> Callable[[Path, Path, int], None] | None:
     return move
 
 
-def _create_temp(target: Path, create_mode: int) -> tuple[Path, int]:
-    """A new, empty file beside ``target`` that nobody else could have prepared, and its descriptor."""
+def _create_temp(target: Path, create_mode: int) -> tuple[str, int]:
+    """A new, empty file beside ``target`` that nobody else could have prepared (its path), and its descriptor."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     for _ in range(16):
-        tmp = target.with_name(f"{target.name}.tmp.{os.getpid()}.{os.urandom(6).hex()}")
+        tmp = f"{os.fspath(target)}.tmp.{os.getpid()}.{os.urandom(6).hex()}"  # a string: no ``Path`` parsed per write
         try:
             return tmp, os.open(tmp, flags, create_mode)
         except FileExistsError:  # a leftover, or something planted: never reuse it
@@ -217,7 +217,7 @@ def _create_temp(target: Path, create_mode: int) -> tuple[Path, int]:
     raise FileExistsError(errno.EEXIST, "no free temp file name after 16 tries", str(target))
 
 
-def _remove_quietly(path: Path) -> None:
+def _remove_quietly(path: str | Path) -> None:
     try:
         os.unlink(path)
     except OSError:  # already gone, or the directory went away; the original error matters

@@ -134,7 +134,7 @@ def acquire(path: Path, timeout: float, *, shared: bool = False) -> Held:
     excludes other threads of this process.
     """
     deadline = time.monotonic() + timeout
-    fd = os.open(swarm_lock_path(path), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+    fd = os.open(os.fspath(path) + SWARM_SUFFIX, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
     try:
         _flock(fd, deadline)
         mark, turns = _take_directory(fd, path, deadline, shared)
@@ -345,14 +345,19 @@ def _retire_old_lock_file(path: Path, deadline: float) -> None:
 
 def parked_path(path: Path) -> Path:
     """Where swarm keeps the empty directory it moves into place as the lock ``path``."""
-    return path.with_name(path.name + SWARM_SUFFIX + ".d")
+    return Path(_parked(path))
+
+
+def _parked(path: Path) -> str:
+    """``parked_path`` as a string: a lock cycle names it three times, and a ``Path`` is built by parsing."""
+    return os.fspath(path) + SWARM_SUFFIX + ".d"
 
 
 def _parked_inode(path: Path) -> int | None:
     """The inode of the parked directory (made if missing), or None to use ``mkdir``."""
     if _renameat2() is None:
         return None
-    parked = parked_path(path)
+    parked = _parked(path)
     try:
         return os.lstat(parked).st_ino
     except FileNotFoundError:
@@ -368,7 +373,7 @@ def _make(path: Path, parked: int | None) -> None:
     """Put the lock directory at ``path``: move the parked one in, or make one; FileExistsError if taken."""
     move = _renameat2()
     if parked is not None and move is not None:
-        source = parked_path(path)
+        source = _parked(path)
         try:
             os.utime(source)  # a fresh mtime: Claude Code must not find our lock stale
             move(source, path)
@@ -382,7 +387,7 @@ def _unmake(path: Path) -> None:
     """Release the lock directory: park it again for the next holder, or remove it."""
     if _renameat2() is not None:
         try:
-            os.rename(path, parked_path(path))
+            os.rename(path, _parked(path))
             return
         except OSError:
             pass
@@ -390,7 +395,7 @@ def _unmake(path: Path) -> None:
 
 
 @functools.cache
-def _renameat2() -> Callable[[Path, Path], None] | None:
+def _renameat2() -> Callable[[str | Path, str | Path], None] | None:
     """``renameat2(..., RENAME_NOREPLACE)`` (FileExistsError when the target is taken), or None where there is none."""
     rename = renameat2()
     if rename is None:
@@ -398,7 +403,8 @@ def _renameat2() -> Callable[[Path, Path], None] | None:
     return functools.partial(_no_replace, rename)
 
 
-def _no_replace(rename: Callable[[Path, Path, int], None], source: Path, target: Path) -> None:
+def _no_replace(rename: Callable[[str | Path, str | Path, int], None], source: str | Path,
+                target: str | Path) -> None:
     rename(source, target, RENAME_NOREPLACE)
 
 

@@ -117,6 +117,8 @@ class LockedJsonFile(Generic[T]):
         """False for another program's file (Claude Code's ``.claude.json``): a writer that finds it
         unparsable raises ``StorageError`` and leaves it where it is, instead of moving it aside."""
         self._dir_ready = False
+        self._lock: Path | None = None
+        """The lock's path, built at the first change (a ``Path`` is built by parsing: not once per write)."""
 
     # -- reading ---------------------------------------------------------
 
@@ -275,7 +277,9 @@ class LockedJsonFile(Generic[T]):
             except OSError as exc:
                 raise storage_error(exc, self.path.parent, "create the directory") from exc
             self._dir_ready = True
-        with lock_of(self.path, self.lock_timeout if wait is None else wait, shared=self.shared):
+        if self._lock is None:
+            self._lock = self.path.with_name(f"{self.path.name}.lock")
+        with _locked_at(self._lock, self.path, self.lock_timeout if wait is None else wait, self.shared):
             yield
 
 
@@ -315,7 +319,13 @@ def lock_of(path: Path, timeout: float = DEFAULT_LOCK_TIMEOUT, *, shared: bool =
     is rendered: a retry loop that drops it never reads ``/proc/locks``);
     ``LockTimeoutError`` when something that is not a lock is in its place.
     """
-    lock = path.with_name(f"{path.name}.lock")
+    with _locked_at(path.with_name(f"{path.name}.lock"), path, timeout, shared):
+        yield
+
+
+@contextmanager
+def _locked_at(lock: Path, path: Path, timeout: float, shared: bool) -> Iterator[None]:
+    """``lock_of`` with the lock's path given (``LockedJsonFile`` builds it once, not per write)."""
     try:
         held = acquire(lock, timeout, shared=shared)
     except LockTimeout as exc:

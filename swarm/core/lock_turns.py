@@ -105,6 +105,6 @@ def await_turn(turns: Turns, deadline: float, shared: bool) -> None:
 def target_inode(lock: Path) -> int:
     """The inode of the file the lock ``lock`` (``<file>.lock``) guards; 0 if there is none."""
     try:
-        return os.stat(lock.with_name(lock.name.removesuffix(".lock"))).st_ino
+        return os.stat(os.fspath(lock).removesuffix(".lock")).st_ino  # a string: no ``Path`` parsed per lock cycle
     except OSError:
         return 0

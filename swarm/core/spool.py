@@ -84,18 +84,23 @@ class SpooledAppend:
     """An item's identity (None: none), so an item already in the file is never appended twice."""
     _spool: Path = field(init=False)
     _spool_ready: bool = field(init=False, default=False)
+    _prefix: str = field(init=False)
+    """``<spool>/``: the spool's files are named by strings, as a ``Path`` is built by parsing (several per item)."""
+    _lock_dir: str = field(init=False)
 
     def __post_init__(self) -> None:
         self._spool = spool_dir(self.file.path)
+        self._prefix = os.fspath(self._spool) + os.sep
+        self._lock_dir = os.fspath(self.file.path) + ".lock"
 
     def append(self, item: Any) -> None:
         """Append ``item``; return once it is durably in the file."""
         if self._try_commit(item=item):
             return  # the lock was free: no spool needed
         own = self._drop(item)
-        claimed = own.with_suffix(CLAIMED)
+        claimed = _claimed(own)
         deadline = time.monotonic() + self.file.lock_timeout
-        lock_dir = self.file.path.with_name(f"{self.file.path.name}.lock")
+        lock_dir = self._lock_dir
         delay = FIRST_POLL
         tried = 0.0
         while True:
@@ -112,17 +117,17 @@ class SpooledAppend:
             time.sleep(delay)
             delay = min(delay * 2, MAX_POLL)
 
-    def _try_commit(self, *, item: Any = None, own: Path | None = None) -> bool:
+    def _try_commit(self, *, item: Any = None, own: str | None = None) -> bool:
         """One try at the lock: commit the whole spool (and ``item``, if given) if we get it; False if it is held.
 
         If the rewrite fails (a full disk), the claims go back to the spool for
         the next holder, except our own item (``own``, or ``item``), which is
         withdrawn: the caller hears the error and nothing of it is sent.
         """
-        claims: list[Path] = []
-        mine = own.with_suffix(CLAIMED) if own is not None else None
+        claims: list[str] = []
+        mine = _claimed(own) if own is not None else None
 
-        def commit(entries: list[Any]) -> tuple[list[Any], list[Path]]:
+        def commit(entries: list[Any]) -> tuple[list[Any], list[str]]:
             claims.extend(self._claim())
             return self._merge(entries, claims, [] if own is not None else [item]), claims
 
@@ -131,7 +136,7 @@ class SpooledAppend:
                 if path == mine:
                     _unlink_quietly(path)
                 else:
-                    _rename_quietly(path, path.with_suffix(SPOOLED))
+                    _rename_quietly(path, path.removesuffix(CLAIMED) + SPOOLED)
             if own is not None:
                 _unlink_quietly(own)
 
@@ -141,7 +146,7 @@ class SpooledAppend:
             return False
         return True
 
-    def _drop(self, item: Any) -> Path:
+    def _drop(self, item: Any) -> str:
         """Write ``item`` into the spool (whole, by temp + rename; no fsync: nothing is promised yet)."""
         if not self._spool_ready:
             try:
@@ -150,28 +155,28 @@ class SpooledAppend:
                 raise storage_error(exc, self._spool, "create the spool directory") from exc
             self._spool_ready = True
         name = uuid.uuid4().hex
-        temp = self._spool / f"{TEMP_PREFIX}{name}"
-        own = self._spool / f"{name}{SPOOLED}"
+        temp = f"{self._prefix}{TEMP_PREFIX}{name}"
+        own = f"{self._prefix}{name}{SPOOLED}"
         try:
             with open(temp, "xb") as out:
                 out.write(encode_json(item))
             os.rename(temp, own)
         except OSError as exc:
             _unlink_quietly(temp)
-            raise storage_error(exc, own, "write") from exc
+            raise storage_error(exc, Path(own), "write") from exc
         return own
 
     @staticmethod
-    def _gone(own: Path, claimed: Path) -> bool:
+    def _gone(own: str, claimed: str) -> bool:
         """True once the item is committed: neither spooled nor claimed (a claim is deleted only after the rewrite)."""
         return not os.path.lexists(own) and not os.path.lexists(claimed)
 
-    def _merge(self, entries: list[Any], claims: list[Path], direct: list[Any]) -> list[Any]:
+    def _merge(self, entries: list[Any], claims: list[str], direct: list[Any]) -> list[Any]:
         """``entries`` plus each claimed item (in spool order), then ``direct``, skipping what the file holds."""
         have = {self.key(e) for e in entries}
         have.discard(None)
         read = [(path, _read_item(path)) for path in claims]
-        spooled = [item for _, item in sorted(read, key=lambda pair: (_timestamp(pair[1]), pair[0].name))]
+        spooled = [item for _, item in sorted(read, key=lambda pair: (_timestamp(pair[1]), os.path.basename(pair[0])))]
         for item in spooled + direct:
             ident = self.key(item) if item is not _UNREADABLE else None
             if item is _UNREADABLE or (ident is not None and ident in have):
@@ -181,7 +186,7 @@ class SpooledAppend:
                 have.add(ident)
         return entries
 
-    def _claim(self) -> list[Path]:
+    def _claim(self) -> list[str]:
         """Rename each spooled item to a claim and take over the claims a dead holder left (the lock is held)."""
         try:
             names = os.listdir(self._spool)
@@ -189,11 +194,11 @@ class SpooledAppend:
             return []
         except OSError as exc:
             raise storage_error(exc, self._spool, "list") from exc
-        claims: list[Path] = []
+        claims: list[str] = []
         for name in names:
-            path = self._spool / name
+            path = self._prefix + name
             if name.endswith(SPOOLED):
-                target = path.with_suffix(CLAIMED)
+                target = _claimed(path)
                 if _rename_quietly(path, target):
                     claims.append(target)
             elif name.endswith(CLAIMED):
@@ -202,7 +207,7 @@ class SpooledAppend:
                 _remove_if_stale(path)
         return claims
 
-    def _withdraw(self, own: Path, claimed: Path) -> None:
+    def _withdraw(self, own: str, claimed: str) -> None:
         """The wait ran out: take the item back, or wait for the holder that claimed it."""
         try:
             os.unlink(own)
@@ -229,14 +234,20 @@ class _Unreadable:
 _UNREADABLE: Any = _Unreadable()
 
 
-def _read_item(path: Path) -> Any:
+def _claimed(path: str) -> str:
+    """The name a spooled item (``<x>.json``) takes once a holder claims it (``<x>.taken``)."""
+    return path.removesuffix(SPOOLED) + CLAIMED
+
+
+def _read_item(path: str) -> Any:
     """A claimed item, or ``_UNREADABLE`` for a file that is not JSON (never written by swarm; logged, dropped)."""
     try:
-        return json.loads(path.read_bytes())
+        with open(path, "rb") as claimed:
+            return json.loads(claimed.read())
     except FileNotFoundError:
         return _UNREADABLE
     except (OSError, ValueError) as exc:
-        log.warning("dropped an unreadable spooled item", extra={"path": str(path), "error": str(exc)[:200]})
+        log.warning("dropped an unreadable spooled item", extra={"path": path, "error": str(exc)[:200]})
         return _UNREADABLE
 
 
@@ -245,7 +256,7 @@ def _timestamp(item: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _remove_if_stale(path: Path) -> None:
+def _remove_if_stale(path: str) -> None:
     try:
         if time.time() - os.lstat(path).st_mtime > STALE_TEMP:
             os.unlink(path)
@@ -253,20 +264,20 @@ def _remove_if_stale(path: Path) -> None:
         pass
 
 
-def _unlink_quietly(path: Path) -> None:
+def _unlink_quietly(path: str) -> None:
     try:
         os.unlink(path)
     except FileNotFoundError:
         pass
 
 
-def _unlink_all(paths: list[Path]) -> None:
+def _unlink_all(paths: list[str]) -> None:
     """After the rewrite: delete the claims it committed (the lock is still held)."""
     for path in paths:
         _unlink_quietly(path)
 
 
-def _rename_quietly(source: Path, target: Path) -> bool:
+def _rename_quietly(source: str, target: str) -> bool:
     """Rename ``source`` to ``target``; False if ``source`` is gone (withdrawn, or claimed by someone else)."""
     try:
         os.rename(source, target)

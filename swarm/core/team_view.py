@@ -85,6 +85,8 @@ class TeamView:
     def __init__(self, home: Home) -> None:
         self.home = home
         self._kept: dict[Path, _Kept] = {}
+        self._configs: dict[str, Path] = {}
+        """Each team's file path, built once: a send reads the team (``_team``) and a ``Path`` is built by parsing."""
         self._team_codec = TeamCodec()
         self._activity_codec = ActivityCodec()
 
@@ -114,7 +116,9 @@ class TeamView:
 
     def _team(self, team: str) -> tuple[TeamFile, _Kept | None]:
         """``team``'s file as on disk, and what the view keeps of it if that is what was returned (shared)."""
-        path = self.home.config_path(team)
+        path = self._configs.get(team)
+        if path is None:
+            path = self._configs[team] = self.home.config_path(team)  # validates the name
         kept, signature, steady = self._check(path)
         if kept is not None:
             return kept.value, kept
