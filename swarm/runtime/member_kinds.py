@@ -370,7 +370,8 @@ def reap_dead(home: Home, team: str, names: Collection[str] | None = None) -> li
     def died(member: Member) -> bool:
         return (names is None or member.name in names) and member_kind(member, machine).died()
 
-    if not any(died(m) for m in TeamStore(home).get(team).members):  # the common case: no lock, no write
+    # the common case: no lock, no write; and no copy of the file nor activity overlay (neither decides a death)
+    if not any(died(m) for m in TeamStore(home).current(team).members):
         return []
     dead = mark_gone_where(home, team, "dead", died, notice=lambda m: _death_notice(m, team))
     for member in dead:

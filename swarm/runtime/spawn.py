@@ -124,7 +124,7 @@ def spawn_reporting(home: Home, request: SpawnRequest, env: Mapping[str, str], *
         raise UsageError(f"team {request.team!r} keeps its state in PostgreSQL, and a Claude Code teammate reads "
                          f"and writes files only; use a file team (the default) for Claude Code teammates")
     binary = _check_claude(request, env) if request.runtime == CLAUDE_RUNTIME else None
-    TeamStore(home).get(request.team)
+    TeamStore(home).current(request.team)  # the team exists (else NotFoundError): no copy, no activity overlay
     reap_dead(home, request.team, {request.name})  # a dead member of the same name may be replaced
     backend = make_backend("tmux" if binary else request.backend, env=env, tmux_socket=request.tmux_socket)
     if again is not None and again.worktree_path:

@@ -15,10 +15,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import psutil
+import pytest
 
 from swarm.backends.procs import kill_tree
 from swarm.core.home import Home
-from swarm.core.protocol import Member
+from swarm.core.protocol import Activity, Member
+from swarm.core.team_view import TeamView
 from swarm.core.teams import TeamStore
 from swarm.runtime.spawn import SpawnRequest, spawn
 from swarm.teammate.served import teammate_processes
@@ -44,7 +46,16 @@ def _pad(home: Home, team: str, count: int) -> None:
             proc_start=me.create_time(), subscriptions=[]))
 
 
-def test_the_files_a_spawn_opens_do_not_grow_with_the_team(home: Home, tmp_path: Path, open_log: OpenLog) -> None:
+def test_the_files_a_spawn_opens_do_not_grow_with_the_team(home: Home, tmp_path: Path, open_log: OpenLog,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    looked_at: list[str] = []  # members whose activity the spawning process looked up (a stat each, at least)
+    plain = TeamView.activity
+
+    def activity(view: TeamView, team: str, name: str) -> Activity | None:
+        looked_at.append(name)
+        return plain(view, team, name)
+
+    monkeypatch.setattr(TeamView, "activity", activity)
     playbook = tmp_path / "playbook.toml"
     playbook.write_text('[default]\ntext = "ok"\n')
     TeamStore(home).create("t")
@@ -54,10 +65,13 @@ def test_the_files_a_spawn_opens_do_not_grow_with_the_team(home: Home, tmp_path:
                                playbook=playbook)
         time.sleep(0.1)  # the last write settles (TeamView re-reads a file younger than the kernel's file clock)
         TeamStore(home).get("t")  # this process's view of the team is current when counting starts
+        looked_at.clear()
         with open_log.recording() as opened:
             spawn(home, request, dict(os.environ))
+        counted = _kinds(opened)
+        counted["activity lookups"] = len(looked_at)
         settled(name)
-        return _kinds(opened)
+        return counted
 
     def settled(name: str) -> None:
         """Until the teammate took its prompt and went idle: its joining no longer changes the team's files."""
@@ -83,4 +97,5 @@ def test_the_files_a_spawn_opens_do_not_grow_with_the_team(home: Home, tmp_path:
     # the team view re-reads the activity of members whose activity changed since it last looked: the real
     # teammates started before (warm, small) may still be joining; the padded members never are
     assert big["activity"] <= 2, big
+    assert big["activity lookups"] == 0, big  # no activity overlay (a stat per member) in the spawn's own reads
     assert abs(big["other"] - small["other"]) <= 2, (small, big)
