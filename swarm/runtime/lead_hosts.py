@@ -14,10 +14,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from swarm.agent.tool_api.context import ToolError
+from swarm.core.home import Home
 from swarm.core.protocol import CLAUDE_RUNTIME
 from swarm.core.sandbox_config import SandboxSettings
 from swarm.errors import SwarmError
-from swarm.core.home import Home
 from swarm.runtime.hosts.place import host_rows, place
 from swarm.runtime.spawn import wait_joined
 

@@ -72,10 +72,11 @@ def place(home: Home, team: str, name: str, prompt: str, *, host: str | None, la
     placed again). ``again``: placed again by that policy: its record is kept, and it starts from the branch it
     pushed when it has one (not the base, which would overwrite that branch).
     """
+    lead_cwd = cwd or Path.cwd()
     how = Placement(prompt=prompt, host=host, labels=labels, prompt_author=prompt_author, agent_type=agent_type,
                     model=model, permission_mode=permission_mode, backend=backend,
                     playbook=str(playbook) if playbook else None, repo=repo, base=base,
-                    cwd=str(cwd) if cwd else None)
+                    cwd=str(lead_cwd))
     validate_name(name, "agent name")
     if name in RESERVED_NAMES:
         raise UsageError(f"{name!r} is reserved; pick another name for the teammate")
@@ -86,8 +87,6 @@ def place(home: Home, team: str, name: str, prompt: str, *, host: str | None, la
     if not prompt.strip():
         raise UsageError("the initial prompt is empty; say what the teammate should do with --prompt")
     rows = host_rows(home, team)
-    lead_cwd = cwd or Path.cwd()
-    how.cwd = str(lead_cwd)
     repo = check_remote(repo) if repo is not None else team_remote(home, team, lead_cwd)
     if base is not None and repo is None:
         raise UsageError("--base with --host needs a git remote for the commit to travel through: --repo URL, "

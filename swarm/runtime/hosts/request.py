@@ -30,8 +30,9 @@ SCHEME = "swarm-spawn-request-v1"
 MAX_AGE_MS = 300_000
 """A request older than this (5 min) is refused: the lead gave up on it long ago."""
 SKEW_MS = 60_000
-UNTRUSTED = "signed by a lead key this host does not trust"
 """Clock skew between the lead's machine and a host that is tolerated."""
+UNTRUSTED = "signed by a lead key this host does not trust"
+"""The verdict that keeps a request waiting (not refused) until the host's person trusts its key."""
 
 
 class PlacedSpawn(BaseModel):

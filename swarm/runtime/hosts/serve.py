@@ -91,14 +91,15 @@ class HostServer:
     def serve(self, stop: threading.Event, ready: Callable[[], None] = lambda: None) -> None:
         """Run until ``stop`` is set; then stop this host's teammates. ``ready``: called once registered."""
         config = self.config
-        self.rows.register(config.name, config.labels, config.max_teammates, config.dead_after)
-        ready()
-        relay = WakeRelay(database(self.home, config.url), relay_dir(self.home.run_dir))
-        relay.start()  # this host's one LISTEN session for its teammates' inboxes
-        watcher = NotifyWatcher(database(self.home, config.url), HOSTS_CHANNEL)
-        beat = 0.0
-        self.trust = HostTrust(self.home, config.trust_files)
+        relay = WakeRelay(database(self.home, config.url), relay_dir(self.home.run_dir))  # one host per home
+        watcher: NotifyWatcher | None = None
         try:
+            self.rows.register(config.name, config.labels, config.max_teammates, config.dead_after)
+            ready()
+            relay.start()  # this host's one LISTEN session for its teammates' inboxes
+            watcher = NotifyWatcher(database(self.home, config.url), HOSTS_CHANNEL)
+            beat = 0.0
+            self.trust = HostTrust(self.home, config.trust_files)
             while not stop.is_set():
                 try:
                     self.refresh_trust()
@@ -113,7 +114,8 @@ class HostServer:
                     continue
                 watcher.wait(min(config.heartbeat, 0.5))
         finally:
-            watcher.close()
+            if watcher is not None:
+                watcher.close()
             self.stop_all()
             relay.close()
 
