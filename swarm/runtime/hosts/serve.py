@@ -63,7 +63,7 @@ class HostConfig:
 
 
 @dataclass
-class _Running:
+class _Started:
     row_id: int
     team: str
     member: Member
@@ -77,7 +77,7 @@ class HostServer:
     home: Home
     config: HostConfig
     env: Mapping[str, str]
-    running: dict[tuple[str, str], _Running] = field(default_factory=dict)
+    running: dict[tuple[str, str], _Started] = field(default_factory=dict)
     keys: dict[str, str] = field(default_factory=dict)
     """The trusted lead keys, ``{fingerprint: line}``, as last read."""
     trust: HostTrust | None = None
@@ -165,7 +165,7 @@ class HostServer:
             log.warning("could not start %s@%s: %s", row.name, row.team, exc)
             self.rows.settle(row.id, "refused", f"could not start it: {exc}")
             return
-        self.running[(row.team, row.name)] = _Running(row.id, row.team, member, code=verdict.repo is not None,
+        self.running[(row.team, row.name)] = _Started(row.id, row.team, member, code=verdict.repo is not None,
                                                       pushed=verdict.base)
         self.rows.settle(row.id, "started")
         self.rows.heartbeat(self.config.name, len(self.running))
@@ -256,7 +256,7 @@ class HostServer:
             self.rows.settle(started.row_id, "ended", current.status)
             del self.running[key]
 
-    def _push(self, started: _Running, work: Path) -> None:
+    def _push(self, started: _Started, work: Path) -> None:
         """Push the teammate's branch if it has commits not pushed yet (a failure is logged, tried again later)."""
         try:
             if head(work) != started.pushed:
