@@ -52,7 +52,7 @@ from swarm.core.frames import (
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox, delivery_key
 from swarm.core.names import LEAD_NAME
-from swarm.core.protocol import InboxEntry
+from swarm.core.protocol import InboxEntry, TeamFile
 from swarm.core.signing import LeadVerifier, VerifyKey
 from swarm.core.teams import TeamStore
 from swarm.core.watch import ChangeWatcher
@@ -103,6 +103,8 @@ class TeammateSession:
         self.live = TeammateLive(home, config.team, config.name, config.cwd, pane)
         """Its live events: the events file, and its pane (or log) when it has one."""
         self.teams = TeamStore(home)
+        team = self.teams.current(config.team)  # read once for the whole set-up (shared: not changed here)
+        recorded = team.settings_digests or {}
         self.mailbox = Mailbox(home, config.team)
         self.transcript = Transcript(home.transcript_path(config.team, config.name))
         self.conversation = Conversation.resume(self.transcript)
@@ -116,25 +118,25 @@ class TeammateSession:
         self.lifecycle = Lifecycle(config, home, self.mailbox, self.transcript, self.pane_id)
         self.lifecycle.on_state = self.live.state
         self.gate = TeammateGate(config, home, self.mailbox, self.transcript, settings_rules(
-            config.cwd, self.teams.get(config.team).settings_digests or {},
+            config.cwd, recorded,
             lambda path: self.transcript.event("settings_allow_ignored", path=str(path)), env=env),
             self.lifecycle, self.lead)
         self.gate.on_event = self.live.emit
         self.env = env
-        self.sandbox = _open_sandbox(config, home, self.teams, env, self.gate)
+        self.sandbox = _open_sandbox(config, home, team, env, self.gate)
         untrusted = untrusted_warning(config.cwd, env)
         if untrusted is not None:  # the teammate runs on without the project's configuration: say so, once
             log.warning(untrusted)
         self.catalogs = Catalogs.load(config.cwd, env)
         self.definition = self.catalogs.agents.get(config.agent_type)
         self.mcp = process_servers(config.cwd, env, self.definition,
-                                   recorded=self.teams.get(config.team).settings_digests or {}, note=self._mcp_note)
+                                   recorded=recorded, note=self._mcp_note)
         self._mcp_settled = False
         agent = assemble_teammate(config, self.catalogs, env, shutdown=self.lifecycle,
                                   plan_tool=ExitPlanMode(self.gate) if config.plan_mode_required else None,
                                   extra=PLAN_NOTE if config.plan_mode_required else "", gate=self.gate,
                                   mcp=McpToolset(self.mcp))
-        variables = self._playbook_variables()
+        variables = self._playbook_variables(team)
         gate = TeamGate(home.gate_dir(config.team), config.name)  # the team's budget, slots and backoff
 
         def make(model: str | None) -> ModelProvider:
@@ -143,7 +145,7 @@ class TeammateSession:
 
         provider = TurnModel(make(agent.model), lambda chosen: make(chosen), env)
         self.hooks = load_agent_hooks(
-            config.cwd, env, recorded=self.teams.get(config.team).settings_digests or {}, extra=agent.hooks,
+            config.cwd, env, recorded=recorded, extra=agent.hooks,
             changed=lambda path: self.transcript.event("settings_hooks_ignored", path=str(path)),
             sandbox=self.sandbox, roots=agent.write_roots)
         self.ctx = ToolContext(
@@ -182,9 +184,9 @@ class TeammateSession:
             raise Interrupted("interrupted while the model was writing")
         self.live.narrator.stream(piece)
 
-    def _playbook_variables(self) -> dict[str, str]:
+    def _playbook_variables(self, team: TeamFile) -> dict[str, str]:
         """What a scripted playbook may refer to: ``{agent_name}``, ``{team}``, ``{cwd}``, ``{branch}``."""
-        member = self.teams.get(self.config.team).member(self.config.name)
+        member = team.member(self.config.name)
         branch = member.worktree_branch if member and member.worktree_branch else ""
         return dict(zip(PLAYBOOK_VARIABLES, (self.config.name, self.config.team, str(self.config.cwd), branch),
                         strict=True))
@@ -423,13 +425,12 @@ def _stop_children() -> None:
         kill_tree(child.pid, CHILD_GRACE)
 
 
-def _open_sandbox(config: TeammateConfig, home: Home, teams: TeamStore, env: Mapping[str, str],
+def _open_sandbox(config: TeammateConfig, home: Home, team: TeamFile, env: Mapping[str, str],
                   gate: TeammateGate) -> Sandbox | None:
     """The teammate's Bash sandbox: its cwd's settings files (as the team recorded them), the team's and its own
     ``sandbox`` (``--sandbox``, ``[sandbox]``); None when off or unavailable (then a warning in its log). A host
     not allowed is ruled and asked about by the gate, as a ``WebFetch(domain:HOST)`` call. Its ``Edit``/``Read``
     path rules count as ``allowWrite``/``denyWrite``/``denyRead``, as in Claude Code."""
-    team = teams.get(config.team)
     member = team.member(config.name)
     files = settings_sandbox(config.cwd, team.settings_digests or {}, env=env, recorded_sandbox=team.settings_sandbox)
     policy = effective_sandbox(files, rule_paths(gate.rules()), team.sandbox,
