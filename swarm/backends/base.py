@@ -27,6 +27,11 @@ class LaunchSpec:
     log_path: Path
     """Where stdout/stderr go for backends without a terminal."""
     color: str | None = None
+    served: list[str] | None = None
+    """The same command as the home's CLI server runs it (``swarm _teammate ARGS``), when it can: a backend
+    with no terminal to give the process asks a running server to fork it loose
+    (``swarm.core.rendezvous.fork_detached``: no launcher process beside it) and starts ``argv`` only when
+    none answers. None: always ``argv``."""
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from swarm.backends.procs import (
     resolve_program,
 )
 from swarm.core.home import FILE_MODE, ensure_dir
+from swarm.core.rendezvous import SWITCH, DetachLost, fork_detached, home_root
 from swarm.core.names import agent_id
 from swarm.errors import BackendError
 
@@ -62,6 +63,11 @@ class SubprocessBackend:
             raise BackendError(f"cannot start {spec.name}: the command is empty")
         env = launch_env(self._inherited, spec.env)
         cwd = check_cwd(spec.cwd)
+        forked = self._fork_served(spec, cwd, env)
+        if forked is not None:
+            log.info("forked by the CLI server",
+                     extra={"team": spec.team, "agent_id": agent_id(spec.name, spec.team), "pid": forked})
+            return Handle(backend=NAME, pid=forked, pane_id="", create_time=process_create_time(forked))
         program = resolve_program(spec.argv[0], path=env.get("PATH"), cwd=cwd)
         popen = self._spawn(spec, program, cwd, env)
         self._children[popen.pid] = popen
@@ -70,6 +76,21 @@ class SubprocessBackend:
             extra={"team": spec.team, "agent_id": agent_id(spec.name, spec.team), "pid": popen.pid},
         )
         return Handle(backend=NAME, pid=popen.pid, pane_id="", create_time=process_create_time(popen.pid))
+
+    def _fork_served(self, spec: LaunchSpec, cwd: Path, env: dict[str, str]) -> int | None:
+        """The pid of ``spec.served`` forked loose by the home's running CLI server; None when there is none (or it
+        is off, stale, another installation's): then ``argv`` is started, and its launcher starts a server."""
+        if spec.served is None or env.get(SWITCH, "1") == "0":
+            return None
+        log_fd = open_log(spec.log_path)
+        null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            return fork_detached(home_root(env), spec.served, env, str(cwd), (null, log_fd, log_fd))
+        except DetachLost as exc:
+            raise BackendError(f"cannot start {spec.name}: {exc}; `swarm status` shows whether it runs") from exc
+        finally:
+            os.close(null)
+            os.close(log_fd)
 
     def _spawn(
         self, spec: LaunchSpec, program: str, cwd: Path, env: dict[str, str]

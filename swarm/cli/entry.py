@@ -28,6 +28,9 @@ with fds 0-2 (SCM_RIGHTS); the body, NUL-separated fields ``MAGIC``,
 argc, argv..., ``KEY=value``... The server answers ``S`` (stale, or another
 installation or ``PYTHONPATH``: nothing ran)
 or ``P<pid>``; the client answers ``G``; the server ends with ``X<status>``.
+A backend starting a subprocess teammate answers ``D`` instead
+(``swarm.core.rendezvous.fork_detached``): the teammate is forked loose and
+answers ``W<pid>`` itself (``N``: not a teammate's command, nothing ran).
 """
 
 from __future__ import annotations
@@ -35,6 +38,18 @@ from __future__ import annotations
 import os
 import sys
 
+from swarm.core.rendezvous import (  # not Home: no pathlib
+    CLI_LOCK,
+    CLI_SOCKET,
+    GO,
+    SWITCH,
+    Lines,
+    home_root,
+    package_dir,
+    request_body,
+    run_file,
+    send_request,
+)
 from swarm.teammate import TEAMMATE
 
 TYPE_CHECKING = False  # not ``typing.TYPE_CHECKING``: importing typing costs this path ~4 ms
@@ -45,12 +60,9 @@ if TYPE_CHECKING:
 
 SERVED = frozenset({"send", "inbox", "status", "tasks", "task", "permissions", "approve", "deny"})
 """Short, non-interactive commands that start no process of their own; the rest always run here."""
-SWITCH = "SWARM_CLI_SERVER"
-"""``0`` turns the CLI server off (no use, no start)."""
 HEADLESS = "SWARM_CLI_SERVER_HEADLESS"
 """``1`` in the environment of a headless run (``run -p``, ``up --headless``), which its teammates inherit:
 a CLI server such a run starts ends seconds after its last child, as one started with ``CI`` set does."""
-MAGIC = b"swarm-cli/1"
 START_TIMEOUT = 10.0
 """Seconds to wait for the server's child to start; past that nothing has run and the command runs here."""
 FORWARDED_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT")
@@ -88,8 +100,6 @@ def _served(teammate: bool = False) -> int | None:
     """The served command's exit status, or None when it must run here (nothing ran elsewhere)."""
     import _socket  # not ``socket``: its Python layer (and ``selectors``) costs this path ~2 ms
 
-    from swarm.core.rendezvous import CLI_LOCK, CLI_SOCKET, home_root, run_file  # not Home: no pathlib
-
     root = home_root(os.environ)
     path = os.fsencode(run_file(root, CLI_SOCKET))
     if len(path) > 100 or not hasattr(_socket, "SO_PEERCRED"):
@@ -103,44 +113,21 @@ def _served(teammate: bool = False) -> int | None:
             server = _start_server(root)
             if not teammate or server is None or not _await_server(conn, path, server, run_file(root, CLI_LOCK)):
                 return None
-        body = b"\0".join([MAGIC, os.fsencode(sys.prefix), os.fsencode(package_dir()), os.getcwdb(),
-                           b"%o" % _umask(), b"%d" % len(sys.argv), *map(os.fsencode, sys.argv),
-                           *(k + b"=" + v for k, v in os.environb.items())])
+        body = request_body(sys.prefix, package_dir(), os.getcwdb(), _umask(), sys.argv, os.environb.items())
         try:
-            fds = b"".join(fd.to_bytes(4, sys.byteorder) for fd in (0, 1, 2))  # as ``socket.send_fds`` packs them
-            conn.sendmsg([b"%08d" % len(body)], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
-            conn.sendall(body)
-            reply = _Lines(conn)
+            send_request(conn, body, (0, 1, 2))
+            reply = Lines(conn)
             started = reply.readline()
             if not started.startswith(b"P"):
                 return None  # "S" (stale, another installation) or closed: nothing ran
             _forward_signals(int(started[1:]))
             conn.settimeout(None)
-            conn.sendall(b"G")
+            conn.sendall(GO)
         except (OSError, ValueError):
             return None  # before "go": the child, if any, ends without running
         return _status(reply, teammate)
     finally:
         conn.close()
-
-
-class _Lines:
-    """The server's answers, a line at a time (``socket.makefile`` without the ``socket`` module)."""
-
-    def __init__(self, conn: _socket.socket) -> None:
-        self._conn = conn
-        self._buffer = b""
-
-    def readline(self) -> bytes:
-        """The next line with its newline; what is left when the server closed; OSError as ``recv`` raises it."""
-        while b"\n" not in self._buffer:
-            more = self._conn.recv(4096)
-            if not more:
-                line, self._buffer = self._buffer, b""
-                return line
-            self._buffer += more
-        line, _, self._buffer = self._buffer.partition(b"\n")
-        return line + b"\n"
 
 
 def _await_server(conn: _socket.socket, path: bytes, server: int, lock: str) -> bool:
@@ -193,7 +180,7 @@ def server_pid(lock: str | Path) -> int | None:
         return None
 
 
-def _status(reply: _Lines, teammate: bool) -> int:
+def _status(reply: Lines, teammate: bool) -> int:
     try:
         line = reply.readline()
     except OSError:
@@ -217,13 +204,6 @@ def _forward_signals(pid: int) -> None:
 
     for name in FORWARDED_SIGNALS:
         _signal.signal(getattr(_signal, name), forward)
-
-
-def package_dir() -> str:
-    """The directory of the swarm package this process runs: a server serves only callers of the same."""
-    import swarm
-
-    return os.path.dirname(os.path.abspath(swarm.__file__ or ""))
 
 
 def _umask() -> int:

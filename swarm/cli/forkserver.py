@@ -44,9 +44,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
 
-from swarm.cli.entry import MAGIC, SERVED, headless, package_dir
+from swarm.cli.entry import SERVED, headless
 from swarm.cli.rehearsal import rehearse
 from swarm.core.home import Home, ensure_dir
+from swarm.core.rendezvous import DETACH, GO, MAGIC, package_dir
 from swarm.startup import hold_collector, startup_done
 from swarm.teammate import TEAMMATE
 
@@ -216,7 +217,10 @@ class Server:
                 conn.sendall(b"S\n")  # another installation shares this home: it runs its own commands
                 os._exit(0)
             conn.sendall(b"P%d\n" % os.getpid())
-            if conn.recv(1) != b"G":
+            answer = conn.recv(1)
+            if answer == DETACH:
+                _detach(conn, request, fds)
+            if answer != GO:
                 os._exit(1)  # the client gave up before "go": it runs the command itself
             conn.settimeout(None)
             _take_over(request, fds)
@@ -243,6 +247,39 @@ class Server:
             except OSError:
                 pass
             os._exit(status)
+
+
+def _detach(conn: socket.socket, request: Request, fds: list[int]) -> NoReturn:
+    """Fork the requested teammate loose (``swarm.core.rendezvous.fork_detached``): in a session of its own, tied
+    to no launcher and no connection, reparented once this child exits. The teammate answers its own pid once it
+    has left this child's process group; ``N`` when the request is not a teammate's (nothing ran)."""
+    if request.argv[1:2] != [TEAMMATE]:
+        conn.sendall(b"N\n")
+        os._exit(1)
+    if os.fork() != 0:
+        os._exit(0)  # the teammate answers itself, once it is out of this child's process group
+    status = 1
+    try:
+        os.setsid()  # first: a SIGHUP the server sends this child's group once the client hangs up misses it
+        conn.sendall(b"W%d\n" % os.getpid())
+        conn.close()
+        _take_over(request, fds)
+        from swarm.teammate.__main__ import main
+        from swarm.teammate.served import name_process
+
+        name_process()
+        status = main(sys.argv[2:])
+    except SystemExit as exc:
+        status = _exit_status(exc)
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except OSError:
+            pass
+        os._exit(status)
 
 
 def _teammate(conn: socket.socket) -> int:

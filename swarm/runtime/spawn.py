@@ -41,7 +41,7 @@ from swarm.runtime import claude_teammate, worktrees
 from swarm.runtime.env import teammate_env
 from swarm.runtime.member_kinds import Machine, member_kind, reap_dead
 from swarm.runtime.restart_policy import DEFAULT_MAX_RESTARTS, RestartPolicy, save_policy
-from swarm.teammate import teammate_command
+from swarm.teammate import served_command, teammate_command
 from swarm.teammate.config import PLAYBOOK_VARIABLES, TeammateConfig
 
 log = logging.getLogger(__name__)
@@ -292,7 +292,7 @@ def _launch(home: Home, request: SpawnRequest, member: Member, backend: str,
         permission_timeout=request.permission_timeout,
         lead_verify_key=request.lead_verify_key or verify_key_arg(home, request.team),
     )
-    return LaunchSpec(argv=teammate_command(sys.executable, config.argv()),
+    return LaunchSpec(argv=teammate_command(sys.executable, config.argv()), served=served_command(config.argv()),
                       env=teammate_env(env, str(home.root), member.proc_token), cwd=request.cwd.resolve(), team=request.team,
                       name=request.name, log_path=home.log_path(request.team, request.name), color=member.color)
 

@@ -8,6 +8,14 @@ imported and built everything a teammate needs: a teammate costs a fork and
 its session's start, not ~0.3 s of imports. With no server, the launcher is
 the teammate itself, as ``python -m swarm.teammate`` would be.
 
+A subprocess teammate spawned while the server runs has no launcher: the
+backend hands the server the same command itself
+(``swarm.core.rendezvous.fork_detached``) and the server forks it loose, in a
+session of its own (``swarm.cli.forkserver._detach``). It is then one process,
+the member entry's ``pid``, judged and stopped like an unserved teammate, and
+named ``COMM`` as below. What follows is about a teammate behind a launcher
+(a tmux pane's, or the home's first teammate, whose launcher started the server).
+
 The launcher stays for the worker's whole life, as the process tmux and the
 backend know (the pane's process, the member entry's ``pid``), and the two
 live and die together:
@@ -83,7 +91,7 @@ class Launcher:
         that arrives with the launcher gone (the server's word for it) does the
         same; any other signal goes to ``on_signal``.
         """
-        _name_process()
+        name_process()
         threading.Thread(target=self._watch, name="swarm-launcher", daemon=True).start()
 
         def handler(signum: int, frame: FrameType | None) -> None:
@@ -107,7 +115,8 @@ def _killed() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-def _name_process() -> None:
+def name_process() -> None:
+    """``/proc/self/comm`` is ``COMM``: a forked teammate's command line is its server's."""
     try:
         with open("/proc/self/comm", "wb") as comm:
             comm.write(COMM)

@@ -25,7 +25,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from swarm.cli.entry import MAGIC, package_dir
+from swarm.core.rendezvous import DETACH, MAGIC, fork_detached, package_dir
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from tests.cli.conftest import SWARM_EXE, live_cli_server
@@ -245,6 +245,29 @@ def test_a_client_that_leaves_before_go_runs_nothing(served: Served) -> None:
     _wait(lambda: not served.children_of_server(), "the child that was not told to go to end")
     assert served.run("send", "-t", TEAM, "team-lead", "real").returncode == 0
     assert served.lead_texts() == ["real"]
+
+
+def test_a_detach_asked_for_a_command_that_is_not_a_teammate_is_refused_and_runs_nothing(served: Served) -> None:
+    """``D`` forks a teammate loose (``fork_detached``); asked for any other command (a ``send`` that would run
+    with no client waiting for its status), the server says ``N`` and nothing runs."""
+    served.start_server()
+    body = _request(["swarm", "send", "-t", TEAM, "team-lead", "loose send"], served.env)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn, open(os.devnull, "r+b") as null:
+        conn.settimeout(30)
+        conn.connect(os.fspath(served.home.cli_socket_path))
+        socket.send_fds(conn, [b"%08d" % len(body)], [null.fileno()] * 3)
+        conn.sendall(body)
+        answers = conn.makefile("rb")
+        assert answers.readline().startswith(b"P")
+        conn.sendall(DETACH)
+        assert answers.readline() == b"N\n"
+        assert answers.readline() == b""  # and closed: no pid, no status
+    _wait(lambda: not served.children_of_server(), "the refusing child to end")
+    time.sleep(0.5)
+    assert served.lead_texts() == []
+    assert fork_detached(str(served.home.root), ["swarm", "send", "-t", TEAM, "team-lead", "x"], served.env, "/",
+                         (0, 1, 2)) is None  # the client's side: refused means "start it yourself"
+    assert served.lead_texts() == []
 
 
 def test_garbage_and_silence_on_the_socket_neither_run_anything_nor_stall_the_server(served: Served) -> None:

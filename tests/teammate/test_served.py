@@ -1,12 +1,14 @@
 """Teammates forked from the home's CLI server (``swarm.teammate.served``), for real.
 
 The first teammate of a home finds no server: its launcher starts one and
-waits for it. Every teammate is forked from that server: the process the
-backend started is a launcher, the teammate is the server's child. These tests
+waits for it. Every teammate is forked from that server. A tmux teammate's
+pane runs a launcher and the teammate is the server's child; these tests
 check that the pair behaves as one process to everyone outside: it answers,
 ``kill -9`` of either ends both, a stopped (SIGSTOPped) worker is still
 killed by ``swarm shutdown``'s SIGKILL, a closed tmux pane stops it as a
 terminal's hang-up would, and the server is never one of a teammate's processes.
+A subprocess teammate spawned while the server runs has no launcher: the
+server forks it loose (``fork_detached``), and it is one process of its own.
 
 The home lives under a short /tmp path: a unix socket path is limited to ~107
 bytes, and a longer one silently means "no server".
@@ -74,14 +76,28 @@ class Team:
         assert member is not None
         return member
 
-    def served(self, name: str, backend: str = "subprocess", **extra: object) -> Member:
-        """A teammate spawned once the server answers: forked from it."""
-        retry_until(lambda: live_cli_server(self.home) is not None and self.home.cli_socket_path.exists(), 60,
-                    what="the CLI server")
+    def served(self, name: str, backend: str = "tmux", **extra: object) -> Member:
+        """A teammate spawned once the server answers, in a tmux pane: the pane's launcher, forked from the server."""
+        self._server_up()
         member = self.spawn(name, backend, **extra)
         assert member.worker_pid is not None, "spawned with a server running, yet not forked from it"
         assert member.pid is not None
         return member
+
+    def loose(self, name: str, **extra: object) -> Member:
+        """A subprocess teammate spawned once the server answers: forked loose, no launcher beside it."""
+        self._server_up()
+        member = self.spawn(name, "subprocess", **extra)
+        assert member.pid is not None and member.worker_pid is None, "a launcher was started beside it"
+        proc = psutil.Process(member.pid)
+        assert proc.name() == COMM.decode(), "not forked from the server"
+        assert os.getsid(member.pid) == member.pid  # a session of its own: signalled as a group, alone
+        assert member.proc_start == proc.create_time()
+        return member
+
+    def _server_up(self) -> None:
+        retry_until(lambda: live_cli_server(self.home) is not None and self.home.cli_socket_path.exists(), 60,
+                    what="the CLI server")
 
     def answers(self, name: str, token: str) -> None:
         Mailbox(self.home, TEAM).send(name, f"ping {token}", sender="team-lead")
@@ -126,12 +142,11 @@ def test_the_first_teammate_starts_the_server_and_every_one_is_forked_from_it(te
     assert live_cli_server(team.home) is None
     first = team.spawn("alice")  # no server yet: alice's launcher starts one and waits for it
     assert first.worker_pid is not None
-    bob = team.served("bob")
+    assert psutil.Process(first.pid).cmdline()[1:4] == ["-m", "swarm.cli.entry", "_teammate"]
     server = live_cli_server(team.home)
-    worker = psutil.Process(bob.worker_pid)
-    assert worker.ppid() == server and worker.name() == COMM.decode()
-    assert psutil.Process(bob.pid).cmdline()[1:4] == ["-m", "swarm.cli.entry", "_teammate"]
-    assert bob.proc_start == psutil.Process(bob.pid).create_time()  # the entry names the launcher, as spawn did
+    assert psutil.Process(first.worker_pid).ppid() == server
+    bob = team.loose("bob")
+    assert psutil.Process(bob.pid).ppid() not in (server, os.getpid())  # reparented: nobody's child to wait on it
     team.answers("bob", "b1")
     team.answers("alice", "a1")
     # the server alice's launcher started is none of alice's processes: stopping her leaves it serving
@@ -141,6 +156,44 @@ def test_the_first_teammate_starts_the_server_and_every_one_is_forked_from_it(te
     team.answers("bob", "b2")
 
 
+def test_loose_teammates_spawned_back_to_back_all_join_with_no_launcher(team: Team) -> None:
+    """Each answers its pid only once it has left the forking child's process group: a client that hangs up
+    right after reading it (as spawn does) makes the server SIGHUP that group, which must miss the teammate."""
+    team.spawn("alice")
+    names = [f"m{i}" for i in range(6)]
+    loose = [team.loose(name) for name in names]
+    for name in names:
+        team.answers(name, f"{name}x1")
+    alice = team.member("alice")
+    running = sorted(p.pid for p in teammate_processes(str(team.home.root)))
+    assert running == sorted([m.pid for m in loose] + [alice.pid, alice.worker_pid])  # one process each, and
+    # alice's launcher (she started the server) beside her worker
+
+
+def test_kill_9_of_a_loose_teammate_is_seen_dead(team: Team) -> None:
+    team.spawn("alice")
+    bob = team.loose("bob")
+    os.kill(bob.pid or 0, signal.SIGKILL)
+    retry_until(lambda: _gone(bob.pid), 10, what="bob to die")
+    assert reap_dead(team.home, TEAM) == ["bob"]
+    team.answers("alice", "a1")
+
+
+def test_a_loose_teammate_outlives_its_server_and_is_stopped_by_shutdown(team: Team) -> None:
+    team.spawn("alice")
+    bob = team.loose("bob")
+    server = live_cli_server(team.home)
+    assert server is not None
+    os.kill(server, signal.SIGKILL)
+    retry_until(lambda: _gone(server), 10, what="the server to die")
+    team.answers("bob", "b1")  # the teammate does not depend on the server
+    outcomes = shutdown(team.home, TEAM, ["bob"], team.env, timeout=15.0)
+    assert [o.result for o in outcomes] == ["approved"]
+    retry_until(lambda: _gone(bob.pid), 10, what="bob to exit")
+    assert team.member("bob").status == "stopped"
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux not installed")
 def test_kill_9_of_the_launcher_kills_the_forked_teammate(team: Team) -> None:
     team.spawn("alice")
     bob = team.served("bob")
@@ -152,17 +205,18 @@ def test_kill_9_of_the_launcher_kills_the_forked_teammate(team: Team) -> None:
             if p.pid in (bob.pid, bob.worker_pid)] == []
 
 
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux not installed")
 def test_kill_9_of_the_forked_teammate_ends_its_launcher(team: Team) -> None:
     team.spawn("alice")
     bob = team.served("bob")
     launcher = psutil.Process(bob.pid)
     os.kill(bob.worker_pid or 0, signal.SIGKILL)
     retry_until(lambda: _gone(bob.pid), 10, what="the launcher to exit")
-    assert "the teammate's process was killed" in team.home.log_path(TEAM, "bob").read_text()
     assert not launcher.is_running() or launcher.status() == psutil.STATUS_ZOMBIE
     assert reap_dead(team.home, TEAM) == ["bob"]
 
 
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux not installed")
 def test_a_forked_teammate_outlives_its_server_and_still_dies_with_its_launcher(team: Team) -> None:
     team.spawn("alice")
     bob = team.served("bob")
@@ -176,6 +230,7 @@ def test_a_forked_teammate_outlives_its_server_and_still_dies_with_its_launcher(
     assert reap_dead(team.home, TEAM) == ["bob"]  # and the team sees it gone
 
 
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux not installed")
 def test_shutdown_sigkills_a_frozen_forked_teammate_itself_not_only_its_launcher(team: Team) -> None:
     """A SIGSTOPped worker cannot run its watcher: only ``kill_tree``'s own SIGKILL of ``worker_pid`` ends it."""
     team.spawn("alice")
@@ -195,11 +250,11 @@ def test_shutdown_sigkills_a_frozen_forked_teammate_itself_not_only_its_launcher
 
 def test_swarm_shutdown_approves_and_leaves_no_teammate_process(team: Team) -> None:
     team.spawn("alice")
-    bob = team.served("bob")
+    bob = team.loose("bob")
     outcomes = shutdown(team.home, TEAM, ["alice", "bob"], team.env, timeout=15.0)
     assert sorted(o.result for o in outcomes) == ["approved", "approved"]
     retry_until(lambda: not teammate_processes(str(team.home.root)), 10, what="every teammate process to end")
-    assert _gone(bob.worker_pid) and _gone(bob.pid)
+    assert _gone(bob.pid)
     assert live_cli_server(team.home) is not None  # the server is the home's, not a teammate's
 
 
@@ -215,6 +270,7 @@ def test_a_forked_teammate_in_a_tmux_pane_stops_when_its_pane_is_closed(team: Te
     assert "teammate stopped by SIGHUP" in log  # a hang-up, handled as a terminal's: the teammate stopped itself
 
 
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux not installed")
 def test_a_sigterm_to_the_launcher_stops_the_teammate_as_it_would_stop_itself(team: Team) -> None:
     team.spawn("alice")
     bob = team.served("bob")
@@ -238,17 +294,17 @@ def test_a_bad_teammate_command_line_gets_the_same_answer_served_or_not(team: Te
 
 
 def test_what_a_forked_teammates_bash_starts_carries_its_token_and_is_stopped_with_it(team: Team) -> None:
-    """The worker's /proc environ is the server's, but its children get the teammate's environment."""
+    """A forked teammate's /proc environ is the server's, but its children get the teammate's environment."""
     team.spawn("alice")
-    bob = team.served("bob", allowed_tools=["Bash"])
+    bob = team.loose("bob", allowed_tools=["Bash"])
     Mailbox(team.home, TEAM).send("bob", "slow job j1", sender="team-lead")
     runs = team.work / "runs.txt"
     retry_until(lambda: runs.exists() and "j1" in runs.read_text(), 15, what="bob's Bash to start")
     sleepers = [p for p in tagged(bob.proc_token or "") if "sleep" in " ".join(p.cmdline())]
     assert sleepers, "the Bash tool's process does not carry the teammate's token"
-    assert bob.worker_pid not in [p.pid for p in tagged(bob.proc_token or "")]  # the worker itself is found by pid
+    assert bob.pid not in [p.pid for p in tagged(bob.proc_token or "")]  # the teammate itself is found by pid
     member_kind(team.member("bob"), Machine(team.env, team.home)).stop(grace=1.0)
-    retry_until(lambda: all(_gone(p.pid) for p in sleepers) and _gone(bob.worker_pid), 10,
+    retry_until(lambda: all(_gone(p.pid) for p in sleepers) and _gone(bob.pid), 10,
                 what="the teammate and its Bash command to be stopped")
 
 
@@ -258,8 +314,8 @@ def test_a_forked_teammate_imports_nothing_through_its_first_turns(team: Team) -
     subprocess.Popen([sys.executable, "-X", "importtime", "-P", "-m", "swarm.cli.forkserver", str(team.home.root)],
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                      start_new_session=True, env=team.env)  # as a first client starts it, -X importtime added:
-    bob = team.served("bob")                            # its forked children report their imports too
+    bob = team.loose("bob")                             # its forked children report their imports too
     team.answers("bob", "b1")
     log = team.home.log_path(TEAM, "bob").read_text()
     imported = [line.split("|")[-1].strip() for line in log.splitlines() if line.startswith("import time:")]
-    assert imported == [], f"bob (pid {bob.worker_pid}) imported after the fork: {imported}"
+    assert imported == [], f"bob (pid {bob.pid}) imported after the fork: {imported}"
