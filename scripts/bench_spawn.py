@@ -29,8 +29,9 @@ leftovers  teammate processes of this run's home (launchers, forked workers,
            and tmux panes left on the private socket.
 
 Each run is made twice, with the home's CLI server on (the default: every
-teammate after the server is up is forked from it, ``swarm.teammate.served``)
-and off (``SWARM_CLI_SERVER=0``: every teammate its own interpreter), so the
+teammate after the server is up is forked from it, ``swarm.teammate.served``:
+a tmux teammate behind its pane's launcher, a subprocess teammate loose, with
+no launcher) and off (``SWARM_CLI_SERVER=0``: every teammate its own interpreter), so the
 template is measured against what it replaces in the same run. A cold run
 with the server on starts with none running: its first teammate starts it.
 
@@ -90,7 +91,7 @@ from swarm.core.mailbox import Mailbox
 from swarm.core.names import LEAD_NAME
 from swarm.core.teams import TeamStore
 from swarm.runtime.spawn import SpawnRequest, spawn
-from swarm.teammate.served import teammate_processes
+from swarm.teammate.served import COMM, teammate_processes
 
 # -- targets ---------------------------------------------------------------------------
 
@@ -130,7 +131,8 @@ class Row:
     server: bool = True
     """The home's CLI server on (teammates forked from it) or off (``SWARM_CLI_SERVER=0``)."""
     forked: int = 0
-    """How many of the teammates were forked from the server (``worker_pid`` set)."""
+    """How many of the teammates were forked from the server (named ``swarm-teammate``: loose, or a launcher's
+    ``worker_pid``)."""
     launcher_uss: list[float] = field(default_factory=list)
     spawn_s: float | None = None
     ready_s: float | None = None
@@ -368,12 +370,13 @@ def run_swarm(ctx: Context, backend: str, n: int, start: str = "warm", run: int 
             if pid is not None:
                 with contextlib.suppress(psutil.Error):
                     by_name[name] = psutil.Process(pid)
+                    row.forked += by_name[name].name() == COMM.decode()  # behind a launcher, or loose
             if member.worker_pid is not None and member.pid is not None:
-                row.forked += 1
                 with contextlib.suppress(psutil.Error):
                     launchers.append(psutil.Process(member.pid))
         procs = list(by_name.values())
-        row.details.append(f"forked from the CLI server: {row.forked}/{n}")
+        row.details.append(f"forked from the CLI server: {row.forked}/{n} (with a launcher beside it: "
+                           f"{len(launchers)})")
         if len(procs) < n:
             row.details.append(f"only {len(procs)}/{n} teammate processes found after start-up")
         _startup_details(ctx, row, team, names, by_name, wall0, notified)
