@@ -19,8 +19,8 @@ One per home, and nothing left behind:
   when its socket file is removed or replaced, or when the home is gone;
 - its code must be what is installed: a request that finds a loaded swarm
   module file or an import directory (site-packages) changed since start-up
-  is answered "stale" (the client runs the command itself) and the server
-  exits, so an upgrade is never served by old code;
+  (``swarm.cli.code_watch``) is answered "stale" (the client runs the
+  command itself) and the server exits, so an upgrade is never served by old code;
 - a child whose client vanished (killed, terminal closed) gets SIGHUP, to its
   process group, as a terminal's command would.
 
@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
 
+from swarm.cli.code_watch import CodeWatch, code_state
 from swarm.cli.entry import SERVED, headless
 from swarm.cli.rehearsal import rehearse
 from swarm.core.home import Home, ensure_dir
@@ -87,22 +88,6 @@ class Request:
                    env=dict(e.split(b"=", 1) for e in env))
 
 
-def code_state() -> tuple[tuple[str, int, int], ...]:
-    """(path, mtime_ns, size) of every loaded swarm module file and every import directory: what an upgrade changes."""
-    paths = {m.__file__ for name, m in list(sys.modules.items())
-             if (name == "swarm" or name.startswith("swarm.")) and getattr(m, "__file__", None)}
-    paths.update(p for p in sys.path if p and os.path.isdir(p))
-    state = []
-    for path in sorted(p for p in paths if p):
-        try:
-            st = os.stat(path)
-        except OSError:
-            state.append((path, -1, -1))
-        else:
-            state.append((path, st.st_mtime_ns, st.st_size))
-    return tuple(state)
-
-
 @dataclass
 class Server:
     home: Home
@@ -112,7 +97,7 @@ class Server:
     """The socket file's inode as bound: another inode at that path means this server was replaced."""
     lock_fd: int
     wakeup: tuple[int, int]
-    code: tuple[tuple[str, int, int], ...]
+    code: CodeWatch
     children: dict[int, socket.socket] = field(default_factory=dict)
     """Live child pid -> its client's connection (watched: EOF means the client is gone)."""
     abandoned: dict[int, socket.socket] = field(default_factory=dict)
@@ -151,7 +136,7 @@ class Server:
         try:
             if _peer_uid(conn) != os.getuid():
                 return True
-            if code_state() != self.code:
+            if self.code.changed():
                 conn.sendall(b"S\n")  # nothing ran: the client runs the command itself
                 return False
             sys.stderr.flush()
@@ -203,6 +188,7 @@ class Server:
                 signal.signal(signum, signal.SIG_DFL)
             signal.signal(signal.SIGINT, signal.default_int_handler)
             self.listener.close()
+            self.code.close()  # the server's watch, not this command's
             for fd in (self.lock_fd, *self.wakeup):
                 os.close(fd)
             for other in (*self.children.values(), *self.abandoned.values()):
@@ -439,11 +425,10 @@ def serve(root: Path, idle: float) -> int:
     os.close(log_fd)
     listener = _listen(home.cli_socket_path)  # before the imports: who connects meanwhile waits, not re-imports
     hold_collector()
-    before = {path: (mtime, size) for path, mtime, size in code_state()}
+    before = code_state()
     _warm()
     startup_done()
-    # as found before the imports: a change while they ran (an upgrade racing the start) makes the first request stale
-    code = tuple((path, *before.get(path, (mtime, size))) for path, mtime, size in code_state())
+    code = CodeWatch(before)  # a change while the imports ran (an upgrade racing the start) makes the first request stale
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda signum, frame: None)  # wakes the select through the pipe
@@ -453,6 +438,7 @@ def serve(root: Path, idle: float) -> int:
     try:
         server.run()
     finally:
+        code.close()
         if _still_ours(home, server.inode):
             home.cli_socket_path.unlink()  # before the lock goes: no new server can have bound it yet
         listener.close()

@@ -34,12 +34,14 @@ class InotifyWatcher:
     """Event-driven watcher for one file name in one directory, or (``whole_dir``) any file in ``path`` (Linux)."""
 
     def __init__(self, path: Path, *, whole_dir: bool = False, also: tuple[Path, ...] = (),
-                 appended: tuple[Path, ...] = ()) -> None:
+                 appended: tuple[Path, ...] = (), any_change: bool = False) -> None:
         from inotify_simple import INotify, flags
 
         self._name = None if whole_dir else path.name
         self._inotify = INotify()
         mask = flags.MOVED_TO | flags.CLOSE_WRITE | flags.CREATE | flags.DELETE
+        if any_change:  # an entry written in place, touched, moved out; the directory itself moved or removed
+            mask |= flags.MODIFY | flags.ATTRIB | flags.MOVED_FROM | flags.DELETE_SELF | flags.MOVE_SELF
         for directory in dict.fromkeys((path if whole_dir else path.parent, *also, *appended)):
             self._inotify.add_watch(str(directory), mask | (flags.MODIFY if directory in appended else 0))
 
@@ -98,14 +100,16 @@ def preload() -> None:
         pass
 
 
-def watch_dirs(first: Path, *more: Path, appended: tuple[Path, ...] = ()) -> ChangeWatcher:
+def watch_dirs(first: Path, *more: Path, appended: tuple[Path, ...] = (), any_change: bool = False) -> ChangeWatcher:
     """A watcher that wakes when any file in these directories (which must exist) is written, renamed in or removed;
-    in ``appended`` (of these, or more) also when a file held open by its writer is appended to.
+    in ``appended`` (of these, or more) also when a file held open by its writer is appended to; with
+    ``any_change``, on anything else done to an entry too (written in place, touched, renamed out: code that
+    must not change under a process, ``swarm.cli.code_watch``).
 
     Without inotify it polls the first directory only (a rename into it changes its mtime).
     """
     try:
-        return InotifyWatcher(first, whole_dir=True, also=more, appended=appended)
+        return InotifyWatcher(first, whole_dir=True, also=more, appended=appended, any_change=any_change)
     except (ImportError, OSError) as exc:
         log.info("file events unavailable, polling instead", extra={"path": str(first), "reason": str(exc)})
     return PollingWatcher(first)
