@@ -78,12 +78,23 @@ def main() -> None:
             os.write(2, b"swarm: error: interrupted\n")
             status = 130
         if status is not None:
-            sys.exit(status)
+            _exit_now(status)
     if teammate:
         _teammate_here(args[1:])
     from swarm.cli.main import main as run_here
 
     run_here()
+
+
+def _exit_now(status: int) -> None:
+    """End a served command's client: it wrote only through fds and registered nothing to run at exit, so the
+    interpreter's teardown (~1.5 ms of a ~20 ms served send: modules, objects, the collector) is skipped."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+    os._exit(status)
 
 
 def _teammate_here(args: list[str]) -> None:
