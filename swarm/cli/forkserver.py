@@ -4,9 +4,11 @@
 (``swarm.cli.entry``, which also documents the wire format) that found no
 server. It listens on ``Home.cli_socket_path``, imports the CLI, every
 served command's modules and a teammate's once, then serves. Each request
-forks a child that takes over the client's fds 0-2, cwd, umask, environment
-and argv, and runs ``swarm.cli.main.main()`` as a fresh process would: a send
-costs the fork and the work, not the ~150 ms of imports. A ``_teammate``
+gets a child that takes over the client's fds 0-2, cwd, umask, environment
+and argv, and runs ``swarm.cli.main.main()`` as a fresh process would
+(``swarm.cli.served_command``): a send costs the work, not the ~150 ms of
+imports. The child is forked ahead, while the server idles (``Spare``), and
+handed the connection, so not even the fork is on the command's way. A ``_teammate``
 request's child becomes that teammate instead (``swarm.teammate.served``):
 ~0.3 s of imports saved per teammate, and ~1 s more for a real-model teammate when the server was started
 with credentials for Claude (it then imports the ``anthropic`` SDK too).
@@ -22,7 +24,9 @@ One per home, and nothing left behind:
   (``swarm.cli.code_watch``) is answered "stale" (the client runs the
   command itself) and the server exits, so an upgrade is never served by old code;
 - a child whose client vanished (killed, terminal closed) gets SIGHUP, to its
-  process group, as a terminal's command would.
+  process group, as a terminal's command would;
+- the spare ends with the server: it is killed when the server ends, and
+  exits by itself when the server was killed (its hand-off socket closes).
 
 Trust: the socket lives in the home's 0700 ``run`` directory with mode 0600,
 and a peer whose uid (SO_PEERCRED) is not the server's is refused.
@@ -39,7 +43,6 @@ import socket
 import struct
 import sys
 import time
-import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
@@ -47,45 +50,54 @@ from typing import NoReturn
 from swarm.cli.code_watch import CodeWatch, code_state
 from swarm.cli.entry import SERVED, headless
 from swarm.cli.rehearsal import rehearse
+from swarm.cli.served_command import run_request
 from swarm.core.home import Home, ensure_dir
-from swarm.core.rendezvous import DETACH, GO, MAGIC, package_dir
 from swarm.startup import hold_collector, startup_done
-from swarm.teammate import TEAMMATE
 
 IDLE_SECONDS = 300.0
 """How long a server with nothing to do stays; ``SWARM_CLI_SERVER_IDLE`` overrides (tests)."""
 HEADLESS_IDLE_SECONDS = 2.0
 """The same for a server a headless or CI run started: it ends within seconds of the run's last teammate."""
 TICK = 1.0
-REQUEST_TIMEOUT = 5.0
-"""A client that connected has this long to send its request, and its child this long to be told "go"."""
-MAX_BODY = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True)
-class Request:
-    """One command as the client would have run it."""
+class Spare:
+    """A child forked while the server idles, waiting for the next connection: the fork (~2 ms of a ~55 MB
+    process) and the child's set-up are then off that command's way. It gets the connection over ``handoff``
+    (SCM_RIGHTS); the server keeps its own copy, watched as any child's."""
 
-    prefix: str
-    """The client interpreter's ``sys.prefix``: its venv."""
-    package: str
-    cwd: bytes
-    umask: int
-    argv: list[str]
-    env: dict[bytes, bytes]
+    pid: int
+    handoff: socket.socket
 
-    @classmethod
-    def parse(cls, body: bytes) -> Request:
-        fields = body.split(b"\0")
-        if len(fields) < 6 or fields[0] != MAGIC:
-            raise ValueError("not a swarm CLI request")
-        argc = int(fields[5])
-        argv, env = fields[6:6 + argc], fields[6 + argc:]
-        if len(argv) != argc or not all(b"=" in e for e in env):
-            raise ValueError("malformed swarm CLI request")
-        return cls(prefix=os.fsdecode(fields[1]), package=os.fsdecode(fields[2]), cwd=fields[3],
-                   umask=int(fields[4], 8), argv=[os.fsdecode(a) for a in argv],
-                   env=dict(e.split(b"=", 1) for e in env))
+
+SPARE_NAME = b"swarm-spare"
+"""A waiting spare's process name (``ps``); it takes back the server's once it has a connection."""
+
+
+def _handed_over(handoff: socket.socket) -> socket.socket:
+    """In a spare: block until the server hands over a connection; exit when the server closed the hand-off."""
+    from swarm.teammate.served import name_process  # imported by the server's warm-up: nothing to load here
+
+    before = name_process(SPARE_NAME)
+    try:
+        _, fds, _, _ = socket.recv_fds(handoff, 1, 1)
+    except OSError:
+        os._exit(0)
+    handoff.close()
+    if len(fds) != 1:
+        os._exit(0)  # the server ended (or stopped this spare): nothing to serve
+    if before is not None:
+        name_process(before)
+    return socket.socket(fileno=fds[0])
+
+
+def _stop(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    except (OSError, ChildProcessError):
+        pass
 
 
 @dataclass
@@ -102,10 +114,14 @@ class Server:
     """Live child pid -> its client's connection (watched: EOF means the client is gone)."""
     abandoned: dict[int, socket.socket] = field(default_factory=dict)
     """Children whose client is gone: signalled, waiting to be reaped."""
+    spare: Spare | None = None
+    """The child forked ahead of the next connection (``Spare``); none while one could not be forked."""
 
     def run(self) -> None:
         last = time.monotonic()
         while True:
+            if self.spare is None:
+                self._fork_spare()
             poller = select.poll()
             poller.register(self.listener, select.POLLIN)
             poller.register(self.wakeup[0], select.POLLIN)
@@ -139,14 +155,17 @@ class Server:
             if self.code.changed():
                 conn.sendall(b"S\n")  # nothing ran: the client runs the command itself
                 return False
-            sys.stderr.flush()
-            pid = os.fork()
-            if pid == 0:
-                self._child(conn)
-            try:
-                os.setpgid(pid, pid)  # also done by the child: a signal to the group never misses
-            except OSError:
-                pass
+            pid = self._hand_to_spare(conn)
+            if pid is None:
+                sys.stderr.flush()
+                pid = os.fork()
+                if pid == 0:
+                    self._prepare()
+                    self._child(conn)
+                try:
+                    os.setpgid(pid, pid)  # also done by the child: a signal to the group never misses
+                except OSError:
+                    pass
             self.children[pid] = conn
             conn = None  # type: ignore[assignment]  # kept, watched until the child is reaped
             return True
@@ -176,11 +195,54 @@ class Server:
             conn = self.children.pop(pid, None) or self.abandoned.pop(pid, None)
             if conn is not None:
                 conn.close()
+            if self.spare is not None and self.spare.pid == pid:
+                self.spare.handoff.close()
+                self.spare = None  # forked again at the top of the loop
 
-    def _child(self, conn: socket.socket) -> NoReturn:
-        """Become the client's command: its fds, cwd, umask, environment and argv; then run the CLI."""
-        status = 1
-        fds: list[int] = []
+    def _fork_spare(self) -> None:
+        """Fork the child that will serve the next connection, now rather than on the next command's way."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        sys.stderr.flush()
+        try:
+            pid = os.fork()
+        except OSError:
+            ours.close()
+            theirs.close()
+            return  # the next connection forks its child itself
+        if pid == 0:
+            ours.close()
+            self._prepare()
+            self._child(_handed_over(theirs))
+        theirs.close()
+        try:
+            os.setpgid(pid, pid)
+        except OSError:
+            pass
+        self.spare = Spare(pid, ours)
+
+    def _hand_to_spare(self, conn: socket.socket) -> int | None:
+        """The spare's pid once it holds ``conn``; None when there is no spare to take it (gone: it is stopped)."""
+        spare, self.spare = self.spare, None
+        if spare is None:
+            return None
+        try:
+            socket.send_fds(spare.handoff, [b"C"], [conn.fileno()])
+            return spare.pid
+        except OSError:
+            _stop(spare.pid)
+            return None
+        finally:
+            spare.handoff.close()
+
+    def close_spare(self) -> None:
+        """The server ends: its spare, which would end on its own once the hand-off socket closes, is stopped."""
+        spare, self.spare = self.spare, None
+        if spare is not None:
+            spare.handoff.close()
+            _stop(spare.pid)
+
+    def _prepare(self) -> None:
+        """In a forked child: its own process group and signals, none of the server's fds. Any failure ends it."""
         try:
             os.setpgid(0, 0)
             signal.set_wakeup_fd(-1)
@@ -193,145 +255,12 @@ class Server:
                 os.close(fd)
             for other in (*self.children.values(), *self.abandoned.values()):
                 other.close()
-            conn.settimeout(REQUEST_TIMEOUT)
-            try:
-                request, fds = _receive(conn)
-            except (OSError, ValueError):
-                os._exit(1)  # gone or nonsense: nothing ran
-            if (request.prefix, request.package, request.env.get(b"PYTHONPATH")) != (
-                    sys.prefix, package_dir(), os.environb.get(b"PYTHONPATH")):
-                conn.sendall(b"S\n")  # another installation shares this home: it runs its own commands
-                os._exit(0)
-            conn.sendall(b"P%d\n" % os.getpid())
-            answer = conn.recv(1)
-            if answer == DETACH:
-                _detach(conn, request, fds)
-            if answer != GO:
-                os._exit(1)  # the client gave up before "go": it runs the command itself
-            conn.settimeout(None)
-            _take_over(request, fds)
-            try:
-                if request.argv[1:2] == [TEAMMATE]:
-                    status = _teammate(conn)
-                else:
-                    import swarm.cli.main
-
-                    swarm.cli.main.main()
-                    status = 0
-            except SystemExit as exc:  # click's and argparse's way out (--help, a usage error)
-                status = _exit_status(exc)
         except BaseException:
-            traceback.print_exc()
-        finally:
-            try:
-                sys.stdout.flush()
-                sys.stderr.flush()
-            except OSError:
-                pass
-            try:
-                conn.sendall(b"X%d\n" % status)
-            except OSError:
-                pass
-            os._exit(status)
+            os._exit(1)
 
-
-def _detach(conn: socket.socket, request: Request, fds: list[int]) -> NoReturn:
-    """Fork the requested teammate loose (``swarm.core.rendezvous.fork_detached``): in a session of its own, tied
-    to no launcher and no connection, reparented once this child exits. The teammate answers its own pid once it
-    has left this child's process group; ``N`` when the request is not a teammate's (nothing ran)."""
-    if request.argv[1:2] != [TEAMMATE]:
-        conn.sendall(b"N\n")
-        os._exit(1)
-    if os.fork() != 0:
-        os._exit(0)  # the teammate answers itself, once it is out of this child's process group
-    status = 1
-    try:
-        os.setsid()  # first: a SIGHUP the server sends this child's group once the client hangs up misses it
-        conn.sendall(b"W%d\n" % os.getpid())
-        conn.close()
-        _take_over(request, fds)
-        from swarm.teammate.__main__ import main
-        from swarm.teammate.served import name_process
-
-        name_process()
-        status = main(sys.argv[2:])
-    except SystemExit as exc:
-        status = _exit_status(exc)
-    except BaseException:
-        traceback.print_exc()
-    finally:
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        except OSError:
-            pass
-        os._exit(status)
-
-
-def _teammate(conn: socket.socket) -> int:
-    """Become the teammate the client launches, tied to that launcher's life (``swarm.teammate.served``)."""
-    from swarm.teammate.__main__ import main
-    from swarm.teammate.served import Launcher
-
-    return main(sys.argv[2:], launcher=Launcher.of(conn))
-
-
-def _take_over(request: Request, fds: list[int]) -> None:
-    for target, fd in enumerate(fds):
-        os.dup2(fd, target)
-        os.close(fd)
-    fds.clear()
-    encoding = sys.stdout.encoding or "utf-8"
-    sys.stdin = open(0, encoding=encoding, closefd=False)
-    sys.stdout = open(1, "w", buffering=1 if os.isatty(1) else -1, encoding=encoding, closefd=False)
-    sys.stderr = open(2, "w", buffering=1, encoding=encoding, errors="backslashreplace", closefd=False)
-    # the terminal size (shutil.get_terminal_size) is read from these: the caller's, not /dev/null
-    sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr  # type: ignore[misc]
-    os.chdir(request.cwd)
-    os.umask(request.umask)
-    os.environ.clear()
-    os.environb.update(request.env)
-    sys.argv = request.argv
-
-
-def _exit_status(exc: SystemExit) -> int:
-    if exc.code is None:
-        return 0
-    if isinstance(exc.code, int):
-        return exc.code
-    from swarm.cli.render import echo  # the forked command's own output path: click is loaded by now
-
-    echo(str(exc.code), err=True)
-    return 1
-
-
-def _receive(conn: socket.socket) -> tuple[Request, list[int]]:
-    head, fds, _, _ = socket.recv_fds(conn, 8, 3)
-    if len(fds) != 3:
-        for fd in fds:
-            os.close(fd)
-        raise ValueError("a request carries exactly fds 0-2")
-    try:
-        while len(head) < 8:
-            more = conn.recv(8 - len(head))
-            if not more:
-                raise ValueError("request cut short")
-            head += more
-        size = int(head)
-        if not 0 < size <= MAX_BODY:
-            raise ValueError("request too large")
-        chunks, left = [], size
-        while left:
-            chunk = conn.recv(min(left, 1 << 20))
-            if not chunk:
-                raise ValueError("request cut short")
-            chunks.append(chunk)
-            left -= len(chunk)
-        return Request.parse(b"".join(chunks)), fds
-    except BaseException:
-        for fd in fds:
-            os.close(fd)
-        raise
+    def _child(self, conn: socket.socket) -> NoReturn:
+        """Become the client's command (``swarm.cli.served_command``)."""
+        run_request(conn)
 
 
 def _peer_uid(conn: socket.socket) -> int:
@@ -438,6 +367,7 @@ def serve(root: Path, idle: float) -> int:
     try:
         server.run()
     finally:
+        server.close_spare()
         code.close()
         if _still_ours(home, server.inode):
             home.cli_socket_path.unlink()  # before the lock goes: no new server can have bound it yet

@@ -7,7 +7,7 @@ them without importing ``pathlib`` or ``typing`` (~3 ms of a served
 ``Path`` objects, from these names: they are defined here only.
 
 The client's side of the wire format (``swarm.cli.entry`` describes it; the
-server's side is ``swarm.cli.forkserver.Request``) is here too, for the two
+server's side is ``swarm.cli.served_command.Request``) is here too, for the two
 clients: ``swarm`` itself, and a backend asking the server to fork a teammate
 that belongs to no launcher (``fork_detached``).
 """

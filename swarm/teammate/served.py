@@ -11,7 +11,7 @@ the teammate itself, as ``python -m swarm.teammate`` would be.
 A subprocess teammate spawned while the server runs has no launcher: the
 backend hands the server the same command itself
 (``swarm.core.rendezvous.fork_detached``) and the server forks it loose, in a
-session of its own (``swarm.cli.forkserver._detach``). It is then one process,
+session of its own (``swarm.cli.served_command._detach``). It is then one process,
 the member entry's ``pid``, judged and stopped like an unserved teammate, and
 named ``COMM`` as below. What follows is about a teammate behind a launcher
 (a tmux pane's, or the home's first teammate, whose launcher started the server).
@@ -115,13 +115,17 @@ def _killed() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-def name_process() -> None:
-    """``/proc/self/comm`` is ``COMM``: a forked teammate's command line is its server's."""
+def name_process(name: bytes = COMM) -> bytes | None:
+    """Set ``/proc/self/comm`` (``ps``, ``top``): a forked process's command line is its server's. The name it had,
+    or None where it cannot be set (not Linux: only ``ps`` is less clear)."""
     try:
-        with open("/proc/self/comm", "wb") as comm:
-            comm.write(COMM)
+        with open("/proc/self/comm", "r+b") as comm:
+            before = comm.read().rstrip(b"\n")
+            comm.seek(0)
+            comm.write(name)
+        return before
     except OSError:
-        pass  # not Linux: only ``ps`` is less clear
+        return None
 
 
 def teammate_processes(home_root: str) -> list[psutil.Process]:

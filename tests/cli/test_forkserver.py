@@ -25,6 +25,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from swarm.cli.forkserver import SPARE_NAME
 from swarm.core.rendezvous import DETACH, MAGIC, fork_detached, package_dir
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
@@ -67,8 +68,9 @@ class Served:
         raise AssertionError(f"no CLI server came up; its log: {_log(self.home)}")
 
     def children_of_server(self) -> list[psutil.Process]:
+        """The server's children that serve (or served) a command: not its waiting spare."""
         pid = self.server_pid()
-        return psutil.Process(pid).children() if pid else []
+        return [p for p in psutil.Process(pid).children() if p.name() != SPARE_NAME.decode()] if pid else []
 
     def lead_texts(self) -> list[str]:
         return [entry.text for entry in Mailbox(self.home, TEAM).read("team-lead")]
@@ -106,11 +108,13 @@ def _gone(proc: psutil.Process | int) -> bool:
 
 
 def _servers_of(home: Home) -> list[psutil.Process]:
-    """The home's live servers (and their forked children); a zombie waiting for init to reap it is gone."""
+    """The home's live servers (and their forked children, not a waiting spare); a zombie waiting for init to reap
+    it is gone."""
     found = []
-    for proc in psutil.process_iter(["cmdline", "status"]):
+    for proc in psutil.process_iter(["cmdline", "status", "name"]):
         cmd = proc.info["cmdline"] or []
-        if "swarm.cli.forkserver" in cmd and str(home.root) in cmd and proc.info["status"] != psutil.STATUS_ZOMBIE:
+        if ("swarm.cli.forkserver" in cmd and str(home.root) in cmd and proc.info["status"] != psutil.STATUS_ZOMBIE
+                and proc.info["name"] != SPARE_NAME.decode()):
             found.append(proc)
     return found
 

@@ -1,0 +1,82 @@
+"""The CLI server's spare (``swarm.cli.forkserver.Spare``): the child of the next command, forked ahead of it.
+
+A served command used to wait for its child's fork (~2 ms of a ~55 MB
+process, more under load) and set-up; the spare has done both while the
+server idled. These tests check the spare really is the process that serves
+the next command, that a new one replaces it, and that no spare outlives its
+server, however the server ends, or makes a command fail when it is gone.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import time
+
+import psutil
+
+from swarm.cli.forkserver import SPARE_NAME
+from tests.cli.test_forkserver import TEAM, Served, _request, _wait, served  # noqa: F401  (fixture)
+
+
+def _spares(served: Served) -> list[psutil.Process]:
+    pid = served.server_pid()
+    if pid is None:
+        return []
+    return [p for p in psutil.Process(pid).children()
+            if p.name() == SPARE_NAME.decode() and p.status() != psutil.STATUS_ZOMBIE]
+
+
+def _one_spare(served: Served) -> int:
+    _wait(lambda: len(_spares(served)) == 1, "the server's spare")
+    return _spares(served)[0].pid
+
+
+def _answering_pid(served: Served, argv: list[str]) -> int:
+    """The pid the server names in ``P<pid>`` for a request (then left without "go": nothing runs)."""
+    body = _request(argv, served.env)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn, open(os.devnull, "r+b") as null:
+        conn.settimeout(30)
+        conn.connect(os.fspath(served.home.cli_socket_path))
+        socket.send_fds(conn, [b"%08d" % len(body)], [null.fileno()] * 3)
+        conn.sendall(body)
+        line = conn.makefile("rb").readline()
+    assert line.startswith(b"P"), line
+    return int(line[1:])
+
+
+def test_the_next_command_is_served_by_the_spare_and_a_new_one_waits_after_it(served: Served) -> None:
+    served.start_server()
+    spare = _one_spare(served)
+    assert _answering_pid(served, ["swarm", "send", "-t", TEAM, "team-lead", "never sent"]) == spare
+    following = _one_spare(served)
+    assert following != spare
+    assert served.run("send", "-t", TEAM, "team-lead", "sent").returncode == 0
+    assert served.lead_texts() == ["sent"]  # the request left without "go" ran nothing
+    assert _one_spare(served) not in (spare, following)
+
+
+def test_a_killed_spare_is_replaced_and_no_command_fails(served: Served) -> None:
+    served.start_server()
+    os.kill(_one_spare(served), signal.SIGKILL)
+    for n in range(3):
+        assert served.run("send", "-t", TEAM, "team-lead", f"m{n}").returncode == 0
+    assert served.lead_texts() == ["m0", "m1", "m2"]
+    _one_spare(served)
+
+
+def test_a_spare_dies_with_its_server_however_it_ends(served: Served) -> None:
+    server = served.start_server()
+    spare = _one_spare(served)
+    os.kill(server, signal.SIGKILL)  # nobody stops the spare: its hand-off socket closes, and it exits
+    _wait(lambda: not psutil.pid_exists(spare) or psutil.Process(spare).status() == psutil.STATUS_ZOMBIE,
+          "the spare of a killed server to exit", timeout=10)
+    assert served.run("send", "-t", TEAM, "team-lead", "to a new server").returncode == 0
+    server = served.wait_for_server(other_than=server)
+    spare = _one_spare(served)
+    os.kill(server, signal.SIGTERM)
+    _wait(lambda: not psutil.pid_exists(spare) or psutil.Process(spare).status() == psutil.STATUS_ZOMBIE,
+          "the spare of a stopped server to exit", timeout=10)
+    time.sleep(0.2)
+    assert served.lead_texts() == ["to a new server"]
