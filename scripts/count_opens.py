@@ -17,10 +17,14 @@ teammate    a process that wrote a teammate's activity record (its temp file),
 cli-server  the CLI server (``swarm.cli.forkserver``) and forks of it that ran no teammate
 other       anything else (launchers, git, tmux)
 
-"Messages to the lead" is the number of writes of the lead's inbox
-(``inboxes/team-lead.json`` temp files) by processes other than the lead: one
-per message (or batch) sent to it. The per-message figures divide the lead's
-opens by that number.
+"Messages to the lead" in a team run is the reports its teammates were told
+to send (N teammates x ``--messages``; each also sends the same number of
+idle notifications and one shutdown answer). The per-message figures divide
+the lead's opens by that number. The writes of the lead's inbox by other
+processes (``inboxes/team-lead.json`` temp files) are shown beside it, and are
+the demo's only count: group commit folds messages sent at once into one
+write, more often the more teammates there are, so writes are no measure of
+messages across team sizes.
 
 Scenarios:
 
@@ -66,6 +70,10 @@ class Figures:
     """Of the config.json reads, those made holding its lock (a read-modify-write: always from disk)."""
     activity: Counter[str] = field(default_factory=Counter)
     lead_messages: int = 0
+    """Writes of the lead's inbox by others: one per message, or per batch of messages committed together."""
+    delivered: int = 0
+    """The reports teammates were told to send the lead (each its ``--messages``; its idle notifications and its
+    shutdown answer come on top, the same number for every teammate); 0: not counted (the demo)."""
     teammates: int = 0
 
 
@@ -188,20 +196,22 @@ def run_team(work: Path, size: int, messages: int) -> Figures:
     command = [str(SWARM), "up", str(out / "team.toml"), "--headless", "--offline", "--timeout", "120",
                "--cwd", str(out)]
     figures = count(trace(command, env, out))
+    figures.delivered = size * messages
     subprocess.run([str(SWARM), "team", "delete", "opens", "--force"], env=env, capture_output=True, check=False)
     return figures
 
 
 def show(title: str, figures: Figures) -> None:
     kinds = sorted(set(figures.config) | set(figures.activity))
-    print(f"{title}: {figures.lead_messages} messages to the lead, {figures.teammates} teammate processes")
+    print(f"{title}: {figures.delivered or figures.lead_messages} messages to the lead "
+          f"({figures.lead_messages} writes of its inbox), {figures.teammates} teammate processes")
     print(f"  {'process':<11} {'config.json':>11} {'(locked)':>9} {'activity':>9}")
     for name in kinds:
         print(f"  {name:<11} {figures.config[name]:>11} {figures.locked[name]:>9} {figures.activity[name]:>9}")
     print(f"  {'total':<11} {sum(figures.config.values()):>11} {sum(figures.locked.values()):>9} "
           f"{sum(figures.activity.values()):>9}")
-    if figures.lead_messages:
-        per = figures.lead_messages
+    if figures.delivered or figures.lead_messages:
+        per = figures.delivered or figures.lead_messages
         print(f"  lead, per message to it: config.json {figures.config['lead'] / per:.1f}, "
               f"activity {figures.activity['lead'] / per:.1f}")
 
@@ -209,7 +219,7 @@ def show(title: str, figures: Figures) -> None:
 def lead_cost_table(teams: dict[int, Figures]) -> None:
     """The lead's opens per message to it by team size (``benchtable``): the goal is a cost that does not
     grow with the team, so each size is set against the smallest."""
-    per = {size: ((f.activity["lead"] + f.config["lead"]) / f.lead_messages if f.lead_messages else None)
+    per = {size: ((f.activity["lead"] + f.config["lead"]) / f.delivered if f.delivered else None)
            for size, f in teams.items()}
     if not per:
         return
@@ -224,8 +234,9 @@ def lead_cost_table(teams: dict[int, Figures]) -> None:
                       met=constant if size != smallest else None)
                for size, value in sorted(per.items())]
     print_table("count_opens: the lead's cost by team size", figures, notes=[
-        "opens of config.json and activity/<name>.json for reading by the lead's process, divided by the "
-        "messages teammates sent it (strace -f)"])
+        "opens of config.json and activity/<name>.json for reading by the lead's process (strace -f), divided by "
+        "the reports its teammates sent it (N x --messages; not the writes of its inbox, which group commit "
+        "folds together more often the more teammates write at once)"])
 
 
 def main() -> int:
