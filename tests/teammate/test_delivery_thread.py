@@ -1,10 +1,9 @@
-"""The delivery thread: the record's fsync first, then the prune, which yields to the turn for a grace.
+"""The delivery thread: the record's fsync first, then the prune (at once by default, or after a grace).
 
 Real inbox files in a fresh home. The prune behind a turn is bookkeeping: it
-never runs after a refused fsync (the entry stays, to be delivered again), it
-waits for the turn to end (so a quick turn is not slowed by the inbox lock and
-rewrite), and it runs anyway once the grace is over (so a long turn shows its
-message taken).
+never runs after a refused fsync (the entry stays, to be delivered again);
+given a grace it waits for the turn to end, and it runs anyway once the grace
+is over (so a long turn shows its message taken).
 """
 
 from __future__ import annotations
