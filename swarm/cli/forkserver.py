@@ -116,10 +116,12 @@ class Server:
     """Children whose client is gone: signalled, waiting to be reaped."""
     spare: Spare | None = None
     """The child forked ahead of the next connection (``Spare``); none while one could not be forked."""
+    stopping: bool = False
+    """Set by SIGTERM: the loop ends at its next turn."""
 
     def run(self) -> None:
         last = time.monotonic()
-        while True:
+        while not self.stopping:
             if self.spare is None:
                 self._fork_spare()
             poller = select.poll()
@@ -361,9 +363,14 @@ def serve(root: Path, idle: float) -> int:
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda signum, frame: None)  # wakes the select through the pipe
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
     server = Server(home=home, idle=idle, listener=listener, inode=os.stat(home.cli_socket_path).st_ino,
                     lock_fd=lock_fd, wakeup=(wake_r, wake_w), code=code)
+
+    def stop(signum: int, frame: object) -> None:
+        # a flag, not SystemExit: raised inside ``os.fork`` (the spare's), an exception is printed and dropped
+        server.stopping = True
+
+    signal.signal(signal.SIGTERM, stop)  # the wake-up pipe ends the loop's wait
     try:
         server.run()
     finally:

@@ -17,6 +17,7 @@ import traceback
 from dataclasses import dataclass
 from typing import NoReturn
 
+from swarm.cli.entry import exit_now
 from swarm.core.rendezvous import DETACH, GO, MAGIC, package_dir
 from swarm.teammate import TEAMMATE
 
@@ -86,16 +87,16 @@ def run_request(conn: socket.socket) -> NoReturn:
     except BaseException:
         traceback.print_exc()
     finally:
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        except OSError:
-            pass
+        for stream in (sys.stdout, sys.stderr):  # the output before the status that ends the client
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
         try:
             conn.sendall(b"X%d\n" % status)
         except OSError:
             pass
-        os._exit(status)
+        exit_now(status)
 
 
 def _detach(conn: socket.socket, request: Request, fds: list[int]) -> NoReturn:
@@ -123,12 +124,7 @@ def _detach(conn: socket.socket, request: Request, fds: list[int]) -> NoReturn:
     except BaseException:
         traceback.print_exc()
     finally:
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        except OSError:
-            pass
-        os._exit(status)
+        exit_now(status)
 
 
 def _teammate(conn: socket.socket) -> int:

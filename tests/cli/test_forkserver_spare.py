@@ -80,3 +80,19 @@ def test_a_spare_dies_with_its_server_however_it_ends(served: Served) -> None:
           "the spare of a stopped server to exit", timeout=10)
     time.sleep(0.2)
     assert served.lead_texts() == ["to a new server"]
+
+
+def test_a_sigterm_while_the_server_forks_its_next_spare_still_stops_it(served: Served) -> None:
+    """Raised inside ``os.fork`` (an at-fork handler runs then), SystemExit is printed and dropped: the server
+    used to go on serving after such a SIGTERM. Each round kills the spare, so the server forks a new one, and
+    sends the SIGTERM while it may be doing so."""
+    for delay in (0.0, 0.0005, 0.001, 0.0015, 0.002, 0.003):
+        server = served.start_server() if served.server_pid() is None else served.wait_for_server()
+        os.kill(_one_spare(served), signal.SIGKILL)
+        time.sleep(delay)
+        os.kill(server, signal.SIGTERM)
+        _wait(lambda: served.server_pid() is None, f"the server to stop (SIGTERM {delay * 1000:g} ms after)",
+              timeout=10)
+        _wait(lambda: not [p for p in psutil.process_iter(["cmdline"]) if str(served.home.root) in
+                           " ".join(p.info["cmdline"] or []) and p.status() != psutil.STATUS_ZOMBIE],
+              "its spare to go", timeout=10)
