@@ -51,12 +51,14 @@ class PaneInput:
             self.typed(line.rstrip("\n"))
 
     def typed(self, text: str) -> None:
-        """One line from the person: into this teammate's inbox as the person's message (blank lines are not)."""
+        """One line from the person: into this teammate's inbox as the person's message (blank lines are not).
+
+        Shown before it is sent: once sent, the turn it starts may show its first lines before this thread runs
+        again, and the person's line must come above them (a failed send says so right under it)."""
         if not text.strip():
             return
+        self.live.emit(LiveEvent(type="you", text=text))
         try:
             self.mailbox.send(self.name, text, sender=LEAD_NAME, author="person")
         except SwarmError as exc:
             self.live.emit(LiveEvent(type="warning", text=f"not sent: {exc}"))
-            return
-        self.live.emit(LiveEvent(type="you", text=text))
