@@ -9,6 +9,7 @@ pydantic (``-X importtime``), or its command runs as a child of the server.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import shutil
@@ -235,14 +236,21 @@ def _request(argv: list[str], env: dict[str, str]) -> bytes:
                        *map(os.fsencode, argv), *(f"{k}={v}".encode() for k, v in env.items())])
 
 
-def test_a_client_that_leaves_before_go_runs_nothing(served: Served) -> None:
-    served.start_server()
-    body = _request(["swarm", "send", "-t", TEAM, "team-lead", "ghost"], served.env)
+@contextlib.contextmanager
+def _raw_request(served: Served, argv: list[str]) -> Iterator[socket.socket]:
+    """A connection to the server that has sent ``argv`` as a well-formed request (fds 0-2: /dev/null)."""
+    body = _request(argv, served.env)
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn, open(os.devnull, "r+b") as null:
         conn.settimeout(30)
         conn.connect(os.fspath(served.home.cli_socket_path))
         socket.send_fds(conn, [b"%08d" % len(body)], [null.fileno()] * 3)
         conn.sendall(body)
+        yield conn
+
+
+def test_a_client_that_leaves_before_go_runs_nothing(served: Served) -> None:
+    served.start_server()
+    with _raw_request(served, ["swarm", "send", "-t", TEAM, "team-lead", "ghost"]) as conn:
         assert conn.makefile("rb").readline().startswith(b"P")  # the child is there, waiting for "go"
         time.sleep(1)
         assert served.lead_texts() == []  # started, connected, not told to go: it has not run
@@ -255,12 +263,7 @@ def test_a_detach_asked_for_a_command_that_is_not_a_teammate_is_refused_and_runs
     """``D`` forks a teammate loose (``fork_detached``); asked for any other command (a ``send`` that would run
     with no client waiting for its status), the server says ``N`` and nothing runs."""
     served.start_server()
-    body = _request(["swarm", "send", "-t", TEAM, "team-lead", "loose send"], served.env)
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn, open(os.devnull, "r+b") as null:
-        conn.settimeout(30)
-        conn.connect(os.fspath(served.home.cli_socket_path))
-        socket.send_fds(conn, [b"%08d" % len(body)], [null.fileno()] * 3)
-        conn.sendall(body)
+    with _raw_request(served, ["swarm", "send", "-t", TEAM, "team-lead", "loose send"]) as conn:
         answers = conn.makefile("rb")
         assert answers.readline().startswith(b"P")
         conn.sendall(DETACH)

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import time
 
 import psutil
 
 from swarm.cli.forkserver import SPARE_NAME
-from tests.cli.test_forkserver import TEAM, Served, _request, _wait, served  # noqa: F401  (fixture)
+from tests.cli.test_forkserver import TEAM, Served, _raw_request, _wait, served  # noqa: F401  (fixture)
 
 
 def _spares(served: Served) -> list[psutil.Process]:
@@ -35,12 +34,7 @@ def _one_spare(served: Served) -> int:
 
 def _answering_pid(served: Served, argv: list[str]) -> int:
     """The pid the server names in ``P<pid>`` for a request (then left without "go": nothing runs)."""
-    body = _request(argv, served.env)
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn, open(os.devnull, "r+b") as null:
-        conn.settimeout(30)
-        conn.connect(os.fspath(served.home.cli_socket_path))
-        socket.send_fds(conn, [b"%08d" % len(body)], [null.fileno()] * 3)
-        conn.sendall(body)
+    with _raw_request(served, argv) as conn:
         line = conn.makefile("rb").readline()
     assert line.startswith(b"P"), line
     return int(line[1:])
