@@ -87,6 +87,18 @@ def test_a_sigterm_while_the_server_forks_its_next_spare_still_stops_it(served: 
         os.kill(server, signal.SIGTERM)
         _wait(lambda: served.server_pid() is None, f"the server to stop (SIGTERM {delay * 1000:g} ms after)",
               timeout=10)
-        _wait(lambda: not [p for p in psutil.process_iter(["cmdline"]) if str(served.home.root) in
-                           " ".join(p.info["cmdline"] or []) and p.status() != psutil.STATUS_ZOMBIE],
-              "its spare to go", timeout=10)
+        _wait(lambda: not _processes_of(served), "its spare to go", timeout=10)
+        assert served.server_pid() is None and not served.home.cli_socket_path.exists()  # it ended, as asked
+        assert _processes_of(served) == []  # and left nothing: no server, no spare
+
+
+def _processes_of(served: Served) -> list[int]:
+    """Live processes whose command line names the home (the server, its spare, its children)."""
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        try:
+            if str(served.home.root) in " ".join(proc.info["cmdline"] or []) and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc.pid)
+        except psutil.Error:
+            continue
+    return found
