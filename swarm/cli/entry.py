@@ -44,6 +44,7 @@ from swarm.core.rendezvous import (  # not Home: no pathlib
     GO,
     SWITCH,
     Lines,
+    current_umask,
     home_root,
     package_dir,
     request_body,
@@ -126,7 +127,7 @@ def _served(teammate: bool = False) -> int | None:
             server = _start_server(root)
             if not teammate or server is None or not _await_server(conn, path, server, run_file(root, CLI_LOCK)):
                 return None
-        body = request_body(sys.prefix, package_dir(), os.getcwdb(), _umask(), sys.argv, os.environb.items())
+        body = request_body(sys.prefix, package_dir(), os.getcwdb(), current_umask(), sys.argv, os.environb.items())
         try:
             send_request(conn, body, (0, 1, 2))
             reply = Lines(conn)
@@ -217,12 +218,6 @@ def _forward_signals(pid: int) -> None:
 
     for name in FORWARDED_SIGNALS:
         _signal.signal(getattr(_signal, name), forward)
-
-
-def _umask() -> int:
-    mask = os.umask(0o077)
-    os.umask(mask)
-    return mask
 
 
 def _start_server(root: str) -> int | None:

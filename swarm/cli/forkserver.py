@@ -45,7 +45,6 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NoReturn
 
 from swarm.cli.code_watch import CodeWatch, code_state
 from swarm.cli.entry import SERVED, headless
@@ -158,16 +157,11 @@ class Server:
                 conn.sendall(b"S\n")  # nothing ran: the client runs the command itself
                 return False
             pid = self._hand_to_spare(conn)
+            if pid is None:  # no spare (it died, or none could be forked): one now
+                self._fork_spare()
+                pid = self._hand_to_spare(conn)
             if pid is None:
-                sys.stderr.flush()
-                pid = os.fork()
-                if pid == 0:
-                    self._prepare()
-                    self._child(conn)
-                try:
-                    os.setpgid(pid, pid)  # also done by the child: a signal to the group never misses
-                except OSError:
-                    pass
+                return True  # no child at all: closed without "P", nothing ran; the client runs the command
             self.children[pid] = conn
             conn = None  # type: ignore[assignment]  # kept, watched until the child is reaped
             return True
@@ -214,10 +208,10 @@ class Server:
         if pid == 0:
             ours.close()
             self._prepare()
-            self._child(_handed_over(theirs))
+            run_request(_handed_over(theirs))  # the client's command (``swarm.cli.served_command``)
         theirs.close()
         try:
-            os.setpgid(pid, pid)
+            os.setpgid(pid, pid)  # also done by the child: a signal to the group never misses
         except OSError:
             pass
         self.spare = Spare(pid, ours)
@@ -259,10 +253,6 @@ class Server:
                 other.close()
         except BaseException:
             os._exit(1)
-
-    def _child(self, conn: socket.socket) -> NoReturn:
-        """Become the client's command (``swarm.cli.served_command``)."""
-        run_request(conn)
 
 
 def _peer_uid(conn: socket.socket) -> int:

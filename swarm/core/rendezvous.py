@@ -63,6 +63,13 @@ def package_dir() -> str:
     return os.path.dirname(os.path.abspath(swarm.__file__ or ""))
 
 
+def current_umask() -> int:
+    """This process's umask (read by setting it, then put back): a served command runs with its caller's."""
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
+
+
 def request_body(prefix: str, package: str, cwd: bytes, umask: int, argv: list[str],
                  environ: Iterable[tuple[bytes, bytes]]) -> bytes:
     """A request's body: NUL-separated ``MAGIC``, venv, package directory, cwd, umask, argc, argv, ``KEY=value``."""
@@ -119,9 +126,7 @@ def fork_detached(root: str, argv: list[str], env: Mapping[str, str], cwd: str, 
         conn.settimeout(timeout)
         try:
             conn.connect(path)
-            mask = os.umask(0o077)
-            os.umask(mask)
-            send_request(conn, request_body(sys.prefix, package_dir(), os.fsencode(cwd), mask, argv,
+            send_request(conn, request_body(sys.prefix, package_dir(), os.fsencode(cwd), current_umask(), argv,
                                             ((os.fsencode(k), os.fsencode(v)) for k, v in env.items())), fds)
             reply = Lines(conn)
             if not reply.readline().startswith(b"P"):
