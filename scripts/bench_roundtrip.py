@@ -128,6 +128,17 @@ class Trips:
 
     total: list[float] = field(default_factory=list)
     acted: list[float] = field(default_factory=list)
+    cpu_ms: float = 0.0
+    """CPU (user + system) the answering process spent over these round trips, when it was measured."""
+
+    def add(self, more: Trips) -> None:
+        self.total += more.total
+        self.acted += more.acted
+        self.cpu_ms += more.cpu_ms
+
+    @property
+    def cpu_per_trip(self) -> float:
+        return self.cpu_ms / max(1, len(self.total))
 
     def p50(self, which: str = "total") -> float:
         return median_of(batch_medians(getattr(self, which), BATCHES))
@@ -137,14 +148,17 @@ class Trips:
         return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
 
 
-def _round_trips(mailbox: Mailbox, name: str, count: int, start: int = 0, gap: float = 0.0) -> Trips:
+def _round_trips(mailbox: Mailbox, name: str, count: int, start: int = 0, gap: float = 0.0,
+                 answerer: psutil.Process | None = None) -> Trips:
     """``count`` round trips to ``name`` (its answer: ``pong <n>``), the next ping as soon as the answer is in
     (``gap`` s after it: the gap mode, where each ping finds the teammate asleep and its caches cold).
+    ``answerer``: the answering process, whose CPU over the round trips is counted (``Trips.cpu_ms``).
 
     An answer that does not come within ``ANSWER_WAIT`` stops the run with an error, never a hang.
     """
     watcher = mailbox.watcher(LEAD_NAME)
     trips = Trips()
+    before = _cpu_ms(answerer)
     try:
         for n in range(start, start + count):
             sent_at = time.time()
@@ -161,9 +175,18 @@ def _round_trips(mailbox: Mailbox, name: str, count: int, start: int = 0, gap: f
             mailbox.take(LEAD_NAME)
             if gap:
                 time.sleep(gap)
+        trips.cpu_ms = _cpu_ms(answerer) - before
     finally:
         watcher.close()
     return trips
+
+
+def _cpu_ms(process: psutil.Process | None) -> float:
+    """User plus system CPU ``process`` has spent so far, in ms (0 when there is none)."""
+    if process is None:
+        return 0.0
+    times = process.cpu_times()
+    return (times.user + times.system) * 1000
 
 
 def main() -> int:
@@ -192,7 +215,7 @@ def main() -> int:
             joined = TeamStore(home).get("rt").member("mate") or member
             proc = psutil.Process(joined.worker_pid or joined.pid or 0)  # the teammate itself: a forked one's worker
             forked = joined.worker_pid is not None
-            early = _round_trips(mailbox, "mate", count)
+            early = _round_trips(mailbox, "mate", count, answerer=proc)
             gapped = _round_trips(mailbox, "mate", count, start=150_000, gap=GAP)
             rss_early = proc.memory_info().rss / 2**20
             full = proc.memory_full_info()
@@ -214,12 +237,11 @@ def main() -> int:
             _round_trips(mailbox, "bare", 5, start=100_000)
             _round_trips(mailbox, "floor", 5, start=100_000)
             echo, floor = Trips(), Trips()
+            answerers = {"bare": psutil.Process(bare.pid), "floor": psutil.Process(least.pid)}
             for batch in range(BATCHES):  # interleaved: a load that comes and goes falls on both
                 start = batch * (count // BATCHES)
                 for which, into in (("bare", echo), ("floor", floor)):
-                    trips = _round_trips(mailbox, which, count // BATCHES, start=start)
-                    into.total += trips.total
-                    into.acted += trips.acted
+                    into.add(_round_trips(mailbox, which, count // BATCHES, start=start, answerer=answerers[which]))
             echo_gapped = _round_trips(mailbox, "bare", count, start=150_000, gap=GAP)
         finally:
             mailbox.send("bare", "stop", sender=LEAD_NAME)
@@ -244,6 +266,11 @@ def main() -> int:
         Figure("  of which the teammate's own work (acts minus the echo's), p50", "", early.p50("acted")
                - echo.p50("acted"), None, " ms",
                note="the rest is the floor the echo measures: the lead's durable send and the wake-up"),
+        Figure("  the answering process's CPU per ping (user + system), back to back", "",
+               early.cpu_per_trip, echo.cpu_per_trip, " ms", floor=floor.cpu_per_trip,
+               floor_why="the floor echo's CPU per ping (its durable writes and nothing else)",
+               note="the teammate's own process; the lead (this benchmark) spends its CPU beside it on the "
+                    "other core: on 2 cores the teammate's CPU per ping is what its acts are made of"),
         Figure("full round trip into the lead inbox, p50", "<= 4 ms", early.p50(), echo.p50(), " ms",
                met=lambda v: v <= 4),
         Figure("full round trip, p99", "<= 20 ms", early.p99(), echo.p99(), " ms", met=lambda v: v <= 20),
