@@ -235,6 +235,9 @@ def test_shutdown_sigkills_a_frozen_forked_teammate_itself_not_only_its_launcher
     """A SIGSTOPped worker cannot run its watcher: only ``kill_tree``'s own SIGKILL of ``worker_pid`` ends it."""
     team.spawn("alice")
     bob = team.served("bob")
+    # its first turn (the spawn prompt) ends before the ping goes: else, on a loaded machine, both can arrive in
+    # one batch, one turn, and the second idle notification waited for below never comes
+    retry_until(lambda: team.idle_notifications("bob") >= 1, 15, what="bob's first turn to end")
     team.answers("bob", "b0")
     # frozen between turns, after its last write: a process frozen inside a write would hold the team's lock
     retry_until(lambda: team.idle_notifications("bob") >= 2, 15, what="bob's second turn to end")
