@@ -70,6 +70,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import functools
+import io
 import logging
 import os
 import stat
@@ -112,14 +113,29 @@ class LockTimeout(Exception):
     """The lock was still held by someone else when the wait ran out."""
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class Held:
-    """A lock taken by ``acquire``: the flock descriptor and the directory made under it."""
+    """A lock taken by ``acquire``: the flock descriptor and the directory made under it.
 
-    fd: int
+    The descriptor is owned by a ``FileIO``, which closes it when dropped (in C:
+    no Python code that a signal handler's exception could cut short). So a
+    lock dropped without ``release`` gives its flock back at once: an exception
+    raised between the lock being taken and the caller's ``try`` (a signal
+    handler's, as a teammate's SIGTERM or a person's Ctrl-C raise at whatever
+    instant they arrive) would otherwise leave the descriptor open, and the lock
+    held until the process ends, against every other process and against this
+    one (its next try is another descriptor). The directory stays, under its
+    mark, as a killed holder's does: the next holder removes it at once.
+    """
+
+    file: io.FileIO
     directory: Path
-    mark: bytes
+    mark: bytes = b""
     turns: Turns = field(default_factory=Turns)
+
+    @property
+    def fd(self) -> int:
+        return self.file.fileno()
 
 
 def acquire(path: Path, timeout: float, *, shared: bool = False) -> Held:
@@ -134,14 +150,15 @@ def acquire(path: Path, timeout: float, *, shared: bool = False) -> Held:
     excludes other threads of this process.
     """
     deadline = time.monotonic() + timeout
-    fd = os.open(os.fspath(path) + SWARM_SUFFIX, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
-    try:
-        _flock(fd, deadline)
-        mark, turns = _take_directory(fd, path, deadline, shared)
+    held = Held(io.FileIO(os.open(os.fspath(path) + SWARM_SUFFIX, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE),
+                          "r+"), path)
+    try:  # from the flock on, dropped however, the descriptor gives the flock back
+        _flock(held.fd, deadline)
+        held.mark, held.turns = _take_directory(held.fd, path, deadline, shared)
     except BaseException:
-        os.close(fd)
+        held.file.close()
         raise
-    return Held(fd=fd, directory=path, mark=mark, turns=turns)
+    return held
 
 
 def release(held: Held) -> None:
@@ -158,7 +175,7 @@ def release(held: Held) -> None:
         held.turns.target_ino = target_inode(held.directory)
         os.pwrite(held.fd, BLANK + held.turns.pack(), 0)
     finally:
-        os.close(held.fd)  # closing drops the flock
+        held.file.close()  # closing drops the flock
 
 
 @contextmanager

@@ -198,47 +198,60 @@ class TeammateSession:
         watcher = self.mailbox.watcher(self.config.name)
         killed_by: str | None = None
         try:
-            pid = os.getpid()
-            if self.launcher is None:
-                self.lifecycle.joined(pid, process_create_time(pid), self.usage)
-            else:  # the member's pid stays the launcher's: the process its backend started
-                self.lifecycle.joined(self.launcher.pid, self.launcher.start, self.usage,
-                                      worker=(pid, process_create_time(pid)))
-            log.info("joined team", extra={"team": self.config.team, "agent_id": self.config.agent_id})
-            self.hook_events.started()
-            if not self.gate.fencing.placed:  # on a host, a lead's pid is another machine's: never judged here
-                self.lead_watch.start()
-            if self.pane_input is not None:
-                self.pane_input.start()
-            self._resume()
-            while not self.lifecycle.stopping:
-                self.gate.fence()  # declared dead meanwhile (a host that stopped heartbeating): stop here
-                if self.lead_watch.gone.is_set():
-                    self.lifecycle.lead_gone()
-                    break
-                batch = self.delivery.collect()  # one read of the inbox decides and delivers
-                if not batch.seen:
-                    self._wait(watcher)  # then the collect above reads the inbox: no read of its own here
-                    continue
-                self.lifecycle.busy(self.usage)  # before the inbox is pruned: "idle + empty inbox" means done
-                self._deliver(batch)
-                self.lifecycle.idle(self.usage)
-            return 0
+            self._serve(watcher)
         except Terminated as signal_name:
+            # cleaned up below, once gone: cut in at a lock's release (a ``with`` exit), it keeps that frame and
+            # its lock alive, and the clean-up's writes would wait on that lock (``core.flock.Held``)
             killed_by = str(signal_name)
+        except BaseException:
+            self._leave(watcher, None)
             raise
-        finally:
-            watcher.close()
-            self.hook_events.ended("killed" if killed_by else "other")
-            if self.ctx.services.agents is not None:
-                self.ctx.services.agents.background.stop_all()
-            self.spec.provider.close()
-            self.mcp.close()
-            _stop_children()
-            if self.sandbox is not None:
-                self.sandbox.close()
-            self.lifecycle.gone(self.usage, killed_by)
-            self.transcript.event("left", usage=self.usage.model_dump(), killed_by=killed_by)
+        self._leave(watcher, killed_by)
+        if killed_by is not None:
+            raise Terminated(killed_by)
+        return 0
+
+    def _serve(self, watcher: ChangeWatcher) -> None:
+        """Join, pick up an interrupted turn, then deliver and answer until stopping."""
+        pid = os.getpid()
+        if self.launcher is None:
+            self.lifecycle.joined(pid, process_create_time(pid), self.usage)
+        else:  # the member's pid stays the launcher's: the process its backend started
+            self.lifecycle.joined(self.launcher.pid, self.launcher.start, self.usage,
+                                  worker=(pid, process_create_time(pid)))
+        log.info("joined team", extra={"team": self.config.team, "agent_id": self.config.agent_id})
+        self.hook_events.started()
+        if not self.gate.fencing.placed:  # on a host, a lead's pid is another machine's: never judged here
+            self.lead_watch.start()
+        if self.pane_input is not None:
+            self.pane_input.start()
+        self._resume()
+        while not self.lifecycle.stopping:
+            self.gate.fence()  # declared dead meanwhile (a host that stopped heartbeating): stop here
+            if self.lead_watch.gone.is_set():
+                self.lifecycle.lead_gone()
+                break
+            batch = self.delivery.collect()  # one read of the inbox decides and delivers
+            if not batch.seen:
+                self._wait(watcher)  # then the collect above reads the inbox: no read of its own here
+                continue
+            self.lifecycle.busy(self.usage)  # before the inbox is pruned: "idle + empty inbox" means done
+            self._deliver(batch)
+            self.lifecycle.idle(self.usage)
+
+    def _leave(self, watcher: ChangeWatcher, killed_by: str | None) -> None:
+        """The end, however it came: what it started is stopped, the member marked gone."""
+        watcher.close()
+        self.hook_events.ended("killed" if killed_by else "other")
+        if self.ctx.services.agents is not None:
+            self.ctx.services.agents.background.stop_all()
+        self.spec.provider.close()
+        self.mcp.close()
+        _stop_children()
+        if self.sandbox is not None:
+            self.sandbox.close()
+        self.lifecycle.gone(self.usage, killed_by)
+        self.transcript.event("left", usage=self.usage.model_dump(), killed_by=killed_by)
 
     def interrupt(self) -> None:
         """The person's Ctrl-C in the pane (called from the signal handler): the running turn stops, a running
@@ -404,15 +417,13 @@ class TeammateSession:
                                    completed=self._completed())
 
     def _completed(self) -> str | None:
-        """The task this turn completed with TaskUpdate and still holds (the highest id if several), for the
-        idle notification."""
+        """The task this turn completed with TaskUpdate (the highest id if several), for the idle notification."""
         done = self.ctx.turn.completed_tasks
         return max(done, key=int) if done else None
 
 
 def _added(before: AgentRun, after: AgentRun) -> AgentRun:
-    return AgentRun(after.text, after.stop_reason, before.turns + after.turns, before.usage + after.usage,
-                    after.detail)
+    return AgentRun(after.text, after.stop_reason, before.turns + after.turns, before.usage + after.usage, after.detail)
 
 
 def batch_texts(texts: list[str]) -> str:

@@ -8,6 +8,7 @@ test. The real ``proper-lockfile`` package is in ``test_cc_lock_interop.py``.
 from __future__ import annotations
 
 import os
+import signal
 import stat
 import threading
 import time
@@ -281,6 +282,54 @@ def test_an_old_swarm_holding_its_lock_file_is_waited_for(workers: Workers, lock
 def fifo_lock(lock: Path) -> Iterator[Path]:
     os.mkfifo(lock)
     yield lock
+
+
+def test_a_lock_dropped_without_its_release_gives_its_flock_back_at_once(lock: Path) -> None:
+    """What a signal handler's exception does when it cuts in right after the lock was taken, before the
+    caller's ``try``: the taken lock is dropped unreleased. Its flock goes with it (before: the descriptor
+    stayed open, and the lock held until the process ended, against this very process too)."""
+    acquire(lock, 1.0)  # taken, and dropped at once
+    assert lock.is_dir()  # its directory is left, under its mark, as a killed holder's
+    start = time.monotonic()
+    with locked(lock, 0.5):  # another descriptor of this same process
+        assert time.monotonic() - start < 0.5
+    assert not lock.exists()
+
+
+def test_a_signal_cutting_in_at_any_instant_never_leaves_the_lock_held(lock: Path) -> None:
+    """The attacker's version: a timer signal whose handler raises lands at random instants of thousands of
+    lock cycles; once its exception is handled, the lock is always free to take again (before: within a few
+    dozen cut-ins one was left held for good)."""
+    class CutIn(BaseException):
+        pass
+
+    armed = [False]
+
+    def cut_in(signum: int, frame: object) -> None:
+        if armed[0]:
+            raise CutIn
+
+    before = signal.signal(signal.SIGALRM, cut_in)
+    cut = 0
+    try:
+        deadline = time.monotonic() + 1.5
+        while time.monotonic() < deadline:
+            try:
+                armed[0] = True
+                signal.setitimer(signal.ITIMER_REAL, 0.00002 + (time.monotonic_ns() % 300) / 1e6)
+                for _ in range(10_000):
+                    with locked(lock, 1.0):
+                        pass
+            except CutIn:
+                cut += 1
+            finally:
+                armed[0] = False
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            with locked(lock, 0.5):  # LockTimeout here: a cut-in left the lock held
+                pass
+    finally:
+        signal.signal(signal.SIGALRM, before)
+    assert cut > 100, f"only {cut} cut-ins: the test did not exercise the lock"
 
 
 def test_something_else_at_the_lock_path_is_an_error_not_a_hang(fifo_lock: Path) -> None:
