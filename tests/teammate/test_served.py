@@ -199,6 +199,9 @@ def test_kill_9_of_the_launcher_kills_the_forked_teammate(team: Team) -> None:
     bob = team.served("bob")
     os.kill(bob.pid or 0, signal.SIGKILL)  # what a person or a test does to the pid `swarm status` shows
     retry_until(lambda: _gone(bob.worker_pid), 10, what="the forked teammate to die with its launcher")
+    # the launcher too: its exit closes its files (the worker then dies) before it is a zombie, and on a loaded
+    # machine reap_dead could look in between and still find it running
+    retry_until(lambda: _gone(bob.pid), 10, what="the launcher to be gone")
     assert "teammate stopped" not in team.home.log_path(TEAM, "bob").read_text()  # killed, not asked to stop
     assert reap_dead(team.home, TEAM) == ["bob"]
     assert [p.pid for p in teammate_processes(str(team.home.root))
