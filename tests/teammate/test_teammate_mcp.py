@@ -42,6 +42,11 @@ def _results(home: Home, team: str, name: str) -> list[tuple[str, bool]]:
             for b in m.content if b.type == "tool_result"]
 
 
+def _mcp_notes(home: Home, team: str, name: str) -> list[str]:
+    """What the teammate noted about its MCP servers (a server that failed, and why): said when a test fails."""
+    return [str(e.get("text")) for e in Transcript(home.transcript_path(team, name)).events("mcp")]
+
+
 def test_a_teammate_uses_both_servers_when_allowed_asks_the_lead_otherwise_and_deny_wins(
         home: Home, team: str, tmp_path: Path, start: Callable[..., Member], mcp_http: HttpMcpServer) -> None:
     log = tmp_path / "stdio.log"
@@ -55,7 +60,8 @@ def test_a_teammate_uses_both_servers_when_allowed_asks_the_lead_otherwise_and_d
     start("denied", "use two", book=book, allowed_tools=["mcp__st", "mcp__web"], disallowed_tools=["mcp__st__echo"])
     retry_until(lambda: idle_results(home, team, "ally") == ["used one"], 60, what="ally's turn")
     retry_until(lambda: idle_results(home, team, "denied") == ["used two"], 60, what="denied's turn")
-    assert _results(home, team, "ally") == [("st: ally-one", False), ("web: ally-one", False)]
+    ally = _results(home, team, "ally")
+    assert ally == [("st: ally-one", False), ("web: ally-one", False)], _mcp_notes(home, team, "ally")
     denied = _results(home, team, "denied")
     assert denied[0][1] and "permission denied" in denied[0][0] and denied[1] == ("web: denied-two", False)
     assert "echo ally-one" in log.read_text() and "denied-two" not in log.read_text()
