@@ -417,7 +417,7 @@ class TeammateSession:
                                    completed=self._completed())
 
     def _completed(self) -> str | None:
-        """The task this turn completed with TaskUpdate (the highest id if several), for the idle notification."""
+        """The task this turn completed with TaskUpdate and still holds (the highest id if several): the idle notice."""
         done = self.ctx.turn.completed_tasks
         return max(done, key=int) if done else None
 
