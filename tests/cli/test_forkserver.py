@@ -69,9 +69,17 @@ class Served:
         raise AssertionError(f"no CLI server came up; its log: {_log(self.home)}")
 
     def children_of_server(self) -> list[psutil.Process]:
-        """The server's children that serve (or served) a command: not its waiting spare."""
+        """The server's children that serve (or served) a command: not its waiting spare, nor one reaped while
+        they were listed (its name can no longer be read: it is not a child any more)."""
         pid = self.server_pid()
-        return [p for p in psutil.Process(pid).children() if p.name() != SPARE_NAME.decode()] if pid else []
+        serving = []
+        for child in psutil.Process(pid).children() if pid else []:
+            try:
+                if child.name() != SPARE_NAME.decode():
+                    serving.append(child)
+            except psutil.NoSuchProcess:
+                continue
+        return serving
 
     def lead_texts(self) -> list[str]:
         return [entry.text for entry in Mailbox(self.home, TEAM).read("team-lead")]
