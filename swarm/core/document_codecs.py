@@ -70,12 +70,22 @@ class InboxAppendCodec:
 
 
 class ActivityCodec:
-    """A teammate's ``Activity`` file; ``None`` when there is none (or it is unusable: it is only a hint)."""
+    """A teammate's ``Activity`` file; ``None`` when there is none (or it is unusable: it is only a hint).
+
+    Its writer rewrites it in place (``fileio.InPlaceRecord``), so a reader may
+    catch a write half done: the record carries the same ``seq`` first and
+    last (``slot``), and a read whose two differ raises ``ValueError``, which
+    the reader takes as "read again" (``LockedJsonFile``'s re-read window).
+    """
 
     def empty(self) -> Activity | None:
         return None
 
     def decode(self, raw: Any, source: Path) -> Activity | None:
+        if isinstance(raw, dict) and (raw.get("seq"), raw.get("seqEnd")) != (None, None):
+            first, last = raw.pop("seq", None), raw.pop("seqEnd", None)
+            if first != last:
+                raise ValueError(f"read while it was rewritten (seq {first!r}, seqEnd {last!r})")
         try:
             return Activity.model_validate(raw)
         except ValidationError:
@@ -84,6 +94,10 @@ class ActivityCodec:
 
     def encode(self, value: Activity | None) -> Any:
         return None if value is None else value.wire()
+
+    def slot(self, value: Activity, seq: int) -> dict[str, Any]:
+        """``value`` as its file holds it: ``seq`` (new with every write) before and after the fields."""
+        return {"seq": seq, **value.wire(), "seqEnd": seq}
 
 
 class TeamCodec:

@@ -11,10 +11,10 @@ file again only when a ``stat`` shows another identity. There is one view per
 ``TeamStore``, ``Mailbox`` and ``Roster`` a process makes from its home shares
 it; nothing is passed besides the home they already take.
 
-No stale view. Every swarm write replaces the file (``os.replace`` or a
-rename exchange: another inode, new times) and an in-place rewrite by another
-program (Claude Code rewrites ``config.json`` in place) moves its ctime, which
-no process can set back. Neither is enough alone, though: the filesystem
+No stale view. A swarm write replaces the file (``os.replace``: another
+inode, new times) or, for an activity record, rewrites it in place, and an
+in-place rewrite (swarm's, or Claude Code's of ``config.json``) moves its
+ctime, which no process can set back. Neither is enough alone, though: the filesystem
 hands the inode number the write before last freed to the next write (two
 atomic replacements alternate between two numbers), and the kernel stamps
 file times from a clock that advances once a tick (1-10 ms), so several writes

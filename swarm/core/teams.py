@@ -11,12 +11,13 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from swarm.core.clock import now_ms
 from swarm.core.document_codecs import ActivityCodec, TeamCodec
-from swarm.core.fileio import storage_error, swap_file
+from swarm.core.fileio import InPlaceRecord, storage_error
 from swarm.core.home import Home, ensure_dir
 from swarm.core.jsonfile import LockedJsonFile, encode_json
 from swarm.core.names import LEAD_NAME, agent_id, valid_name, validate_name
@@ -188,28 +189,28 @@ class TeamStore:
     def set_activity(self, team: str, name: str, activity: Activity) -> None:
         """Record what teammate ``name`` is doing.
 
-        Replaced atomically (readers see the old record or the new), but without
-        the lock or a read first: the teammate is the file's one writer, and it
-        writes the whole record. ``swap_file``: not fsynced and no rename over
-        the old record (it is on the path from a message to the turn, twice a
-        turn); a power loss only loses a stale busy/idle.
+        Without the lock or a read first: the teammate is the file's one
+        writer, and it writes the whole record. Rewritten in place and not
+        fsynced (``fileio.InPlaceRecord``: it is on the path from a message to
+        the turn, twice a turn); readers tell a half-done write by its ``seq``
+        (``ActivityCodec``), and a power loss only loses a stale busy/idle.
         """
         row = team_row(self.home, team)
         if row is not None:
             row.set_activity(name, activity)
             return
-        path = self.home.activity_path(team, name)
-        data = encode_json(ActivityCodec().encode(activity))
+        record = self.home.kept(ActivityRecords).of(team, name)
+        data = encode_json(ActivityCodec().slot(activity, time.time_ns()))
         try:
             try:
-                swap_file(path, data)
+                record.write(data)
             except FileNotFoundError:  # the first record: its directory is made once
-                ensure_dir(path.parent)
-                swap_file(path, data)
+                ensure_dir(record.path.parent)
+                record.write(data)
         except OSError as exc:
-            raise storage_error(exc, path, "write") from exc
+            raise storage_error(exc, record.path, "write") from exc
         finally:
-            self.view.forget(path)
+            self.view.forget(record.path)
 
     def delete(self, team: str, *, force: bool = False) -> TeamFile:
         """Remove the team directory (inboxes, logs, transcripts) and its tasks.
@@ -335,3 +336,22 @@ def _free_color(team_file: TeamFile) -> str:
     used = {m.color for m in team_file.members}
     free = [c for c in COLORS if c not in used]
     return free[0] if free else COLORS[len(team_file.members) % len(COLORS)]
+
+
+ACTIVITY_ROOM = 256
+"""Bytes an activity file is made with: room for any record (about 150 bytes at most), so it is never grown."""
+
+
+class ActivityRecords:
+    """The activity files this process writes, each kept open (one per ``Home``: ``Home.kept``)."""
+
+    def __init__(self, home: Home) -> None:
+        self.home = home
+        self._records: dict[tuple[str, str], InPlaceRecord] = {}
+
+    def of(self, team: str, name: str) -> InPlaceRecord:
+        found = self._records.get((team, name))
+        if found is None:
+            found = self._records[(team, name)] = InPlaceRecord(self.home.activity_path(team, name),
+                                                                room=ACTIVITY_ROOM)
+        return found

@@ -166,7 +166,7 @@ def test_an_activity_record_a_power_loss_emptied_reads_as_none_known_at_once(
 
     store = _running(home)
     store.set_activity("t", "w", Activity(status="busy", last_activity=2, tokens=7))
-    home.activity_path("t", "w").write_bytes(b"")  # what swap_file's record can be after a power loss
+    home.activity_path("t", "w").write_bytes(b"")  # what a new record can be after a power loss
     member = store.get("t").member("w")
     assert (member.status, member.last_activity) == ("idle", 1)  # the team file's word
     assert "unparsable" not in caplog.text  # no 0.5 s of re-reads and no warning on every `swarm status`
