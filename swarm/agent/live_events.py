@@ -74,7 +74,14 @@ class LiveEvent(BaseModel):
     stop_reason: str | None = None
 
     def wire(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", exclude_none=True)
+        """The event as its line holds it: the fields set (every one is a JSON scalar: no serializer needed)."""
+        return {key: value for key, value in self.__dict__.items() if value is not None}
+
+    def stamped(self) -> LiveEvent:
+        """This event with ``ts`` set to now if it had none (the same object: events are made to be emitted once)."""
+        if not self.ts:
+            self.ts = now_iso()
+        return self
 
 
 class EventLog:
@@ -88,8 +95,7 @@ class EventLog:
     def emit(self, event: LiveEvent) -> LiveEvent:
         """Append ``event`` (stamped now); a file past ``max_bytes`` is rotated first. A write the disk refuses is
         logged, not raised: watching must never stop the agent."""
-        if not event.ts:
-            event = event.model_copy(update={"ts": now_iso()})
+        event = event.stamped()
         try:
             self._appender.append(event.wire(), durable=False)
         except StorageError as exc:

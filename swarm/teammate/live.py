@@ -12,6 +12,9 @@ Log lines never come here: they go to the teammate's log file.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from swarm.agent.live_events import EventLog, LiveEvent
@@ -31,9 +34,33 @@ class TeammateLive:
         self.narrator = Narrator(cwd, self.emit)
         self.name = name
         self._spent_before_turn = 0.0
+        self._spent_at_turn_end: float | None = None
         self._task: str | None = None
+        self._lock = threading.Lock()
+        self._held: list[LiveEvent] | None = None
 
     def emit(self, event: LiveEvent) -> None:
+        with self._lock:
+            if self._held is not None:
+                self._held.append(event.stamped())
+                return
+        self._show(event)
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """Events emitted inside the block are shown when it ends, in order, stamped when they were emitted:
+        the end of a turn is told to the view after the lead, so the lead's notice is not kept waiting."""
+        with self._lock:
+            self._held = []
+        try:
+            yield
+        finally:
+            with self._lock:
+                held, self._held = self._held or [], None
+            for event in held:
+                self._show(event)
+
+    def _show(self, event: LiveEvent) -> None:
         event = self.log.emit(event)
         if self.pane is not None:
             self.pane.show(event)
@@ -48,13 +75,16 @@ class TeammateLive:
         self.emit(LiveEvent(type="message", sender=sender, text=text))
 
     def state(self, state: str, usage: Usage) -> None:
-        spent = self.spent()
+        spent, self._spent_at_turn_end = self._spent_at_turn_end, None  # an idle right after a turn's end: the same
+        if spent is None or state != "idle":
+            spent = self.spent()
         if state == "busy":
             self._spent_before_turn = spent
         self.emit(LiveEvent(type="state", state=state, tokens=usage.total, cost_usd=spent or None))
 
     def turn_end(self, stop_reason: str, usage: Usage, detail: str = "") -> None:
-        turn = self.spent() - self._spent_before_turn
+        self._spent_at_turn_end = self.spent()
+        turn = self._spent_at_turn_end - self._spent_before_turn
         self.emit(LiveEvent(type="turn_end", stop_reason=stop_reason, tokens=usage.total,
                             cost_usd=round(turn, 6) if turn > 0 else None, text=detail or None))
 

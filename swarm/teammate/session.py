@@ -373,10 +373,7 @@ class TeammateSession:
     # -- turns -----------------------------------------------------------------
 
     def _turn(self, before_idle: Callable[[], None] | None = None) -> None:
-        """Run the model on the conversation as it stands (it ends with the user's side).
-
-        ``before_idle`` runs once the model is done, before the teammate is marked idle.
-        """
+        """Run the model on the conversation as it stands (ending with the user's side); then ``before_idle``."""
         self.ctx.turn.cancel.clear()
         self.ctx.turn.interrupt.clear()
         if self.lead_watch.gone.is_set():
@@ -392,29 +389,32 @@ class TeammateSession:
                 self.conversation.add_user_text(keep)  # a TeammateIdle hook keeps it working, with its feedback
                 run = _added(run, run_agent(self.spec, self.conversation, self.ctx, inbound=self._inbound))
         except (ModelError, McpUnavailable) as exc:
-            if before_idle is not None:
-                before_idle()
             unavailable = isinstance(exc, McpUnavailable)
-            reason = "mcp_unavailable" if unavailable else "model_error"
-            self.transcript.turn_end(reason)
-            self.live.turn_end(reason, self.usage, str(exc))
-            self.lifecycle.idle(self.usage)
-            summary = "MCP server unavailable" if unavailable else \
-                "budget reached" if isinstance(exc, BudgetReached) else "model error"
-            self.lifecycle.notify_idle("failed", summary=summary, failure=str(exc))
+            summary = "MCP server unavailable" if unavailable else "budget reached" if isinstance(exc, BudgetReached) \
+                else "model error"
+            failure = str(exc)
+            self._end_turn("mcp_unavailable" if unavailable else "model_error", self.usage, failure, before_idle,
+                           lambda: self.lifecycle.notify_idle("failed", summary=summary, failure=failure))
             return
         finally:  # an active skill's grants and model last until the turn ends
             self.ctx.turn.granted_rules.clear()
             if self.ctx.services.models is not None:
                 self.ctx.services.models.reset()
+        self.usage = self.usage + run.usage
+        self._end_turn(run.stop_reason, run.usage, run.detail if not run.ok else "", before_idle,
+                       lambda: self.lifecycle.notify_idle("available" if run.ok else "interrupted", result=run.text,
+                                                          completed=self._completed()))
+
+    def _end_turn(self, reason: str, usage: Usage, detail: str, before_idle: Callable[[], None] | None,
+                  notify: Callable[[], None]) -> None:
+        """Recorded, then told: the lead first (``idle_notification``), then the view (``TeammateLive.held``)."""
         if before_idle is not None:
             before_idle()
-        self.transcript.turn_end(run.stop_reason)
-        self.usage = self.usage + run.usage
-        self.live.turn_end(run.stop_reason, run.usage, run.detail if not run.ok else "")
-        self.lifecycle.idle(self.usage)
-        self.lifecycle.notify_idle("available" if run.ok else "interrupted", result=run.text,
-                                   completed=self._completed())
+        self.transcript.turn_end(reason)
+        with self.live.held():
+            self.live.turn_end(reason, usage, detail)
+            self.lifecycle.idle(self.usage)
+            notify()
 
     def _completed(self) -> str | None:
         """The task this turn completed with TaskUpdate and still holds (the highest id if several): the idle notice."""

@@ -48,3 +48,22 @@ def test_turns_leave_the_team_file_alone_and_status_and_transcript_show_tokens_a
     assert [r["usage"]["cache_read_input_tokens"] for r in replies] == [0, 90, 90, 90]
     assert [r["usage"]["cache_creation_input_tokens"] for r in replies] == [90, 0, 0, 0]
     assert all(r["usage"]["input_tokens"] == 100 and r["usage"]["output_tokens"] == 10 for r in replies)
+
+
+def test_the_activity_record_is_rewritten_in_place_turn_after_turn(
+        home: Home, team: str, workdir: Path, api: FakeAnthropicServer) -> None:
+    """One file for the teammate's whole life (``fileio.InPlaceRecord``): no temp file and rename per turn."""
+    env = {**os.environ, "ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": api.base_url}
+    api.enqueue(*(text_reply(f"turn {i}") for i in range(4)))
+    spawn(home, SpawnRequest(team=team, name="w", prompt="start", cwd=workdir, backend="subprocess"), env)
+    retry_until(lambda: _idles(home, team) == 1, 20, what="the first turn")
+    record = home.activity_path(team, "w")
+    first = record.stat()
+    for i in range(3):
+        Mailbox(home, team).send("w", f"go {i}", sender="team-lead")
+        retry_until(lambda i=i: _idles(home, team) == i + 2, 20, what=f"turn {i}")
+    now = record.stat()
+    assert (now.st_ino, now.st_size) == (first.st_ino, first.st_size) and now.st_mtime_ns > first.st_mtime_ns
+    written = json.loads(record.read_bytes())
+    assert written["seq"] == written["seqEnd"] and written["status"] == "idle"
+    assert sorted(p.name for p in record.parent.iterdir()) == ["w.json"]
