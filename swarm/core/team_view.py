@@ -11,21 +11,21 @@ file again only when a ``stat`` shows another identity. There is one view per
 ``TeamStore``, ``Mailbox`` and ``Roster`` a process makes from its home shares
 it; nothing is passed besides the home they already take.
 
-No stale view. A swarm write replaces the file (``os.replace``: another
-inode, new times) or, for an activity record, rewrites it in place, and an
-in-place rewrite (swarm's, or Claude Code's of ``config.json``) moves its
-ctime, which no process can set back. Neither is enough alone, though: the filesystem
-hands the inode number the write before last freed to the next write (two
-atomic replacements alternate between two numbers), and the kernel stamps
-file times from a clock that advances once a tick (1-10 ms), so several writes
-can carry the same times and two versions of the same size can share all
-four fields. A version is therefore kept only once it is *stable*: that
-clock (``FILE_CLOCK``) had passed its ctime when the check began. Every later
-write is stamped at least that clock, so it carries a later ctime. A file
-changed within the current tick is read on every call until it settles, a
-few milliseconds (git's "racily clean" rule). A filesystem whose times are
-coarser (whole seconds: FAT, ext3's small inodes) is told by its times and
-waited out accordingly (``_granularity``).
+No stale view. A swarm write replaces the file (``os.replace``: another inode,
+new times) or, for an activity record, rewrites it in place, and an in-place
+rewrite (swarm's, or Claude Code's of ``config.json``) moves its ctime, which
+no process can set back. Neither is enough alone, though: the filesystem hands
+the inode number the write before last freed to the next write (two atomic
+replacements alternate between two numbers), and the kernel stamps file times
+from a clock that advances once a tick (1-10 ms), so several writes can carry
+the same times and two versions of the same size can share all four fields. A
+version is therefore kept only once it is *stable*: that clock
+(``FILE_CLOCK``) had passed its ctime when the check began. Every later write
+is stamped at least that clock, so it carries a later ctime. A file changed
+within the current tick is read on every call until it settles, a few
+milliseconds (git's "racily clean" rule). A filesystem whose times are coarser
+(whole seconds: FAT, ext3's small inodes) is told by its times and waited out
+accordingly (``_granularity``).
 
 Read-modify-write never goes through the view: ``TeamStore.modify`` and the
 other writers read the file under its lock. A write through ``TeamStore``

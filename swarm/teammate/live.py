@@ -49,9 +49,16 @@ class TeammateLive:
     @contextmanager
     def held(self) -> Iterator[None]:
         """Events emitted inside the block are shown when it ends, in order, stamped when they were emitted:
-        the end of a turn is told to the view after the lead, so the lead's notice is not kept waiting."""
+        the end of a turn is told to the view after the lead, so the lead's notice is not kept waiting.
+        Inside another ``held`` block, the outer one shows them."""
         with self._lock:
-            self._held = []
+            if self._held is not None:
+                outer = True
+            else:
+                outer, self._held = False, []
+        if outer:
+            yield
+            return
         try:
             yield
         finally:
