@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -131,9 +132,22 @@ def short_home() -> Iterator[Home]:
     finally:
         pid = live_cli_server(home)
         if pid is not None:
-            proc = psutil.Process(pid)
-            for child in proc.children(recursive=True):
-                child.kill()
-            proc.terminate()
-            psutil.wait_procs([proc], timeout=10)
+            with contextlib.suppress(psutil.NoSuchProcess):
+                proc = psutil.Process(pid)
+                stop_server(proc)
+                psutil.wait_procs([proc], timeout=10)
         shutil.rmtree(root, ignore_errors=True)
+
+
+def stop_server(proc: psutil.Process) -> None:
+    """SIGKILL a CLI server's children (teammates, its spare), then SIGTERM it; any of them may be gone already
+    (a child reaped between the listing and its signal)."""
+    try:
+        children = proc.children(recursive=True)
+    except psutil.NoSuchProcess:
+        children = []
+    for child in children:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            child.kill()
+    with contextlib.suppress(psutil.NoSuchProcess):
+        proc.terminate()

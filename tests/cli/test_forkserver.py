@@ -30,7 +30,7 @@ from swarm.cli.forkserver import SPARE_NAME
 from swarm.core.rendezvous import DETACH, MAGIC, fork_detached, package_dir
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
-from tests.cli.conftest import SWARM_EXE, live_cli_server
+from tests.cli.conftest import SWARM_EXE, live_cli_server, stop_server
 
 TEAM = "t1"
 
@@ -141,9 +141,7 @@ def served() -> Iterator[Served]:
         yield Served(home, env)
     finally:
         for proc in _servers_of(home):
-            for child in proc.children(recursive=True):
-                child.kill()
-            proc.terminate()
+            stop_server(proc)
         _wait(lambda: not _servers_of(home), "the servers to end", timeout=10)
         shutil.rmtree(root, ignore_errors=True)
 
