@@ -132,6 +132,21 @@ def test_a_symlink_where_the_record_belongs_is_replaced_never_followed(tmp_path:
     assert _leftovers(tmp_path, "mate.json") == ["victim.txt"]
 
 
+def test_a_file_linked_in_where_the_record_belongs_is_never_written_into(tmp_path: Path) -> None:
+    """A hostile tool puts a hard link to another file at the record's path: the writer writes only the file it
+    made itself (its descriptor), so the other file is left alone and the path gets a file of its own again."""
+    path = tmp_path / "mate.json"
+    record = InPlaceRecord(path, room=64)
+    record.write(b'{"n": 1}')
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me, the same length and more, more, more, more, more, more!")
+    os.link(victim, tmp_path / "planted")
+    os.replace(tmp_path / "planted", path)
+    record.write(b'{"n": 2}')
+    assert victim.read_text() == "keep me, the same length and more, more, more, more, more, more!"
+    assert json.loads(path.read_bytes()) == {"n": 2} and os.stat(path).st_ino != os.stat(victim).st_ino
+
+
 def test_a_directory_where_the_record_belongs_is_an_error_and_stays(tmp_path: Path) -> None:
     path = tmp_path / "mate.json"
     path.mkdir()
