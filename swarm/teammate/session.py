@@ -19,8 +19,6 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import TextIO
 
-import psutil
-
 from swarm.agent.agent_listing import agent_types_attachment, skills_attachment
 from swarm.agent.assembly import Catalogs
 from swarm.agent.compaction import CompactionPolicy
@@ -37,11 +35,12 @@ from swarm.agent.permissions.settings import settings_rules, settings_sandbox
 from swarm.agent.sandbox import Sandbox, effective_sandbox, open_sandbox, rule_paths
 from swarm.agent.skills import parse_slash
 from swarm.agent.tool_api.context import AgentIdentity, AgentServices, ToolContext
+from swarm.agent.tool_api.processes import stop_children
 from swarm.agent.tools.skill_tool import expand_slash
 from swarm.agent.transcript import Transcript
 from swarm.agent.turn_model import TurnModel
 from swarm.agent.workspace import untrusted_warning
-from swarm.backends.procs import kill_tree, process_create_time
+from swarm.backends.procs import process_create_time
 from swarm.core.frames import (
     PermissionResponse,
     PlanApprovalResponse,
@@ -247,7 +246,7 @@ class TeammateSession:
             self.ctx.services.agents.background.stop_all()
         self.spec.provider.close()
         self.mcp.close()
-        _stop_children()
+        stop_children(self.ctx, CHILD_GRACE)
         if self.sandbox is not None:
             self.sandbox.close()
         self.lifecycle.gone(self.usage, killed_by)
@@ -428,12 +427,6 @@ def _added(before: AgentRun, after: AgentRun) -> AgentRun:
 
 def batch_texts(texts: list[str]) -> str:
     return "\n\n".join(texts)
-
-
-def _stop_children() -> None:
-    """Whatever the teammate's tools started (a Bash command cut short, background jobs) ends with it."""
-    for child in psutil.Process().children(recursive=False):
-        kill_tree(child.pid, CHILD_GRACE)
 
 
 def _open_sandbox(config: TeammateConfig, home: Home, team: TeamFile, env: Mapping[str, str],

@@ -10,6 +10,7 @@ Processes are found by a unique ``argv[0]`` (``exec -a``), never by timing.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import uuid
@@ -126,10 +127,19 @@ def test_the_coordinator_noticing_a_death_reaps_what_the_teammate_left(
 def test_a_clean_shutdown_also_stops_background_jobs_and_daemons(
         home: Home, team: str, tok: str, escaper: Path, start: Callable[..., Member]) -> None:
     _start_escaper(start, tok, escaper)
+    logs = _background_logs(home)
+    assert len(logs) == 1 and logs[0].is_file()
     result = swarm("shutdown", "t1", "--team", "t", "--timeout", "2")
     assert result.returncode == 0, result.stderr
     assert _escapees(tok) == {kind: [] for kind in KINDS}
     assert teammate_pids(home) == []
+    assert not logs[0].parent.exists()  # the background job's output went with it: nothing left in /tmp
+
+
+def _background_logs(home: Home) -> list[Path]:
+    """The files teammate t1's background Bash commands write to, as its tool results told the model."""
+    found = re.findall(r"goes to (/\S+?\.log);", home.transcript_path("t", "t1").read_text())
+    return [Path(p) for p in dict.fromkeys(found)]
 
 
 @pytest.mark.skipif(not Path("/usr/bin/tmux").exists() and not any(

@@ -53,7 +53,7 @@ def test_a_signal_cutting_in_while_a_lock_is_held_does_not_stall_the_end(
 
     monkeypatch.setattr(session.delivery, "collect", cut_short)
     # its end stops its process's children: here pytest's worker's, the session-wide servers of other tests
-    monkeypatch.setattr("swarm.teammate.session._stop_children", lambda: None)
+    monkeypatch.setattr("swarm.teammate.session.stop_children", lambda ctx, grace: None)
     start = time.monotonic()
     try:
         with pytest.raises(Terminated, match="SIGTERM"):

@@ -186,6 +186,8 @@ class ToolContext:
     turn: TurnState = field(default_factory=TurnState)
     background: list[subprocess.Popen[bytes]] = field(default_factory=list)
     """Background processes started by tools; the agent's owner stops them."""
+    background_logs: Path | None = None
+    """The directory their output goes to (made by the first one; removed when they are stopped)."""
 
     @property
     def cwd(self) -> Path:

@@ -108,7 +108,6 @@ class BashTool(Tool[BashInput]):
     def __init__(self, shell: str | None = None, kill_grace: float = KILL_GRACE_SECONDS) -> None:
         self._shell = shell or default_shell()
         self._kill_grace = kill_grace
-        self._log_dir: Path | None = None
 
     def run(self, args: BashInput, ctx: ToolContext) -> str:
         sandbox = ctx.services.sandbox
@@ -148,7 +147,7 @@ class BashTool(Tool[BashInput]):
         return _result(capture.text(), proc.returncode, lingering)
 
     def _start_background(self, command: list[str], ctx: ToolContext) -> str:
-        log = self._new_log()
+        log = _new_log(ctx)
         with log.open("wb") as out:
             proc = self._spawn(command, ctx, out)
         ctx.background.append(proc)
@@ -167,15 +166,17 @@ class BashTool(Tool[BashInput]):
         except OSError as exc:
             raise ToolError(f"could not start {command[0]} in {ctx.identity.cwd}: {exc.strerror or exc}") from exc
 
-    def _new_log(self) -> Path:
-        try:
-            if self._log_dir is None or not self._log_dir.is_dir():
-                self._log_dir = Path(tempfile.mkdtemp(prefix="swarm-bash-"))
-            fd, name = tempfile.mkstemp(prefix="bg-", suffix=".log", dir=self._log_dir)
-            os.close(fd)
-        except OSError as exc:
-            raise ToolError(f"could not create a log file for the background command: {exc}") from exc
-        return Path(name)
+
+def _new_log(ctx: ToolContext) -> Path:
+    """A new file for a background command's output, in the agent's own directory (removed with its commands)."""
+    try:
+        if ctx.background_logs is None or not ctx.background_logs.is_dir():
+            ctx.background_logs = Path(tempfile.mkdtemp(prefix="swarm-bash-"))
+        fd, name = tempfile.mkstemp(prefix="bg-", suffix=".log", dir=ctx.background_logs)
+        os.close(fd)
+    except OSError as exc:
+        raise ToolError(f"could not create a log file for the background command: {exc}") from exc
+    return Path(name)
 
 
 def declared_timeout_s(tool_input: dict[str, object]) -> float | None:

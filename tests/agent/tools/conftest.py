@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from swarm.agent.tool_api.processes import stop_background
 from swarm.agent.tools import Tool, ToolContext, stop_command
 from swarm.agent.tool_api.context import AgentIdentity
 
@@ -32,6 +33,7 @@ def ctx(work: Path) -> Iterator[ToolContext]:
     yield context
     for proc in context.background:
         stop_command(proc, grace=0.5)
+    stop_background(context)  # and the background output's directory
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from swarm.agent.tool_api.processes import stop_background
 from swarm.agent.tools import BashTool, ToolContext, ToolError
 
 Call = Callable[..., str]
@@ -146,3 +147,26 @@ def test_run_in_background_returns_at_once(call: Call, ctx: ToolContext) -> None
     assert f"pid {proc.pid}" in out
     log = Path(out.split("goes to ")[1].split(";")[0])
     assert wait_until(lambda: "hello-bg" in log.read_text())
+
+
+def test_background_output_goes_to_the_agents_own_directory_removed_when_its_commands_are_stopped(
+        work: Path, call: Call, ctx: ToolContext) -> None:
+    """A teammate, subagent or session that ran background commands leaves nothing in /tmp once it is done."""
+    first = Path(call(BashTool(), command="echo one; sleep 100", run_in_background=True).split("goes to ")[1]
+                 .split(";")[0])
+    second = Path(call(BashTool(), command="echo two", run_in_background=True).split("goes to ")[1].split(";")[0])
+    assert first.parent == second.parent == ctx.background_logs  # one directory per agent, whichever tool made it
+    other = ToolContext(ctx.identity)
+    third = Path(BashTool().run(BashTool.input_model.model_validate({"command": "echo three",
+                                                                      "run_in_background": True}), other)
+                 .split("goes to ")[1].split(";")[0])
+    assert third.parent == other.background_logs != ctx.background_logs  # another agent: its own
+    assert wait_until(lambda: "one" in first.read_text())
+    proc = ctx.background[0]
+    stop_background(ctx)
+    assert not first.parent.exists() and ctx.background_logs is None
+    assert proc.poll() is not None  # stopped before its output went
+    assert third.exists()  # the other agent's output stays until its own commands are stopped
+    stop_background(other)
+    assert not third.parent.exists()
+    stop_background(ctx)  # twice is safe
