@@ -300,7 +300,7 @@ def _listen(path: Path) -> socket.socket:
     return listener
 
 
-def _warm() -> None:
+def _warm(home: Home) -> None:
     """Import the CLI, every served command's modules and a teammate's, as a served child would; and, when
     the environment it was started with has credentials for Claude (a real-model team's), the ``anthropic``
     SDK, whose import costs each teammate ~1 s of CPU and ~47 MB unshared otherwise."""
@@ -320,7 +320,7 @@ def _warm() -> None:
     preload_watch()  # inotify, which every teammate and waiting command uses
     preload_schemas()  # the tools' input schemas, which every teammate's first model request sends
     "".encode("utf-16-le")  # a codec the lead's signature uses, found late otherwise
-    rehearse()  # a send's code run and specialised here: a child copies ~1/3 fewer pages (swarm.cli.rehearsal)
+    rehearse(home.run_dir / "rehearsal")  # a send run and specialised here: a child copies ~1/3 fewer pages
     if find_credentials(os.environ) is not None:
         from swarm.models.anthropic_provider import preload_sdk
 
@@ -347,7 +347,7 @@ def serve(root: Path, idle: float) -> int:
     listener = _listen(home.cli_socket_path)  # before the imports: who connects meanwhile waits, not re-imports
     hold_collector()
     before = code_state()
-    _warm()
+    _warm(home)
     startup_done()
     code = CodeWatch(before)  # a change while the imports ran (an upgrade racing the start) makes the first request stale
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)

@@ -7,8 +7,11 @@ run creates lazily; in a child every such write copies a 4 KiB page. A
 ``swarm send`` forked from a server that never ran one copied ~1,500 pages
 (~6 MB; ~4 ms of its ~10); after the rehearsal ~1,000. The rehearsal runs the
 command exactly as a child would (``swarm.cli.main.cli``, a lead's signed
-send, fsync and all) in a private temporary home that is removed afterwards:
-the real home and its teams are never touched, and nothing it prints is seen.
+send, fsync and all) in a scratch home of its own, ``<home>/run/rehearsal/``
+(only the server holding the home's lock runs one), removed afterwards and
+before, so a server killed mid-rehearsal leaves nothing in ``/tmp`` and its
+leftover goes with the next server's rehearsal: the real home and its teams
+are never touched, and nothing it prints is seen.
 Logging, which ``cli`` configures, is put back as it was, so a child still
 configures its own (``-v``).
 """
@@ -18,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
-import tempfile
+import shutil
 from pathlib import Path
 
 from swarm.core.home import Home
@@ -31,30 +34,38 @@ ROUNDS = 8
 TEAM = "rehearsal"
 
 
-def rehearse(rounds: int = ROUNDS) -> int:
-    """Run ``rounds`` lead sends in a scratch home; how many succeeded (a failure only leaves code cold)."""
+def rehearse(scratch: Path, rounds: int = ROUNDS) -> int:
+    """Run ``rounds`` lead sends in a scratch home under ``scratch`` (removed before and after: nobody else may
+    use it); how many succeeded (a failure only leaves code cold)."""
+    shutil.rmtree(scratch, ignore_errors=True)
+    try:
+        return _rehearse(scratch, rounds)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _rehearse(scratch: Path, rounds: int) -> int:
     from swarm.cli.main import cli
 
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
     done = 0
-    with tempfile.TemporaryDirectory(prefix="swarm-rehearsal-") as scratch:
-        home = Home(Path(scratch) / "home")
-        try:
-            TeamStore(home).create(TEAM)
-            rotate_lead_key(home, TEAM)
-        except Exception:  # noqa: BLE001  # an unwritable temp dir: serve cold rather than not at all
-            return 0
-        args = ["--home", str(home.root), "send", LEAD_NAME, "rehearsal", "--team", TEAM]
-        sink = io.StringIO()
-        try:
-            with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
-                for _ in range(rounds):
-                    try:
-                        cli.main(args=args, prog_name="swarm")
-                    except SystemExit as exc:
-                        done += exc.code in (0, None)
-        finally:
-            root.handlers[:] = handlers
-            root.setLevel(level)
+    home = Home(scratch / "home")
+    try:
+        TeamStore(home).create(TEAM)
+        rotate_lead_key(home, TEAM)
+    except Exception:  # noqa: BLE001  # an unwritable run directory: serve cold rather than not at all
+        return 0
+    args = ["--home", str(home.root), "send", LEAD_NAME, "rehearsal", "--team", TEAM]
+    sink = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+            for _ in range(rounds):
+                try:
+                    cli.main(args=args, prog_name="swarm")
+                except SystemExit as exc:
+                    done += exc.code in (0, None)
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
     return done

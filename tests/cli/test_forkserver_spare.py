@@ -23,8 +23,14 @@ def _spares(served: Served) -> list[psutil.Process]:
     pid = served.server_pid()
     if pid is None:
         return []
-    return [p for p in psutil.Process(pid).children()
-            if p.name() == SPARE_NAME.decode() and p.status() != psutil.STATUS_ZOMBIE]
+    found = []
+    for child in psutil.Process(pid).children():
+        try:
+            if child.name() == SPARE_NAME.decode() and child.status() != psutil.STATUS_ZOMBIE:
+                found.append(child)
+        except psutil.NoSuchProcess:  # a served child that ended (and was reaped) while the list was read
+            continue
+    return found
 
 
 def _one_spare(served: Served) -> int:

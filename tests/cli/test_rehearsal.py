@@ -24,6 +24,7 @@ from tests.cli.conftest import SWARM_EXE
 
 PROBE = r"""
 import gc, io, json, os, resource, sys
+from pathlib import Path
 from swarm.startup import hold_collector, startup_done
 hold_collector()
 import swarm.cli.main, swarm.cli.messages
@@ -53,7 +54,7 @@ def forked_send_faults():
 startup_done()
 cold = min(forked_send_faults() for _ in range(2))
 hold_collector()
-rehearsed = rehearse()
+rehearsed = rehearse(Path(sys.argv[2]))
 startup_done()
 warm = min(forked_send_faults() for _ in range(2))
 print(json.dumps({"cold": cold, "warm": warm, "rehearsed": rehearsed}))
@@ -66,8 +67,8 @@ def test_a_rehearsed_server_forks_sends_that_copy_fewer_pages(tmp_path: Path) ->
     made = subprocess.run([str(SWARM_EXE), "--home", str(home.root), "team", "create", "t1"],
                           env={**env, "SWARM_CLI_SERVER": "0"}, capture_output=True, text=True, timeout=60)
     assert made.returncode == 0, made.stderr
-    probe = subprocess.run([sys.executable, "-c", PROBE, str(home.root)], env=env, capture_output=True, text=True,
-                           timeout=120)
+    probe = subprocess.run([sys.executable, "-c", PROBE, str(home.root), str(tmp_path / "rehearsal")], env=env,
+                           capture_output=True, text=True, timeout=120)
     assert probe.returncode == 0, probe.stderr
     figures = json.loads(probe.stdout.strip().splitlines()[-1])
     assert figures["rehearsed"] == ROUNDS
@@ -75,16 +76,21 @@ def test_a_rehearsed_server_forks_sends_that_copy_fewer_pages(tmp_path: Path) ->
     assert len(Mailbox(home, "t1").read("team-lead")) == 4  # the probe's own sends; the rehearsal's went elsewhere
 
 
-def test_the_rehearsal_leaves_nothing_behind(tmp_path: Path) -> None:
+def test_the_rehearsal_leaves_nothing_behind_and_clears_what_a_killed_one_left(tmp_path: Path) -> None:
     scratch = tmp_path / "tmp"
     scratch.mkdir()
+    run = tmp_path / "run"
+    left = run / "rehearsal" / "home" / "teams" / "rehearsal"
+    left.mkdir(parents=True)  # a server killed mid-rehearsal
+    (left / "config.json").write_text("{half")
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
     old = tempfile.tempdir
     tempfile.tempdir = str(scratch)
     try:
-        assert rehearse(2) == 2
+        assert rehearse(run / "rehearsal", 2) == 2  # the leftover did not get in its way
     finally:
         tempfile.tempdir = old
-    assert list(scratch.iterdir()) == []  # its scratch home is gone
+    assert list(run.iterdir()) == []  # its scratch home is gone, the leftover with it
+    assert list(scratch.iterdir()) == []  # and nothing went to the temporary directory
     assert (root.handlers, root.level) == (handlers, level)  # a served child still configures logging (-v)
