@@ -48,6 +48,8 @@ from swarm.core.home import FILE_MODE
 from swarm.errors import StorageError
 
 READ_CHUNK = 1 << 20
+MAX_READ = 1 << 30
+"""The most one ``read`` asks for (Linux returns at most ~2 GiB a call)."""
 AT_FDCWD = -100
 RENAME_NOREPLACE = 1
 
@@ -101,18 +103,29 @@ def read_regular(path: Path, *, limit: int | None = None) -> tuple[bytes, int] |
     """The bytes and permission bits of the regular file ``path``; None if it does not exist.
 
     With ``limit``, at most ``limit + 1`` bytes are read: more than ``limit`` means the file is larger.
+    One ``open``, one ``fstat`` and, for a file that does not change meanwhile, one ``read`` (asking for a byte
+    more than its size: a short read is its end); reads go on to the end if it grew. Opened non-blocking, so a
+    FIFO is refused without a hang; a regular file reads the same either way.
     """
     try:
-        fd = open_regular(path)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         return None
     try:
-        mode = stat.S_IMODE(os.fstat(fd).st_mode)
+        info = os.fstat(fd)
+        check_regular(info.st_mode, path)
+        cap = None if limit is None else limit + 1
         chunks, size = [], 0
-        while (limit is None or size <= limit) and (chunk := os.read(fd, READ_CHUNK)):
+        ask = info.st_size + 1  # a byte more than its size
+        while cap is None or size < cap:
+            count = min(ask, MAX_READ) if cap is None else min(ask, MAX_READ, cap - size)
+            chunk = os.read(fd, count)
             chunks.append(chunk)
             size += len(chunk)
-        return b"".join(chunks)[: None if limit is None else limit + 1], mode
+            if len(chunk) < count:
+                break  # a short read of a regular file is its end
+            ask = max(ask - count, READ_CHUNK)  # it grew since the fstat: read on to the end
+        return b"".join(chunks), stat.S_IMODE(info.st_mode)
     finally:
         os.close(fd)
 
