@@ -53,7 +53,8 @@ def test_view_shows_a_teammates_live_transcript_typing_goes_to_it_and_the_lead_i
 
     screen.type("/view alice")
     shown = screen.wait_for("view: alice — typing goes to alice")  # the status line says which view is active
-    mark = len(shown)
+    mark = shown.index("· viewing alice")  # what the view shows comes after its note (not after the status line:
+    # that sits on the pane's last row, below blank rows the next lines fill)
     screen.wait_for("⇐ team-lead Please get ready.")  # alice's transcript, as her pane draws it
     screen.wait_for("alice is ready")
     screen.type("typed banana")
