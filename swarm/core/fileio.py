@@ -181,7 +181,7 @@ class InPlaceRecord:
         self._fd: int | None = None
         self._file: tuple[int, int, int] = (0, 0, 0)
         """``(st_dev, st_ino, st_size)`` of the file ``_fd`` is open on."""
-        self._closer = weakref.finalize(self, _close_quietly, None)
+        self._closer = weakref.finalize(self, close_quietly, None)
 
     def write(self, data: bytes) -> None:
         """Make ``data`` the record (OSError if the disk refuses; the old record then stays)."""
@@ -196,7 +196,7 @@ class InPlaceRecord:
     def close(self) -> None:
         if self._fd is not None:
             self._closer.detach()
-            _close_quietly(self._fd)
+            close_quietly(self._fd)
             self._fd = None
 
     def _current(self) -> tuple[int | None, int]:
@@ -222,10 +222,11 @@ class InPlaceRecord:
             os.close(fd)
             raise
         self._fd, self._file = fd, (info.st_dev, info.st_ino, info.st_size)
-        self._closer = weakref.finalize(self, _close_quietly, fd)
+        self._closer = weakref.finalize(self, close_quietly, fd)
 
 
-def _close_quietly(fd: int | None) -> None:
+def close_quietly(fd: int | None) -> None:
+    """Close ``fd`` (None: nothing), an error ignored: for descriptors let go of at a finalizer or after a failure."""
     if fd is not None:
         try:
             os.close(fd)

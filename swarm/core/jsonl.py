@@ -29,7 +29,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-from swarm.core.fileio import check_regular, read_regular, storage_error, write_all
+from swarm.core.fileio import check_regular, close_quietly, read_regular, storage_error, write_all
 from swarm.core.home import FILE_MODE, ensure_dir
 from swarm.core.jsonfile import encode_json
 
@@ -75,7 +75,7 @@ class Appender:
         """``(st_dev, st_ino)`` of the file ``_fd`` is open on."""
         self._end = -1
         """The file's size after this appender's last write (-1: unknown, look at the last byte)."""
-        self._closer = weakref.finalize(self, _close_quietly, [None])
+        self._closer = weakref.finalize(self, close_quietly, None)
 
     def append(self, record: dict[str, Any], *, durable: bool) -> None:
         """Append ``record`` as one line; ``durable`` fsyncs it before returning (StorageError if refused)."""
@@ -135,23 +135,14 @@ class Appender:
             raise
         self._fd, self._file, self._end = fd, (info.st_dev, info.st_ino), -1
         self._closer.detach()
-        self._closer = weakref.finalize(self, _close_quietly, [fd])
+        self._closer = weakref.finalize(self, close_quietly, fd)
         return fd, info.st_size
 
     def _drop(self) -> None:
         if self._fd is not None:
             self._closer.detach()
-            _close_quietly([self._fd])
+            close_quietly(self._fd)
             self._fd, self._end = None, -1
-
-
-def _close_quietly(fds: list[int | None]) -> None:
-    for fd in fds:
-        if fd is not None:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
 
 
 def sync_records(path: Path) -> None:
