@@ -182,11 +182,28 @@ def _round_trips(mailbox: Mailbox, name: str, count: int, start: int = 0, gap: f
 
 
 def _cpu_ms(process: psutil.Process | None) -> float:
-    """User plus system CPU ``process`` has spent so far, in ms (0 when there is none)."""
+    """User plus system CPU ``process`` and its children (a teammate's delivery worker) have spent so far, in
+    ms (0 when there is none)."""
     if process is None:
         return 0.0
-    times = process.cpu_times()
-    return (times.user + times.system) * 1000
+    total = 0.0
+    for each in [process, *process.children(recursive=True)]:
+        try:
+            times = each.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += times.user + times.system
+    return total * 1000
+
+
+def _pss_uss(process: psutil.Process) -> tuple[float, float]:
+    """PSS and USS of ``process`` with its children (a teammate's delivery worker), in MiB."""
+    pss = uss = 0.0
+    for each in [process, *process.children(recursive=True)]:
+        full = each.memory_full_info()
+        pss += full.pss / 2**20
+        uss += full.uss / 2**20
+    return pss, uss
 
 
 def main() -> int:
@@ -218,8 +235,7 @@ def main() -> int:
             early = _round_trips(mailbox, "mate", count, answerer=proc)
             gapped = _round_trips(mailbox, "mate", count, start=150_000, gap=GAP)
             rss_early = proc.memory_info().rss / 2**20
-            full = proc.memory_full_info()
-            pss, uss = full.pss / 2**20, full.uss / 2**20
+            pss, uss = _pss_uss(proc)
             for n in range(0, grow, 50):
                 _round_trips(mailbox, "mate", 50, start=200_000 + n)
             late = _round_trips(mailbox, "mate", count, start=300_000)
@@ -269,8 +285,8 @@ def main() -> int:
         Figure("  the answering process's CPU per ping (user + system), back to back", "",
                early.cpu_per_trip, echo.cpu_per_trip, " ms", floor=floor.cpu_per_trip,
                floor_why="the floor echo's CPU per ping (its durable writes and nothing else)",
-               note="the teammate's own process; the lead (this benchmark) spends its CPU beside it on the "
-                    "other core: on 2 cores the teammate's CPU per ping is what its acts are made of"),
+               note="the teammate's process and its delivery worker (the process that fsyncs and prunes beside "
+                    "the turn); the lead (this benchmark) spends its CPU beside them on the other core"),
         Figure("full round trip into the lead inbox, p50", "<= 4 ms", early.p50(), echo.p50(), " ms",
                met=lambda v: v <= 4),
         Figure("full round trip, p99", "<= 20 ms", early.p99(), echo.p99(), " ms", met=lambda v: v <= 20),
@@ -292,8 +308,9 @@ def main() -> int:
                met=lambda v: v <= 1.5 * rss_early),
         Figure("teammate PSS, early", "", pss, None, " MiB", digits=1,
                note="PSS: its private pages plus its share of those it shares (with the CLI server it was forked "
-                    "from and its siblings)"),
-        Figure("teammate USS, early", "", uss, None, " MiB", digits=1, note="USS: the pages only it holds"),
+                    "from and its siblings); the teammate's and its delivery worker's, added up"),
+        Figure("teammate USS, early", "", uss, None, " MiB", digits=1,
+               note="USS: the pages only it holds (teammate and delivery worker, added up)"),
     ], notes=[f"{count} round trips per figure; p50 = median of {BATCHES} batch medians",
               "baseline: a bare Python process that waits, takes and answers through the same Mailbox "
               "(no agent loop, transcript or status): the floor under the teammate"])

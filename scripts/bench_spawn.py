@@ -92,6 +92,7 @@ from swarm.core.names import LEAD_NAME
 from swarm.core.teams import TeamStore
 from swarm.runtime.spawn import SpawnRequest, spawn
 from swarm.cli.forkserver import SPARE_NAME
+from swarm.teammate.delivery_worker import COMM as DELIVERY_COMM
 from swarm.teammate.served import COMM, teammate_processes
 
 # -- targets ---------------------------------------------------------------------------
@@ -242,6 +243,13 @@ def memory(procs: list[psutil.Process]) -> tuple[list[float], list[float]]:
     return rss, uss
 
 
+def delivery_workers(proc: psutil.Process) -> list[psutil.Process]:
+    """The teammate ``proc``'s delivery worker (``swarm.teammate.delivery_worker``), if it runs."""
+    with contextlib.suppress(psutil.Error):
+        return [child for child in proc.children() if child.name() == DELIVERY_COMM.decode()]
+    return []
+
+
 def memory_pss(procs: list[psutil.Process]) -> tuple[list[float], list[float], list[float]]:
     """RSS, USS and PSS (MiB) of each process: PSS charges a page shared by k processes 1/k to each, so a
     sum of PSS is what the processes together cost the machine (forked teammates share the server's pages)."""
@@ -384,7 +392,14 @@ def run_swarm(ctx: Context, backend: str, n: int, start: str = "warm", run: int 
         _startup_details(ctx, row, team, names, by_name, wall0, notified)
 
         time.sleep(SETTLE_S)
-        row.rss, row.uss, row.pss = memory_pss(procs)
+        row.rss, row.uss, row.pss = [], [], []
+        for proc in procs:  # a teammate's delivery worker is part of what it costs
+            rss, uss, pss = memory_pss([proc])
+            if pss:
+                _, worker_uss, worker_pss = memory_pss(delivery_workers(proc))
+                row.rss.append(rss[0])
+                row.uss.append(uss[0] + sum(worker_uss))
+                row.pss.append(pss[0] + sum(worker_pss))
         _, row.launcher_uss, launcher_pss = memory_pss(launchers)
         cli_server = [psutil.Process(pid)] if server and (pid := server_pid(ctx.home.cli_lock_path)) else []
         cli_server += [child for proc in cli_server for child in proc.children()  # its spare (forkserver.Spare)

@@ -18,20 +18,32 @@ whether the call had started, so the note claims neither."""
 
 
 class OwedSync:
-    """The fsync a message added with ``sync_later`` still owes; ``pay`` does it once, on any thread."""
+    """The fsync a message added with ``sync_later`` still owes; ``pay`` does it once, on any thread.
+
+    ``hand_over`` says another process is doing it (the delivery worker): ``pay`` then waits for that.
+    """
 
     def __init__(self, transcript: Transcript) -> None:
         self._transcript = transcript
         self._lock = threading.Lock()
         self._settled = False
         self._error: StorageError | None = None
+        self._elsewhere: Callable[[], None] | None = None
+
+    def descriptor(self) -> int | None:
+        """A copy of the transcript's descriptor, for another process to fsync (``Transcript.descriptor``)."""
+        return self._transcript.descriptor()
+
+    def hand_over(self, done: Callable[[], None]) -> None:
+        """The fsync is under way elsewhere: ``done`` waits for it (``StorageError`` if it failed)."""
+        self._elsewhere = done
 
     def pay(self) -> None:
-        """Until the line is on disk: fsync it here, or wait for the thread already doing it; its error, if any."""
+        """Until the line is on disk: fsync it here, or wait for whoever is doing it; its error, if any."""
         with self._lock:
             if not self._settled:
                 try:
-                    self._transcript.sync()
+                    (self._elsewhere or self._transcript.sync)()
                 except StorageError as exc:
                     self._error = exc
                 self._settled = True

@@ -60,6 +60,10 @@ class Transcript:
         """fsync the file: every line written so far is on disk (StorageError if the disk refuses)."""
         self._appender.sync()
 
+    def descriptor(self) -> int | None:
+        """A copy of the file's descriptor (the caller closes it): fsyncing it is ``sync``; None when none is open."""
+        return self._appender.descriptor()
+
     def close(self) -> None:
         """Let go of the file (the next record opens it again)."""
         self._appender.close()

@@ -171,6 +171,20 @@ def tagged(token: str) -> list[psutil.Process]:
     return found
 
 
+def name_process(name: bytes) -> bytes | None:
+    """Set ``/proc/self/comm`` (``ps``, ``top``): a forked process's command line is its server's. The name it had,
+    or None where it cannot be set (not Linux: only ``ps`` is less clear)."""
+    try:
+        with open("/proc/self/comm", "r+b") as comm:
+            before = comm.read().rstrip(b"\n")
+            comm.seek(0)
+            comm.write(name)
+        return before
+    except OSError:
+        return None
+
+
+
 # -- stopping -----------------------------------------------------------------
 
 

@@ -76,7 +76,7 @@ SPARE_NAME = b"swarm-spare"
 
 def _handed_over(handoff: socket.socket) -> socket.socket:
     """In a spare: block until the server hands over a connection; exit when the server closed the hand-off."""
-    from swarm.teammate.served import name_process  # imported by the server's warm-up: nothing to load here
+    from swarm.backends.procs import name_process  # imported by the server's warm-up: nothing to load here
 
     before = name_process(SPARE_NAME)
     try:

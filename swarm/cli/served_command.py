@@ -115,9 +115,10 @@ def _detach(conn: socket.socket, request: Request, fds: list[int]) -> NoReturn:
         conn.close()
         _take_over(request, fds)
         from swarm.teammate.__main__ import main
-        from swarm.teammate.served import name_process
+        from swarm.backends.procs import name_process
+        from swarm.teammate.served import COMM
 
-        name_process()
+        name_process(COMM)
         status = main(sys.argv[2:])
     except SystemExit as exc:
         status = _exit_status(exc)

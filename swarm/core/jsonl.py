@@ -99,8 +99,7 @@ class Appender:
 
     def sync(self) -> None:
         """fsync the file: every record appended so far is on disk when this returns (StorageError if not)."""
-        with self._lock:
-            held = os.dup(self._fd) if self._fd is not None else None  # fsync'd outside the lock: appends go on
+        held = self.descriptor()  # fsync'd outside the lock: appends go on
         if held is None:
             sync_records(self.path)
             return
@@ -110,6 +109,12 @@ class Appender:
             raise storage_error(exc, self.path, "sync") from exc
         finally:
             os.close(held)
+
+    def descriptor(self) -> int | None:
+        """A copy of the descriptor the records were written to (the caller closes it), to fsync them by; None
+        when none is held (then ``sync_records`` on the path)."""
+        with self._lock:
+            return os.dup(self._fd) if self._fd is not None else None
 
     def close(self) -> None:
         with self._lock:

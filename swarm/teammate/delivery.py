@@ -25,15 +25,19 @@ pruned, and nothing acted on, before its record is on disk.
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from swarm.agent.conversation import OwedSync
 from swarm.agent.transcript import Transcript
 from swarm.core.mailbox import Mailbox, delivery_key
 from swarm.core.protocol import InboxEntry
+from swarm.errors import StorageError
+from swarm.teammate.delivery_worker import DeliveryWorker, Job, WorkerUnavailable
 
 
 @dataclass
@@ -105,10 +109,47 @@ class Pruning:
         self._done.wait()
 
 
+class WorkerPruning:
+    """A batch's fsync and prune done by the delivery worker (``swarm.teammate.delivery_worker``), followed as
+    ``Pruning`` is; if the worker ended meanwhile, the teammate does what it may not have done."""
+
+    def __init__(self, delivery: Delivery, job: Job, keys: list[str]) -> None:
+        self._delivery = delivery
+        self._job = job
+        self._keys = keys
+
+    def synced(self) -> None:
+        """Until the record is on disk (``OwedSync.pay`` waits here)."""
+        try:
+            self._job.synced()
+        except WorkerUnavailable:
+            self._delivery.transcript.sync()
+
+    def wait(self) -> None:
+        """The turn is over: until the prune is done; the error of the step that failed, if any (raised once)."""
+        try:
+            self._job.pruned()
+        except WorkerUnavailable:  # an fsync or a prune done twice does no harm; their order is kept
+            self._delivery.transcript.sync()
+            self._delivery.acknowledge_keys(self._keys)
+        finally:
+            self._delivery.pruned(self._keys)
+
+    def join(self) -> None:
+        """As ``wait``, an error left unraised (another exception is on its way)."""
+        try:
+            self.wait()
+        except StorageError:
+            pass
+
+
 class Delivery:
     def __init__(self, mailbox: Mailbox, agent: str, transcript: Transcript, *,
-                 prune_grace: float = PRUNE_GRACE, handoff_wait: float = HANDOFF_WAIT) -> None:
+                 prune_grace: float = PRUNE_GRACE, handoff_wait: float = HANDOFF_WAIT, worker: bool = True) -> None:
+        """``worker``: fork the delivery worker (file inboxes only); else, or where it cannot be forked, the
+        fsync and the prune run on the delivery thread."""
         self._mailbox = mailbox
+        self.transcript = transcript
         self.prune_grace = prune_grace
         self.handoff_wait = handoff_wait
         self._agent = agent
@@ -116,6 +157,14 @@ class Delivery:
         self._pruning: set[str] = set()
         """Keys a ``Pruning`` is removing now: a ``collect`` meanwhile does not prune them again."""
         self._jobs: queue.SimpleQueue[Pruning | None] | None = None
+        self._worker = DeliveryWorker.fork(self.acknowledge_keys) if worker and mailbox.in_files else None
+        if self._worker is not None:
+            weakref.finalize(self, self._worker.close)
+
+    @property
+    def worker_pid(self) -> int | None:
+        """The delivery worker's pid while it runs (None: the delivery thread does the jobs)."""
+        return self._worker.pid if self._worker is not None and self._worker.alive else None
 
     def collect(self) -> Batch:
         """New entries, each handed out once in this process; the inbox is not touched yet."""
@@ -127,31 +176,60 @@ class Delivery:
 
     def acknowledge(self, batch: Batch) -> None:
         """Prune the batch's entries; call only after they are recorded in the transcript."""
-        if batch.seen:
-            self._mailbox.acknowledge(self._agent, batch.seen)
+        self.acknowledge_keys(batch.seen)
 
-    def acknowledge_beside(self, batch: Batch, sync: Callable[[], None] | None = None) -> Pruning:
-        """``sync`` (the record's fsync), then ``acknowledge``, on the delivery thread; ``wait`` when the turn is over.
+    def acknowledge_keys(self, keys: list[str]) -> None:
+        """Prune the entries with these delivery keys (recorded in the transcript already)."""
+        if keys:
+            self._mailbox.acknowledge(self._agent, keys)
 
-        Returns once the thread has started the job (``Pruning.taken_up``), so the fsync runs beside the turn.
+    def pruned(self, keys: list[str]) -> None:
+        """A prune behind a turn is over: a later ``collect`` prunes what it finds of these keys again."""
+        self._pruning.difference_update(keys)
+
+    def acknowledge_beside(self, batch: Batch, owed: OwedSync | None = None) -> Pruning | WorkerPruning:
+        """``owed`` (the record's fsync), then ``acknowledge``, beside the turn; ``wait`` when the turn is over.
+
+        By the delivery worker: the fsync is handed over to it (``OwedSync.hand_over``: ``pay`` waits
+        for it). Else on the delivery thread, and this returns once the thread has started the job
+        (``Pruning.taken_up``), so the fsync runs beside the turn.
 
         The inbox lock excludes other threads of this process too (``core.flock``),
         so a send to this teammate or a prune by the turn waits for this one.
         """
         keys = list(batch.seen)
         self._pruning.update(keys)
+        if self._worker is not None and self._worker.alive:
+            held = owed.descriptor() if owed is not None else None
+            if owed is None or held is not None:  # the worker fsyncs the descriptor the line was written to
+                try:
+                    job = self._worker.submit(held, keys)
+                except WorkerUnavailable:
+                    pass  # ended, or too large a batch: the thread does it
+                else:
+                    beside = WorkerPruning(self, job, keys)
+                    if owed is not None:
+                        owed.hand_over(beside.synced)
+                    return beside
+                finally:
+                    if held is not None:
+                        os.close(held)
 
         def prune() -> None:
             try:
-                if keys:
-                    self._mailbox.acknowledge(self._agent, keys)
+                self.acknowledge_keys(keys)
             finally:
-                self._pruning.difference_update(keys)
+                self.pruned(keys)
 
-        pruning = Pruning(sync, prune, self.prune_grace)
+        pruning = Pruning(owed.pay if owed is not None else None, prune, self.prune_grace)
         self._thread_queue().put(pruning)
         pruning.taken_up(self.handoff_wait)
         return pruning
+
+    def close(self) -> None:
+        """End the delivery worker (it finishes the job at hand); the thread ends with this object."""
+        if self._worker is not None:
+            self._worker.close()
 
     def _thread_queue(self) -> queue.SimpleQueue[Pruning | None]:
         """The delivery thread's queue; the thread starts with the first job and ends with this object."""

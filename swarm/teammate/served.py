@@ -54,8 +54,9 @@ from types import FrameType
 
 import psutil
 
-from swarm.backends.procs import process_create_time
+from swarm.backends.procs import name_process, process_create_time
 from swarm.teammate import TEAMMATE
+from swarm.teammate.delivery_worker import COMM as DELIVERY_COMM
 
 Handler = Callable[[int, FrameType | None], None]
 
@@ -91,7 +92,7 @@ class Launcher:
         that arrives with the launcher gone (the server's word for it) does the
         same; any other signal goes to ``on_signal``.
         """
-        name_process()
+        name_process(COMM)
         threading.Thread(target=self._watch, name="swarm-launcher", daemon=True).start()
 
         def handler(signum: int, frame: FrameType | None) -> None:
@@ -115,32 +116,24 @@ def _killed() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-def name_process(name: bytes = COMM) -> bytes | None:
-    """Set ``/proc/self/comm`` (``ps``, ``top``): a forked process's command line is its server's. The name it had,
-    or None where it cannot be set (not Linux: only ``ps`` is less clear)."""
-    try:
-        with open("/proc/self/comm", "r+b") as comm:
-            before = comm.read().rstrip(b"\n")
-            comm.seek(0)
-            comm.write(name)
-        return before
-    except OSError:
-        return None
-
-
 def teammate_processes(home_root: str) -> list[psutil.Process]:
     """Every live teammate process whose command line names ``home_root`` (or a path in it): launchers, forked
-    workers (their command line is their server's) and unserved teammates.
+    workers (their command line is their server's) and unserved teammates; and a delivery worker
+    (``delivery_worker``, whose command line is its teammate's) that outlived its teammate.
 
     For tests and benchmarks that look for what is left running (the runtime itself goes by member entries).
     """
-    found = []
-    for proc in psutil.process_iter(["cmdline", "status", "name"]):
+    found, workers = [], []
+    for proc in psutil.process_iter(["cmdline", "status", "name", "ppid"]):
         cmd = proc.info.get("cmdline") or []
         if not any(home_root in arg for arg in cmd) or proc.info.get("status") == psutil.STATUS_ZOMBIE:
+            continue
+        if proc.info.get("name") == DELIVERY_COMM.decode():
+            workers.append(proc)
             continue
         launched = cmd[1:3] == ["-m", "swarm.teammate"] or cmd[1:4] == ["-m", "swarm.cli.entry", TEAMMATE]
         forked = "swarm.cli.forkserver" in cmd and proc.info.get("name") == COMM.decode()
         if launched or forked:
             found.append(proc)
-    return found
+    teammates = {proc.pid for proc in found}
+    return found + [proc for proc in workers if proc.info.get("ppid") not in teammates]

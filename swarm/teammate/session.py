@@ -246,6 +246,7 @@ class TeammateSession:
             self.ctx.services.agents.background.stop_all()
         self.spec.provider.close()
         self.mcp.close()
+        self.delivery.close()  # its worker first: every other child of the process is stopped next
         stop_children(self.ctx, CHILD_GRACE)
         if self.sandbox is not None:
             self.sandbox.close()
@@ -293,7 +294,7 @@ class TeammateSession:
             owed = self.conversation.add(self._user_message(batch_texts(texts)), delivered=batch.keys,
                                          sync_later=True)
             self.lead.took(batch.keys)
-            pruning = self.delivery.acknowledge_beside(batch, sync=owed.pay if owed else None)
+            pruning = self.delivery.acknowledge_beside(batch, owed)
             try:
                 self._turn(before_idle=pruning.wait)  # ...and nobody may see this teammate idle before the prune
             finally:

@@ -11,10 +11,12 @@ from __future__ import annotations
 import gc
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from swarm.agent.conversation import OwedSync
 from swarm.agent.transcript import Transcript
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
@@ -31,7 +33,14 @@ def _setup(home: Home, tmp_path: Path, grace: float, handoff: float = 0.002) -> 
     mailbox = Mailbox(home, "t")
     mailbox.send("w", "ping", sender="team-lead")
     return mailbox, Delivery(mailbox, "w", Transcript(tmp_path / "w.jsonl"), prune_grace=grace,
-                             handoff_wait=handoff)
+                             handoff_wait=handoff, worker=False)
+
+
+def _owed(tmp_path: Path, sync: Callable[[], None]) -> OwedSync:
+    """The record's fsync, done by ``sync``: the test decides when it returns, and whether it fails."""
+    owed = OwedSync(Transcript(tmp_path / "w.jsonl"))
+    owed.hand_over(sync)
+    return owed
 
 
 def _texts(mailbox: Mailbox) -> list[str]:
@@ -42,7 +51,7 @@ def test_the_prune_waits_for_the_turn_to_end(home: Home, tmp_path: Path) -> None
     mailbox, delivery = _setup(home, tmp_path, grace=60)
     batch = delivery.collect()
     synced = threading.Event()
-    pruning = delivery.acknowledge_beside(batch, sync=synced.set)
+    pruning = delivery.acknowledge_beside(batch, _owed(tmp_path, synced.set))
     assert synced.wait(5)  # the fsync ran at once, on the delivery thread...
     time.sleep(0.3)
     assert _texts(mailbox) == ["ping"]  # ...the prune waits while the turn goes on
@@ -60,7 +69,7 @@ def test_the_turn_goes_on_only_once_the_thread_has_taken_up_the_fsync(home: Home
         started.set()
         finish.wait(30)
 
-    pruning = delivery.acknowledge_beside(delivery.collect(), sync=slow_fsync)
+    pruning = delivery.acknowledge_beside(delivery.collect(), _owed(tmp_path, slow_fsync))
     assert started.is_set()  # no wait of the test's own: the handoff returned only after the thread took the job
     assert _texts(mailbox) == ["ping"]  # and the prune still follows the fsync
     finish.set()
@@ -82,7 +91,7 @@ def test_a_refused_fsync_prunes_nothing(home: Home, tmp_path: Path) -> None:
     def refuse() -> None:
         raise StorageError("cannot sync w.jsonl: the disk is full")
 
-    pruning = delivery.acknowledge_beside(delivery.collect(), sync=refuse)
+    pruning = delivery.acknowledge_beside(delivery.collect(), _owed(tmp_path, refuse))
     with pytest.raises(StorageError, match="disk is full"):
         pruning.wait()
     assert _texts(mailbox) == ["ping"]  # still there, to be delivered again

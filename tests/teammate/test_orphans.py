@@ -24,6 +24,7 @@ from swarm.backends.procs import is_pid_alive, process_create_time
 from swarm.core.home import Home
 from swarm.core.protocol import Member
 from swarm.core.teams import TeamStore
+from swarm.teammate.delivery_worker import COMM as DELIVERY_COMM
 from tests.backends.helpers import retry_until
 from tests.cli.conftest import SWARM_EXE
 from tests.teammate.conftest import teammate_pids, wait_status
@@ -199,3 +200,22 @@ def test_a_reused_pid_is_never_signalled(stop: tuple[str, ...], home: Home, team
     result = swarm(*stop)
     assert result.returncode == 0, result.stderr
     assert stranger.poll() is None, "swarm signalled a process that only reused a teammate's pid"
+
+
+def test_a_sigkilled_teammates_delivery_worker_ends_by_itself(home: Home, team: str,
+                                                              start: Callable[..., Member]) -> None:
+    """The worker's socket closes with the teammate, however it ends: it leaves, nobody has to stop it."""
+    start("alice")
+    wait_status(home, team, "alice", "idle")
+    [pid] = teammate_pids(home)
+    [worker] = [p for p in psutil.Process(pid).children() if p.name() == DELIVERY_COMM.decode()]
+    os.kill(pid, signal.SIGKILL)
+
+    def ended() -> bool:
+        try:
+            return worker.status() == psutil.STATUS_ZOMBIE  # ended, and not reaped yet by whoever adopted it
+        except psutil.NoSuchProcess:
+            return True
+
+    retry_until(ended, 10, what="the delivery worker to end")
+    assert teammate_pids(home) == []

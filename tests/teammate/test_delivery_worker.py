@@ -1,0 +1,163 @@
+"""The delivery worker: a forked process does the record's fsync, then the prune, beside the turn.
+
+Real inbox files in a fresh home, a real forked worker, real signals. What a
+worker must never do is prune before the fsync it was given succeeded, leave
+the teammate waiting when it dies, take a pane's Ctrl-C, or hold the
+teammate's files once it has ended.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from swarm.agent.conversation import Conversation, OwedSync
+from swarm.agent.transcript import Transcript
+from swarm.core.home import Home
+from swarm.core.jsonfile import lock_of
+from swarm.core.mailbox import Mailbox, delivery_key
+from swarm.core.protocol import Member
+from swarm.core.teams import TeamStore
+from swarm.errors import StorageError
+from swarm.models.messages import Message
+from swarm.teammate.delivery import Batch, Delivery, WorkerPruning
+from swarm.teammate import delivery_worker
+from swarm.teammate.delivery_worker import COMM, DeliveryWorker
+from tests.backends.helpers import retry_until
+
+
+@pytest.fixture
+def mailbox(home: Home) -> Mailbox:
+    TeamStore(home).create("t")
+    TeamStore(home).add_member("t", Member(agent_id="w@t", name="w", is_active=True))
+    mailbox = Mailbox(home, "t")
+    mailbox.send("w", "ping", sender="team-lead")
+    return mailbox
+
+
+@pytest.fixture
+def delivery(mailbox: Mailbox, tmp_path: Path) -> Iterator[Delivery]:
+    delivery = Delivery(mailbox, "w", Transcript(tmp_path / "w.jsonl"))
+    yield delivery
+    delivery.close()
+
+
+def _texts(mailbox: Mailbox) -> list[str]:
+    return [e.text for e in mailbox.read("w")]
+
+
+def _recorded(delivery: Delivery) -> tuple[Batch, Conversation, OwedSync]:
+    """A batch and its record, written as the session writes it: its fsync owed."""
+    batch = delivery.collect()
+    conversation = Conversation(transcript=delivery.transcript)
+    owed = conversation.add(Message.user_text("ping"), delivered=batch.keys, sync_later=True)
+    assert owed is not None
+    return batch, conversation, owed
+
+
+def _delivery_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name == "swarm-delivery"}
+
+
+def test_the_fsync_and_the_prune_run_in_a_process_of_its_own(mailbox: Mailbox, delivery: Delivery) -> None:
+    threads = _delivery_threads()
+    worker = psutil.Process(delivery.worker_pid)
+    assert worker.ppid() == os.getpid() and worker.name() == COMM.decode()
+    batch, conversation, owed = _recorded(delivery)
+    pruning = delivery.acknowledge_beside(batch, owed)
+    assert isinstance(pruning, WorkerPruning)
+    conversation.make_durable()  # the worker's "synced"
+    pruning.wait()
+    assert _texts(mailbox) == []
+    assert _delivery_threads() == threads  # no thread was needed
+    mailbox.send("w", "ping 2", sender="team-lead")
+    delivery.acknowledge_beside(delivery.collect()).wait()  # the same worker, job after job
+    assert _texts(mailbox) == [] and delivery.worker_pid == worker.pid
+
+
+def test_a_refused_fsync_prunes_nothing(mailbox: Mailbox) -> None:
+    """The worker fsyncs the descriptor it is given: a pipe refuses (EINVAL), as a failing disk would."""
+    worker = DeliveryWorker.fork(lambda keys: mailbox.acknowledge("w", keys))
+    assert worker is not None
+    read_end, write_end = os.pipe()
+    try:
+        [key] = [delivery_key(e) for e in mailbox.pending("w")]
+        job = worker.submit(read_end, [key])
+        with pytest.raises(StorageError, match="cannot sync the transcript"):
+            job.synced()
+        with pytest.raises(StorageError, match="cannot sync the transcript"):
+            job.synced()  # as OwedSync.pay: each time
+        with pytest.raises(StorageError):
+            job.pruned()
+        job.pruned()  # the prune's wait raises it once
+        assert _texts(mailbox) == ["ping"]  # still there, to be delivered again
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+        worker.close()
+
+
+def test_a_worker_killed_mid_job_is_stood_in_for(home: Home, mailbox: Mailbox, delivery: Delivery) -> None:
+    batch, conversation, owed = _recorded(delivery)
+    pid = delivery.worker_pid
+    assert pid is not None
+    with lock_of(home.inbox_path("t", "w")):  # the worker's prune waits for this lock...
+        pruning = delivery.acknowledge_beside(batch, owed)
+        conversation.make_durable()  # ...after its fsync
+        os.kill(pid, signal.SIGKILL)
+        retry_until(lambda: os.waitpid(pid, os.WNOHANG) != (0, 0), 5, what="the worker to die")
+    assert _texts(mailbox) == ["ping"]
+    pruning.wait()  # the teammate does the job itself
+    assert _texts(mailbox) == []
+    assert delivery.worker_pid is None
+    mailbox.send("w", "ping 2", sender="team-lead")
+    threads = _delivery_threads()
+    delivery.acknowledge_beside(delivery.collect()).wait()  # from now on, the thread
+    assert _texts(mailbox) == [] and len(_delivery_threads() - threads) <= 1
+
+
+def test_the_worker_leaves_a_panes_signals_to_the_teammate(mailbox: Mailbox, delivery: Delivery) -> None:
+    worker = psutil.Process(delivery.worker_pid)
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGTSTP):
+        os.kill(worker.pid, signum)
+    delivery.acknowledge_beside(delivery.collect()).wait()
+    assert _texts(mailbox) == []
+    assert worker.is_running() and worker.status() != psutil.STATUS_STOPPED
+    delivery.close()  # its socket closed: it ends, and is reaped
+    assert not psutil.pid_exists(worker.pid) or worker.status() != psutil.STATUS_ZOMBIE
+    with pytest.raises(psutil.NoSuchProcess):
+        worker.status()
+
+
+def test_the_worker_holds_none_of_the_teammates_files(home: Home, mailbox: Mailbox, tmp_path: Path) -> None:
+    transcript = Transcript(tmp_path / "w.jsonl")
+    transcript.event("opened")  # the teammate holds its transcript open when the worker is forked
+    kept = open(tmp_path / "held", "w")  # noqa: SIM115 (held open across the fork on purpose)
+    delivery = Delivery(mailbox, "w", transcript)
+    try:
+        pid = delivery.worker_pid
+        fd_dir = Path(f"/proc/{pid}/fd")
+        targets = [os.readlink(fd_dir / name) for name in os.listdir(fd_dir)]
+        assert not [t for t in targets if t.startswith(str(tmp_path))], targets
+        assert len([t for t in targets if t.startswith("socket:")]) == 1  # its own, to the teammate
+    finally:
+        kept.close()
+        delivery.close()
+
+
+def test_a_batch_too_large_for_a_job_goes_to_the_thread(mailbox: Mailbox, delivery: Delivery,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(delivery_worker, "MAX_JOB", 100)  # a job's limit, lowered: not 2,000 sends
+    for n in range(3):  # four keys of 36 characters and more
+        mailbox.send("w", f"ping {n}", sender="team-lead")
+    pruning = delivery.acknowledge_beside(delivery.collect())
+    assert not isinstance(pruning, WorkerPruning)
+    pruning.wait()
+    assert _texts(mailbox) == []
+    assert delivery.worker_pid is not None  # the worker stays for the next, ordinary batch
