@@ -131,9 +131,11 @@ def _detach(conn: socket.socket, request: Request, fds: list[int]) -> NoReturn:
 def _teammate(conn: socket.socket) -> int:
     """Become the teammate the client launches, tied to that launcher's life (``swarm.teammate.served``)."""
     from swarm.teammate.__main__ import main
+    from swarm.teammate.delivery_worker import DeliveryWorker
     from swarm.teammate.served import Launcher
 
-    return main(sys.argv[2:], launcher=Launcher.of(conn))
+    worker = DeliveryWorker.fork()  # first thing: it keeps a copy of each page this process has made its own
+    return main(sys.argv[2:], launcher=Launcher.of(conn), worker=worker)
 
 
 def _take_over(request: Request, fds: list[int]) -> None:

@@ -125,11 +125,6 @@ class Mailbox:
             written.append(entry)
         return written
 
-    @property
-    def in_files(self) -> bool:
-        """The team's inboxes are files under the home (not rows of a database)."""
-        return self._rows is None
-
     @cached_property
     def _lead_key(self) -> LeadKey | None:
         """The key this mailbox signs lead entries with (None: they go unsigned)."""

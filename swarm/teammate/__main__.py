@@ -17,11 +17,11 @@ from types import FrameType
 from typing import TextIO
 
 from swarm.agent.live_events import LiveEvent
-from swarm.core.home import Home, ensure_dir
-from swarm.core.text import TerminalLogFormatter
+from swarm.core.home import Home
 from swarm.errors import SwarmError
 from swarm.teammate.config import parse_args
-from swarm.teammate.pane import pane_writer
+from swarm.teammate.delivery_worker import DeliveryWorker
+from swarm.teammate.pane import pane_writer, setup_logging
 from swarm.teammate.served import Launcher
 from swarm.teammate.session import TeammateSession, Terminated
 
@@ -42,35 +42,32 @@ def _turn_signals(sessions: list[TeammateSession]) -> Callable[[int, FrameType |
     return handler
 
 
-def _setup_logging(home: Home, team: str, name: str) -> None:
-    """Log lines go to the log file, never over the pane's live view: in a tmux pane to ``logs/NAME.log``; a
-    subprocess teammate's stderr already is that file."""
-    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
-    if sys.stderr.isatty():
-        path = home.log_path(team, name)
-        ensure_dir(path.parent)
-        handlers = [logging.FileHandler(path)]
-    formatter = TerminalLogFormatter(f"%(asctime)s {name} %(levelname)s %(name)s: %(message)s")
-    for handler in handlers:
-        handler.setFormatter(formatter)
-    logging.basicConfig(level=logging.INFO, handlers=handlers)
+def main(argv: list[str] | None = None, launcher: Launcher | None = None,
+         worker: DeliveryWorker | None = None) -> int:
+    """Run a teammate until it stops; ``launcher``: this process was forked for it by the CLI server, which
+    forked its delivery ``worker`` first (else it is forked here)."""
+    worker = worker or DeliveryWorker.fork()  # first thing: the fewer pages this process has made its own
+    try:
+        return _run(argv, launcher, worker)
+    finally:
+        if worker is not None:
+            worker.close()  # ended with the session already, unless there was none
 
 
-def main(argv: list[str] | None = None, launcher: Launcher | None = None) -> int:
-    """Run a teammate until it stops; ``launcher``: this process was forked for it by the CLI server."""
+def _run(argv: list[str] | None, launcher: Launcher | None, worker: DeliveryWorker | None) -> int:
     config = parse_args(sys.argv[1:] if argv is None else argv)
     typing = config.backend == "tmux" and _is_terminal(sys.stdin)
     sessions: list[TeammateSession] = []
     on_signal = _turn_signals(sessions)
     handler = on_signal if launcher is None else launcher.bind(on_signal)
     home = Home.from_env(config.home)
-    _setup_logging(home, config.team, config.name)
+    setup_logging(home, config.team, config.name)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, handler)
     pane = pane_writer()
     try:
         session = TeammateSession(config, home, dict(os.environ), launcher=launcher, pane=pane,
-                                  pane_input=sys.stdin if typing else None)
+                                  pane_input=sys.stdin if typing else None, delivery_worker=worker)
         sessions.append(session)
         startup_done()
         return session.run()

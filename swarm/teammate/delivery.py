@@ -36,8 +36,9 @@ from swarm.agent.conversation import OwedSync
 from swarm.agent.transcript import Transcript
 from swarm.core.mailbox import Mailbox, delivery_key
 from swarm.core.protocol import InboxEntry
+from swarm.core.store import locate
 from swarm.errors import StorageError
-from swarm.teammate.delivery_worker import DeliveryWorker, Job, WorkerUnavailable
+from swarm.teammate.delivery_worker import DeliveryWorker, Inbox, Job, WorkerUnavailable
 
 
 @dataclass
@@ -145,9 +146,10 @@ class WorkerPruning:
 
 class Delivery:
     def __init__(self, mailbox: Mailbox, agent: str, transcript: Transcript, *,
-                 prune_grace: float = PRUNE_GRACE, handoff_wait: float = HANDOFF_WAIT, worker: bool = True) -> None:
-        """``worker``: fork the delivery worker (file inboxes only); else, or where it cannot be forked, the
-        fsync and the prune run on the delivery thread."""
+                 prune_grace: float = PRUNE_GRACE, handoff_wait: float = HANDOFF_WAIT,
+                 worker: DeliveryWorker | None = None) -> None:
+        """``worker`` (``DeliveryWorker.fork``; this delivery closes it) does the fsync and the prune beside a
+        turn, for a team whose inboxes are files; without one, or once it is gone, the delivery thread does."""
         self._mailbox = mailbox
         self.transcript = transcript
         self.prune_grace = prune_grace
@@ -157,8 +159,11 @@ class Delivery:
         self._pruning: set[str] = set()
         """Keys a ``Pruning`` is removing now: a ``collect`` meanwhile does not prune them again."""
         self._jobs: queue.SimpleQueue[Pruning | None] | None = None
-        self._worker = DeliveryWorker.fork(self.acknowledge_keys) if worker and mailbox.in_files else None
-        if self._worker is not None:
+        if worker is not None and locate(mailbox.home, mailbox.team) is not None:
+            worker.close()  # a database team's inbox is rows: the thread prunes on its own connection
+            worker = None
+        self._worker = worker
+        if worker is not None:
             weakref.finalize(self, self._worker.close)
 
     @property
@@ -203,7 +208,8 @@ class Delivery:
             held = owed.descriptor() if owed is not None else None
             if owed is None or held is not None:  # the worker fsyncs the descriptor the line was written to
                 try:
-                    job = self._worker.submit(held, keys)
+                    job = self._worker.submit(held, Inbox(self._mailbox.home, self._mailbox.team, self._agent),
+                                              keys)
                 except WorkerUnavailable:
                     pass  # ended, or too large a batch: the thread does it
                 else:

@@ -33,9 +33,14 @@ import threading
 import time
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 
 from swarm.backends.procs import name_process
+from swarm.core.home import Home
+from swarm.core.mailbox import Mailbox
 from swarm.errors import StorageError
+from swarm.teammate.pane import setup_logging
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +60,15 @@ handle; the worker ends once the teammate does."""
 READY, SYNCED, PRUNED, FAILED = b"r", b"s", b"p", b"e"
 
 
+@dataclass(frozen=True)
+class Inbox:
+    """Whose inbox a job prunes."""
+
+    home: Home
+    team: str
+    agent: str
+
+
 class WorkerUnavailable(Exception):
     """The worker cannot take a job (it ended, or the job is more than one message carries), or ended before it
     told how a job went (what the job did is unknown): the teammate does the job itself."""
@@ -70,8 +84,13 @@ class DeliveryWorker:
         self.alive = True
 
     @classmethod
-    def fork(cls, prune: Callable[[list[str]], object]) -> DeliveryWorker | None:
-        """A worker that prunes with ``prune`` (the keys of a job); None where no process can be forked."""
+    def fork(cls) -> DeliveryWorker | None:
+        """A new worker; None where no process can be forked.
+
+        Fork it first thing: the worker ends up holding its own copy of every page the teammate had
+        made its own by then and changes later (a served teammate's start costs ~2.5 MB that way; one
+        forked after the teammate's set-up, ~4.5 MB).
+        """
         try:
             ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         except OSError as exc:  # no such sockets here: the delivery thread does the jobs instead
@@ -90,7 +109,7 @@ class DeliveryWorker:
             status = 1
             try:
                 ours.close()
-                _serve(theirs, prune)
+                _serve(theirs)
                 status = 0
             finally:
                 os._exit(status)  # never back into the teammate's code
@@ -105,12 +124,14 @@ class DeliveryWorker:
         worker.close()
         return None
 
-    def submit(self, sync_fd: int | None, keys: list[str]) -> Job:
-        """Send a job: fsync ``sync_fd`` (a descriptor the worker receives a copy of), then prune ``keys``.
+    def submit(self, sync_fd: int | None, inbox: Inbox, keys: list[str]) -> Job:
+        """Send a job: fsync ``sync_fd`` (a descriptor the worker receives a copy of), then prune ``keys`` from
+        ``inbox``.
 
         ``WorkerUnavailable`` if it cannot be sent (the worker ended, or the keys are more than a job carries).
         """
-        payload = json.dumps(keys).encode()
+        payload = json.dumps({"home": str(inbox.home.root), "team": inbox.team, "agent": inbox.agent,
+                              "keys": keys}).encode()
         if len(payload) > MAX_JOB:
             raise WorkerUnavailable("the batch is larger than a job carries")
         try:
@@ -196,7 +217,7 @@ class Job:
             self._error = StorageError(reply[1:].decode("utf-8", "replace") or "the delivery worker failed")
 
 
-def _serve(sock: socket.socket, prune: Callable[[list[str]], object]) -> None:
+def _serve(sock: socket.socket) -> None:
     """The worker: jobs in order until the socket closes."""
     gc.disable()  # nothing it does makes cycles; a collection would touch (copy) the pages it shares
     for signum in _IGNORED:
@@ -204,6 +225,7 @@ def _serve(sock: socket.socket, prune: Callable[[list[str]], object]) -> None:
     name_process(COMM)
     _close_inherited(keep={0, 1, 2, sock.fileno(), *_log_descriptors()})
     sock.send(READY)
+    mailboxes: dict[tuple[str, str], Mailbox] = {}
     while True:
         try:
             data, fds, _flags, _address = socket.recv_fds(sock, MAX_JOB, 1)
@@ -213,7 +235,15 @@ def _serve(sock: socket.socket, prune: Callable[[list[str]], object]) -> None:
             for fd in fds:
                 os.close(fd)
             return  # the teammate closed its end, or ended
-        sock.send(_run(sock, json.loads(data), fds[0] if fds else None, prune))
+        job = json.loads(data)
+        where = (job["home"], job["team"])
+        if where not in mailboxes:
+            if not mailboxes:  # forked before the teammate set up its log: its warnings go where the teammate's do
+                setup_logging(Home(Path(job["home"])), job["team"], f"{job['agent']} (delivery)")
+            mailboxes[where] = Mailbox(Home(Path(job["home"])), job["team"])
+        mailbox = mailboxes[where]
+        sock.send(_run(sock, job["keys"], fds[0] if fds else None,
+                       lambda keys: mailbox.acknowledge(job["agent"], keys)))
 
 
 def _run(sock: socket.socket, keys: list[str], sync_fd: int | None, prune: Callable[[list[str]], object]) -> bytes:

@@ -12,6 +12,7 @@ style codes and, on a terminal, the cursor moves that take back streamed rows.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import sys
@@ -20,6 +21,8 @@ from typing import TextIO
 
 from swarm.agent.live_events import LiveEvent
 from swarm.agent.live_render import ansi, delta, lines, plain
+from swarm.core.home import Home, ensure_dir
+from swarm.core.text import TerminalLogFormatter
 
 ERASE_BELOW = "\x1b[J"
 
@@ -72,3 +75,17 @@ def pane_writer() -> PaneWriter | None:
     except OSError:
         return None
     return PaneWriter()
+
+
+def setup_logging(home: Home, team: str, name: str) -> None:
+    """Log lines go to the log file, never over the pane's live view: in a tmux pane to ``logs/NAME.log``; a
+    subprocess teammate's stderr already is that file. Once per process (``logging.basicConfig``)."""
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    if sys.stderr.isatty():
+        path = home.log_path(team, name)
+        ensure_dir(path.parent)
+        handlers = [logging.FileHandler(path)]
+    formatter = TerminalLogFormatter(f"%(asctime)s {name} %(levelname)s %(name)s: %(message)s")
+    for handler in handlers:
+        handler.setFormatter(formatter)
+    logging.basicConfig(level=logging.INFO, handlers=handlers)

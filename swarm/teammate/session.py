@@ -63,6 +63,7 @@ from swarm.models.team_gate import BudgetReached, TeamGate
 from swarm.teammate.agents import assemble_teammate, teammate_host
 from swarm.teammate.config import PLAYBOOK_VARIABLES, TeammateConfig
 from swarm.teammate.delivery import Batch, Delivery
+from swarm.teammate.delivery_worker import DeliveryWorker
 from swarm.teammate.gate import TeammateGate
 from swarm.teammate.hook_events import TeammateHooks
 from swarm.teammate.lead_watch import LEAD_CHECK, LeadWatch
@@ -96,7 +97,7 @@ IDLE_WAIT = 3600.0
 class TeammateSession:
     def __init__(self, config: TeammateConfig, home: Home, env: Mapping[str, str],
                  launcher: Launcher | None = None, pane: PaneWriter | None = None,
-                 pane_input: TextIO | None = None) -> None:
+                 pane_input: TextIO | None = None, delivery_worker: DeliveryWorker | None = None) -> None:
         self.config = config
         self.launcher = launcher
         self.live = TeammateLive(home, config.team, config.name, config.cwd, pane)
@@ -110,7 +111,7 @@ class TeammateSession:
         self.conversation.observer = self.live.narrator.message
         self.conversation.on_compacted = lambda summarised: self.live.emit(
             LiveEvent(type="compaction", summarised=summarised))
-        self.delivery = Delivery(self.mailbox, config.name, self.transcript)
+        self.delivery = Delivery(self.mailbox, config.name, self.transcript, worker=delivery_worker)
         self.lead = LeadVerifier(VerifyKey.parse(config.lead_verify_key) if config.lead_verify_key else None,
                                  self.transcript.delivered_ids())
         self.pane_id = env.get("TMUX_PANE", "") if config.backend == "tmux" else "subprocess"

@@ -33,7 +33,7 @@ def _setup(home: Home, tmp_path: Path, grace: float, handoff: float = 0.002) -> 
     mailbox = Mailbox(home, "t")
     mailbox.send("w", "ping", sender="team-lead")
     return mailbox, Delivery(mailbox, "w", Transcript(tmp_path / "w.jsonl"), prune_grace=grace,
-                             handoff_wait=handoff, worker=False)
+                             handoff_wait=handoff)
 
 
 def _owed(tmp_path: Path, sync: Callable[[], None]) -> OwedSync:

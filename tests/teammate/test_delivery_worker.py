@@ -28,8 +28,9 @@ from swarm.errors import StorageError
 from swarm.models.messages import Message
 from swarm.teammate.delivery import Batch, Delivery, WorkerPruning
 from swarm.teammate import delivery_worker
-from swarm.teammate.delivery_worker import COMM, DeliveryWorker
+from swarm.teammate.delivery_worker import COMM, DeliveryWorker, Inbox
 from tests.backends.helpers import retry_until
+from tests.conftest import both_stores
 
 
 @pytest.fixture
@@ -42,8 +43,8 @@ def mailbox(home: Home) -> Mailbox:
 
 
 @pytest.fixture
-def delivery(mailbox: Mailbox, tmp_path: Path) -> Iterator[Delivery]:
-    delivery = Delivery(mailbox, "w", Transcript(tmp_path / "w.jsonl"))
+def delivery(home: Home, mailbox: Mailbox, tmp_path: Path) -> Iterator[Delivery]:
+    delivery = Delivery(mailbox, "w", Transcript(tmp_path / "w.jsonl"), worker=DeliveryWorker.fork())
     yield delivery
     delivery.close()
 
@@ -83,12 +84,12 @@ def test_the_fsync_and_the_prune_run_in_a_process_of_its_own(mailbox: Mailbox, d
 
 def test_a_refused_fsync_prunes_nothing(mailbox: Mailbox) -> None:
     """The worker fsyncs the descriptor it is given: a pipe refuses (EINVAL), as a failing disk would."""
-    worker = DeliveryWorker.fork(lambda keys: mailbox.acknowledge("w", keys))
+    worker = DeliveryWorker.fork()
     assert worker is not None
     read_end, write_end = os.pipe()
     try:
         [key] = [delivery_key(e) for e in mailbox.pending("w")]
-        job = worker.submit(read_end, [key])
+        job = worker.submit(read_end, Inbox(mailbox.home, "t", "w"), [key])
         with pytest.raises(StorageError, match="cannot sync the transcript"):
             job.synced()
         with pytest.raises(StorageError, match="cannot sync the transcript"):
@@ -139,7 +140,7 @@ def test_the_worker_holds_none_of_the_teammates_files(home: Home, mailbox: Mailb
     transcript = Transcript(tmp_path / "w.jsonl")
     transcript.event("opened")  # the teammate holds its transcript open when the worker is forked
     kept = open(tmp_path / "held", "w")  # noqa: SIM115 (held open across the fork on purpose)
-    delivery = Delivery(mailbox, "w", transcript)
+    delivery = Delivery(mailbox, "w", transcript, worker=DeliveryWorker.fork())
     try:
         pid = delivery.worker_pid
         fd_dir = Path(f"/proc/{pid}/fd")
@@ -161,3 +162,26 @@ def test_a_batch_too_large_for_a_job_goes_to_the_thread(mailbox: Mailbox, delive
     pruning.wait()
     assert _texts(mailbox) == []
     assert delivery.worker_pid is not None  # the worker stays for the next, ordinary batch
+
+
+@both_stores
+def test_only_a_team_in_files_has_a_worker(home: Home, tmp_path: Path, team_store: str | None) -> None:
+    """A database team's inbox is rows: the thread prunes on its own connection, and the worker is let go."""
+    TeamStore(home).create("s", store=team_store)
+    TeamStore(home).add_member("s", Member(agent_id="w@s", name="w", is_active=True))
+    mailbox = Mailbox(home, "s")
+    mailbox.send("w", "ping", sender="team-lead")
+    worker = DeliveryWorker.fork()
+    assert worker is not None
+    delivery = Delivery(mailbox, "w", Transcript(tmp_path / "w.jsonl"), worker=worker)
+    try:
+        pruning = delivery.acknowledge_beside(delivery.collect())
+        assert isinstance(pruning, WorkerPruning) == (team_store is None)
+        pruning.wait()
+        assert mailbox.read("w") == []
+        if team_store is not None:
+            assert delivery.worker_pid is None
+            with pytest.raises(ChildProcessError):
+                os.waitpid(worker.pid, os.WNOHANG)  # ended and reaped
+    finally:
+        delivery.close()
