@@ -11,10 +11,11 @@ an interpreter of its own::
     teammate ── a job: the transcript's descriptor (SCM_RIGHTS) and the keys ──▶ worker
              ◀── "s" once fsynced, then "p" once pruned; or "e" and why ───────
 
-The worker is forked once, when the delivery is made: early, so it shares most
-pages with the teammate (and a served teammate's with the CLI server). It
-holds no descriptor of the teammate's but the standard streams, its logs and
-its socket, ignores the signals a pane or a process group gets (the teammate
+The worker is forked once, first thing in the teammate's process (``fork``):
+a forked process keeps a copy of each page its parent had made its own before
+the fork and changes after, so the earlier, the smaller (a served teammate's
+worker: ~3.6 MiB of pages of its own). It holds no descriptor of the
+teammate's but the standard streams, its logs and its socket, ignores the signals a pane or a process group gets (the teammate
 decides), and ends when its socket closes: when the teammate closes it, or
 ends however it ends, after finishing the job at hand. A job can be done twice
 without harm (an fsync, a prune by key), so a worker that died mid-job is
@@ -48,7 +49,7 @@ COMM = b"swarm-delivery"
 """The worker's process name (``ps``, ``top``)."""
 
 MAX_JOB = 1 << 16
-"""Bytes of one job's keys at most (one datagram); a larger batch is done in the teammate."""
+"""Bytes of one job at most (one datagram); a larger batch is pruned on the delivery thread."""
 
 REAP_WAIT = 2.0
 """Seconds ``close`` waits for the worker to end on its own before it is killed."""
@@ -85,12 +86,9 @@ class DeliveryWorker:
 
     @classmethod
     def fork(cls) -> DeliveryWorker | None:
-        """A new worker; None where no process can be forked.
-
-        Fork it first thing: the worker ends up holding its own copy of every page the teammate had
-        made its own by then and changes later (a served teammate's start costs ~2.5 MB that way; one
-        forked after the teammate's set-up, ~4.5 MB).
-        """
+        """A new worker, set up (its inherited descriptors closed) when this returns; None where no process
+        can be forked or it did not start. Fork it first thing (see the module docstring): forked after the
+        teammate's set-up, a worker holds ~4.4 MiB of pages of its own instead of ~3.6."""
         try:
             ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         except OSError as exc:  # no such sockets here: the delivery thread does the jobs instead
