@@ -163,6 +163,8 @@ class Delivery:
             worker.close()  # a database team's inbox is rows: the thread prunes on its own connection
             worker = None
         self._worker = worker
+        self._last: WorkerPruning | None = None
+        """The worker's latest job: followed to its end before the next is sent (its replies come in order)."""
         if worker is not None:
             weakref.finalize(self, self._worker.close)
 
@@ -204,6 +206,9 @@ class Delivery:
         """
         keys = list(batch.seen)
         self._pruning.update(keys)
+        if self._last is not None:
+            self._last.join()  # already over unless a caller never waited for it
+            self._last = None
         if self._worker is not None and self._worker.alive:
             held = owed.descriptor() if owed is not None else None
             if owed is None or held is not None:  # the worker fsyncs the descriptor the line was written to
@@ -213,7 +218,7 @@ class Delivery:
                 except WorkerUnavailable:
                     pass  # ended, or too large a batch: the thread does it
                 else:
-                    beside = WorkerPruning(self, job, keys)
+                    beside = self._last = WorkerPruning(self, job, keys)
                     if owed is not None:
                         owed.hand_over(beside.synced)
                     return beside

@@ -185,3 +185,23 @@ def test_only_a_team_in_files_has_a_worker(home: Home, tmp_path: Path, team_stor
                 os.waitpid(worker.pid, os.WNOHANG)  # ended and reaped
     finally:
         delivery.close()
+
+
+def test_a_job_nobody_waited_for_is_followed_to_its_end_before_the_next(mailbox: Mailbox, delivery: Delivery,
+                                                                         tmp_path: Path) -> None:
+    """The worker's replies come in order: the next job must not read the last one's (here, its failure)."""
+    read_end, write_end = os.pipe()
+
+    class Refused(OwedSync):  # its record's descriptor is a pipe: the worker's fsync is refused
+        def descriptor(self) -> int | None:
+            return os.dup(read_end)
+
+    try:
+        delivery.acknowledge_beside(delivery.collect(), Refused(Transcript(tmp_path / "r.jsonl")))  # not waited for
+        mailbox.send("w", "ping 2", sender="team-lead")
+        second = delivery.acknowledge_beside(delivery.collect())
+        second.wait()  # the first job's failure is not taken for this one's
+        assert [e.text for e in mailbox.read("w")] == ["ping"]  # the refused job pruned nothing; the second did
+    finally:
+        os.close(read_end)
+        os.close(write_end)
