@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
+import os
 import shutil
 from pathlib import Path
 
@@ -36,8 +37,16 @@ TEAM = "rehearsal"
 
 def rehearse(scratch: Path, rounds: int = ROUNDS) -> int:
     """Run ``rounds`` lead sends in a scratch home under ``scratch`` (removed before and after: nobody else may
-    use it); how many succeeded (a failure only leaves code cold)."""
+    use it); how many succeeded (a failure only leaves code cold).
+
+    ``scratch`` is made only in a directory that exists (the server's run directory): a home removed while its
+    server starts is not made again by the rehearsal, and no round starts once ``scratch`` is gone.
+    """
     shutil.rmtree(scratch, ignore_errors=True)
+    try:
+        os.mkdir(scratch, 0o700)
+    except OSError:
+        return 0  # the home (its run directory) was removed, or cannot be written: serve cold
     try:
         return _rehearse(scratch, rounds)
     finally:
@@ -61,6 +70,8 @@ def _rehearse(scratch: Path, rounds: int) -> int:
     try:
         with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
             for _ in range(rounds):
+                if not scratch.is_dir():
+                    break  # removed with its home meanwhile: sending on would make it again
                 try:
                     cli.main(args=args, prog_name="swarm")
                 except SystemExit as exc:

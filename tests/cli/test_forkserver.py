@@ -398,7 +398,15 @@ def test_a_served_command_in_a_home_that_does_not_exist_leaves_no_trace(served: 
 
 
 def test_a_server_whose_home_is_removed_exits(served: Served) -> None:
-    served.start_server()
+    pid = served.start_server()
+
+    def spare_forked() -> bool:  # the warm-up is over: its rehearsal no longer writes in the home
+        try:
+            return any(child.name() == SPARE_NAME.decode() for child in psutil.Process(pid).children())
+        except psutil.NoSuchProcess:
+            return False
+
+    _wait(spare_forked, "the server's warm-up to end")
     shutil.rmtree(served.home.root)  # `rm -rf` of a scratch home: its server must not linger for the idle time
     _wait(lambda: not _servers_of(served.home), "the server of a removed home to exit")
     assert not _servers_of(served.home)

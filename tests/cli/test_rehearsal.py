@@ -94,3 +94,10 @@ def test_the_rehearsal_leaves_nothing_behind_and_clears_what_a_killed_one_left(t
     assert list(run.iterdir()) == []  # its scratch home is gone, the leftover with it
     assert list(scratch.iterdir()) == []  # and nothing went to the temporary directory
     assert (root.handlers, root.level) == (handlers, level)  # a served child still configures logging (-v)
+
+
+def test_a_removed_home_is_not_made_again_by_the_rehearsal(tmp_path: Path) -> None:
+    """`rm -rf` of a home while its server starts: the rehearsal makes nothing where the home was."""
+    home = tmp_path / "home"  # removed: its run directory is gone
+    assert rehearse(home / "run" / "rehearsal", 2) == 0
+    assert not home.exists()
