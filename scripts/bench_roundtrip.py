@@ -181,13 +181,17 @@ def _round_trips(mailbox: Mailbox, name: str, count: int, start: int = 0, gap: f
     return trips
 
 
+def _tree(process: psutil.Process) -> list[psutil.Process]:
+    """``process`` and its children that are still there (a teammate's delivery worker counts with it)."""
+    return [process, *process.children(recursive=True)]
+
+
 def _cpu_ms(process: psutil.Process | None) -> float:
-    """User plus system CPU ``process`` and its children (a teammate's delivery worker) have spent so far, in
-    ms (0 when there is none)."""
+    """User plus system CPU ``process`` and its children have spent so far, in ms (0 when there is none)."""
     if process is None:
         return 0.0
     total = 0.0
-    for each in [process, *process.children(recursive=True)]:
+    for each in _tree(process):
         try:
             times = each.cpu_times()
         except psutil.NoSuchProcess:
@@ -197,13 +201,9 @@ def _cpu_ms(process: psutil.Process | None) -> float:
 
 
 def _pss_uss(process: psutil.Process) -> tuple[float, float]:
-    """PSS and USS of ``process`` with its children (a teammate's delivery worker), in MiB."""
-    pss = uss = 0.0
-    for each in [process, *process.children(recursive=True)]:
-        full = each.memory_full_info()
-        pss += full.pss / 2**20
-        uss += full.uss / 2**20
-    return pss, uss
+    """PSS and USS of ``process`` with its children, in MiB."""
+    infos = [each.memory_full_info() for each in _tree(process)]
+    return sum(i.pss for i in infos) / 2**20, sum(i.uss for i in infos) / 2**20
 
 
 def main() -> int:

@@ -209,22 +209,12 @@ class Delivery:
         if self._last is not None:
             self._last.join()  # already over unless a caller never waited for it
             self._last = None
-        if self._worker is not None and self._worker.alive:
-            held = owed.descriptor() if owed is not None else None
-            if owed is None or held is not None:  # the worker fsyncs the descriptor the line was written to
-                try:
-                    job = self._worker.submit(held, Inbox(self._mailbox.home, self._mailbox.team, self._agent),
-                                              keys)
-                except WorkerUnavailable:
-                    pass  # ended, or too large a batch: the thread does it
-                else:
-                    beside = self._last = WorkerPruning(self, job, keys)
-                    if owed is not None:
-                        owed.hand_over(beside.synced)
-                    return beside
-                finally:
-                    if held is not None:
-                        os.close(held)
+        job = self._by_worker(keys, owed)
+        if job is not None:
+            beside = self._last = WorkerPruning(self, job, keys)
+            if owed is not None:
+                owed.hand_over(beside.synced)
+            return beside
 
         def prune() -> None:
             try:
@@ -236,6 +226,22 @@ class Delivery:
         self._thread_queue().put(pruning)
         pruning.taken_up(self.handoff_wait)
         return pruning
+
+    def _by_worker(self, keys: list[str], owed: OwedSync | None) -> Job | None:
+        """The job sent to the worker; None when the thread must do it (no worker, ended, too large a batch,
+        or no descriptor of the record to fsync)."""
+        if self._worker is None or not self._worker.alive:
+            return None
+        held = owed.descriptor() if owed is not None else None
+        if owed is not None and held is None:
+            return None
+        try:
+            return self._worker.submit(held, Inbox(self._mailbox.home, self._mailbox.team, self._agent), keys)
+        except WorkerUnavailable:
+            return None
+        finally:
+            if held is not None:
+                os.close(held)  # the worker got its own copy
 
     def close(self) -> None:
         """End the delivery worker (it finishes the job at hand); the thread ends with this object."""
