@@ -88,6 +88,8 @@ class Lifecycle:
         """
         stamp = now_ms()
         worker_pid, worker_start = worker or (None, None)
+        # the transcript first: whoever sees this member idle may count on its life being recorded
+        self.transcript.event("joined", pid=pid, backend=self.config.backend, pane=self.pane_id)
         self.teams.update_member(
             self.config.team, self.config.name, is_active=True, pid=pid, proc_start=proc_start,
             worker_pid=worker_pid, worker_start=worker_start,
@@ -95,7 +97,6 @@ class Lifecycle:
             last_activity=stamp, cwd=str(self.config.cwd), tokens=usage.total)
         self.state = "idle"
         self._publish("idle", usage, stamp)
-        self.transcript.event("joined", pid=pid, backend=self.config.backend, pane=self.pane_id)
 
     def busy(self, usage: Usage) -> None:
         self._enter("busy", usage)
