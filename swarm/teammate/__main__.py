@@ -26,18 +26,25 @@ from swarm.teammate.served import Launcher
 from swarm.teammate.session import TeammateSession, Terminated
 
 
-def _on_signal(signum: int, frame: FrameType | None) -> None:
-    raise Terminated(signal.Signals(signum).name)
-
-
 def _turn_signals(sessions: list[TeammateSession]) -> Callable[[int, FrameType | None], None]:
     """SIGINT interrupts the running turn — Ctrl-C in the teammate's pane, or swarm reaching it from elsewhere
-    (``MemberKind.interrupt``: the session's teammate view, the watchdog); other signals stop it."""
+    (``MemberKind.interrupt``: the session's teammate view, the watchdog); other signals stop it, once.
+
+    Only the first stop raises ``Terminated``: a force stop's SIGTERM reaches the teammate several times
+    (``kill_tree`` signals its group, its session and its token's processes; a launcher forwards its own), and
+    a second one raised inside the end's clean-up would cut it short (its commands left running, its
+    background output left in /tmp, no ``left`` record). What outlasts the clean-up is SIGKILLed anyway.
+    """
+    stopping: list[str] = []
+
     def handler(signum: int, frame: FrameType | None) -> None:
+        if stopping:
+            return  # already ending
         if signum == signal.SIGINT and sessions:
             sessions[0].interrupt()
             return
-        _on_signal(signum, frame)
+        stopping.append(signal.Signals(signum).name)
+        raise Terminated(stopping[0])
 
     return handler
 

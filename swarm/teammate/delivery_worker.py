@@ -109,6 +109,8 @@ class DeliveryWorker:
                 ours.close()
                 _serve(theirs)
                 status = 0
+            except BaseException:  # a bug: said where the teammate's warnings go (stderr until logging is set up)
+                log.exception("the delivery worker failed")
             finally:
                 os._exit(status)  # never back into the teammate's code
         theirs.close()
@@ -147,6 +149,8 @@ class DeliveryWorker:
             data = b""
             log.warning("lost the delivery worker", extra={"reason": str(exc)})
         if not data:
+            if self.alive:
+                log.warning("the delivery worker ended; the teammate does its jobs itself", extra={"pid": self.pid})
             self.alive = False
             raise WorkerUnavailable("the delivery worker ended")
         return data
@@ -237,7 +241,7 @@ def _serve(sock: socket.socket) -> None:
         where = (job["home"], job["team"])
         if where not in mailboxes:
             if not mailboxes:  # forked before the teammate set up its log: its warnings go where the teammate's do
-                setup_logging(Home(Path(job["home"])), job["team"], f"{job['agent']} (delivery)")
+                setup_logging(Home(Path(job["home"])), job["team"], job["agent"], f"{job['agent']} (delivery)")
             mailboxes[where] = Mailbox(Home(Path(job["home"])), job["team"])
         mailbox = mailboxes[where]
         sock.send(_run(sock, job["keys"], fds[0] if fds else None,

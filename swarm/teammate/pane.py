@@ -77,15 +77,16 @@ def pane_writer() -> PaneWriter | None:
     return PaneWriter()
 
 
-def setup_logging(home: Home, team: str, name: str) -> None:
+def setup_logging(home: Home, team: str, name: str, label: str | None = None) -> None:
     """Log lines go to the log file, never over the pane's live view: in a tmux pane to ``logs/NAME.log``; a
-    subprocess teammate's stderr already is that file. Once per process (``logging.basicConfig``)."""
+    subprocess teammate's stderr already is that file. Each line says who wrote it: ``label``, else ``name``
+    (the teammate's delivery worker writes to its teammate's log). Once per process (``logging.basicConfig``)."""
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     if sys.stderr.isatty():
         path = home.log_path(team, name)
         ensure_dir(path.parent)
         handlers = [logging.FileHandler(path)]
-    formatter = TerminalLogFormatter(f"%(asctime)s {name} %(levelname)s %(name)s: %(message)s")
+    formatter = TerminalLogFormatter(f"%(asctime)s {label or name} %(levelname)s %(name)s: %(message)s")
     for handler in handlers:
         handler.setFormatter(formatter)
     logging.basicConfig(level=logging.INFO, handlers=handlers)

@@ -8,6 +8,7 @@ teammate's files once it has ended.
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import threading
@@ -104,7 +105,8 @@ def test_a_refused_fsync_prunes_nothing(mailbox: Mailbox) -> None:
         worker.close()
 
 
-def test_a_worker_killed_mid_job_is_stood_in_for(home: Home, mailbox: Mailbox, delivery: Delivery) -> None:
+def test_a_worker_killed_mid_job_is_stood_in_for(home: Home, mailbox: Mailbox, delivery: Delivery,
+                                                caplog: pytest.LogCaptureFixture) -> None:
     batch, conversation, owed = _recorded(delivery)
     pid = delivery.worker_pid
     assert pid is not None
@@ -116,11 +118,35 @@ def test_a_worker_killed_mid_job_is_stood_in_for(home: Home, mailbox: Mailbox, d
     assert _texts(mailbox) == ["ping"]
     pruning.wait()  # the teammate does the job itself
     assert _texts(mailbox) == []
+    assert "the delivery worker ended" in caplog.text  # said, once: a worker that dies is a bug to look into
     assert delivery.worker_pid is None
     mailbox.send("w", "ping 2", sender="team-lead")
     threads = _delivery_threads()
     delivery.acknowledge_beside(delivery.collect()).wait()  # from now on, the thread
     assert _texts(mailbox) == [] and len(_delivery_threads() - threads) <= 1
+
+
+def test_a_worker_that_fails_says_why_before_it_ends(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Its own bug (here a job that is no JSON) is logged where the teammate logs, and the teammate is told it
+    ended: a worker once died at every first job of a pane's teammate and nothing said so."""
+    log_file = tmp_path / "teammate.log"
+    handler = logging.FileHandler(log_file)  # the teammate's log, as set up before the worker is forked
+    logging.getLogger().addHandler(handler)
+    try:
+        worker = DeliveryWorker.fork()
+        assert worker is not None
+        try:
+            worker._sock.send(b"no json")  # noqa: SLF001 - what a bug in the worker's own code would meet
+            with pytest.raises(delivery_worker.WorkerUnavailable):
+                worker.reply()
+        finally:
+            worker.close()
+    finally:
+        logging.getLogger().removeHandler(handler)
+        handler.close()
+    written = log_file.read_text()
+    assert "the delivery worker failed" in written and "JSONDecodeError" in written
+    assert "the delivery worker ended" in caplog.text
 
 
 def test_the_worker_leaves_a_panes_signals_to_the_teammate(mailbox: Mailbox, delivery: Delivery) -> None:

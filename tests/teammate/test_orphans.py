@@ -9,10 +9,12 @@ Processes are found by a unique ``argv[0]`` (``exec -a``), never by timing.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
 import subprocess
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,6 +22,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from swarm.agent.transcript import Transcript
 from swarm.backends.procs import is_pid_alive, process_create_time
 from swarm.core.home import Home
 from swarm.core.protocol import Member
@@ -135,6 +138,34 @@ def test_a_clean_shutdown_also_stops_background_jobs_and_daemons(
     assert _escapees(tok) == {kind: [] for kind in KINDS}
     assert teammate_pids(home) == []
     assert not logs[0].parent.exists()  # the background job's output went with it: nothing left in /tmp
+
+
+def test_stop_signals_that_keep_coming_do_not_cut_the_teammates_end_short(
+        home: Home, team: str, tok: str, escaper: Path, start: Callable[..., Member]) -> None:
+    """A force stop's SIGTERM reaches a teammate more than once (its group, its session, its token's processes, a
+    launcher's forward); one arriving during the end's clean-up used to abort it (seen in CI as the background
+    output left in /tmp). Here they keep coming, every 10 ms, until the teammate is gone."""
+    _start_escaper(start, tok, escaper)
+    logs = _background_logs(home)
+    member = TeamStore(home).get(team).member("t1")
+    assert member is not None
+    pid = member.worker_pid or member.pid
+    assert pid is not None
+    sent = 0
+    deadline = time.monotonic() + 20
+    while is_pid_alive(pid) and time.monotonic() < deadline:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+            sent += 1
+        time.sleep(0.01)
+    assert not is_pid_alive(pid)
+    assert sent >= 2  # at least one came during the end
+    left = Transcript(home.transcript_path(team, "t1")).events("left")
+    assert [e["killed_by"] for e in left] == ["SIGTERM"]  # its end ran to the last line, once
+    assert not logs[0].parent.exists()
+    assert _escapees(tok)["bg"] == [] and _escapees(tok)["fg"] == []  # its own children; the daemon left its tree
+    member = TeamStore(home).get(team).member("t1")
+    assert member is not None and not member.is_active and member.status == "dead"
 
 
 def _background_logs(home: Home) -> list[Path]:

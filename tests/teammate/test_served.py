@@ -30,6 +30,7 @@ import psutil
 import pytest
 
 from swarm.backends.procs import kill_tree, tagged
+from swarm.cli.entry import server_pid
 from swarm.core.frames import IdleNotification, entry_frame
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
@@ -38,6 +39,7 @@ from swarm.core.teams import TeamStore
 from swarm.runtime.member_kinds import Machine, member_kind, reap_dead
 from swarm.runtime.shutdown import shutdown
 from swarm.runtime.spawn import SpawnRequest, spawn
+from swarm.teammate.delivery_worker import COMM as DELIVERY_COMM
 from swarm.teammate.served import COMM, teammate_processes
 from tests.backends.helpers import retry_until
 from tests.cli.conftest import live_cli_server
@@ -138,6 +140,16 @@ def team(tmp_path: Path) -> Iterator[Team]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def _server_story(home: Home, pid: int | None) -> str:
+    """What became of the CLI server ``pid``, for a failure's message: its process, the lock's pid, its log."""
+    try:
+        state = f"{psutil.Process(pid or 0).status()}, {psutil.Process(pid or 0).cmdline()}"
+    except psutil.Error as exc:
+        state = f"gone ({exc})"
+    log = home.cli_log_path.read_text(errors="replace")[-2000:] if home.cli_log_path.exists() else "(no log)"
+    return f"server {pid}: {state}; lock names {server_pid(home.cli_lock_path)}; its log ends:\n{log}"
+
+
 def test_the_first_teammate_starts_the_server_and_every_one_is_forked_from_it(team: Team) -> None:
     assert live_cli_server(team.home) is None
     first = team.spawn("alice")  # no server yet: alice's launcher starts one and waits for it
@@ -152,7 +164,7 @@ def test_the_first_teammate_starts_the_server_and_every_one_is_forked_from_it(te
     # the server alice's launcher started is none of alice's processes: stopping her leaves it serving
     assert server not in [p.pid for p in psutil.Process(first.pid).children(recursive=True)]
     member_kind(first, Machine(team.env, team.home)).stop(grace=2.0)
-    assert live_cli_server(team.home) == server
+    assert live_cli_server(team.home) == server, _server_story(team.home, server)
     team.answers("bob", "b2")
 
 
@@ -217,6 +229,20 @@ def test_kill_9_of_the_forked_teammate_ends_its_launcher(team: Team) -> None:
     retry_until(lambda: _gone(bob.pid), 10, what="the launcher to exit")
     assert not launcher.is_running() or launcher.status() == psutil.STATUS_ZOMBIE
     assert reap_dead(team.home, TEAM) == ["bob"]
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux not installed")
+def test_a_pane_teammates_delivery_worker_does_its_jobs(team: Team) -> None:
+    """A teammate in a tmux pane logs to a file, and its worker too (as ``bob (delivery)``): the worker once
+    asked for a log file by that label, which is no agent name, and died at its first job, unseen (the teammate
+    stood in)."""
+    team.spawn("alice")
+    bob = team.served("bob")
+    for token in ("b1", "b2", "b3"):
+        team.answers("bob", token)
+    [worker] = [p for p in psutil.Process(bob.worker_pid).children() if p.name() == DELIVERY_COMM.decode()]
+    assert worker.status() != psutil.STATUS_ZOMBIE, "the delivery worker died"
+    assert "delivery worker" not in team.home.log_path(TEAM, "bob").read_text()
 
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux not installed")
