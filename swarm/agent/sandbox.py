@@ -42,7 +42,6 @@ import fnmatch
 import logging
 import os
 import shutil
-import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -53,6 +52,7 @@ from pydantic import BaseModel
 from swarm.agent.permissions.policy import RuleSet
 from swarm.agent.permissions.rules import Rule, allow_cover, parse_rules
 from swarm.agent.permissions.settings import settings_digests, settings_sandbox
+from swarm.backends.procs import scratch_dir
 from swarm.backends.sandbox import SandboxSpec, check, stand_ins, tidy, wrap
 from swarm.backends.sandbox_proxy import SandboxProxy
 from swarm.core.home import Home
@@ -184,7 +184,7 @@ class Sandbox:
         self.ask_domain = ask_domain
         self.resolve = dict(resolve or {})
         self.bwrap, self.socat = bwrap, socat
-        self._dir = Path(tempfile.mkdtemp(prefix="swarm-sandbox-"))
+        self._dir = scratch_dir("sandbox")  # named after a teammate's token: swept if it is killed
         self.tmp_dir = self._dir / "tmp"
         self.tmp_dir.mkdir()
         self._proxy: SandboxProxy | None = None

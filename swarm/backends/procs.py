@@ -17,6 +17,12 @@ Two halves:
   create time differs from the recorded one is never signalled. It tolerates
   processes that are already gone, so calling it twice is harmless.
 
+A teammate's token also names the temp directories its process makes for
+itself (``scratch_dir``: background commands' output, its sandbox's
+sockets): a teammate that could not clean up (``kill -9``) leaves them, and
+whoever stops what it left (``remove_scratch``, once its processes are gone)
+removes them.
+
 Zombies count as dead everywhere here: their code no longer runs, and in a
 container the reaper (PID 1) may never collect them.
 """
@@ -26,8 +32,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import shutil
 import signal
+import stat
+import tempfile
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -43,6 +52,9 @@ BASE_ENV_NAMES = ("PATH", "HOME", "USER", "LANG", "TERM", "TMPDIR", "SHELL")
 
 PROC_TOKEN_VAR = "SWARM_PROC_TOKEN"
 """Environment variable carrying a teammate's unique token; everything it starts inherits it."""
+
+_TOKEN = re.compile(r"[0-9a-f]{32}")
+"""A token as spawn makes one (``uuid4().hex``): nothing else names a scratch directory or is globbed for."""
 
 CREATE_TIME_TOLERANCE = 0.01
 """Seconds two create times may differ and still name the same process."""
@@ -309,3 +321,28 @@ def kill_tree(pid: int | None, grace: float, create_time: float | None = None, *
         survivors = _wait_gone(survivors, _KILL_WAIT)
     if survivors:
         log.warning("processes survived sigkill", extra={"pid": pid, "pids": [p.pid for p in survivors]})
+
+
+def scratch_dir(kind: str) -> Path:
+    """A new private temp directory ``swarm-KIND-[TOKEN-]XXXXXXXX`` for this process (removed by its maker when
+    done): the process token in its name when this is a teammate's process (``PROC_TOKEN_VAR``)."""
+    token = os.environ.get(PROC_TOKEN_VAR, "")
+    return Path(tempfile.mkdtemp(prefix=f"swarm-{kind}-{token}-" if _TOKEN.fullmatch(token) else f"swarm-{kind}-"))
+
+
+def remove_scratch(token: str | None) -> list[Path]:
+    """Remove the scratch directories of the teammate whose token is ``token`` (call once its processes are gone);
+    the ones removed. Only this user's directories, never through a symlink."""
+    if not token or not _TOKEN.fullmatch(token):
+        return []
+    removed = []
+    for base in dict.fromkeys((Path(tempfile.gettempdir()), Path("/tmp"))):
+        for path in base.glob(f"swarm-*-{token}-*"):
+            try:
+                info = path.lstat()
+            except OSError:
+                continue
+            if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid():
+                shutil.rmtree(path, ignore_errors=True)
+                removed.append(path)
+    return removed

@@ -49,7 +49,12 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from swarm.backends.base import Backend, Handle
-from swarm.backends.procs import interrupt_process, is_pid_alive, kill_tree
+from swarm.backends.procs import (
+    interrupt_process,
+    is_pid_alive,
+    kill_tree,
+    remove_scratch,
+)
 from swarm.backends.select import make_backend
 from swarm.core.home import Home
 from swarm.core.members import mark_gone_where
@@ -146,10 +151,11 @@ class MemberKind(ABC):
         raise BackendError(f"{self.member.name} cannot be interrupted from swarm: only swarm's own teammates can")
 
     def sweep(self, grace: float) -> None:
-        """Stop what a gone member left behind (its token's processes); its recorded pid only if still its own."""
+        """Stop what a gone member left behind (its token's processes, then its scratch directories); its recorded
+        pid only if still its own."""
         member = self.member
         if member.proc_token or member.pid is not None:
-            kill_tree(member.pid, grace, member.proc_start, token=member.proc_token, also=_worker(member))
+            _stop_tree(member, grace)
 
     @property
     def frames_unmarked(self) -> bool:
@@ -175,7 +181,7 @@ class _StartedBySwarm(MemberKind):
         to stop, and failing to remove it is a BackendError.
         """
         member = self.member
-        kill_tree(member.pid, grace, member.proc_start, token=member.proc_token, also=_worker(member))
+        _stop_tree(member, grace)
         if member.backend_type == "tmux" and member.tmux_pane_id:
             try:
                 self.machine.backend(member).stop(self._handle(), grace=grace)
@@ -392,6 +398,16 @@ def _worktree_note(member: Member, team: str) -> str:
         return ""
     return (f"; its worktree {member.worktree_path} (branch {member.worktree_branch}) is kept as it is — "
             f"review it, then `swarm worktrees prune --team {team}` removes it if unchanged")
+
+
+def _stop_tree(member: Member, grace: float) -> None:
+    """The member's processes (``kill_tree``), then, all of them gone, the scratch directories its process made
+    (``remove_scratch``: what a teammate killed with ``kill -9`` could not remove itself)."""
+    kill_tree(member.pid, grace, member.proc_start, token=member.proc_token, also=_worker(member))
+    removed = remove_scratch(member.proc_token)
+    if removed:
+        log.info("removed what a stopped teammate left in /tmp", extra={"agent": member.name,
+                                                                         "paths": [str(p) for p in removed]})
 
 
 def _worker(member: Member) -> list[tuple[int, float | None]]:

@@ -105,13 +105,16 @@ def test_a_sigkilled_teammates_processes_die_when_the_team_is_stopped(
         stop: tuple[str, ...], home: Home, team: str, tok: str, escaper: Path,
         start: Callable[..., Member]) -> None:
     _start_escaper(start, tok, escaper)
+    [logs] = _background_logs(home)
     [pid] = teammate_pids(home)
-    os.kill(pid, signal.SIGKILL)  # no chance to stop its children
+    os.kill(pid, signal.SIGKILL)  # no chance to stop its children, or to remove its background output
     retry_until(lambda: not is_pid_alive(pid), 10, what="the teammate to die")
     assert all(_escapees(tok).values()), "its processes run on after the kill -9"
+    assert logs.parent.is_dir()
     result = swarm(*stop)
     assert result.returncode == 0, result.stderr
     assert _escapees(tok) == {kind: [] for kind in KINDS}
+    assert not logs.parent.exists()  # what it left in /tmp goes with what it left running
 
 
 def test_the_coordinator_noticing_a_death_reaps_what_the_teammate_left(
@@ -119,11 +122,13 @@ def test_the_coordinator_noticing_a_death_reaps_what_the_teammate_left(
     from swarm.runtime.member_kinds import reap_dead
 
     _start_escaper(start, tok, escaper)
+    [logs] = _background_logs(home)
     [pid] = teammate_pids(home)
     os.kill(pid, signal.SIGKILL)
     retry_until(lambda: not is_pid_alive(pid), 10, what="the teammate to die")
     assert reap_dead(home, team) == ["t1"]
     assert _escapees(tok) == {kind: [] for kind in KINDS}
+    assert not logs.parent.exists()
     member = TeamStore(home).get(team).member("t1")
     assert member is not None and member.status == "dead"
 

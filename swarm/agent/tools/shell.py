@@ -57,7 +57,7 @@ from swarm.agent.tool_api.base import Tool
 from swarm.agent.tool_api.context import ToolContext, ToolError
 from swarm.agent.tool_api.inputs import NoneOmitted, PosInt, ToolInput
 from swarm.agent.tool_api.processes import KILL_GRACE_SECONDS, stop_command
-from swarm.backends.procs import process_create_time
+from swarm.backends.procs import process_create_time, scratch_dir
 from swarm.core.protocol import MODEL_SHELL_ENV
 
 DEFAULT_TIMEOUT_MS = 120_000
@@ -171,7 +171,7 @@ def _new_log(ctx: ToolContext) -> Path:
     """A new file for a background command's output, in the agent's own directory (removed with its commands)."""
     try:
         if ctx.background_logs is None or not ctx.background_logs.is_dir():
-            ctx.background_logs = Path(tempfile.mkdtemp(prefix="swarm-bash-"))
+            ctx.background_logs = scratch_dir("bash")  # named after a teammate's token: swept if it is killed
         fd, name = tempfile.mkstemp(prefix="bg-", suffix=".log", dir=ctx.background_logs)
         os.close(fd)
     except OSError as exc:
