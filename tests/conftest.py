@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -47,6 +48,39 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Temp
                 "CLAUDE_CODE_SUBAGENT_MODEL", "SWARM_MODEL_HAIKU", "SWARM_MODEL_SONNET", "SWARM_MODEL_OPUS",
                 "ANTHROPIC_DEFAULT_HAIKU_MODEL", "ANTHROPIC_DEFAULT_SONNET_MODEL", "ANTHROPIC_DEFAULT_OPUS_MODEL"):
         monkeypatch.delenv(var, raising=False)
+
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A suite started in the background of a shell script (``.ci/run > log &``) inherits SIGINT ignored, and so
+    would every process its tests start: a test's Ctrl-C (``interrupt_process``, ``--follow`` ended by SIGINT)
+    would reach nothing. The test process takes Python's own handler back, so its children start with the default."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _signal_state() -> tuple[set[str], set[str]]:
+    ignored = {s.name for s in _STOP_SIGNALS if signal.getsignal(s) == signal.SIG_IGN}
+    blocked = {s.name for s in _STOP_SIGNALS if s in signal.pthread_sigmask(signal.SIG_BLOCK, [])}
+    return ignored, blocked
+
+
+@pytest.fixture(autouse=True)
+def _signals_left_as_found() -> Iterator[None]:
+    """A test leaves no stop signal ignored or blocked that was not before it: every process a later test starts
+    would inherit it (a ``sleep`` that a Ctrl-C no longer stops)."""
+    ignored, blocked = _signal_state()
+    yield
+    now_ignored, now_blocked = _signal_state()
+    if now_ignored - ignored or now_blocked - blocked:
+        for name in now_ignored - ignored:
+            sig = signal.Signals[name]
+            signal.signal(sig, signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.Signals[n] for n in now_blocked - blocked])
+        pytest.fail(f"the test left {sorted(now_ignored - ignored)} ignored and {sorted(now_blocked - blocked)} "
+                    "blocked in the test process")
 
 
 @pytest.fixture(autouse=True)
