@@ -47,6 +47,7 @@ from swarm.core.protocol import Member
 from swarm.core.teams import TeamStore
 from swarm.runtime.shutdown import shutdown
 from swarm.runtime.spawn import SpawnRequest, spawn, wait_joined
+from swarm.teammate.shared_worker import SHARED_COMM
 
 PLAYBOOK = r"""
 [[rules]]
@@ -182,8 +183,16 @@ def _round_trips(mailbox: Mailbox, name: str, count: int, start: int = 0, gap: f
 
 
 def _tree(process: psutil.Process) -> list[psutil.Process]:
-    """``process`` and its children that are still there (a teammate's delivery worker counts with it)."""
-    return [process, *process.children(recursive=True)]
+    """``process`` and its children that are still there, and the shared delivery worker of the CLI server it was
+    forked from: a teammate's delivery worker, its own or the server's, counts with it (here it is the only one)."""
+    shared: list[psutil.Process] = []
+    try:
+        parent = process.parent()
+        if parent is not None and "swarm.cli.forkserver" in parent.cmdline():
+            shared = [child for child in parent.children() if child.name() == SHARED_COMM.decode()]
+    except psutil.Error:
+        pass
+    return [process, *process.children(recursive=True), *shared]
 
 
 def _cpu_ms(process: psutil.Process | None) -> float:

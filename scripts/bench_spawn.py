@@ -93,6 +93,7 @@ from swarm.core.teams import TeamStore
 from swarm.runtime.spawn import SpawnRequest, spawn
 from swarm.cli.forkserver import SPARE_NAME
 from swarm.teammate.delivery_worker import COMM as DELIVERY_COMM
+from swarm.teammate.shared_worker import SHARED_COMM
 from swarm.teammate.served import COMM, teammate_processes
 
 # -- targets ---------------------------------------------------------------------------
@@ -393,15 +394,21 @@ def run_swarm(ctx: Context, backend: str, n: int, start: str = "warm", run: int 
 
         time.sleep(SETTLE_S)
         row.rss, row.uss, row.pss = [], [], []
-        for proc in procs:  # a teammate's delivery worker is part of what it costs
+        cli_server = [psutil.Process(pid)] if server and (pid := server_pid(ctx.home.cli_lock_path)) else []
+        shared = [child for proc in cli_server for child in proc.children()  # the teammates' shared worker
+                  if child.name() == SHARED_COMM.decode()]
+        _, shared_uss, shared_pss = memory_pss(shared)
+        for proc in procs:  # a teammate's delivery worker is part of what it costs: its own, or a share of the server's
             rss, uss, pss = memory_pss([proc])
             if pss:
                 _, worker_uss, worker_pss = memory_pss(delivery_workers(proc))
                 row.rss.append(rss[0])
-                row.uss.append(uss[0] + sum(worker_uss))
-                row.pss.append(pss[0] + sum(worker_pss))
+                row.uss.append(uss[0] + sum(worker_uss) + sum(shared_uss) / len(procs))
+                row.pss.append(pss[0] + sum(worker_pss) + sum(shared_pss) / len(procs))
+        if shared:
+            row.details.append(f"the shared delivery worker: PSS {sum(shared_pss):.1f} MB, USS {sum(shared_uss):.1f} "
+                               "MB (a share of each in each teammate's figures)")
         _, row.launcher_uss, launcher_pss = memory_pss(launchers)
-        cli_server = [psutil.Process(pid)] if server and (pid := server_pid(ctx.home.cli_lock_path)) else []
         cli_server += [child for proc in cli_server for child in proc.children()  # its spare (forkserver.Spare)
                        if child.name() == SPARE_NAME.decode()]
         row.total_pss = sum(row.pss) + sum(launcher_pss) + sum(memory_pss(cli_server)[2])

@@ -45,6 +45,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from swarm.cli.code_watch import CodeWatch, code_state
 from swarm.cli.entry import SERVED, headless
@@ -52,6 +53,9 @@ from swarm.cli.rehearsal import rehearse
 from swarm.cli.served_command import run_request
 from swarm.core.home import Home, ensure_dir
 from swarm.startup import hold_collector, startup_done
+
+if TYPE_CHECKING:
+    from swarm.teammate.shared_worker import Connection, SharedWorker
 
 IDLE_SECONDS = 300.0
 """How long a server with nothing to do stays; ``SWARM_CLI_SERVER_IDLE`` overrides (tests)."""
@@ -117,6 +121,8 @@ class Server:
     """The child forked ahead of the next connection (``Spare``); none while one could not be forked."""
     stopping: bool = False
     """Set by SIGTERM: the loop ends at its next turn."""
+    shared: SharedWorker | None = None
+    """The delivery worker every teammate forked here uses (``swarm.teammate.delivery_worker.SharedWorker``)."""
 
     def run(self) -> None:
         last = time.monotonic()
@@ -191,6 +197,9 @@ class Server:
             conn = self.children.pop(pid, None) or self.abandoned.pop(pid, None)
             if conn is not None:
                 conn.close()
+            if self.shared is not None and self.shared.pid == pid:
+                self.shared.close()
+                self.shared = None  # forked again for the next spare
             if self.spare is not None and self.spare.pid == pid:
                 self.spare.handoff.close()
                 self.spare = None  # forked again at the top of the loop
@@ -198,23 +207,36 @@ class Server:
     def _fork_spare(self) -> None:
         """Fork the child that will serve the next connection, now rather than on the next command's way."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        delivery = self._delivery_connection()
         sys.stderr.flush()
         try:
             pid = os.fork()
         except OSError:
             ours.close()
             theirs.close()
+            if delivery is not None:
+                delivery.sock.close()
             return  # the next connection forks its child itself
         if pid == 0:
             ours.close()
             self._prepare()
-            run_request(_handed_over(theirs))  # the client's command (``swarm.cli.served_command``)
+            run_request(_handed_over(theirs), delivery)  # the client's command (``swarm.cli.served_command``)
         theirs.close()
+        if delivery is not None:
+            delivery.sock.close()  # the child's now
         try:
             os.setpgid(pid, pid)  # also done by the child: a signal to the group never misses
         except OSError:
             pass
         self.spare = Spare(pid, ours)
+
+    def _delivery_connection(self) -> Connection | None:
+        """A connection to the shared delivery worker for the next child; the worker forked (again) if gone."""
+        if self.shared is None:
+            from swarm.teammate.shared_worker import SharedWorker  # a small module on what the warm-up imported
+
+            self.shared = SharedWorker.fork()
+        return self.shared.connection() if self.shared is not None else None
 
     def _hand_to_spare(self, conn: socket.socket) -> int | None:
         """The spare's pid once it holds ``conn``; None when there is no spare to take it (gone: it is stopped)."""
@@ -251,6 +273,8 @@ class Server:
                 os.close(fd)
             for other in (*self.children.values(), *self.abandoned.values()):
                 other.close()
+            if self.shared is not None:
+                self.shared.close()  # the server's end: the worker must see it close when the server ends
         except BaseException:
             os._exit(1)
 
@@ -365,6 +389,8 @@ def serve(root: Path, idle: float) -> int:
         server.run()
     finally:
         server.close_spare()
+        if server.shared is not None:
+            server.shared.close()  # it ends once the teammates it serves have
         code.close()
         if _still_ours(home, server.inode):
             home.cli_socket_path.unlink()  # before the lock goes: no new server can have bound it yet

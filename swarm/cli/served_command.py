@@ -15,11 +15,14 @@ import socket
 import sys
 import traceback
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from swarm.cli.entry import exit_now
 from swarm.core.rendezvous import DETACH, GO, MAGIC, package_dir
 from swarm.teammate import TEAMMATE
+
+if TYPE_CHECKING:
+    from swarm.teammate.shared_worker import Connection
 
 REQUEST_TIMEOUT = 5.0
 """A client that connected has this long to send its request, and its child this long to be told "go"."""
@@ -52,8 +55,9 @@ class Request:
                    env=dict(e.split(b"=", 1) for e in env))
 
 
-def run_request(conn: socket.socket) -> NoReturn:
-    """Become the client's command: its fds, cwd, umask, environment and argv; then run the CLI."""
+def run_request(conn: socket.socket, delivery: Connection | None = None) -> NoReturn:
+    """Become the client's command: its fds, cwd, umask, environment and argv; then run the CLI. ``delivery``:
+    this child's connection to the server's shared delivery worker, kept if the command is a teammate."""
     status = 1
     fds: list[int] = []
     try:
@@ -66,17 +70,20 @@ def run_request(conn: socket.socket) -> NoReturn:
                 sys.prefix, package_dir(), os.environb.get(b"PYTHONPATH")):
             conn.sendall(b"S\n")  # another installation shares this home: it runs its own commands
             os._exit(0)
+        if delivery is not None and request.argv[1:2] != [TEAMMATE]:
+            delivery.sock.close()  # not a teammate: the worker's thread for this child ends
+            delivery = None
         conn.sendall(b"P%d\n" % os.getpid())
         answer = conn.recv(1)
         if answer == DETACH:
-            _detach(conn, request, fds)
+            _detach(conn, request, fds, delivery)
         if answer != GO:
             os._exit(1)  # the client gave up before "go": it runs the command itself
         conn.settimeout(None)
         _take_over(request, fds)
         try:
             if request.argv[1:2] == [TEAMMATE]:
-                status = _teammate(conn)
+                status = _teammate(conn, delivery)
             else:
                 import swarm.cli.main
 
@@ -99,7 +106,7 @@ def run_request(conn: socket.socket) -> NoReturn:
         exit_now(status)
 
 
-def _detach(conn: socket.socket, request: Request, fds: list[int]) -> NoReturn:
+def _detach(conn: socket.socket, request: Request, fds: list[int], delivery: Connection | None) -> NoReturn:
     """Fork the requested teammate loose (``swarm.core.rendezvous.fork_detached``): in a session of its own, tied
     to no launcher and no connection, reparented once this child exits. The teammate answers its own pid once it
     has left this child's process group; ``N`` when the request is not a teammate's (nothing ran)."""
@@ -114,12 +121,13 @@ def _detach(conn: socket.socket, request: Request, fds: list[int]) -> NoReturn:
         conn.sendall(b"W%d\n" % os.getpid())
         conn.close()
         _take_over(request, fds)
-        from swarm.teammate.__main__ import main
         from swarm.backends.procs import name_process
+        from swarm.teammate.__main__ import main
+        from swarm.teammate.delivery_worker import DeliveryWorker
         from swarm.teammate.served import COMM
 
         name_process(COMM)
-        status = main(sys.argv[2:])
+        status = main(sys.argv[2:], worker=DeliveryWorker.attach(delivery))
     except SystemExit as exc:
         status = _exit_status(exc)
     except BaseException:
@@ -128,13 +136,14 @@ def _detach(conn: socket.socket, request: Request, fds: list[int]) -> NoReturn:
         exit_now(status)
 
 
-def _teammate(conn: socket.socket) -> int:
+def _teammate(conn: socket.socket, delivery: Connection | None) -> int:
     """Become the teammate the client launches, tied to that launcher's life (``swarm.teammate.served``)."""
     from swarm.teammate.__main__ import main
     from swarm.teammate.delivery_worker import DeliveryWorker
     from swarm.teammate.served import Launcher
 
-    worker = DeliveryWorker.fork()  # first thing: it keeps a copy of each page this process has made its own
+    # the server's shared worker; else one of its own, forked first thing (it copies each page this process made)
+    worker = DeliveryWorker.attach(delivery) or DeliveryWorker.fork()
     return main(sys.argv[2:], launcher=Launcher.of(conn), worker=worker)
 
 

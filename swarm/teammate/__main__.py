@@ -51,8 +51,8 @@ def _turn_signals(sessions: list[TeammateSession]) -> Callable[[int, FrameType |
 
 def main(argv: list[str] | None = None, launcher: Launcher | None = None,
          worker: DeliveryWorker | None = None) -> int:
-    """Run a teammate until it stops; ``launcher``: this process was forked for it by the CLI server, which
-    forked its delivery ``worker`` first (else it is forked here)."""
+    """Run a teammate until it stops; ``launcher``: this process was forked for it by the CLI server; ``worker``:
+    its delivery worker, the server's shared one or forked for it (else one is forked here)."""
     worker = worker or DeliveryWorker.fork()  # first thing: the fewer pages this process has made its own
     try:
         return _run(argv, launcher, worker)

@@ -20,6 +20,10 @@ decides), and ends when its socket closes: when the teammate closes it, or
 ends however it ends, after finishing the job at hand. A job can be done twice
 without harm (an fsync, a prune by key), so a worker that died mid-job is
 replaced by doing the job again in the teammate (``WorkerUnavailable``).
+
+A teammate forked from the CLI server does not fork one: it is given a
+connection to the server's one shared worker (``swarm.teammate.shared_worker``,
+``DeliveryWorker.attach``), which serves each teammate's jobs the same way.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from swarm.backends.procs import name_process
 from swarm.core.home import Home
@@ -43,10 +48,14 @@ from swarm.core.mailbox import Mailbox
 from swarm.errors import StorageError
 from swarm.teammate.pane import setup_logging
 
+if TYPE_CHECKING:
+    from swarm.teammate.shared_worker import Connection
+
 log = logging.getLogger(__name__)
 
 COMM = b"swarm-delivery"
 """The worker's process name (``ps``, ``top``)."""
+
 
 MAX_JOB = 1 << 16
 """Bytes of one job at most (one datagram); a larger batch is pruned on the delivery thread."""
@@ -54,7 +63,7 @@ MAX_JOB = 1 << 16
 REAP_WAIT = 2.0
 """Seconds ``close`` waits for the worker to end on its own before it is killed."""
 
-_IGNORED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGTSTP)
+PANE_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGTSTP)
 """Signals a pane (Ctrl-C, Ctrl-\\, Ctrl-Z) or a signal to the process group would bring: the teammate's to
 handle; the worker ends once the teammate does."""
 
@@ -78,11 +87,28 @@ class WorkerUnavailable(Exception):
 class DeliveryWorker:
     """The teammate's end of a worker (``fork``); one job at a time, each followed through ``Job``."""
 
-    def __init__(self, sock: socket.socket, pid: int) -> None:
+    def __init__(self, sock: socket.socket, pid: int, *, own: bool = True) -> None:
         self._sock = sock
         self.pid = pid
+        self.own = own
+        """Forked by this process (ended and reaped by ``close``), or the CLI server's shared worker."""
         self._lock = threading.Lock()
         self.alive = True
+
+    @classmethod
+    def attach(cls, connection: Connection | None) -> DeliveryWorker | None:
+        """This teammate's connection to its CLI server's shared worker (``SharedWorker``), once the worker says
+        it serves it; None without one, or when the worker is gone (then ``fork`` one of its own)."""
+        if connection is None:
+            return None
+        worker = cls(connection.sock, connection.pid, own=False)
+        try:
+            if worker.reply() == READY:
+                return worker
+        except WorkerUnavailable:
+            pass
+        worker.close()
+        return None
 
     @classmethod
     def fork(cls) -> DeliveryWorker | None:
@@ -137,7 +163,7 @@ class DeliveryWorker:
         try:
             socket.send_fds(self._sock, [payload], [sync_fd] if sync_fd is not None else [])
         except OSError as exc:
-            self.alive = False
+            self._ended()
             raise WorkerUnavailable(str(exc)) from exc
         return Job(self, synced=sync_fd is None)
 
@@ -149,11 +175,15 @@ class DeliveryWorker:
             data = b""
             log.warning("lost the delivery worker", extra={"reason": str(exc)})
         if not data:
-            if self.alive:
-                log.warning("the delivery worker ended; the teammate does its jobs itself", extra={"pid": self.pid})
-            self.alive = False
+            self._ended()
             raise WorkerUnavailable("the delivery worker ended")
         return data
+
+    def _ended(self) -> None:
+        """The worker is gone (said once: a worker that dies is a bug to look into, or was killed)."""
+        if self.alive:
+            log.warning("the delivery worker ended; the teammate does its jobs itself", extra={"pid": self.pid})
+        self.alive = False
 
     def close(self) -> None:
         """End the worker: its socket closed, it finishes the job at hand and exits; reaped here (killed after
@@ -163,6 +193,8 @@ class DeliveryWorker:
                 return
             self._sock.close()
         self.alive = False
+        if not self.own:
+            return  # the shared worker's thread for this teammate ends after the job at hand
         deadline = time.monotonic() + REAP_WAIT
         while True:
             try:
@@ -221,11 +253,29 @@ class Job:
 
 def _serve(sock: socket.socket) -> None:
     """The worker: jobs in order until the socket closes."""
+    settle_worker(COMM, keep={sock.fileno(), *_log_descriptors()}, ignored=PANE_SIGNALS)
+    serve_jobs(sock, own_log=True)
+
+
+def settle_worker(name: bytes, keep: set[int], ignored: tuple[signal.Signals, ...]) -> None:
+    """A worker's start: no collector, the pane's signals ignored, its name, none of its parent's files."""
     gc.disable()  # nothing it does makes cycles; a collection would touch (copy) the pages it shares
-    for signum in _IGNORED:
+    for signum in ignored:
         signal.signal(signum, signal.SIG_IGN)
-    name_process(COMM)
-    _close_inherited(keep={0, 1, 2, sock.fileno(), *_log_descriptors()})
+    name_process(name)
+    _close_inherited(keep={0, 1, 2, *keep})
+
+
+def serve_jobs(sock: socket.socket, *, own_log: bool) -> None:
+    """One teammate's jobs in order until its socket closes; ``own_log``: the first job sets up logging to that
+    teammate's log (a shared worker logs where its CLI server does). A teammate gone mid-job ends them."""
+    try:
+        _serve_jobs(sock, own_log)
+    except (BrokenPipeError, ConnectionResetError):
+        return  # nobody left to tell: the teammate stands in, or has ended
+
+
+def _serve_jobs(sock: socket.socket, own_log: bool) -> None:
     sock.send(READY)
     mailboxes: dict[tuple[str, str], Mailbox] = {}
     while True:
@@ -240,7 +290,7 @@ def _serve(sock: socket.socket) -> None:
         job = json.loads(data)
         where = (job["home"], job["team"])
         if where not in mailboxes:
-            if not mailboxes:  # forked before the teammate set up its log: its warnings go where the teammate's do
+            if not mailboxes and own_log:  # forked before the teammate set up its log: its warnings go there too
                 setup_logging(Home(Path(job["home"])), job["team"], job["agent"], f"{job['agent']} (delivery)")
             mailboxes[where] = Mailbox(Home(Path(job["home"])), job["team"])
         mailbox = mailboxes[where]

@@ -27,6 +27,7 @@ import psutil
 import pytest
 
 from swarm.cli.forkserver import SPARE_NAME
+from swarm.teammate.shared_worker import SHARED_COMM
 from swarm.core.rendezvous import DETACH, MAGIC, fork_detached, package_dir
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
@@ -69,13 +70,14 @@ class Served:
         raise AssertionError(f"no CLI server came up; its log: {_log(self.home)}")
 
     def children_of_server(self) -> list[psutil.Process]:
-        """The server's children that serve (or served) a command: not its waiting spare, nor one reaped while
-        they were listed (its name can no longer be read: it is not a child any more)."""
+        """The server's children that serve (or served) a command: not its waiting spare or its teammates' shared
+        delivery worker, nor one reaped while they were listed (its name can no longer be read: it is not a child
+        any more)."""
         pid = self.server_pid()
         serving = []
         for child in psutil.Process(pid).children() if pid else []:
             try:
-                if child.name() != SPARE_NAME.decode():
+                if child.name() not in (SPARE_NAME.decode(), SHARED_COMM.decode()):
                     serving.append(child)
             except psutil.NoSuchProcess:
                 continue
@@ -117,13 +119,13 @@ def _gone(proc: psutil.Process | int) -> bool:
 
 
 def _servers_of(home: Home) -> list[psutil.Process]:
-    """The home's live servers (and their forked children, not a waiting spare); a zombie waiting for init to reap
-    it is gone."""
+    """The home's live servers (and their forked children, not a waiting spare or the shared delivery worker); a
+    zombie waiting for init to reap it is gone."""
     found = []
     for proc in psutil.process_iter(["cmdline", "status", "name"]):
         cmd = proc.info["cmdline"] or []
         if ("swarm.cli.forkserver" in cmd and str(home.root) in cmd and proc.info["status"] != psutil.STATUS_ZOMBIE
-                and proc.info["name"] != SPARE_NAME.decode()):
+                and proc.info["name"] not in (SPARE_NAME.decode(), SHARED_COMM.decode())):
             found.append(proc)
     return found
 

@@ -40,6 +40,7 @@ from swarm.runtime.member_kinds import Machine, member_kind, reap_dead
 from swarm.runtime.shutdown import shutdown
 from swarm.runtime.spawn import SpawnRequest, spawn
 from swarm.teammate.delivery_worker import COMM as DELIVERY_COMM
+from swarm.teammate.shared_worker import SHARED_COMM
 from swarm.teammate.served import COMM, teammate_processes
 from tests.backends.helpers import retry_until
 from tests.cli.conftest import live_cli_server
@@ -231,18 +232,63 @@ def test_kill_9_of_the_forked_teammate_ends_its_launcher(team: Team) -> None:
     assert reap_dead(team.home, TEAM) == ["bob"]
 
 
+def _shared_worker(team: Team) -> psutil.Process:
+    server = live_cli_server(team.home)
+    assert server is not None
+    [shared] = [p for p in psutil.Process(server).children() if p.name() == SHARED_COMM.decode()]
+    return shared
+
+
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux not installed")
-def test_a_pane_teammates_delivery_worker_does_its_jobs(team: Team) -> None:
-    """A teammate in a tmux pane logs to a file, and its worker too (as ``bob (delivery)``): the worker once
-    asked for a log file by that label, which is no agent name, and died at its first job, unseen (the teammate
-    stood in)."""
+def test_every_forked_teammate_uses_the_servers_one_delivery_worker(team: Team) -> None:
+    """A pane's teammate (behind its launcher) and a loose one are served by the one worker the CLI server forked,
+    a thread each: none forks a worker of its own, and the prunes are done (their inboxes empty once idle)."""
     team.spawn("alice")
-    bob = team.served("bob")
-    for token in ("b1", "b2", "b3"):
-        team.answers("bob", token)
-    [worker] = [p for p in psutil.Process(bob.worker_pid).children() if p.name() == DELIVERY_COMM.decode()]
-    assert worker.status() != psutil.STATUS_ZOMBIE, "the delivery worker died"
-    assert "delivery worker" not in team.home.log_path(TEAM, "bob").read_text()
+    bob, carol = team.served("bob"), team.loose("carol")
+    for token in ("1", "2", "3"):
+        team.answers("bob", f"b{token}")
+        team.answers("carol", f"c{token}")
+    shared = _shared_worker(team)
+    assert shared.status() != psutil.STATUS_ZOMBIE, "the shared delivery worker died"
+    for pid in (bob.worker_pid, carol.pid):
+        assert not [p for p in psutil.Process(pid).children() if p.name() == DELIVERY_COMM.decode()]
+    retry_until(lambda: not Mailbox(team.home, TEAM).read("bob") and not Mailbox(team.home, TEAM).read("carol"),
+                10, what="the prunes")
+    assert "delivery worker" not in team.home.log_path(TEAM, "bob").read_text()  # no stand-in was needed
+
+
+def test_the_shared_worker_outlives_its_server_while_teammates_use_it_then_ends(team: Team) -> None:
+    """The server ends (SIGTERM: as after its idle time); its teammates go on, their jobs done by the worker;
+    once the last one has stopped, the worker ends by itself."""
+    team.spawn("alice")
+    team.loose("bob")
+    shared = _shared_worker(team)
+    server = live_cli_server(team.home)
+    assert server is not None
+    os.kill(server, signal.SIGTERM)
+    retry_until(lambda: _gone(server), 10, what="the server to stop")
+    team.answers("bob", "b1")
+    retry_until(lambda: not Mailbox(team.home, TEAM).read("bob"), 10, what="bob's prune, by the shared worker")
+    assert shared.is_running() and shared.status() != psutil.STATUS_ZOMBIE
+    outcomes = shutdown(team.home, TEAM, None, team.env, timeout=15.0)
+    assert sorted(o.result for o in outcomes) == ["approved", "approved"]
+    retry_until(lambda: _gone(shared.pid), 10, what="the shared worker to end with the last teammate")
+
+
+def test_a_killed_shared_worker_is_stood_in_for_and_the_next_teammate_gets_a_new_one(team: Team) -> None:
+    team.spawn("alice")
+    team.loose("bob")
+    first = _shared_worker(team)
+    os.kill(first.pid, signal.SIGKILL)
+    retry_until(lambda: _gone(first.pid), 10, what="the shared worker to die")
+    team.answers("bob", "b1")  # bob does his jobs himself from now on
+    retry_until(lambda: not Mailbox(team.home, TEAM).read("bob"), 10, what="bob's own prune")
+    assert "the delivery worker ended" in team.home.log_path(TEAM, "bob").read_text()
+    carol = team.loose("carol")
+    team.answers("carol", "c1")
+    second = _shared_worker(team)
+    assert second.pid != first.pid
+    assert not [p for p in psutil.Process(carol.pid).children() if p.name() == DELIVERY_COMM.decode()]
 
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux not installed")
