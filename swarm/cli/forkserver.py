@@ -55,7 +55,8 @@ from swarm.core.home import Home, ensure_dir
 from swarm.startup import hold_collector, startup_done
 
 if TYPE_CHECKING:
-    from swarm.teammate.shared_worker import Connection, SharedWorker
+    from swarm.teammate.delivery_worker import Connection
+    from swarm.teammate.shared_worker import SharedWorker
 
 IDLE_SECONDS = 300.0
 """How long a server with nothing to do stays; ``SWARM_CLI_SERVER_IDLE`` overrides (tests)."""

@@ -22,7 +22,7 @@ from swarm.core.rendezvous import DETACH, GO, MAGIC, package_dir
 from swarm.teammate import TEAMMATE
 
 if TYPE_CHECKING:
-    from swarm.teammate.shared_worker import Connection
+    from swarm.teammate.delivery_worker import Connection
 
 REQUEST_TIMEOUT = 5.0
 """A client that connected has this long to send its request, and its child this long to be told "go"."""

@@ -40,16 +40,12 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from swarm.backends.procs import name_process
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.errors import StorageError
 from swarm.teammate.pane import setup_logging
-
-if TYPE_CHECKING:
-    from swarm.teammate.shared_worker import Connection
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +73,15 @@ class Inbox:
     home: Home
     team: str
     agent: str
+
+
+@dataclass(frozen=True)
+class Connection:
+    """A teammate's end of a socket the CLI server's shared worker serves (``SharedWorker.connection``)."""
+
+    sock: socket.socket
+    pid: int
+    """The shared worker's."""
 
 
 class WorkerUnavailable(Exception):

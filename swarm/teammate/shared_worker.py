@@ -23,23 +23,13 @@ import os
 import signal
 import socket
 import threading
-from dataclasses import dataclass
 
-from swarm.teammate.delivery_worker import PANE_SIGNALS, serve_jobs, settle_worker
+from swarm.teammate.delivery_worker import PANE_SIGNALS, Connection, serve_jobs, settle_worker
 
 log = logging.getLogger(__name__)
 
 SHARED_COMM = b"swarm-deliveryd"
 """The shared worker's process name (``ps``, ``top``)."""
-
-
-@dataclass(frozen=True)
-class Connection:
-    """A teammate's end of a socket the CLI server's shared worker serves (``SharedWorker.connection``)."""
-
-    sock: socket.socket
-    pid: int
-    """The shared worker's."""
 
 
 class SharedWorker:
