@@ -406,8 +406,8 @@ def run_swarm(ctx: Context, backend: str, n: int, start: str = "warm", run: int 
                 row.uss.append(uss[0] + sum(worker_uss) + sum(shared_uss) / len(procs))
                 row.pss.append(pss[0] + sum(worker_pss) + sum(shared_pss) / len(procs))
         if shared:
-            row.details.append(f"the shared delivery worker: PSS {sum(shared_pss):.1f} MB, USS {sum(shared_uss):.1f} "
-                               "MB (a share of each in each teammate's figures)")
+            row.details.append(f"the shared delivery worker: PSS {sum(shared_pss):.1f} MB, "
+                               f"USS {sum(shared_uss):.1f} MB (a share of each in each teammate's figures)")
         _, row.launcher_uss, launcher_pss = memory_pss(launchers)
         cli_server += [child for proc in cli_server for child in proc.children()  # its spare (forkserver.Spare)
                        if child.name() == SPARE_NAME.decode()]

@@ -123,7 +123,7 @@ class Server:
     stopping: bool = False
     """Set by SIGTERM: the loop ends at its next turn."""
     shared: SharedWorker | None = None
-    """The delivery worker every teammate forked here uses (``swarm.teammate.delivery_worker.SharedWorker``)."""
+    """The delivery worker every teammate forked here uses (``swarm.teammate.shared_worker``)."""
 
     def run(self) -> None:
         last = time.monotonic()

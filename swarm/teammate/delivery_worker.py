@@ -56,6 +56,9 @@ COMM = b"swarm-delivery"
 MAX_JOB = 1 << 16
 """Bytes of one job at most (one datagram); a larger batch is pruned on the delivery thread."""
 
+ATTACH_WAIT = 2.0
+"""Seconds a teammate waits for the CLI server's shared worker to say it serves it (else it forks its own)."""
+
 REAP_WAIT = 2.0
 """Seconds ``close`` waits for the worker to end on its own before it is killed."""
 
@@ -107,8 +110,10 @@ class DeliveryWorker:
         if connection is None:
             return None
         worker = cls(connection.sock, connection.pid, own=False)
+        connection.sock.settimeout(ATTACH_WAIT)  # a worker that does not answer (stopped, stuck) is not waited for
         try:
             if worker.reply() == READY:
+                connection.sock.settimeout(None)
                 return worker
         except WorkerUnavailable:
             pass

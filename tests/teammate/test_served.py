@@ -36,6 +36,7 @@ from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.protocol import Member
 from swarm.core.teams import TeamStore
+from swarm.cli.forkserver import SPARE_NAME
 from swarm.runtime.member_kinds import Machine, member_kind, reap_dead
 from swarm.runtime.shutdown import shutdown
 from swarm.runtime.spawn import SpawnRequest, spawn
@@ -273,6 +274,25 @@ def test_the_shared_worker_outlives_its_server_while_teammates_use_it_then_ends(
     outcomes = shutdown(team.home, TEAM, None, team.env, timeout=15.0)
     assert sorted(o.result for o in outcomes) == ["approved", "approved"]
     retry_until(lambda: _gone(shared.pid), 10, what="the shared worker to end with the last teammate")
+
+
+def test_a_shared_worker_that_does_not_answer_is_not_waited_for(team: Team) -> None:
+    """Stopped (SIGSTOP), it cannot say it serves the next teammate: that one forks a worker of its own after a
+    short wait, instead of hanging at its start."""
+    team.spawn("alice")
+    shared = _shared_worker(team)
+    os.kill(shared.pid, signal.SIGSTOP)
+    try:
+        server = psutil.Process(live_cli_server(team.home))
+        [spare] = [p for p in server.children() if p.name() == SPARE_NAME.decode()]
+        spare.kill()  # its connection was answered before the stop: the next spare's is not
+        spares = lambda: [p.pid for p in server.children() if p.name() == SPARE_NAME.decode()]  # noqa: E731
+        retry_until(lambda: spares() not in ([], [spare.pid]), 10, what="the next spare")
+        carol = team.loose("carol")
+        team.answers("carol", "c1")
+        assert [p for p in psutil.Process(carol.pid).children() if p.name() == DELIVERY_COMM.decode()]
+    finally:
+        os.kill(shared.pid, signal.SIGCONT)
 
 
 def test_a_killed_shared_worker_is_stood_in_for_and_the_next_teammate_gets_a_new_one(team: Team) -> None:
