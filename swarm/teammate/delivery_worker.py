@@ -59,6 +59,9 @@ MAX_JOB = 1 << 16
 ATTACH_WAIT = 2.0
 """Seconds a teammate waits for the CLI server's shared worker to say it serves it (else it forks its own)."""
 
+REPLY_WAIT = 60.0
+"""Seconds a teammate waits for its worker's next reply before letting it go (an fsync and a prune take ms)."""
+
 REAP_WAIT = 2.0
 """Seconds ``close`` waits for the worker to end on its own before it is killed."""
 
@@ -110,10 +113,8 @@ class DeliveryWorker:
         if connection is None:
             return None
         worker = cls(connection.sock, connection.pid, own=False)
-        connection.sock.settimeout(ATTACH_WAIT)  # a worker that does not answer (stopped, stuck) is not waited for
         try:
-            if worker.reply() == READY:
-                connection.sock.settimeout(None)
+            if worker.reply(ATTACH_WAIT) == READY:  # a worker that does not answer (stopped, stuck) is not waited for
                 return worker
         except WorkerUnavailable:
             pass
@@ -177,13 +178,17 @@ class DeliveryWorker:
             raise WorkerUnavailable(str(exc)) from exc
         return Job(self, synced=sync_fd is None)
 
-    def reply(self) -> bytes:
-        """The next reply; ``WorkerUnavailable`` if the worker ended first."""
+    def reply(self, wait: float | None = None) -> bytes:
+        """The next reply; ``WorkerUnavailable`` if the worker ended first, or did not answer within ``wait``
+        seconds (default ``REPLY_WAIT``: stopped or stuck; it is let go, and the teammate does its jobs itself)."""
+        if not self.alive:
+            raise WorkerUnavailable("the delivery worker was let go")
         try:
+            self._sock.settimeout(REPLY_WAIT if wait is None else wait)
             data = self._sock.recv(4096)
-        except OSError as exc:
+        except OSError as exc:  # a timeout too
             data = b""
-            log.warning("lost the delivery worker", extra={"reason": str(exc)})
+            log.warning("lost the delivery worker", extra={"reason": str(exc) or type(exc).__name__})
         if not data:
             self._ended()
             raise WorkerUnavailable("the delivery worker ended")

@@ -12,6 +12,7 @@ import logging
 import os
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -147,6 +148,30 @@ def test_a_worker_that_fails_says_why_before_it_ends(tmp_path: Path, caplog: pyt
     written = log_file.read_text()
     assert "the delivery worker failed" in written and "JSONDecodeError" in written
     assert "the delivery worker ended" in caplog.text
+
+
+def test_a_worker_that_stops_answering_is_let_go(mailbox: Mailbox, delivery: Delivery,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stopped (SIGSTOP) with a job in hand, it would hold up the turn for good: after ``REPLY_WAIT`` the teammate
+    does the job itself, and every later job goes to the thread, none waiting on the stopped worker again."""
+    monkeypatch.setattr(delivery_worker, "REPLY_WAIT", 0.5)
+    pid = delivery.worker_pid
+    assert pid is not None
+    batch, conversation, owed = _recorded(delivery)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        pruning = delivery.acknowledge_beside(batch, owed)
+        conversation.make_durable()  # the turn's first tool: waits for the fsync the stopped worker never does
+        pruning.wait()
+        assert _texts(mailbox) == [] and time.monotonic() - started < 5
+        assert delivery.worker_pid is None
+        mailbox.send("w", "ping 2", sender="team-lead")
+        started = time.monotonic()
+        delivery.acknowledge_beside(delivery.collect()).wait()
+        assert _texts(mailbox) == [] and time.monotonic() - started < 0.5  # the thread, not another wait
+    finally:
+        os.kill(pid, signal.SIGCONT)
 
 
 def test_the_worker_leaves_a_panes_signals_to_the_teammate(mailbox: Mailbox, delivery: Delivery) -> None:
