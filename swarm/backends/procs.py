@@ -324,7 +324,7 @@ def kill_tree(pid: int | None, grace: float, create_time: float | None = None, *
 
 
 def scratch_dir(kind: str) -> Path:
-    """A new private temp directory ``swarm-KIND-[TOKEN-]XXXXXXXX`` for this process (removed by its maker when
+    """A new private temp directory ``swarm-KIND-[TOKEN-]<random>`` for this process (removed by its maker when
     done): the process token in its name when this is a teammate's process (``PROC_TOKEN_VAR``)."""
     token = os.environ.get(PROC_TOKEN_VAR, "")
     return Path(tempfile.mkdtemp(prefix=f"swarm-{kind}-{token}-" if _TOKEN.fullmatch(token) else f"swarm-{kind}-"))

@@ -55,7 +55,7 @@ from swarm.core.home import Home, ensure_dir
 from swarm.startup import hold_collector, startup_done
 
 if TYPE_CHECKING:
-    from swarm.teammate.delivery_worker import Connection
+    from swarm.teammate.delivery_worker import SharedSocket
     from swarm.teammate.shared_worker import SharedWorker
 
 IDLE_SECONDS = 300.0
@@ -231,7 +231,7 @@ class Server:
             pass
         self.spare = Spare(pid, ours)
 
-    def _delivery_connection(self) -> Connection | None:
+    def _delivery_connection(self) -> SharedSocket | None:
         """A connection to the shared delivery worker for the next child; the worker forked (again) if gone."""
         if self.shared is None:
             from swarm.teammate.shared_worker import SharedWorker  # a small module on what the warm-up imported

@@ -22,7 +22,7 @@ from swarm.core.rendezvous import DETACH, GO, MAGIC, package_dir
 from swarm.teammate import TEAMMATE
 
 if TYPE_CHECKING:
-    from swarm.teammate.delivery_worker import Connection
+    from swarm.teammate.delivery_worker import SharedSocket
 
 REQUEST_TIMEOUT = 5.0
 """A client that connected has this long to send its request, and its child this long to be told "go"."""
@@ -55,7 +55,7 @@ class Request:
                    env=dict(e.split(b"=", 1) for e in env))
 
 
-def run_request(conn: socket.socket, delivery: Connection | None = None) -> NoReturn:
+def run_request(conn: socket.socket, delivery: SharedSocket | None = None) -> NoReturn:
     """Become the client's command: its fds, cwd, umask, environment and argv; then run the CLI. ``delivery``:
     this child's connection to the server's shared delivery worker, kept if the command is a teammate."""
     status = 1
@@ -106,7 +106,7 @@ def run_request(conn: socket.socket, delivery: Connection | None = None) -> NoRe
         exit_now(status)
 
 
-def _detach(conn: socket.socket, request: Request, fds: list[int], delivery: Connection | None) -> NoReturn:
+def _detach(conn: socket.socket, request: Request, fds: list[int], delivery: SharedSocket | None) -> NoReturn:
     """Fork the requested teammate loose (``swarm.core.rendezvous.fork_detached``): in a session of its own, tied
     to no launcher and no connection, reparented once this child exits. The teammate answers its own pid once it
     has left this child's process group; ``N`` when the request is not a teammate's (nothing ran)."""
@@ -136,7 +136,7 @@ def _detach(conn: socket.socket, request: Request, fds: list[int], delivery: Con
         exit_now(status)
 
 
-def _teammate(conn: socket.socket, delivery: Connection | None) -> int:
+def _teammate(conn: socket.socket, delivery: SharedSocket | None) -> int:
     """Become the teammate the client launches, tied to that launcher's life (``swarm.teammate.served``)."""
     from swarm.teammate.__main__ import main
     from swarm.teammate.delivery_worker import DeliveryWorker

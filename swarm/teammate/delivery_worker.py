@@ -82,7 +82,7 @@ class Inbox:
 
 
 @dataclass(frozen=True)
-class Connection:
+class SharedSocket:
     """A teammate's end of a socket the CLI server's shared worker serves (``SharedWorker.connection``)."""
 
     sock: socket.socket
@@ -107,7 +107,7 @@ class DeliveryWorker:
         self.alive = True
 
     @classmethod
-    def attach(cls, connection: Connection | None) -> DeliveryWorker | None:
+    def attach(cls, connection: SharedSocket | None) -> DeliveryWorker | None:
         """This teammate's connection to its CLI server's shared worker (``SharedWorker``), once the worker says
         it serves it; None without one, or when the worker is gone (then ``fork`` one of its own)."""
         if connection is None:
@@ -184,7 +184,9 @@ class DeliveryWorker:
         if not self.alive:
             raise WorkerUnavailable("the delivery worker was let go")
         try:
-            self._sock.settimeout(REPLY_WAIT if wait is None else wait)
+            timeout = REPLY_WAIT if wait is None else wait
+            if self._sock.gettimeout() != timeout:  # set once, not per reply (each set is two fcntl calls)
+                self._sock.settimeout(timeout)
             data = self._sock.recv(4096)
         except OSError as exc:  # a timeout too
             data = b""

@@ -24,7 +24,7 @@ import signal
 import socket
 import threading
 
-from swarm.teammate.delivery_worker import PANE_SIGNALS, Connection, serve_jobs, settle_worker
+from swarm.teammate.delivery_worker import PANE_SIGNALS, SharedSocket, serve_jobs, settle_worker
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ class SharedWorker:
         theirs.close()
         return cls(pid, ours)
 
-    def connection(self) -> Connection | None:
+    def connection(self) -> SharedSocket | None:
         """A new connection for the next child the server forks (the server closes its copy once it has);
         None when the worker is gone."""
         try:
@@ -89,7 +89,7 @@ class SharedWorker:
             return None
         finally:
             theirs.close()
-        return Connection(ours, self.pid)
+        return SharedSocket(ours, self.pid)
 
     def close(self) -> None:
         """No more connections (the server ends, or in a child it forked): the worker ends once its teammates have."""
