@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 from pydantic import ConfigDict, Field, StrictStr, TypeAdapter, ValidationError
 
 from swarm.core.names import LEAD_NAME, RUNTIME_NAME
-from swarm.core.protocol import CamelWire, InboxEntry, Wire
+from swarm.core.protocol import CamelWire, InboxEntry, Wire, build_models
 
 if TYPE_CHECKING:
     from swarm.core.signing import LeadVerifier
@@ -193,6 +193,15 @@ FRAME_TYPES = frozenset(
 def build_frames() -> None:
     """Build the frame validator now rather than on first use (its ``defer_build``), as ``protocol.build_models``."""
     _FRAME.rebuild(force=True)
+
+
+def build_validators() -> None:
+    """The inbox, team-file and frame validators built now: for a process about to take stop signals as
+    exceptions (a lead's ``StopSignals``, a teammate's handlers). Left to their first use, one such exception
+    raised inside pydantic's build comes out as a ``SchemaError``, and the process ends with a traceback instead
+    of stopping as asked (seen: ``swarm up`` given SIGTERM as its first frame arrived)."""
+    build_models()
+    build_frames()
 
 def parse_frame(text: str) -> Frame | str:
     """The typed frame carried by ``text``, or ``text`` itself if it is not one.

@@ -39,6 +39,7 @@ from types import FrameType, TracebackType
 
 from swarm.backends.procs import process_create_time
 from swarm.core.home import Home
+from swarm.core.frames import build_validators
 from swarm.core.protocol import TeamFile
 from swarm.core.teams import TeamStore
 from swarm.teammate.lead_watch import lead_gone
@@ -67,6 +68,7 @@ class StopSignals:
         self._previous: dict[signal.Signals, object] = {}
 
     def __enter__(self) -> StopSignals:
+        build_validators()  # before the handlers: a stop raised inside pydantic's lazy build comes out as SchemaError
         for sig in STOP_SIGNALS:
             self._previous[sig] = signal.signal(sig, self._on_signal)
         return self

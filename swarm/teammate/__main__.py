@@ -17,6 +17,7 @@ from types import FrameType
 from typing import TextIO
 
 from swarm.agent.live_events import LiveEvent
+from swarm.core.frames import build_validators
 from swarm.core.home import Home
 from swarm.errors import SwarmError
 from swarm.teammate.config import parse_args
@@ -69,6 +70,7 @@ def _run(argv: list[str] | None, launcher: Launcher | None, worker: DeliveryWork
     handler = on_signal if launcher is None else launcher.bind(on_signal)
     home = Home.from_env(config.home)
     setup_logging(home, config.team, config.name)
+    build_validators()  # before the handlers (``core.frames.build_validators``); built already when forked
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, handler)
     pane = pane_writer()
