@@ -41,16 +41,18 @@ import os
 import re
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
+import nacl.signing
+from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import (
     Ed25519PrivateKey,
     Ed25519PublicKey,
 )
+from nacl.exceptions import BadSignatureError
 
 from swarm.core.clock import now_ms
 from swarm.core.home import FILE_MODE, Home, ensure_dir
@@ -236,10 +238,23 @@ def sign_author(entry: InboxEntry, recipient: str, key: LeadKey) -> str:
 
 @dataclass(frozen=True)
 class VerifyKey:
-    """The lead's public key as a teammate receives it, and the key's creation time (epoch ms)."""
+    """The lead's public key as a teammate receives it, and the key's creation time (epoch ms).
+
+    Signatures are checked by libsodium (PyNaCl), the same Ed25519: a check
+    there takes half the time OpenSSL's does (45 against 94 µs here), and a
+    teammate checks one for every entry the lead sends it, on the path from
+    the message to its turn. libsodium is also the stricter of the two (it
+    refuses non-canonical signatures and small-order keys), so nothing OpenSSL
+    would refuse gets through.
+    """
 
     public: Ed25519PublicKey
     created_ms: int
+    _checker: nacl.signing.VerifyKey = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        raw = self.public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+        object.__setattr__(self, "_checker", nacl.signing.VerifyKey(raw))
 
     @classmethod
     def parse(cls, arg: str) -> VerifyKey:
@@ -253,15 +268,17 @@ class VerifyKey:
             raise UsageError("--lead-verify-key must be <ms>.<base64url SPKI of an Ed25519 key>")
         return cls(public, int(ms))
 
-    def signed(self, entry: InboxEntry) -> bool:
-        """Does ``entry.lead_sig`` verify with this key?"""
-        if not entry.lead_sig:
-            return False
+    def verifies(self, signature: str, data: bytes) -> bool:
+        """Is ``signature`` (base64url) this key's Ed25519 signature of ``data``?"""
         try:
-            self.public.verify(unb64url(entry.lead_sig), signed_bytes(entry))
-        except (InvalidSignature, ValueError):
+            self._checker.verify(data, unb64url(signature))
+        except (BadSignatureError, ValueError):  # a wrong signature; not base64url, or not 64 bytes
             return False
         return True
+
+    def signed(self, entry: InboxEntry) -> bool:
+        """Does ``entry.lead_sig`` verify with this key?"""
+        return bool(entry.lead_sig) and self.verifies(entry.lead_sig, signed_bytes(entry))
 
     def fresh(self, entry: InboxEntry) -> bool:
         """Is ``entry`` no older than this key minus ``STALE_GRACE_MS``?"""
@@ -279,11 +296,7 @@ class VerifyKey:
         """Does ``entry`` carry ``author: person`` with an ``author_sig`` this key made for ``recipient``?"""
         if entry.author != "person" or not entry.author_sig:
             return False
-        try:
-            self.public.verify(unb64url(entry.author_sig), author_bytes(entry, recipient))
-        except (InvalidSignature, ValueError):
-            return False
-        return self.fresh(entry)
+        return self.verifies(entry.author_sig, author_bytes(entry, recipient)) and self.fresh(entry)
 
 
 def verify_entry(entry: InboxEntry, verify_key_arg: str) -> bool:

@@ -327,7 +327,7 @@ class _Tally:
         return length
 
     def _tool_chars(self, request: ModelRequest) -> int:
-        key = tuple(id(tool) for tool in request.tools)  # tools build their spec once: same objects every call
+        key = tuple(map(id, request.tools))  # tools build their spec once: same objects every call
         if self._tools is None or self._tools[0] != key:
             self._tools = (key, sum(len(json.dumps(t.model_dump(), sort_keys=True)) for t in request.tools))
         return self._tools[1]

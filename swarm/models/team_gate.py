@@ -24,6 +24,7 @@ there (a lead's calls before its TeamCreate count too).
 from __future__ import annotations
 
 import contextlib
+import os
 import logging
 import threading
 import time
@@ -123,11 +124,17 @@ def read_spends(directory: Path) -> dict[str, Spend]:
     return spends
 
 
-def read_spend(directory: Path, member: str) -> Spend:
-    """One member's spend recorded in the gate ``directory`` (nothing spent when there is no usable record)."""
-    path = directory / SPEND_DIR / f"{validate_name(member, 'agent name')}.json"
+def spend_path(directory: Path, member: str) -> Path:
+    """Where ``member``'s spend is recorded in the gate ``directory``."""
+    return directory / SPEND_DIR / f"{validate_name(member, 'agent name')}.json"
+
+
+def read_spend(path: Path) -> Spend:
+    """The spend recorded at ``path`` (``spend_path``); nothing spent when there is no usable record."""
+    if not os.path.isfile(path):  # no call charged yet (an offline model's never are): one stat
+        return Spend()
     try:
-        return Spend.model_validate(_read(path)) if path.is_file() else Spend()
+        return Spend.model_validate(_read(path))
     except ValidationError:
         log.warning("ignored an unusable spend file", extra={"path": str(path)})
         return Spend()
@@ -179,7 +186,7 @@ class TeamGate:
                 self._unbound.append((model, usage))
             return
         usd = cost_usd(model, usage)
-        path = self.directory / SPEND_DIR / f"{self.member}.json"
+        path = spend_path(self.directory, self.member)
 
         def add(doc: dict[str, Any]) -> None:
             try:

@@ -57,7 +57,7 @@ from swarm.core.home import Home, ensure_dir
 from swarm.core.mailbox import Mailbox
 from swarm.core.names import LEAD_NAME
 from swarm.core.permlog import PermissionEvent, PermissionLog
-from swarm.core.protocol import InboxEntry
+from swarm.core.protocol import InboxEntry, TeamFile
 from swarm.core.signing import LeadVerifier
 from swarm.core.teams import TeamStore
 from swarm.core.text import one_line
@@ -84,6 +84,8 @@ class TeammateGate:
         self.teams = TeamStore(home)
         self.team = self.teams.roster(config.team)  # read per tool call: re-read only when it changed
         self.granted: list[str] = []
+        self._built: tuple[TeamFile, tuple[tuple[str, ...], ...], RuleSet] | None = None
+        """The rules ``_rules`` built last, with what they were built from."""
         self.mode = "plan" if config.plan_mode_required else config.permission_mode
         self.on_event: Callable[[LiveEvent], object] = lambda event: None
         """Told of each request sent and its answer (the teammate's live view)."""
@@ -140,8 +142,16 @@ class TeammateGate:
 
     def _rules(self, for_now: list[str] | None = None, ask_now: list[str] | None = None) -> RuleSet:
         """Settings, team and member rules, grants from the lead, ``for_now`` (an active skill's allowed-tools)
-        and ``ask_now`` (a PreToolUse hook asked for this call)."""
+        and ``ask_now`` (a PreToolUse hook asked for this call).
+
+        Built again only when one of those changed: the team file as read (``Roster`` gives the same object
+        until the file changes), the grants, or this call's extras; the settings and config are fixed.
+        """
         team = self.team.current()
+        inputs = (tuple(self.granted), tuple(for_now or ()), tuple(ask_now or ()))
+        built = self._built
+        if built is not None and built[0] is team and built[1] == inputs:
+            return built[2]
         member = team.member(self.config.name)
         own = RuleSet(
             tuple(parse_rules([*self.config.allowed_tools, *(member.allowed_tools or [] if member else []),
@@ -149,7 +159,9 @@ class TeammateGate:
             tuple(parse_rules([*self.config.disallowed_tools, *(member.disallowed_tools or [] if member else [])])),
             tuple(parse_rules(ask_now or [])),
         )
-        return self.settings.merged(rules_of(team.permissions)).merged(own)
+        rules = self.settings.merged(rules_of(team.permissions)).merged(own)
+        self._built = (team, inputs, rules)
+        return rules
 
     # -- asking the lead -----------------------------------------------------------
 

@@ -21,7 +21,7 @@ from swarm.agent.live_events import EventLog, LiveEvent
 from swarm.agent.narration import Narrator
 from swarm.core.home import Home
 from swarm.models.messages import Usage
-from swarm.models.team_gate import read_spend
+from swarm.models.team_gate import read_spend, spend_path
 from swarm.teammate.pane import PaneWriter
 
 
@@ -29,7 +29,8 @@ from swarm.teammate.pane import PaneWriter
 class TeammateLive:
     def __init__(self, home: Home, team: str, name: str, cwd: Path, pane: PaneWriter | None) -> None:
         self.log = EventLog(home.events_path(team, name))
-        self.gate_dir = home.gate_dir(team)
+        self.spend = spend_path(home.gate_dir(team), name)
+        """This teammate's line in the team's ledger (``spent``)."""
         self.pane = pane
         self.narrator = Narrator(cwd, self.emit)
         self.name = name
@@ -99,7 +100,7 @@ class TeammateLive:
         """US dollars this teammate has spent so far, from the team's ledger (``models/team_gate.py``: every
         call it and its subagents made, earlier processes of it included) — the figure ``swarm status`` and
         ``swarm top`` show, never one of its own."""
-        return round(read_spend(self.gate_dir, self.name).usd, 6)
+        return round(read_spend(self.spend).usd, 6)
 
     def _task_changed(self, number: int | None) -> None:
         """A ``task`` event when TaskUpdate call ``number`` started or finished this teammate's task (from the

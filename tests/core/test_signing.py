@@ -22,12 +22,14 @@ from swarm.core.signing import (
     LeadKey,
     LeadVerifier,
     VerifyKey,
+    b64url,
     js_stringify,
     key_path,
     lead_key,
     rotate_lead_key,
     sign_entry,
     signed_bytes,
+    unb64url,
     verify_entry,
     verify_key_arg,
 )
@@ -276,3 +278,23 @@ def test_only_a_person_signed_entry_for_this_recipient_counts_as_the_persons(hom
     assert not verifier.by_person(on_disk[person.msg_id].model_copy(update={"text": "/deploy all"}), "bob")
     verifier.took([person.msg_id])
     assert not verifier.by_person(on_disk[person.msg_id], "bob")  # a replay of one taken in before
+
+
+ED25519_ORDER = 2**252 + 27742317777372353535851937790883648493
+
+
+def test_a_malleated_truncated_or_padded_signature_does_not_verify(home: Home, team: str) -> None:
+    """The attacker's edits to a good signature: S + L (the same signature to a lax checker), a byte short,
+    a byte more; each is refused."""
+    key = lead_key(home, team)
+    arg = verify_key_arg(home, team)
+    entry = _signed(key)
+    assert entry.lead_sig is not None and verify_entry(entry, arg)
+    raw = unb64url(entry.lead_sig)
+    s = int.from_bytes(raw[32:], "little")
+    malleated = raw[:32] + (s + ED25519_ORDER).to_bytes(32, "little")
+    for sig in (b64url(malleated), b64url(raw[:-1]), b64url(raw + b"\0")):
+        assert not verify_entry(entry.model_copy(update={"lead_sig": sig}), arg), sig
+    verify = VerifyKey.parse(arg)
+    assert verify.verifies(entry.lead_sig, signed_bytes(entry))
+    assert not verify.verifies(b64url(malleated), signed_bytes(entry))
