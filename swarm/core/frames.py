@@ -192,7 +192,7 @@ FRAME_TYPES = frozenset(
 
 def build_frames() -> None:
     """Build the frame validator now rather than on first use (its ``defer_build``), as ``protocol.build_models``."""
-    _FRAME.rebuild(force=True)
+    _FRAME.rebuild()  # a no-op once built
 
 
 def build_validators() -> None:
