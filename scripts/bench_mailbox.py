@@ -447,16 +447,26 @@ def _round_trip_ms(inbox: Inbox, count: int, tag: str, batches: int = 5) -> floa
     return median_of(batch_medians(times, batches))
 
 
-def measure_cost(impl: str, root: Path, after: int, samples: int) -> dict[str, float]:
+def measure_cost(impl: str, root: Path, after: int, samples: int, batches: int = 5) -> dict[str, float]:
+    """Send+take on an inbox ``after`` messages have gone through, against a fresh inbox (10 messages through
+    it) measured in the same moments: batches taken in turn, so the disk's and the machine's drift over the
+    ``after`` messages' seconds (fsync and rename times move by a third) falls on both alike."""
     inbox = open_inbox(impl, root)
     _round_trip_ms(inbox, 10, "warm")
-    early = _round_trip_ms(inbox, samples, "early")
     if isinstance(inbox, BaselineInbox):
-        inbox.seed_read(after - 10 - samples)  # never pruned: same file as after `after` deliveries
+        inbox.seed_read(after - 10)  # never pruned: same file as after `after` deliveries
         samples = min(samples, 30)  # each one rewrites megabytes
     else:
-        _round_trip_ms(inbox, after - 10 - samples, "fill")  # really push them through
-    late = _round_trip_ms(inbox, samples, "late")
+        _round_trip_ms(inbox, after - 10, "fill")  # really push them through
+    setup_root(impl, root / "fresh")
+    fresh = open_inbox(impl, root / "fresh")
+    _round_trip_ms(fresh, 10, "warm")
+    per_batch = max(1, samples // batches)
+    early_batches, late_batches = [], []
+    for batch in range(batches):
+        early_batches.append(_round_trip_ms(fresh, per_batch, f"early{batch}", batches=1))
+        late_batches.append(_round_trip_ms(inbox, per_batch, f"late{batch}", batches=1))
+    early, late = median_of(early_batches), median_of(late_batches)
     size = inbox.path.stat().st_size  # type: ignore[attr-defined]
     return {"early": early, "late": late, "ratio": late / early, "file_kb": size / 1024}
 
@@ -489,7 +499,7 @@ def report(sizes: Sizes, lat: dict[str, Any], thr: dict[str, Any], cost: dict[st
         Figure(f"cost growth, after {sizes.cost_after:,} / after 10", "<= 1.5x", cost[s]["ratio"], cost[b]["ratio"],
                "x", met=lambda v: v <= 1.5,
                note="baseline: an inbox seeded with that many read entries (it never prunes); swarm sent and took "
-                    "them all"),
+                    "them all; each against a fresh inbox measured in turn with it, batch by batch"),
         Figure("RSS of a process waiting on an inbox", "", lat[s]["rss"], lat[b]["rss"], " MiB", digits=1),
     ]
     with_fsync = (cost[s]["early"] + cost[s]["late"]) / 2
