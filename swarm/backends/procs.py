@@ -324,10 +324,42 @@ def kill_tree(pid: int | None, grace: float, create_time: float | None = None, *
 
 
 def scratch_dir(kind: str) -> Path:
-    """A new private temp directory ``swarm-KIND-[TOKEN-]<random>`` for this process (removed by its maker when
-    done): the process token in its name when this is a teammate's process (``PROC_TOKEN_VAR``)."""
+    """A new private temp directory for this process (removed by its maker when done), named so that whoever
+    outlives a maker killed before it could (``kill -9``) can remove it: ``swarm-KIND-<token>-<random>`` in a
+    teammate's process (``PROC_TOKEN_VAR``; ``remove_scratch`` once its processes are stopped), else
+    ``swarm-KIND-p<pid>.<start ms>-<random>`` (a lead's: the next such directory made here removes those whose
+    process is gone, ``sweep_dead_scratch``)."""
     token = os.environ.get(PROC_TOKEN_VAR, "")
-    return Path(tempfile.mkdtemp(prefix=f"swarm-{kind}-{token}-" if _TOKEN.fullmatch(token) else f"swarm-{kind}-"))
+    if _TOKEN.fullmatch(token):
+        return Path(tempfile.mkdtemp(prefix=f"swarm-{kind}-{token}-"))
+    sweep_dead_scratch()
+    pid = os.getpid()
+    started = process_create_time(pid)
+    owner = f"p{pid}.{round(started * 1000)}-" if started is not None else ""
+    return Path(tempfile.mkdtemp(prefix=f"swarm-{kind}-{owner}"))
+
+
+_OWNED = re.compile(r"swarm-[a-z]+-p(\d+)\.(\d+)-[^/]+")
+"""A scratch directory named after the process that made it (``scratch_dir``): its pid and start time (ms)."""
+
+
+def sweep_dead_scratch() -> list[Path]:
+    """Remove the scratch directories in this temp directory whose maker (named in them) is gone; the ones
+    removed. Only this user's directories, never through a symlink; a reused pid is not their maker."""
+    removed = []
+    base = Path(tempfile.gettempdir())
+    for path in base.glob("swarm-*-p*.*-*"):
+        owner = _OWNED.fullmatch(path.name)
+        if owner is None or is_pid_alive(int(owner[1]), int(owner[2]) / 1000):
+            continue
+        try:
+            info = path.lstat()
+        except OSError:
+            continue
+        if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid():
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
 
 
 def remove_scratch(token: str | None) -> list[Path]:

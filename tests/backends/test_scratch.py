@@ -6,6 +6,9 @@ to follow (a symlink named like a scratch directory, a token that is a glob) is 
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -13,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from swarm.backends.procs import PROC_TOKEN_VAR, remove_scratch, scratch_dir
+from swarm.backends.procs import PROC_TOKEN_VAR, process_create_time, remove_scratch, scratch_dir
 
 
 @pytest.fixture
@@ -62,3 +65,38 @@ def test_the_sweep_follows_no_symlink_a_model_laid_in_tmp(tmp_base: Path, tmp_pa
     (tmp_base / f"swarm-bash-{token}-file").write_text("not a directory")
     assert remove_scratch(token) == []
     assert (precious / "keep.txt").read_text() == "keep"
+
+
+def test_a_leads_scratch_names_its_process_and_the_next_one_removes_a_dead_makers(
+        tmp_base: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lead (no token) killed with ``kill -9`` cannot remove its own directory: the next one made on this machine
+    does, as the name says its maker is gone. A live maker's stays; a reused pid is not its maker; a symlink
+    named like a dead maker's is not followed."""
+    monkeypatch.delenv(PROC_TOKEN_VAR, raising=False)
+    gone = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    gone_start = process_create_time(gone.pid)
+    gone.kill()
+    gone.wait()
+    assert gone_start is not None
+    dead = tmp_base / f"swarm-bash-p{gone.pid}.{round(gone_start * 1000)}-abc"
+    dead.mkdir()
+    (dead / "bg-1.log").write_text("left by a killed lead")
+    own_start = process_create_time(os.getpid())
+    assert own_start is not None
+    reused = tmp_base / f"swarm-bash-p{os.getpid()}.{round(own_start * 1000) - 60_000}-abc"
+    reused.mkdir()
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "keep.txt").write_text("keep")
+    link = tmp_base / f"swarm-sandbox-p{gone.pid}.{round(gone_start * 1000)}-evil"
+    link.symlink_to(precious, target_is_directory=True)
+    odd = tmp_base / "swarm-bash-pX.1-abc"
+    odd.mkdir()
+
+    mine = scratch_dir("bash")
+    assert mine.name.startswith(f"swarm-bash-p{os.getpid()}.{round(own_start * 1000)}-")
+    assert not dead.exists() and not reused.exists()
+    assert link.is_symlink() and (precious / "keep.txt").read_text() == "keep"
+    assert odd.is_dir()
+    scratch_dir("sandbox")
+    assert mine.is_dir()  # its maker (this process) still runs

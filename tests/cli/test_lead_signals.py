@@ -15,6 +15,7 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +23,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from swarm.backends.procs import kill_tree
+from swarm.backends.procs import kill_tree, sweep_dead_scratch
 from swarm.backends.select import tmux_usable
 from swarm.core.home import Home
 from swarm.core.tasks import TaskStore
@@ -143,6 +144,9 @@ def test_a_lead_killed_with_sigkill_leaves_teammates_that_stop_on_their_own(tmp_
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+    left = set(Path(tempfile.gettempdir()).glob(f"swarm-bash-p{proc.pid}.*"))  # its background output's
+    assert left, "the killed lead's scratch directory was expected (its background Bash)"
+    assert left <= set(sweep_dead_scratch())  # what the next lead's first scratch directory does
     retry_until(lambda: not teammate_pids(home), 20, what="the teammate to notice its lead is gone and stop")
     member = TeamStore(home).get("sig").member("worker")
     assert member is not None and not member.present() and member.status == "stopped"  # left cleanly, not "dead"
