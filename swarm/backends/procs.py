@@ -346,20 +346,10 @@ _OWNED = re.compile(r"swarm-[a-z]+-p(\d+)\.(\d+)-[^/]+")
 def sweep_dead_scratch() -> list[Path]:
     """Remove the scratch directories in this temp directory whose maker (named in them) is gone; the ones
     removed. Only this user's directories, never through a symlink; a reused pid is not their maker."""
-    removed = []
-    base = Path(tempfile.gettempdir())
-    for path in base.glob("swarm-*-p*.*-*"):
-        owner = _OWNED.fullmatch(path.name)
-        if owner is None or is_pid_alive(int(owner[1]), int(owner[2]) / 1000):
-            continue
-        try:
-            info = path.lstat()
-        except OSError:
-            continue
-        if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid():
-            shutil.rmtree(path, ignore_errors=True)
-            removed.append(path)
-    return removed
+    dead = (path for path in Path(tempfile.gettempdir()).glob("swarm-*-p*.*-*")
+            if (owner := _OWNED.fullmatch(path.name)) is not None
+            and not is_pid_alive(int(owner[1]), int(owner[2]) / 1000))
+    return [path for path in dead if _remove_own_directory(path)]
 
 
 def remove_scratch(token: str | None) -> list[Path]:
@@ -367,14 +357,17 @@ def remove_scratch(token: str | None) -> list[Path]:
     the ones removed. Only this user's directories, never through a symlink."""
     if not token or not _TOKEN.fullmatch(token):
         return []
-    removed = []
-    for base in dict.fromkeys((Path(tempfile.gettempdir()), Path("/tmp"))):
-        for path in base.glob(f"swarm-*-{token}-*"):
-            try:
-                info = path.lstat()
-            except OSError:
-                continue
-            if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid():
-                shutil.rmtree(path, ignore_errors=True)
-                removed.append(path)
-    return removed
+    return [path for base in dict.fromkeys((Path(tempfile.gettempdir()), Path("/tmp")))
+            for path in base.glob(f"swarm-*-{token}-*") if _remove_own_directory(path)]
+
+
+def _remove_own_directory(path: Path) -> bool:
+    """Remove ``path`` if it is a directory of this user's (a symlink is never followed); True if removed."""
+    try:
+        info = path.lstat()
+    except OSError:
+        return False
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+        return False
+    shutil.rmtree(path, ignore_errors=True)
+    return True
