@@ -35,9 +35,13 @@ def test_top_status_and_the_live_events_show_the_ledgers_cost_restarts_and_subag
     earlier = team_cost(home, team).by_member["ann"]
     assert earlier == 0.3
     start("ann", "ping one")
+    # the first turn's end, not the first idle: ann is idle once when it joins, before its prompt's turn (waiting
+    # for that one let "ping two" below arrive mid-turn, answered in the same turn: one turn_end, not two)
+    retry_until(lambda: sum(e.type == "turn_end" for e in _events(home, team, "ann")) == 1, 15,
+                what="ann's first turn to end")
     wait_status(home, team, "ann", "idle")
-    retry_until(lambda: any(e.type == "state" and e.state == "idle" for e in _events(home, team, "ann")), 10,
-                what="ann's idle state event")
+    retry_until(lambda: [e.state for e in _events(home, team, "ann") if e.type == "state"][-1] == "idle", 10,
+                what="ann's idle state event after its turn")
     states = [e for e in _events(home, team, "ann") if e.type == "state"]
     assert states[-1].cost_usd == earlier  # not what this process's own (scripted, unpriced) calls cost: nothing
 
