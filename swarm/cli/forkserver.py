@@ -340,6 +340,7 @@ def _warm(home: Home) -> None:
         module, _, attr = COMMANDS[name].partition(":")
         getattr(importlib.import_module(module), attr)
     importlib.import_module("swarm.teammate.__main__")
+    importlib.import_module("nacl.signing")  # a teammate checks the lead's signatures with it (core.signing)
     build_models()
     build_frames()
     preload_watch()  # inotify, which every teammate and waiting command uses

@@ -44,20 +44,22 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import nacl.signing
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import (
     Ed25519PrivateKey,
     Ed25519PublicKey,
 )
-from nacl.exceptions import BadSignatureError
 
 from swarm.core.clock import now_ms
 from swarm.core.home import FILE_MODE, Home, ensure_dir
 from swarm.core.protocol import InboxEntry
 from swarm.errors import UsageError
+
+if TYPE_CHECKING:
+    import nacl.signing
 
 log = logging.getLogger(__name__)
 
@@ -245,7 +247,9 @@ class VerifyKey:
     teammate checks one for every entry the lead sends it, on the path from
     the message to its turn. libsodium is also the stricter of the two (it
     refuses non-canonical signatures and small-order keys), so nothing OpenSSL
-    would refuse gets through.
+    would refuse gets through. PyNaCl is imported here, where a key to check
+    with is made (~5 ms): a lead's commands only sign, and never pay for it
+    (the CLI server imports it for the teammates it forks).
     """
 
     public: Ed25519PublicKey
@@ -253,6 +257,8 @@ class VerifyKey:
     _checker: nacl.signing.VerifyKey = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        import nacl.signing
+
         raw = self.public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
         object.__setattr__(self, "_checker", nacl.signing.VerifyKey(raw))
 
@@ -270,6 +276,8 @@ class VerifyKey:
 
     def verifies(self, signature: str, data: bytes) -> bool:
         """Is ``signature`` (base64url) this key's Ed25519 signature of ``data``?"""
+        from nacl.exceptions import BadSignatureError  # imported already, with the checker
+
         try:
             self._checker.verify(data, unb64url(signature))
         except (BadSignatureError, ValueError):  # a wrong signature; not base64url, or not 64 bytes
