@@ -331,8 +331,7 @@ def _warm(home: Home) -> None:
     SDK, whose import costs each teammate ~1 s of CPU and ~47 MB unshared otherwise."""
     from swarm.agent.tool_catalog import preload_schemas
     from swarm.cli.main import COMMANDS
-    from swarm.core.frames import build_frames
-    from swarm.core.protocol import build_models
+    from swarm.core.frames import build_validators
     from swarm.core.watch import preload as preload_watch
     from swarm.models.credentials import find_credentials
 
@@ -341,8 +340,7 @@ def _warm(home: Home) -> None:
         getattr(importlib.import_module(module), attr)
     importlib.import_module("swarm.teammate.__main__")
     importlib.import_module("nacl.signing")  # a teammate checks the lead's signatures with it (core.signing)
-    build_models()
-    build_frames()
+    build_validators()
     preload_watch()  # inotify, which every teammate and waiting command uses
     preload_schemas()  # the tools' input schemas, which every teammate's first model request sends
     "".encode("utf-16-le")  # a codec the lead's signature uses, found late otherwise

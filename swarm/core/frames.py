@@ -203,6 +203,7 @@ def build_validators() -> None:
     build_models()
     build_frames()
 
+
 def parse_frame(text: str) -> Frame | str:
     """The typed frame carried by ``text``, or ``text`` itself if it is not one.
 

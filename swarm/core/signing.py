@@ -255,12 +255,16 @@ class VerifyKey:
     public: Ed25519PublicKey
     created_ms: int
     _checker: nacl.signing.VerifyKey = field(init=False, repr=False, compare=False)
+    _refused: type[Exception] = field(init=False, repr=False, compare=False)
+    """What the checker raises for a signature that does not verify (kept here: no import per check)."""
 
     def __post_init__(self) -> None:
+        import nacl.exceptions
         import nacl.signing
 
         raw = self.public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
         object.__setattr__(self, "_checker", nacl.signing.VerifyKey(raw))
+        object.__setattr__(self, "_refused", nacl.exceptions.BadSignatureError)
 
     @classmethod
     def parse(cls, arg: str) -> VerifyKey:
@@ -276,11 +280,9 @@ class VerifyKey:
 
     def verifies(self, signature: str, data: bytes) -> bool:
         """Is ``signature`` (base64url) this key's Ed25519 signature of ``data``?"""
-        from nacl.exceptions import BadSignatureError  # imported already, with the checker
-
         try:
             self._checker.verify(data, unb64url(signature))
-        except (BadSignatureError, ValueError):  # a wrong signature; not base64url, or not 64 bytes
+        except (self._refused, ValueError):  # a wrong signature; not base64url, or not 64 bytes
             return False
         return True
 
