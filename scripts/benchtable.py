@@ -189,6 +189,7 @@ BENCHES: dict[str, tuple[list[str], list[str]]] = {
     "bench_turn_tasks": (["--quick"], []),
     "count_opens": (["--no-demo", "--sizes", "2,4", "--messages", "2"], ["--no-demo", "--sizes", "4,8,16"]),
     "bench_cli": (["--quick"], []),
+    "bench_bystanders": (["--quick"], []),
 }
 """Every benchmark behind issue 34's table and how ``--quick`` / the full run call it."""
 

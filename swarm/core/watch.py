@@ -1,10 +1,21 @@
-"""Wake up when a file in a directory changes: inotify, or polling as a fallback.
+"""Wake up when a file, or a file in a directory, changes: inotify, or polling as a fallback.
 
-Writers replace files atomically (``os.replace``), so the directory is watched,
-not the file: the rename shows up as ``IN_MOVED_TO`` for the file's name. A
-file its writer keeps open and appends to (``core.jsonl.Appender``: live
-events) is never closed after a write, so a watcher of such a directory asks
-for ``IN_MODIFY`` too (``appended``).
+One file (``watch_file``: an inbox) is watched on its inode, not through its
+directory: a directory watch wakes on every write to every file in it, and an
+inbox write is six events (the lock directory moved in and out, the temporary
+file made and closed, the rename, the ``flock`` file closed), so every idle
+teammate of a team would wake several times for each message to any other
+(``FileWatcher``). Writers replace files atomically (``os.replace``): the
+replaced inode's link count drops, which inotify reports on it as
+``IN_ATTRIB``; the watch is then moved to the new inode before ``wait``
+returns, so a read after ``wait`` never misses a later replace. Claude Code
+writes an inbox in place (``IN_CLOSE_WRITE`` on the inode). While the file
+does not exist, its directory is watched for it to arrive.
+
+A whole directory (``watch_dirs``) is watched for any file in it. A file its
+writer keeps open and appends to (``core.jsonl.Appender``: live events) is
+never closed after a write, so a watcher of such a directory asks for
+``IN_MODIFY`` too (``appended``).
 """
 
 from __future__ import annotations
@@ -18,6 +29,8 @@ from typing import Protocol
 log = logging.getLogger(__name__)
 
 POLL_INTERVAL = 0.05
+OVERFLOW = -1
+"""The watch descriptor of ``IN_Q_OVERFLOW``: events were lost, so anything may have changed."""
 
 
 class ChangeWatcher(Protocol):
@@ -30,27 +43,100 @@ class ChangeWatcher(Protocol):
     def close(self) -> None: ...
 
 
-class InotifyWatcher:
-    """Event-driven watcher for one file name in one directory, or (``whole_dir``) any file in ``path`` (Linux)."""
+class FileWatcher:
+    """Event-driven watcher for one file (Linux): woken by changes to it and to nothing else in its directory."""
 
-    def __init__(self, path: Path, *, whole_dir: bool = False, also: tuple[Path, ...] = (),
-                 appended: tuple[Path, ...] = (), any_change: bool = False) -> None:
+    FILE_EVENTS = 0x4 | 0x8 | 0x400 | 0x800
+    """On the file's inode: ``IN_ATTRIB`` (replaced by a rename: its link count dropped; touched),
+    ``IN_CLOSE_WRITE`` (written in place), ``IN_DELETE_SELF``, ``IN_MOVE_SELF``."""
+    ARRIVAL_EVENTS = 0x8 | 0x80 | 0x100
+    """On the directory while the file is missing: ``IN_CLOSE_WRITE``, ``IN_MOVED_TO``, ``IN_CREATE``."""
+
+    def __init__(self, path: Path) -> None:
+        from inotify_simple import INotify
+
+        self._path = os.fspath(path)
+        self._parent = os.fspath(path.parent)
+        self._name = path.name
+        self._inotify = INotify()
+        self._file: int | None = None
+        self._directory: int | None = None
+        try:
+            self._arm()  # the directory must exist (as ``watch_file`` promises its callers)
+        except BaseException:
+            self._inotify.close()
+            raise
+
+    def _arm(self) -> None:
+        """Watch the inode now at the path; while there is none, the directory for one to arrive."""
+        try:
+            self._file = self._inotify.add_watch(self._path, self.FILE_EVENTS)
+        except FileNotFoundError:
+            self._file = None
+            if self._directory is None:
+                self._directory = self._inotify.add_watch(self._parent, self.ARRIVAL_EVENTS)
+            try:  # it may have arrived before the directory was watched
+                self._file = self._inotify.add_watch(self._path, self.FILE_EVENTS)
+            except FileNotFoundError:
+                return
+        if self._directory is not None:
+            directory, self._directory = self._directory, None
+            try:
+                self._inotify.rm_watch(directory)
+            except OSError:  # the directory went (its watch with it)
+                pass
+
+    def _rearm(self) -> bool:
+        """``_arm`` after a change; False when nothing can be watched now (the directory is gone)."""
+        try:
+            self._arm()
+        except OSError:
+            self._file = self._directory = None
+            return False
+        return True
+
+    def wait(self, timeout: float) -> bool:
+        deadline = time.monotonic() + max(timeout, 0.0)
+        while self._file is None and self._directory is None:  # the directory was gone: look for it again
+            if self._rearm():
+                return True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            time.sleep(min(POLL_INTERVAL, remaining))
+        while True:
+            remaining_ms = max(0, int((deadline - time.monotonic()) * 1000))
+            events = self._inotify.read(timeout=remaining_ms)
+            if any(event.wd in (self._file, OVERFLOW) or (event.wd == self._directory and event.name == self._name)
+                   for event in events):  # events of an inode replaced earlier (its removal, later) are not news
+                self._rearm()  # the new inode, before the caller reads it
+                return True
+            if time.monotonic() >= deadline:
+                return False
+
+    def close(self) -> None:
+        self._inotify.close()
+
+
+class InotifyWatcher:
+    """Event-driven watcher for any file in one or more directories (Linux)."""
+
+    def __init__(self, path: Path, *, also: tuple[Path, ...] = (), appended: tuple[Path, ...] = (),
+                 any_change: bool = False) -> None:
         from inotify_simple import INotify, flags
 
-        self._name = None if whole_dir else path.name
         self._inotify = INotify()
         mask = flags.MOVED_TO | flags.CLOSE_WRITE | flags.CREATE | flags.DELETE
         if any_change:  # an entry written in place, touched, moved out; the directory itself moved or removed
             mask |= flags.MODIFY | flags.ATTRIB | flags.MOVED_FROM | flags.DELETE_SELF | flags.MOVE_SELF
-        for directory in dict.fromkeys((path if whole_dir else path.parent, *also, *appended)):
+        for directory in dict.fromkeys((path, *also, *appended)):
             self._inotify.add_watch(str(directory), mask | (flags.MODIFY if directory in appended else 0))
 
     def wait(self, timeout: float) -> bool:
         deadline = time.monotonic() + max(timeout, 0.0)
         while True:
             remaining_ms = max(0, int((deadline - time.monotonic()) * 1000))
-            events = self._inotify.read(timeout=remaining_ms)
-            if any(self._name is None or event.name == self._name for event in events):
+            if self._inotify.read(timeout=remaining_ms):
                 return True
             if time.monotonic() >= deadline:
                 return False
@@ -109,7 +195,7 @@ def watch_dirs(first: Path, *more: Path, appended: tuple[Path, ...] = (), any_ch
     Without inotify it polls the first directory only (a rename into it changes its mtime).
     """
     try:
-        return InotifyWatcher(first, whole_dir=True, also=more, appended=appended, any_change=any_change)
+        return InotifyWatcher(first, also=more, appended=appended, any_change=any_change)
     except (ImportError, OSError) as exc:
         log.info("file events unavailable, polling instead", extra={"path": str(first), "reason": str(exc)})
     return PollingWatcher(first)
@@ -122,7 +208,7 @@ def watch_file(path: Path, *, events: bool = True) -> ChangeWatcher:
     """
     if events:
         try:
-            return InotifyWatcher(path)
+            return FileWatcher(path)
         except (ImportError, OSError) as exc:
             log.info("file events unavailable, polling instead", extra={"path": str(path), "reason": str(exc)})
     return PollingWatcher(path)

@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from swarm.core.watch import ChangeWatcher, InotifyWatcher
+from swarm.core.watch import ChangeWatcher, FileWatcher
 from swarm.errors import StorageError
 
 DIR_NAME = "pg-wake"
@@ -84,7 +84,7 @@ class RelayedWatcher:
         self._directory = directory
         self._fallback = fallback
         self._path = directory / f"{channel}.{os.getpid()}.{next(self._serial)}"
-        self._inner: ChangeWatcher = InotifyWatcher(self._path)
+        self._inner: ChangeWatcher = FileWatcher(self._path)
         self.relayed = True
         fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         os.close(fd)
