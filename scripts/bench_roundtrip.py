@@ -9,7 +9,9 @@ loop on the offline scripted model, SendMessage into the lead's inbox, and the
 lead waking on that; the next ping goes as soon as the answer is in. Baseline,
 in the same run: a bare Python process that only waits, takes and answers
 through the same ``Mailbox`` (no agent loop, no transcript, no status): the
-floor the teammate's own work sits on.
+floor the teammate's own work sits on. The teammate, the echo and the floor
+echo (``FLOOR``) are all running from the start and answer in turn, a batch
+each, so a load that comes and goes during the run falls on each alike.
 
 Back to back (the next ping as soon as the answer is in) and in the gap
 mode (``GAP``, 10 ms, between an answer and the next ping), each with p50
@@ -230,19 +232,33 @@ def main() -> int:
         book = root / "ping.toml"
         book.write_text(PLAYBOOK)
         TeamStore(home).create("rt")
+        TeamStore(home).add_member("rt", Member(agent_id="bare@rt", name="bare", is_active=True))
+        TeamStore(home).add_member("rt", Member(agent_id="floor@rt", name="floor", is_active=True))
         env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
         env["SWARM_HOME"] = str(home.root)
         mailbox = Mailbox(home, "rt")
         member = spawn(home, SpawnRequest(team="rt", name="mate", prompt="hello", cwd=work, backend="subprocess",
                                           playbook=book), env)
+        bare = subprocess.Popen([sys.executable, "-c", BARE, str(home.root), "rt"], env=env)
+        least = subprocess.Popen([sys.executable, "-c", FLOOR, str(home.root), "rt", str(root / "floor.jsonl")],
+                                 env=env)
         try:
             wait_joined(home, "rt", ["mate"])
-            _round_trips(mailbox, "mate", 5, start=100_000)  # warm: imports done, first turn behind it
+            for warm in ("mate", "bare", "floor"):  # imports done, the teammate's first turn behind it
+                _round_trips(mailbox, warm, 5, start=100_000)
             joined = TeamStore(home).get("rt").member("mate") or member
             proc = psutil.Process(joined.worker_pid or joined.pid or 0)  # the teammate itself: a forked one's worker
             forked = joined.worker_pid is not None
-            early = _round_trips(mailbox, "mate", count, answerer=proc)
-            gapped = _round_trips(mailbox, "mate", count, start=150_000, gap=GAP)
+            answerers = {"mate": proc, "bare": psutil.Process(bare.pid), "floor": psutil.Process(least.pid)}
+            early, echo, floor, gapped, echo_gapped = Trips(), Trips(), Trips(), Trips(), Trips()
+            size = count // BATCHES
+            for batch in range(BATCHES):  # in turn, batch by batch: a load that comes and goes falls on all three
+                order = [("mate", early), ("bare", echo), ("floor", floor)]
+                for which, into in order[batch % 3:] + order[:batch % 3]:  # none always runs first
+                    into.add(_round_trips(mailbox, which, size, start=batch * size, answerer=answerers[which]))
+            for batch in range(BATCHES):
+                for which, into in (("mate", gapped), ("bare", echo_gapped))[::1 if batch % 2 else -1]:
+                    into.add(_round_trips(mailbox, which, size, start=150_000 + batch * size, gap=GAP))
             rss_early = proc.memory_info().rss / 2**20
             pss, uss = _pss_uss(proc)
             for n in range(0, grow, 50):
@@ -250,29 +266,16 @@ def main() -> int:
             late = _round_trips(mailbox, "mate", count, start=300_000)
             rss_late = proc.memory_info().rss / 2**20
         finally:
-            shutdown(home, "rt", None, env, timeout=10)
+            for echoing, process in (("bare", bare), ("floor", least)):
+                mailbox.send(echoing, "stop", sender=LEAD_NAME)
+                try:
+                    process.wait(10)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+            shutdown(home, "rt", ["mate"], env, timeout=10)
         records = Transcript(home.transcript_path("rt", "mate")).records()
         compactions = sum(r.get("kind") == "compaction" for r in records)
-        TeamStore(home).add_member("rt", Member(agent_id="bare@rt", name="bare", is_active=True))
-        TeamStore(home).add_member("rt", Member(agent_id="floor@rt", name="floor", is_active=True))
-        bare = subprocess.Popen([sys.executable, "-c", BARE, str(home.root), "rt"], env=env)
-        least = subprocess.Popen([sys.executable, "-c", FLOOR, str(home.root), "rt", str(root / "floor.jsonl")],
-                                 env=env)
-        try:
-            _round_trips(mailbox, "bare", 5, start=100_000)
-            _round_trips(mailbox, "floor", 5, start=100_000)
-            echo, floor = Trips(), Trips()
-            answerers = {"bare": psutil.Process(bare.pid), "floor": psutil.Process(least.pid)}
-            for batch in range(BATCHES):  # interleaved: a load that comes and goes falls on both
-                start = batch * (count // BATCHES)
-                for which, into in (("bare", echo), ("floor", floor)):
-                    into.add(_round_trips(mailbox, which, count // BATCHES, start=start, answerer=answerers[which]))
-            echo_gapped = _round_trips(mailbox, "bare", count, start=150_000, gap=GAP)
-        finally:
-            mailbox.send("bare", "stop", sender=LEAD_NAME)
-            mailbox.send("floor", "stop", sender=LEAD_NAME)
-            bare.wait(10)
-            least.wait(10)
     finally:
         stop_cli_server(root / "home")  # the teammate's launcher started it (unless SWARM_CLI_SERVER=0)
         shutil.rmtree(root, ignore_errors=True)
@@ -320,7 +323,9 @@ def main() -> int:
                     "from and its siblings); the teammate's and its delivery worker's, added up"),
         Figure("teammate USS, early", "", uss, None, " MiB", digits=1,
                note="USS: the pages only it holds (teammate and delivery worker, added up)"),
-    ], notes=[f"{count} round trips per figure; p50 = median of {BATCHES} batch medians",
+    ], notes=[f"{count} round trips per figure; p50 = median of {BATCHES} batch medians; the teammate, the echo "
+              "and the floor echo answer in turn, batch by batch, all three alive throughout (so the host's load "
+              "at any moment falls on each alike)",
               "baseline: a bare Python process that waits, takes and answers through the same Mailbox "
               "(no agent loop, transcript or status): the floor under the teammate"])
     return 0
