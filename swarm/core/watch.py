@@ -52,9 +52,10 @@ class FileWatcher:
     ARRIVAL_EVENTS = 0x8 | 0x80 | 0x100
     """On the directory while the file is missing: ``IN_CLOSE_WRITE``, ``IN_MOVED_TO``, ``IN_CREATE``."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, appended: bool = False) -> None:
         from inotify_simple import INotify
 
+        self._file_events = self.FILE_EVENTS | (0x2 if appended else 0)  # IN_MODIFY: a writer that keeps it open
         self._path = os.fspath(path)
         self._parent = os.fspath(path.parent)
         self._name = path.name
@@ -70,13 +71,13 @@ class FileWatcher:
     def _arm(self) -> None:
         """Watch the inode now at the path; while there is none, the directory for one to arrive."""
         try:
-            self._file = self._inotify.add_watch(self._path, self.FILE_EVENTS)
+            self._file = self._inotify.add_watch(self._path, self._file_events)
         except FileNotFoundError:
             self._file = None
             if self._directory is None:
                 self._directory = self._inotify.add_watch(self._parent, self.ARRIVAL_EVENTS)
             try:  # it may have arrived before the directory was watched
-                self._file = self._inotify.add_watch(self._path, self.FILE_EVENTS)
+                self._file = self._inotify.add_watch(self._path, self._file_events)
             except FileNotFoundError:
                 return
         if self._directory is not None:
@@ -201,14 +202,15 @@ def watch_dirs(first: Path, *more: Path, appended: tuple[Path, ...] = (), any_ch
     return PollingWatcher(first)
 
 
-def watch_file(path: Path, *, events: bool = True) -> ChangeWatcher:
-    """An inotify watcher when available (and ``events``), else polling.
+def watch_file(path: Path, *, events: bool = True, appended: bool = False) -> ChangeWatcher:
+    """An inotify watcher when available (and ``events``), else polling; ``appended``: also woken by each append
+    of a writer that keeps the file open (``core.jsonl.Appender``).
 
     The parent directory must exist.
     """
     if events:
         try:
-            return FileWatcher(path)
+            return FileWatcher(path, appended=appended)
         except (ImportError, OSError) as exc:
             log.info("file events unavailable, polling instead", extra={"path": str(path), "reason": str(exc)})
     return PollingWatcher(path)

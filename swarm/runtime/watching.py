@@ -2,7 +2,7 @@
 
 A teammate writes its events to ``<team>/events/<name>.jsonl``
 (``agent/live_events.py``); a follower reads what is kept (``--since``,
-``--tail``), then blocks on the events directory (``core/watch.py``: inotify,
+``--tail``), then blocks on the events file (``core/watch.py``: inotify,
 no polling timer) and hands each new event on, until it is told to stop or the
 teammate is gone.
 """
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from swarm.agent.live_events import EventReader, LiveEvent
 from swarm.core.clock import iso_to_epoch
 from swarm.core.home import Home, ensure_dir
-from swarm.core.watch import watch_dirs
+from swarm.core.watch import watch_file
 from swarm.errors import UsageError
 
 FOLLOW_WAIT = 1.0
@@ -70,7 +70,8 @@ def follow(home: Home, team: str, name: str, show: Callable[[LiveEvent], None], 
             show(event)
         if not follow_on or (until_gone and _gone(kept)):
             return
-        watcher = watch_dirs(ensure_dir(path.parent), appended=(path.parent,))  # events are appended in place
+        ensure_dir(path.parent)
+        watcher = watch_file(path, appended=True)  # appended in place; not woken by the other teammates' events
         try:
             while stop is None or not stop.is_set():
                 fresh = reader.read()

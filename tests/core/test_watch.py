@@ -136,3 +136,29 @@ def test_its_directory_removed_and_made_again(team: Home) -> None:
         assert watcher.wait(2)
     finally:
         watcher.close()
+
+
+def test_a_follower_of_one_events_file_wakes_for_its_appends_only(tmp_path: Path) -> None:
+    """``swarm logs -f ann``: ann's events are appended by a writer that keeps the file open (no close, no rename),
+    and rotated by a rename; bob's events beside them are not news to ann's follower."""
+    ann, bob = tmp_path / "ann.jsonl", tmp_path / "bob.jsonl"
+    watcher = watch_file(ann, appended=True)
+    try:
+        with ann.open("a") as ann_writer, bob.open("a") as bob_writer:
+            assert watcher.wait(2)  # ann's file arrived
+            for n in range(5):
+                bob_writer.write(f"{n}\n")
+                bob_writer.flush()
+            assert not watcher.wait(0.1)
+            ann_writer.write("one\n")
+            ann_writer.flush()
+            assert watcher.wait(2)
+        ann.rename(tmp_path / "ann.jsonl.1")  # rotated: the next event starts a new file
+        assert watcher.wait(2)
+        with ann.open("a") as ann_writer:
+            assert watcher.wait(2)
+            ann_writer.write("two\n")
+            ann_writer.flush()
+            assert watcher.wait(2)
+    finally:
+        watcher.close()
