@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import swarm
@@ -37,13 +38,20 @@ OWNERS = {
 }
 
 
+@functools.cache
+def _sources() -> tuple[tuple[str, list[ast.AST]], ...]:
+    """Every swarm source file (its path under ``swarm/``) with its syntax tree's nodes, parsed once per run."""
+    return tuple((str(path.relative_to(SOURCES)), list(ast.walk(ast.parse(path.read_text(), str(path)))))
+                 for path in sorted(SOURCES.rglob("*.py")))
+
+
 def _imports_of(name: str) -> dict[str, str]:
     """``{file: module}`` for every ``from module import name`` in swarm's sources."""
     found = {}
-    for path in SOURCES.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for where, nodes in _sources():
+        for node in nodes:
             if isinstance(node, ast.ImportFrom) and any(alias.name == name for alias in node.names):
-                found[str(path.relative_to(SOURCES))] = node.module or ""
+                found[where] = node.module or ""
     return found
 
 
@@ -64,14 +72,13 @@ ALSO_ALLOWED = {("agent_model", "agent/headless.py")}
 def _callers() -> dict[str, set[str]]:
     """``{function name: swarm files that call it}`` (plain or attribute calls), leaving out the file defining it."""
     found: dict[str, set[str]] = {}
-    for path in SOURCES.rglob("*.py"):
-        tree = ast.parse(path.read_text(), str(path))
-        defined = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
-        for node in ast.walk(tree):
+    for where, nodes in _sources():
+        defined = {n.name for n in nodes if isinstance(n, ast.FunctionDef)}
+        for node in nodes:
             if isinstance(node, ast.Call):
                 name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
                 if name and name not in defined:
-                    found.setdefault(name, set()).add(str(path.relative_to(SOURCES)))
+                    found.setdefault(name, set()).add(where)
     return found
 
 
@@ -109,11 +116,10 @@ def test_text_reaches_the_terminal_only_through_its_owner() -> None:
     """Outside ``cli/render.py`` and the interactive view, a direct write to the terminal prints only a
     literal: anything built from a value (a name, a message, a plan, an error) goes through the owner."""
     direct = set()
-    for path in SOURCES.rglob("*.py"):
-        where = str(path.relative_to(SOURCES))
+    for where, nodes in _sources():
         if where in TERMINAL_OWNERS:
             continue
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        for node in nodes:
             if isinstance(node, ast.Call) and (writer := _writer(node)):
                 first = node.args[0] if node.args else None
                 literal = first is None or (isinstance(first, ast.Constant) and isinstance(first.value, str))
