@@ -160,3 +160,20 @@ def fresh_schema(url: str, prefix: str = "t") -> str:
         conn.execute(f"CREATE SCHEMA {name}")
     joiner = "&" if "?" in url else "?"
     return f"{url}{joiner}options=-csearch_path%3D{name}"
+
+
+def own_ports(url: str) -> list[int]:
+    """The local ports of this process's open TCP connections to ``url``'s server.
+
+    The cluster is shared by every test of a run, the other xdist worker's included. So a test that counts or
+    drops "its" sessions names them by these ports (``pg_stat_activity.client_port``), never by the database
+    alone: that would count or drop the other worker's sessions too."""
+    from urllib.parse import urlsplit
+
+    import psutil
+
+    port = urlsplit(url).port
+    me = psutil.Process()
+    listing = getattr(me, "net_connections", None) or me.connections  # psutil < 6 names it ``connections``
+    return sorted(c.laddr.port for c in listing(kind="tcp")
+                  if c.raddr and c.raddr.port == port and c.status == "ESTABLISHED")

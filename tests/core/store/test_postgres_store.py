@@ -229,7 +229,8 @@ def test_a_password_in_the_url_is_never_shown(home: Home, postgres_url: str,
     db = database(home, good)
     with db.connect(autocommit=True) as admin:
         admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                      "WHERE application_name = 'swarm' AND pid <> pg_backend_pid()")
+                      "WHERE application_name = 'swarm' AND pid <> pg_backend_pid() AND client_port = ANY(%s)",
+                      (pg_cluster.own_ports(good),))
     caplog.set_level(logging.DEBUG)
     Mailbox(home, "crew").send("bob", "after the drop", sender="team-lead")
     assert [e.text for e in Mailbox(home, "crew").pending("bob")] == ["after the drop"]

@@ -8,9 +8,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
-import psutil
 import pytest
 
 from swarm.core.home import Home
@@ -45,28 +43,17 @@ def relay(home: Home, team: str) -> Iterator[WakeRelay]:
     running.close()
 
 
-def _sessions(url: str) -> int:
-    """This process's connections to the database server of ``url`` (its TCP sockets to the server's port).
-
-    Counted here, not in ``pg_stat_activity``: the cluster is shared with the tests the other xdist worker runs,
-    whose sessions come and go meanwhile."""
-    port = urlsplit(url).port
-    me = psutil.Process()
-    listing = getattr(me, "net_connections", None) or me.connections  # psutil < 6 names it ``connections``
-    return sum(1 for c in listing(kind="tcp") if c.raddr and c.raddr.port == port and c.status == "ESTABLISHED")
-
-
 def test_three_waiters_share_the_hosts_one_listen_session_and_each_is_woken(home: Home, team: str,
                                                                            relay: WakeRelay) -> None:
     mailbox = Mailbox(home, "crew")
     watchers = {"ann": mailbox.watcher("ann")}  # acknowledged: the relay is connected and listening
     try:
         mailbox.pending("ann")
-        before = _sessions(team)
+        before = len(pg_cluster.own_ports(team))
         assert before >= 1  # the relay's own LISTEN session, in this process here
         watchers.update({name: mailbox.watcher(name) for name in NAMES[1:]})
         assert all(isinstance(w, RelayedWatcher) and w.relayed for w in watchers.values())
-        assert _sessions(team) == before  # no LISTEN session of their own
+        assert len(pg_cluster.own_ports(team)) == before  # no LISTEN session of their own
         for w in watchers.values():
             w.wait(0.2)  # drain the acknowledgement
         Mailbox(home, "crew").send("bob", "for bob", sender="team-lead")
@@ -119,7 +106,8 @@ def test_the_relays_lost_connection_wakes_every_waiter_to_read_again(home: Home,
         watcher.wait(0.2)
         with database(home, team).connect(autocommit=True) as admin:
             killed = admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
-                                   "datname = current_database() AND query ILIKE 'LISTEN%%'").fetchall()
+                                   "client_port = ANY(%s) AND query ILIKE 'LISTEN%%'",
+                                   (pg_cluster.own_ports(team),)).fetchall()
         assert killed
         Mailbox(home, "crew").send("ann", "sent while the relay was away", sender="team-lead")
         assert watcher.wait(10.0)  # reconnected: every waiter reads again
