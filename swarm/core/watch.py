@@ -46,16 +46,15 @@ class ChangeWatcher(Protocol):
 class FileWatcher:
     """Event-driven watcher for one file (Linux): woken by changes to it and to nothing else in its directory."""
 
-    FILE_EVENTS = 0x4 | 0x8 | 0x400 | 0x800
-    """On the file's inode: ``IN_ATTRIB`` (replaced by a rename: its link count dropped; touched),
-    ``IN_CLOSE_WRITE`` (written in place), ``IN_DELETE_SELF``, ``IN_MOVE_SELF``."""
-    ARRIVAL_EVENTS = 0x8 | 0x80 | 0x100
-    """On the directory while the file is missing: ``IN_CLOSE_WRITE``, ``IN_MOVED_TO``, ``IN_CREATE``."""
-
     def __init__(self, path: Path, *, appended: bool = False) -> None:
-        from inotify_simple import INotify
+        from inotify_simple import INotify, flags
 
-        self._file_events = self.FILE_EVENTS | (0x2 if appended else 0)  # IN_MODIFY: a writer that keeps it open
+        # on the file's inode: replaced by a rename (its link count dropped) or touched, written in place and
+        # closed (Claude Code's writer), removed, moved away; ``appended``: each write of a writer keeping it open
+        self._file_events = (flags.ATTRIB | flags.CLOSE_WRITE | flags.DELETE_SELF | flags.MOVE_SELF
+                             | (flags.MODIFY if appended else 0))
+        # on the directory, while the file is missing: its arrival
+        self._arrival_events = flags.CLOSE_WRITE | flags.MOVED_TO | flags.CREATE
         self._path = os.fspath(path)
         self._parent = os.fspath(path.parent)
         self._name = path.name
@@ -75,7 +74,7 @@ class FileWatcher:
         except FileNotFoundError:
             self._file = None
             if self._directory is None:
-                self._directory = self._inotify.add_watch(self._parent, self.ARRIVAL_EVENTS)
+                self._directory = self._inotify.add_watch(self._parent, self._arrival_events)
             try:  # it may have arrived before the directory was watched
                 self._file = self._inotify.add_watch(self._path, self._file_events)
             except FileNotFoundError:
