@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,10 +37,13 @@ def home(tmp_path: Path) -> Iterator[Home]:
             kill_tree(pid, 1.0)
 
 
+def _lead_env(home: Home, api: FakeAnthropicServer) -> dict[str, str]:
+    return {**os.environ, "ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": api.base_url, "SWARM_HOME": str(home.root)}
+
+
 def _run_lead(home: Home, api: FakeAnthropicServer, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": api.base_url, "SWARM_HOME": str(home.root)}
-    return subprocess.run([str(SWARM_EXE), "run", "--backend", "subprocess", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run([str(SWARM_EXE), "run", "--backend", "subprocess", *args], cwd=cwd,
+                          env=_lead_env(home, api), capture_output=True, text=True, timeout=120)
 
 
 def test_a_headless_lead_run_leaves_a_finished_task_list_and_no_processes(tmp_path: Path) -> None:
@@ -86,8 +90,21 @@ def test_a_run_out_of_time_exits_1_with_its_teammates_stopped_and_their_tasks_pe
     api.enqueue(tool_use_reply("Bash", {"command": f"sleep {NAP}"}), when="SLOW JOB")
     api.enqueue(text_reply("ok"), when="SLOW JOB", repeat=True)
 
-    done = _run_lead(home, api, tmp_path, "-p", "nap", "--timeout", "20", "--allow", "Bash(sleep:*)", "--json")
+    run = subprocess.Popen([str(SWARM_EXE), "run", "--backend", "subprocess", "-p", "nap", "--timeout", "10",
+                            "--allow", "Bash(sleep:*)", "--json"], cwd=tmp_path, env=_lead_env(home, api), text=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    napping: list[int] = []
+    try:
+        while not napping and run.poll() is None:  # the teammate's Bash is running when the time runs out
+            napping = processes_with(f"sleep {NAP}")
+            time.sleep(0.05)
+        stdout, stderr = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            kill_tree(run.pid, 1.0)
+    done = subprocess.CompletedProcess(run.args, run.returncode, stdout, stderr)
 
+    assert napping, f"the teammate never started its sleep before the run ended: {stderr}"
     assert done.returncode == 1, done.stderr
     assert done.stderr.splitlines()[-1] == ("swarm: error: run ended by timeout; teammates were shut down "
                                             "(team 'slow' is kept: `swarm status --team slow`)")

@@ -79,24 +79,29 @@ class Worker:
                     f"--- stderr ---\n{self.stderr()}")
 
     def expect(self, line: str, timeout: float = 20.0) -> None:
-        """Block until the worker prints ``line``; fail on exit or deadline."""
+        """Block until the worker prints ``line`` (skipping other lines); fail on exit or deadline."""
+        deadline = time.monotonic() + timeout
+        while self.line(deadline - time.monotonic(), waiting_for=line) != line:
+            pass
+
+    def line(self, timeout: float = 20.0, waiting_for: str | None = None) -> str:
+        """The next line the worker prints; fail on exit or deadline."""
         assert self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
         deadline = time.monotonic() + timeout
-        while True:
-            while b"\n" in self._buffer:
-                got, self._buffer = self._buffer.split(b"\n", 1)
-                if got.decode(errors="replace") == line:
-                    return
+        what = repr(waiting_for) if waiting_for is not None else "a line"
+        while b"\n" not in self._buffer:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                self._fail(f"did not print {line!r} within {timeout:g}s")
+                self._fail(f"did not print {what} within {timeout:g}s")
             ready, _, _ = select.select([fd], [], [], remaining)
             if ready:
                 chunk = os.read(fd, 65536)
                 if not chunk:
-                    self._fail(f"exited before printing {line!r}")
+                    self._fail(f"exited before printing {what}")
                 self._buffer += chunk
+        got, self._buffer = self._buffer.split(b"\n", 1)
+        return got.decode(errors="replace")
 
     def tell(self, line: str = "go") -> None:
         """Write a line to the worker's stdin; a worker that already exited is

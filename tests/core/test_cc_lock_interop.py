@@ -42,6 +42,8 @@ lost SendMessage in Claude Code). swarm now takes turns on a lock Claude Code
 uses (``swarm.core.lock_turns``), so the storms below run with Claude Code's
 own policy and expect no refusal.
 """
+UNTIL_TOLD = 0
+"""A swarm writer's count meaning: send until told to stop."""
 PATIENT_RETRIES = {"retries": 100, "minTimeout": 100, "maxTimeout": 200}
 """Enough to outwait a stale lock (about 20 s)."""
 
@@ -98,15 +100,19 @@ process.stdin.once('data', async () => {
 """
 
 SWARM_WRITER = """
-import logging
+import logging, select
 logging.basicConfig(level=logging.WARNING)  # an unparsable read or a quarantine would show on stderr
 label, count, pause = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
 say("ready")
 sys.stdin.readline()
-for i in range(count):
-    mb.send("bob", f"{label}-{i}", sender=label)
-    time.sleep(pause)
+sent = 0
+while count == 0 or sent < count:
+    mb.send("bob", f"{label}-{sent}", sender=label)
+    sent += 1
+    if select.select([sys.stdin], [], [], pause)[0]:  # paced: told to stop
+        break
 say("done")
+say(str(sent))
 """
 
 EXEC = """
@@ -164,7 +170,7 @@ def texts(inbox: Path) -> Counter[str]:
 @pytest.mark.parametrize(("writers", "per_writer", "pause", "team_kind"), [
     (SWARM_WRITERS, PER_WRITER, 0.0, "claude-code-lead"),
     (SWARM_WRITERS, 300, 0.0, "seen-on-the-inbox"),
-    (2, 200, 0.05, "swarm"),
+    (2, UNTIL_TOLD, 0.05, "swarm"),
 ], ids=["storm", "storm-learned", "paced"])
 def test_swarm_and_proper_lockfile_writers_lose_nothing(
     workers: Workers, node_dir: Path, inbox: Path, team: Home,
@@ -176,7 +182,8 @@ def test_swarm_and_proper_lockfile_writers_lose_nothing(
     takes turns on its inboxes from the start. ``storm-learned``: a team that
     looks swarm-only, where Claude Code wrote this inbox once before the storm
     (swarm learns it from the file replaced under another program's lock).
-    ``paced``: writers at a realistic pace.
+    ``paced``: writers at a realistic pace, from before the Node writer starts until it has finished (after
+    that they would only take turns with no one: swarm remembers another program for an hour).
     """
     expected = {f"node-{i}" for i in range(PER_WRITER)}
     if team_kind == "claude-code-lead":
@@ -195,16 +202,24 @@ def test_swarm_and_proper_lockfile_writers_lose_nothing(
         worker.expect("ready")
     for worker in [*swarm, node[0]]:
         worker.tell()
-    for worker in swarm:
-        worker.expect("done", timeout=240)
+    if per_writer != UNTIL_TOLD:
+        for worker in swarm:
+            worker.expect("done", timeout=240)
     result = node_result(node, timeout=240)
+    sent = []
+    for worker in swarm:
+        if per_writer == UNTIL_TOLD:
+            worker.tell("stop")
+            worker.expect("done", timeout=30)
+        sent.append(int(worker.line(timeout=5)))
 
     assert result["lockErrors"] == [] and result["compromised"] == [], result
     assert result["parseErrors"] == 0 and result["sent"] == PER_WRITER, result
     for worker in swarm:
         assert worker.stderr() == "", "a swarm writer met an unparsable inbox or another warning"
     found = texts(inbox)
-    expected |= {f"s{k}-{i}" for k in range(writers) for i in range(per_writer)}
+    expected |= {f"s{k}-{i}" for k, count in enumerate(sent) for i in range(count)}
+    assert min(sent) >= 5, f"the swarm writers barely overlapped the Node writer: {sent}"
     assert set(found) == expected, f"lost: {sorted(expected - set(found))[:10]}"
     assert max(found.values()) == 1, f"duplicated: {[t for t, n in found.items() if n > 1][:10]}"
     assert not list(inbox.parent.glob("bob.json.corrupt-*"))
