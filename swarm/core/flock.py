@@ -262,9 +262,12 @@ def _take_directory(fd: int, path: Path, deadline: float, shared: bool) -> tuple
     turns = Turns.parse(record[MARK_SIZE:])
     if left.strip() == b"" and turns.released_ns and target_inode(path) != turns.target_ino:
         turns.saw_foreign()  # the file was replaced since the last swarm release: someone else wrote it
+    if shared:
+        turns.told_shared()
     try:
-        await_turn(turns, deadline, shared or turns.shared())
+        await_turn(turns, deadline, turns.shared())
     except TimeoutError:
+        os.pwrite(fd, turns.pack(), MARK_SIZE)  # what was learnt or told stays for the holders in between
         raise LockTimeout from None
     if left.strip():
         _remove_dead_holders(path, left)

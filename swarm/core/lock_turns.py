@@ -16,11 +16,14 @@ starts trying at any moment meets a gap within ``MAX_RUN`` + one hold +
 ``TURN_GAP``, well inside its 0.65 s. A run ends, and a new one begins, when
 the directory was free that long anyway, or when another program held it.
 
-"Another program uses it" means: the caller says so (``shared``: the team
-includes Claude Code), or within the last ``FOREIGN_MEMORY`` seconds a swarm
+"Another program uses it" means: within the last ``FOREIGN_MEMORY`` seconds
+a holder said so (``shared``: the team includes Claude Code), or a swarm
 holder found a lock directory that was not swarm's, or found the locked file
 replaced since the last swarm release (a write made under someone else's
-lock). A lock only swarm uses never waits; it pays a ``stat`` of the locked
+lock). It is recorded, so every swarm holder takes turns then: one that was
+not told (an inbox's reader) and takes the lock every few milliseconds would
+otherwise keep one run going for ever, and every holder that was told would
+wait for a gap that never comes. A lock only swarm uses never waits; it pays a ``stat`` of the locked
 file per take and per release.
 
 The shared state (``Turns``) lives in the flock file right after the mark
@@ -76,6 +79,10 @@ class Turns:
         """Another program held the lock or wrote the file: it had its turn, so a new run begins."""
         self.foreign_ns = time.time_ns()
         self.run_ns = time.monotonic_ns()
+
+    def told_shared(self) -> None:
+        """A holder knows another program uses the lock: recorded for every holder (a new run does not begin)."""
+        self.foreign_ns = time.time_ns()
 
     def shared(self) -> bool:
         """Another program used the lock within ``FOREIGN_MEMORY``."""

@@ -8,6 +8,7 @@ Code's own retry policy is in ``test_cc_lock_interop.py``.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -16,7 +17,10 @@ from pathlib import Path
 import pytest
 
 from swarm.core.flock import acquire, release
+from swarm.core.home import Home
+from swarm.core.mailbox import Mailbox
 from swarm.core.lock_turns import CC_RETRY_GAP, MAX_RUN, TURN_GAP
+from tests.core.conftest import RECIPIENT, TEAM
 
 HOLD = 0.002
 """Seconds each hold lasts (about a small inbox rewrite with its fsync)."""
@@ -103,3 +107,38 @@ def test_a_lock_the_caller_says_is_shared_takes_turns_from_the_start(target: Pat
     run, turns = longest_run(target, 1.5, shared=True)
     assert turns >= 2 and run < MAX_RUN + 0.1, (turns, run)
     assert TURN_GAP > CC_RETRY_GAP
+
+
+def test_a_reader_that_was_not_told_does_not_starve_a_sender_that_was(team: Home) -> None:
+    """A lead polls its inbox every 20 ms (a short hold each time, not told the team includes Claude Code); a
+    teammate's send, told so, may take the lock only inside a run or after a gap. Before the record was shared, the
+    poller kept one run going for ever and the send waited out its lock timeout: a lost answer (seen as a
+    teammate that failed while `swarm up` stopped a team with a Claude Code member)."""
+    config = team.config_path(TEAM)
+    config.write_text(json.dumps({**json.loads(config.read_text()), "leadSessionId": "s-1"}, indent=2))
+    reader, sender = Mailbox(team, TEAM), Mailbox(team, TEAM)
+    stop = threading.Event()
+    sent = threading.Event()
+    taken: list[str] = []
+
+    def poll() -> None:  # as the lead's coordinator takes its inbox: a locked read and prune each time
+        while not stop.wait(0.02):
+            taken.extend(e.text for e in reader.take(RECIPIENT))
+
+    poller = threading.Thread(target=poll)
+    poller.start()
+    try:
+        time.sleep(MAX_RUN + 0.1)  # the poller's run is past its length: a told holder now needs a gap
+
+        def send() -> None:
+            sender.send(RECIPIENT, "answer", sender="alice")
+            sent.set()
+
+        sending = threading.Thread(target=send)
+        sending.start()
+        assert sent.wait(6.0), "the send got the lock only once the poller stopped"
+    finally:
+        stop.set()
+        poller.join()
+    sending.join()
+    assert taken + [e.text for e in reader.take(RECIPIENT)] == ["answer"]
