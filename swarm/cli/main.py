@@ -60,7 +60,7 @@ COMMANDS: dict[str, str] = {
     "tasks": "swarm.cli.tasks:tasks",
     "task": "swarm.cli.tasks:task",
     "run": "swarm.cli.run:run",
-    "spawn": "swarm.cli.teammates:spawn",
+    "spawn": "swarm.cli.spawn:spawn",
     "host": "swarm.cli.hosts:host",
     "hosts": "swarm.cli.hosts:hosts",
     "status": "swarm.cli.teammates:status",

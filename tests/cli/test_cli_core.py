@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -137,3 +138,13 @@ def test_inbox_follow_prints_arrivals_and_stops_on_sigint(home: Home, run_exe: E
 
 def _snapshot(root: Path) -> set[Path]:
     return {p for p in root.rglob("*")}
+
+
+def test_status_and_the_other_teammate_commands_load_none_of_the_agent_stack() -> None:
+    """``swarm status`` is the command people and scripts run most; the agent stack ``swarm spawn`` needs (the
+    workspace's trust check, the tools) is its own module's, ~0.15 s of imports status would pay for nothing."""
+    probe = ("import sys, swarm.cli.teammates; "
+             "print(sorted(m for m in sys.modules if m == 'swarm.agent.workspace' or m.startswith('swarm.agent.tools')))")
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert loaded.returncode == 0, loaded.stderr
+    assert loaded.stdout.strip() == "[]"
