@@ -33,6 +33,18 @@ def live_cli_server(home: Home) -> int | None:
     return pid if alive else None
 
 
+def children_named(parent: psutil.Process, comm: bytes) -> list[psutil.Process]:
+    """``parent``'s live children whose name is ``comm`` (one that ends while they are read is not among them)."""
+    found = []
+    for child in parent.children():
+        try:
+            if child.name() == comm.decode() and child.status() != psutil.STATUS_ZOMBIE:
+                found.append(child)
+        except psutil.NoSuchProcess:
+            continue
+    return found
+
+
 @pytest.fixture
 def run_cli() -> Callable[..., Result]:
     """Invoke the CLI in-process (click's runner) with the test's environment."""

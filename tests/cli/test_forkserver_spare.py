@@ -16,21 +16,13 @@ import time
 import psutil
 
 from swarm.cli.forkserver import SPARE_NAME
+from tests.cli.conftest import children_named
 from tests.cli.test_forkserver import TEAM, Served, _raw_request, _wait, served  # noqa: F401  (fixture)
 
 
 def _spares(served: Served) -> list[psutil.Process]:
     pid = served.server_pid()
-    if pid is None:
-        return []
-    found = []
-    for child in psutil.Process(pid).children():
-        try:
-            if child.name() == SPARE_NAME.decode() and child.status() != psutil.STATUS_ZOMBIE:
-                found.append(child)
-        except psutil.NoSuchProcess:  # a served child that ended (and was reaped) while the list was read
-            continue
-    return found
+    return [] if pid is None else children_named(psutil.Process(pid), SPARE_NAME)
 
 
 def _one_spare(served: Served) -> int:

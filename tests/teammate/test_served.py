@@ -44,7 +44,7 @@ from swarm.teammate.delivery_worker import COMM as DELIVERY_COMM
 from swarm.teammate.shared_worker import SHARED_COMM
 from swarm.teammate.served import COMM, teammate_processes
 from tests.backends.helpers import retry_until
-from tests.cli.conftest import live_cli_server
+from tests.cli.conftest import children_named, live_cli_server
 from tests.teammate.conftest import PLAYBOOK
 
 TEAM = "t"
@@ -236,7 +236,7 @@ def test_kill_9_of_the_forked_teammate_ends_its_launcher(team: Team) -> None:
 def _shared_worker(team: Team) -> psutil.Process:
     server = live_cli_server(team.home)
     assert server is not None
-    [shared] = [p for p in psutil.Process(server).children() if p.name() == SHARED_COMM.decode()]
+    [shared] = children_named(psutil.Process(server), SHARED_COMM)
     return shared
 
 
@@ -252,7 +252,7 @@ def test_every_forked_teammate_uses_the_servers_one_delivery_worker(team: Team) 
     shared = _shared_worker(team)
     assert shared.status() != psutil.STATUS_ZOMBIE, "the shared delivery worker died"
     for pid in (bob.worker_pid, carol.pid):
-        assert not [p for p in psutil.Process(pid).children() if p.name() == DELIVERY_COMM.decode()]
+        assert not children_named(psutil.Process(pid), DELIVERY_COMM)
     retry_until(lambda: not Mailbox(team.home, TEAM).read("bob") and not Mailbox(team.home, TEAM).read("carol"),
                 10, what="the prunes")
     assert "delivery worker" not in team.home.log_path(TEAM, "bob").read_text()  # no stand-in was needed
@@ -284,13 +284,13 @@ def test_a_shared_worker_that_does_not_answer_is_not_waited_for(team: Team) -> N
     os.kill(shared.pid, signal.SIGSTOP)
     try:
         server = psutil.Process(live_cli_server(team.home))
-        [spare] = [p for p in server.children() if p.name() == SPARE_NAME.decode()]
+        [spare] = children_named(server, SPARE_NAME)
         spare.kill()  # its connection was answered before the stop: the next spare's is not
-        spares = lambda: [p.pid for p in server.children() if p.name() == SPARE_NAME.decode()]  # noqa: E731
+        spares = lambda: [p.pid for p in children_named(server, SPARE_NAME)]  # noqa: E731
         retry_until(lambda: spares() not in ([], [spare.pid]), 10, what="the next spare")
         carol = team.loose("carol")
         team.answers("carol", "c1")
-        assert [p for p in psutil.Process(carol.pid).children() if p.name() == DELIVERY_COMM.decode()]
+        assert children_named(psutil.Process(carol.pid), DELIVERY_COMM)
     finally:
         os.kill(shared.pid, signal.SIGCONT)
 
@@ -308,7 +308,7 @@ def test_a_killed_shared_worker_is_stood_in_for_and_the_next_teammate_gets_a_new
     team.answers("carol", "c1")
     second = _shared_worker(team)
     assert second.pid != first.pid
-    assert not [p for p in psutil.Process(carol.pid).children() if p.name() == DELIVERY_COMM.decode()]
+    assert not children_named(psutil.Process(carol.pid), DELIVERY_COMM)
 
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux not installed")
