@@ -23,8 +23,8 @@ replaced since the last swarm release (a write made under someone else's
 lock). It is recorded, so every swarm holder takes turns then: one that was
 not told (an inbox's reader) and takes the lock every few milliseconds would
 otherwise keep one run going for ever, and every holder that was told would
-wait for a gap that never comes. A lock only swarm uses never waits; it pays a ``stat`` of the locked
-file per take and per release.
+wait for a gap that never comes. A lock only swarm uses never waits; it pays
+a ``stat`` of the locked file per take and per release.
 
 The shared state (``Turns``) lives in the flock file right after the mark
 and is read and written only by the flock's holder.
