@@ -90,7 +90,7 @@ def test_a_run_out_of_time_exits_1_with_its_teammates_stopped_and_their_tasks_pe
     api.enqueue(tool_use_reply("Bash", {"command": f"sleep {NAP}"}), when="SLOW JOB")
     api.enqueue(text_reply("ok"), when="SLOW JOB", repeat=True)
 
-    run = subprocess.Popen([str(SWARM_EXE), "run", "--backend", "subprocess", "-p", "nap", "--timeout", "10",
+    run = subprocess.Popen([str(SWARM_EXE), "run", "--backend", "subprocess", "-p", "nap", "--timeout", "12",
                             "--allow", "Bash(sleep:*)", "--json"], cwd=tmp_path, env=_lead_env(home, api), text=True,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     napping: list[int] = []

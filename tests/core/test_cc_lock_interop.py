@@ -219,7 +219,7 @@ def test_swarm_and_proper_lockfile_writers_lose_nothing(
         assert worker.stderr() == "", "a swarm writer met an unparsable inbox or another warning"
     found = texts(inbox)
     expected |= {f"s{k}-{i}" for k, count in enumerate(sent) for i in range(count)}
-    assert min(sent) >= 5, f"the swarm writers barely overlapped the Node writer: {sent}"
+    assert min(sent) >= 3, f"the swarm writers barely overlapped the Node writer: {sent}"
     assert set(found) == expected, f"lost: {sorted(expected - set(found))[:10]}"
     assert max(found.values()) == 1, f"duplicated: {[t for t, n in found.items() if n > 1][:10]}"
     assert not list(inbox.parent.glob("bob.json.corrupt-*"))
