@@ -67,7 +67,8 @@ def _cache_compiled_modules() -> None:
     cached in ``__pycache__``. Without it every one of the run's Python processes (xdist workers, each `swarm`
     command, each teammate, each worker script) compiled again what it imported: collecting the suite took
     13-15 s of CPU per worker instead of 4.5, a teammate's start ~0.8 s instead of ~0.6. Set here, before
-    xdist starts its workers, so they and every process a test starts inherit it."""
+    xdist starts its workers, so they and every process a test starts inherit it (the README command and
+    ``.ci/run`` alike: one place)."""
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     sys.dont_write_bytecode = False
 
