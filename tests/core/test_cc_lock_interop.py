@@ -106,7 +106,7 @@ label, count, pause = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
 say("ready")
 sys.stdin.readline()
 sent = 0
-while count == 0 or sent < count:
+while count == 0 or sent < count:  # 0: UNTIL_TOLD
     mb.send("bob", f"{label}-{sent}", sender=label)
     sent += 1
     if select.select([sys.stdin], [], [], pause)[0]:  # paced: told to stop
