@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 from pydantic import ConfigDict, Field, StrictStr, TypeAdapter, ValidationError
 
+from swarm.core.jsonfile import decode_json
 from swarm.core.names import LEAD_NAME, RUNTIME_NAME
 from swarm.core.protocol import CamelWire, InboxEntry, Wire, build_models
 
@@ -213,8 +214,8 @@ def parse_frame(text: str) -> Frame | str:
     if not text.startswith("{"):
         return text
     try:
-        obj = json.loads(text)
-    except json.JSONDecodeError:
+        obj = decode_json(text)
+    except (ValueError, RecursionError):
         return text
     if not isinstance(obj, dict) or obj.get("type") not in FRAME_TYPES:
         return text

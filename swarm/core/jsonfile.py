@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
+import orjson
+
 from swarm.core.fileio import read_regular, replace_file, storage_error
 from swarm.core.flock import OUTLAST_STALE, LockTimeout, acquire, release, who_holds
 from swarm.core.home import FILE_MODE, ensure_dir
@@ -132,7 +134,7 @@ class LockedJsonFile(Generic[T]):
             return _OnDisk()
         data, mode = found
         try:
-            raw = json.loads(data)
+            raw = decode_json(data)
         except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
             raise _Unparsable(f"{type(exc).__name__}: {str(exc)[:200]}") from exc
         return _OnDisk(raw=raw, existed=True, mode=mode, indent=detect_indent(data, self.indent))
@@ -350,9 +352,34 @@ def detect_indent(data: bytes, default: int | None) -> int | None:
     return (len(line) - len(line.lstrip(b" "))) or None
 
 
+_ORJSON_OPTIONS = {None: orjson.OPT_NON_STR_KEYS, 2: orjson.OPT_NON_STR_KEYS | orjson.OPT_INDENT_2}
+"""The indentations orjson writes (compact, or 2 spaces as Claude Code writes); any other goes through ``json``."""
+
+
 def encode_json(doc: Any, indent: int | None = None) -> bytes:
-    """UTF-8 JSON; text that UTF-8 cannot carry (lone surrogates) is written escaped."""
+    """UTF-8 JSON, compact or indented by ``indent`` spaces; text that UTF-8 cannot carry (lone surrogates) is
+    written escaped.
+
+    Written by orjson (a teammate's turn encodes a dozen documents: its events, transcript lines, the inbox it
+    rewrites; orjson takes a tenth of the time ``json`` does); what orjson refuses (a lone surrogate, an int
+    past 64 bits) or an indentation it does not write goes through ``json``, as before."""
+    options = _ORJSON_OPTIONS.get(indent)
+    if options is not None:
+        try:
+            return orjson.dumps(doc, option=options)
+        except orjson.JSONEncodeError:
+            pass
     try:
         return json.dumps(doc, ensure_ascii=False, indent=indent).encode()
     except UnicodeEncodeError:
         return json.dumps(doc, ensure_ascii=True, indent=indent).encode()
+
+
+def decode_json(data: bytes | str) -> Any:
+    """The value ``data`` holds: read by orjson, or, where it refuses (an escaped lone surrogate, which
+    JavaScript's ``JSON.stringify`` writes; ``NaN``; an int past 64 bits; UTF-16), by ``json``. Raises
+    ``ValueError`` (and ``RecursionError`` for nesting too deep) as ``json.loads`` does."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)

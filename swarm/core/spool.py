@@ -35,7 +35,6 @@ for that holder instead, since the item is then on its way into the file.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import time
@@ -48,7 +47,7 @@ from typing import Any
 from swarm.core.fileio import storage_error
 from swarm.core.flock import who_holds
 from swarm.core.home import ensure_dir
-from swarm.core.jsonfile import LockedJsonFile, encode_json
+from swarm.core.jsonfile import LockedJsonFile, decode_json, encode_json
 from swarm.errors import LockBusyError, LockTimeoutError
 
 log = logging.getLogger(__name__)
@@ -243,7 +242,7 @@ def _read_item(path: str) -> Any:
     """A claimed item, or ``_UNREADABLE`` for a file that is not JSON (never written by swarm; logged, dropped)."""
     try:
         with open(path, "rb") as claimed:
-            return json.loads(claimed.read())
+            return decode_json(claimed.read())
     except FileNotFoundError:
         return _UNREADABLE
     except (OSError, ValueError) as exc:
