@@ -375,11 +375,22 @@ def encode_json(doc: Any, indent: int | None = None) -> bytes:
         return json.dumps(doc, ensure_ascii=True, indent=indent).encode()
 
 
+_DIGITS = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
+"""``bytes.translate`` table: every digit becomes ``0``, everything else a space (a digit run is then a run of
+``0``s: found by ``in``, ten times faster than a regular expression)."""
+_LONG_NUMBER = b"0" * 19
+"""19 digits in a row: maybe an int past 64 bits, which orjson would read as a float (losing digits)."""
+
+
 def decode_json(data: bytes | str) -> Any:
-    """The value ``data`` holds: read by orjson, or, where it refuses (an escaped lone surrogate, which
-    JavaScript's ``JSON.stringify`` writes; ``NaN``; an int past 64 bits; UTF-16), by ``json``. Raises
+    """The value ``data`` holds: read by orjson, or by ``json`` where orjson refuses (an escaped lone
+    surrogate, which JavaScript's ``JSON.stringify`` writes; ``NaN``; UTF-16) or would not read the value
+    exactly (an int past 64 bits: 19 digits in a row anywhere send the whole text to ``json``). Raises
     ``ValueError`` (and ``RecursionError`` for nesting too deep) as ``json.loads`` does."""
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return json.loads(data)
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    if _LONG_NUMBER not in raw.translate(_DIGITS):
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(data)
