@@ -212,3 +212,18 @@ def test_a_waiting_appender_tries_a_lock_whose_directory_is_there_only_every_bli
         holder.join(10)
     tries = [p for p in opened if p.endswith("bob.json.lock.swarm")]
     assert 2 <= len(tries) <= 0.3 / BLIND_TRY + 5, f"the waiter tried the held lock {len(tries)} times in 0.3 s"
+
+
+@pytest.mark.parametrize("junk", [b"not json", b"[" * 100_000], ids=["garbage", "nested-too-deep"])
+def test_junk_dropped_into_the_spool_is_dropped_and_the_send_goes_through(inbox: Path, junk: bytes) -> None:
+    """Anyone who can write the team directory can put a file in the spool; swarm never wrote it: a holder that
+    claims it drops it (logged) and commits the rest, never fails the send that found it."""
+    inbox.write_text("[]")
+    spool = spool_dir(inbox)
+    spool.mkdir(exist_ok=True)
+    (spool / f"{inbox.name}.junk.json").write_bytes(junk)
+    appender = SpooledAppend(LockedJsonFile(inbox, InboxAppendCodec()), key=lambda e: e.get("msg_id"))
+    appender._drop(_entry("waiting", 1))
+    appender.append(_entry("mine", 2))
+    assert _texts(inbox) == ["waiting", "mine"]
+    assert _spooled(inbox) == []
