@@ -18,7 +18,6 @@ plain ``pip install`` carries it too.
 
 from __future__ import annotations
 
-import json
 import tomllib
 from collections.abc import Mapping
 from importlib import metadata
@@ -30,6 +29,7 @@ from swarm.agent.definitions import load_agents
 from swarm.agent.permissions.paths import SETTINGS_FILES
 from swarm.agent.skills import load_skills
 from swarm.agent.trust import is_trusted
+from swarm.core.jsonfile import decode_json
 
 MOST = 40
 """Entries listed per kind; the rest are counted."""
@@ -129,8 +129,8 @@ def _json(path: Path) -> dict[str, Any] | None:
     if text is None:
         return None
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
+        data = decode_json(text)
+    except ValueError:
         return {}
     return data if isinstance(data, dict) else {}
 

@@ -215,7 +215,7 @@ def parse_frame(text: str) -> Frame | str:
         return text
     try:
         obj = decode_json(text)
-    except (ValueError, RecursionError):
+    except ValueError:
         return text
     if not isinstance(obj, dict) or obj.get("type") not in FRAME_TYPES:
         return text

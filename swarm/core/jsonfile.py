@@ -135,7 +135,7 @@ class LockedJsonFile(Generic[T]):
         data, mode = found
         try:
             raw = decode_json(data)
-        except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError and nesting too deep (decode_json)
             raise _Unparsable(f"{type(exc).__name__}: {str(exc)[:200]}") from exc
         return _OnDisk(raw=raw, existed=True, mode=mode, indent=detect_indent(data, self.indent))
 
@@ -385,12 +385,17 @@ _LONG_NUMBER = b"0" * 19
 def decode_json(data: bytes | str) -> Any:
     """The value ``data`` holds: read by orjson, or by ``json`` where orjson refuses (an escaped lone
     surrogate, which JavaScript's ``JSON.stringify`` writes; ``NaN``; UTF-16) or would not read the value
-    exactly (an int past 64 bits: 19 digits in a row anywhere send the whole text to ``json``). Raises
-    ``ValueError`` (and ``RecursionError`` for nesting too deep) as ``json.loads`` does."""
+    exactly (an int past 64 bits: 19 digits in a row anywhere send the whole text to ``json``).
+
+    ``ValueError`` for anything that is not JSON, nesting too deep to parse included (``json.loads`` raises
+    ``RecursionError`` for that: a file a hostile program wrote must be "not JSON", never a crash)."""
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     if _LONG_NUMBER not in raw.translate(_DIGITS):
         try:
             return orjson.loads(raw)
         except orjson.JSONDecodeError:
             pass
-    return json.loads(data)
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise ValueError("nested too deep to parse") from None

@@ -245,7 +245,7 @@ def _read_item(path: str) -> Any:
             return decode_json(claimed.read())
     except FileNotFoundError:
         return _UNREADABLE
-    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: nested too deep to parse
+    except (OSError, ValueError) as exc:
         log.warning("dropped an unreadable spooled item", extra={"path": path, "error": str(exc)[:200]})
         return _UNREADABLE
 

@@ -23,7 +23,6 @@ variables and the built-ins ``incoming`` and ``first_line``.
 
 from __future__ import annotations
 
-import json
 import re
 import tomllib
 from collections.abc import Iterable, Iterator, Mapping
@@ -40,6 +39,7 @@ from pydantic import (
     model_validator,
 )
 
+from swarm.core.jsonfile import decode_json
 from swarm.errors import NotFoundError, UsageError
 
 On = Literal["prompt", "tool_result", "any", "summary"]
@@ -169,10 +169,12 @@ def load_playbook(path: Path) -> Playbook:
     """Read and validate a ``.toml`` or ``.json`` playbook."""
     if not path.is_file():
         raise NotFoundError(f"playbook {path} does not exist; check the path")
-    text = path.read_text(encoding="utf-8")
     try:
-        data = json.loads(text) if path.suffix.lower() == ".json" else tomllib.loads(text)
-    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
+        text = path.read_text(encoding="utf-8")
+        data = decode_json(text) if path.suffix.lower() == ".json" else tomllib.loads(text)
+    except RecursionError as exc:  # tomllib's answer to nesting too deep
+        raise UsageError(f"playbook {path} does not parse: nested too deep; fix the syntax") from exc
+    except ValueError as exc:  # not UTF-8, not JSON (nesting too deep included), not TOML
         raise UsageError(f"playbook {path} does not parse: {exc}; fix the syntax") from exc
     return parse_playbook(data, source=str(path))
 

@@ -27,7 +27,6 @@ neither, the lead's state is ``unknown`` and the member's entry is believed.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -41,6 +40,7 @@ import psutil
 
 from swarm.backends.procs import is_pid_alive, kill_tree
 from swarm.core.home import Home
+from swarm.core.jsonfile import decode_json
 from swarm.core.names import LEAD_NAME
 from swarm.core.protocol import Member, TeamFile
 from swarm.core.teams import TeamStore
@@ -219,7 +219,7 @@ class ClaudeCodeSide:
             if path.suffix != ".json":
                 continue
             try:
-                doc = json.loads(path.read_bytes())
+                doc = decode_json(path.read_bytes())
             except (OSError, ValueError):
                 continue
             if isinstance(doc, dict) and doc.get("sessionId") == team.lead_session_id \

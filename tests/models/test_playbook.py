@@ -99,6 +99,19 @@ def test_unparsable_toml_names_the_file(tmp_path: Path) -> None:
         load_playbook(path)
 
 
+@pytest.mark.parametrize(("name", "content"), [
+    ("deep.json", b"[" * 100_000 + b"]" * 100_000),
+    ("deep.toml", b"x = " + b"[" * 100_000 + b"]" * 100_000),
+    ("latin1.toml", b"[[rules]]\nmatch = '\xe9'\n"),
+], ids=["json-nested-too-deep", "toml-nested-too-deep", "not-utf8"])
+def test_a_hostile_playbook_is_one_line_error_not_a_crash(tmp_path: Path, name: str, content: bytes) -> None:
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(UsageError, match=f"playbook {path} does not parse") as err:
+        load_playbook(path)
+    assert "\n" not in str(err.value)
+
+
 def test_missing_playbook_is_not_found(tmp_path: Path) -> None:
     with pytest.raises(NotFoundError, match="does not exist"):
         load_playbook(tmp_path / "nope.toml")

@@ -26,7 +26,6 @@ teammate must not be able to switch off a guard the person set).
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import re
 from collections.abc import Callable, Mapping
@@ -39,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from swarm.agent.config_files import claude_config_dir, owned_by_user
 from swarm.agent.permissions.paths import SETTINGS_FILES
 from swarm.agent.trust import is_trusted
+from swarm.core.jsonfile import decode_json
 
 log = logging.getLogger(__name__)
 
@@ -226,7 +226,7 @@ def _read(path: Path) -> bytes | None:
 
 def _has_hooks(data: bytes) -> bool:
     try:
-        doc = json.loads(data)
+        doc = decode_json(data)
     except ValueError:
         return False
     return isinstance(doc, dict) and bool(doc.get("hooks"))
@@ -234,7 +234,7 @@ def _has_hooks(data: bytes) -> bool:
 
 def _hooks_of(path: Path, data: bytes, source: Source) -> HookSet:
     try:
-        doc = json.loads(data)
+        doc = decode_json(data)
     except ValueError as exc:
         return HookSet(warnings=(f"{path}: not JSON ({exc}); its hooks were ignored",))
     if not isinstance(doc, dict):

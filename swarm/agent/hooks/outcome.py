@@ -21,12 +21,12 @@ and feedback add up; the first ``updatedInput`` wins.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from swarm.agent.hooks.runner import HookRun
+from swarm.core.jsonfile import decode_json
 
 Permission = Literal["allow", "deny", "ask"]
 BLOCK_CODE = 2
@@ -137,7 +137,7 @@ def _json(stdout: str) -> dict[str, Any] | None:
     if not text.startswith("{"):
         return None
     try:
-        doc = json.loads(text)
+        doc = decode_json(text)
     except ValueError:
         return None
     return doc if isinstance(doc, dict) else None

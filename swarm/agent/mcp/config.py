@@ -19,7 +19,6 @@ a one-line reason (it is listed, never started).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from swarm.agent.config_files import claude_json_path, directories_down_to, owned_by_user, project_root
 from swarm.core.fileio import read_regular
+from swarm.core.jsonfile import decode_json
 
 Scope = Literal["user", "project", "local", "agent"]
 Transport = Literal["stdio", "http", "sse"]
@@ -153,7 +153,7 @@ def read_json_object(path: Path) -> dict[str, Any] | None:
         return None
     if len(found[0]) > MCP_JSON_LIMIT:
         raise ValueError(f"larger than {MCP_JSON_LIMIT // 1024} KiB")
-    doc = json.loads(found[0])
+    doc = decode_json(found[0])
     if not isinstance(doc, dict):
         raise ValueError("not a JSON object")
     return doc

@@ -26,7 +26,6 @@ Settings files are project configuration: in a folder that is not trusted
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -39,6 +38,7 @@ from swarm.agent.permissions.paths import SETTINGS_FILES
 from swarm.agent.permissions.policy import RuleSet
 from swarm.agent.permissions.rules import parse_rules
 from swarm.agent.trust import is_trusted
+from swarm.core.jsonfile import decode_json
 from swarm.core.protocol import RuleLists, TeamFile
 from swarm.core.sandbox_config import SandboxSettings, layered
 from swarm.errors import UsageError
@@ -142,7 +142,7 @@ def _sandbox_of(path: Path) -> SandboxSettings | None:
 
 def _parse_sandbox(path: Path, data: bytes) -> SandboxSettings:
     try:
-        doc = json.loads(data)
+        doc = decode_json(data)
         return SandboxSettings.model_validate(doc.get("sandbox") or {})
     except (ValueError, ValidationError, AttributeError) as exc:
         raise UsageError(f"{path}: invalid sandbox settings ({exc}); fix or remove the file") from exc
@@ -171,7 +171,7 @@ def _bytes(path: Path) -> bytes:
 def _parse(path: Path, data: bytes) -> RuleSet:
     """The rules in the bytes read once (so the digest checked is of the rules applied)."""
     try:
-        doc = json.loads(data)
+        doc = decode_json(data)
         return rules_of(RuleLists.model_validate(doc.get("permissions", {})))
     except (ValueError, ValidationError, AttributeError) as exc:
         raise UsageError(f"{path}: invalid permissions ({exc}); fix or remove the file") from exc
