@@ -89,7 +89,7 @@ def team_files(cwd: Path) -> list[Path]:
                 continue
             try:
                 data = tomllib.loads(path.read_text(encoding="utf-8", errors="replace"))
-            except (OSError, tomllib.TOMLDecodeError):
+            except (OSError, tomllib.TOMLDecodeError, RecursionError):  # any TOML file of a cloned repository
                 continue
             if isinstance(data.get("team"), dict):
                 found.append(path)

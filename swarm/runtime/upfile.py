@@ -327,6 +327,10 @@ def load_upfile(path: Path) -> UpFile:
         raise NotFoundError(f"team file {path} not found") from exc
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path}: not valid TOML: {exc}") from exc
+    except RecursionError as exc:
+        raise UsageError(f"{path}: not valid TOML: nested too deep") from exc
+    except OSError as exc:
+        raise UsageError(f"team file {path} cannot be read ({exc.strerror or exc})") from exc
     try:
         spec = UpFile.model_validate(raw)
     except ValidationError as exc:

@@ -1,10 +1,13 @@
-"""JSON files a hostile program can write, nested deeper than a parser recurses: "not JSON", never a crash.
+"""JSON (and TOML) files a hostile program can write, nested deeper than a parser recurses: "not JSON" (or
+not a team file), never a crash.
 
 A model with a Bash tool (or a cloned repository) can leave ``[[[[…`` 100,000
 deep in a project's settings file or its ``.mcp.json``; ``json.loads`` raises
 ``RecursionError`` for that, which is no ``ValueError``, and every reader here
 used to let it escape as a traceback instead of its one-line error. They all
-read through ``core.jsonfile.decode_json`` now, which says "not JSON".
+read through ``core.jsonfile.decode_json`` now, which says "not JSON". ``tomllib``
+raises ``RecursionError`` too: the guide's scan of a folder's TOML files skips
+such a file (``swarm up`` with one: ``tests/runtime/up/test_invalid_files.py``).
 """
 
 from __future__ import annotations
@@ -57,3 +60,12 @@ def test_an_mcp_json_nested_too_deep_is_not_json(tmp_path: Path) -> None:
 
 def test_a_hooks_output_nested_too_deep_is_plain_output() -> None:
     assert hook_output("{\"a\": " + "[" * 100_000 + "]" * 100_000 + "}") is None
+
+
+def test_a_toml_file_nested_too_deep_is_not_a_team_file(tmp_path: Path) -> None:
+    """The guide lists the team files of the folder by parsing every TOML file in it (a cloned repository's)."""
+    from swarm.agent.guide import team_files
+
+    (tmp_path / "team.toml").write_text('[team]\nname = "t"\n')
+    (tmp_path / "deep.toml").write_bytes(b"x = " + b"[" * 100_000 + b"]" * 100_000)
+    assert team_files(tmp_path) == [tmp_path / "team.toml"]

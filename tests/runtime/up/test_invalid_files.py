@@ -42,6 +42,7 @@ CASES = {
     "bad-member-sandbox": (TEAM + GOOD_MEMBER + 'sandbox = { enabled = "sometimes" }\n',
                            ["members[0].sandbox.enabled", "boolean"]),
     "not-toml": ("[team\nname = 'bad'\n", ["not valid TOML", "line 1"]),
+    "nested-too-deep": (TEAM + "x = " + "[" * 100_000 + "]" * 100_000 + "\n", ["not valid TOML", "nested too deep"]),
     "bad-restart": (TEAM + GOOD_MEMBER + 'restart = "sometimes"\n', ["members[0].restart", "on-failure"]),
     "negative-max-restarts": (TEAM + GOOD_MEMBER + 'max_restarts = -1\n', ["members[0].max_restarts"]),
     "zero-budget": ('[team]\nname = "bad"\nmax_cost = 0\n' + GOOD_MEMBER, ["team.max_cost", "greater than 0"]),
