@@ -33,13 +33,11 @@ import tempfile
 from pathlib import Path
 
 import psutil
-from bench_roundtrip import BARE, PLAYBOOK, _round_trips
+from bench_roundtrip import BARE, _round_trips, ping_team
 from benchtable import stop_cli_server
 
-from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.names import LEAD_NAME
-from swarm.core.protocol import Member
 from swarm.core.teams import TeamStore
 from swarm.runtime.shutdown import shutdown
 from swarm.runtime.spawn import SpawnRequest, spawn, wait_joined
@@ -64,15 +62,9 @@ def main() -> int:
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="swarm-bench-ab-"))
     try:
-        home = Home(root / "home")
-        work = root / "work"
-        work.mkdir()
-        book = root / "ping.toml"
-        book.write_text(PLAYBOOK)
-        TeamStore(home).create("ab")
-        TeamStore(home).add_member("ab", Member(agent_id="bare@ab", name="bare", is_active=True))
-        env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-        env.update(SWARM_HOME=str(home.root), SWARM_CLI_SERVER="0")
+        scratch = ping_team(root, "ab", ("bare",))
+        home, work, book = scratch.home, scratch.work, scratch.book
+        env = dict(scratch.env, SWARM_CLI_SERVER="0")
         mailbox = Mailbox(home, "ab")
         for name, checkout in (("a", args.a), ("b", args.b)):
             spawn(home, SpawnRequest(team="ab", name=name, prompt="hello", cwd=work, backend="subprocess",

@@ -125,6 +125,32 @@ its order, and nothing else: the delivery record (fsynced before anything is act
 ``idle_notification`` every turn ends with (Claude Code's protocol) and the prune of the inbox."""
 
 
+@dataclass(frozen=True)
+class PingTeam:
+    """A scratch home with a team to ping: its work dir, the ping playbook, the environment for its processes."""
+
+    home: Home
+    work: Path
+    book: Path
+    env: dict[str, str]
+
+
+def ping_team(root: Path, team: str, echoes: tuple[str, ...]) -> PingTeam:
+    """Team ``team`` in a home under ``root``, with ``echoes`` as members (plain processes answer for them); the
+    environment has ``SWARM_HOME`` set and no ``ANTHROPIC_`` variables (the teammates run the scripted model)."""
+    home = Home(root / "home")
+    work = root / "work"
+    work.mkdir()
+    book = root / "ping.toml"
+    book.write_text(PLAYBOOK)
+    TeamStore(home).create(team)
+    for echo in echoes:
+        TeamStore(home).add_member(team, Member(agent_id=f"{echo}@{team}", name=echo, is_active=True))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    env["SWARM_HOME"] = str(home.root)
+    return PingTeam(home, work, book, env)
+
+
 @dataclass
 class Trips:
     """Round trips, each: ms from the lead's send to the answer in the lead's inbox, and to the answer's stamp."""
@@ -226,16 +252,8 @@ def main() -> int:
     grow = args.grow or (200 if args.quick else 2000)
     root = Path(tempfile.mkdtemp(prefix="swarm-bench-rt-"))
     try:
-        home = Home(root / "home")
-        work = root / "work"
-        work.mkdir()
-        book = root / "ping.toml"
-        book.write_text(PLAYBOOK)
-        TeamStore(home).create("rt")
-        TeamStore(home).add_member("rt", Member(agent_id="bare@rt", name="bare", is_active=True))
-        TeamStore(home).add_member("rt", Member(agent_id="floor@rt", name="floor", is_active=True))
-        env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-        env["SWARM_HOME"] = str(home.root)
+        scratch = ping_team(root, "rt", ("bare", "floor"))
+        home, work, book, env = scratch.home, scratch.work, scratch.book, scratch.env
         mailbox = Mailbox(home, "rt")
         member = spawn(home, SpawnRequest(team="rt", name="mate", prompt="hello", cwd=work, backend="subprocess",
                                           playbook=book), env)
