@@ -241,6 +241,9 @@ def parse_cli_agents(text: str) -> list[AgentDefinition]:
     except json.JSONDecodeError as exc:
         raise UsageError(f"--agents: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
                          'use {"name": {"description": "...", "prompt": "..."}}') from exc
+    except RecursionError as exc:
+        raise UsageError('--agents: not valid JSON (nested too deep); use {"name": {"description": "...", '
+                         '"prompt": "..."}}') from exc
     if not isinstance(data, dict):
         raise UsageError('--agents: expected a JSON object of name -> definition, e.g. '
                          '{"reviewer": {"description": "...", "prompt": "..."}}')

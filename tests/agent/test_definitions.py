@@ -200,6 +200,7 @@ def test_a_skills_list_loads_without_warnings(repo: Path, env: dict[str, str]) -
 
 @pytest.mark.parametrize("text, says", [
     ("{not json", "not valid JSON"),
+    ("[" * 100_000 + "]" * 100_000, "not valid JSON (nested too deep)"),
     ('["reviewer"]', "expected a JSON object"),
     ('{"reviewer": "be nice"}', "reviewer: expected an object"),
     ('{"reviewer": {"prompt": "p"}}', "reviewer: description: missing"),
