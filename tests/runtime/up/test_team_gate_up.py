@@ -50,6 +50,7 @@ def test_a_budget_reached_mid_run_stops_every_member_s_next_call_and_says_so(up:
 
 def test_eight_teammates_share_two_request_slots_without_a_single_429(up: Up, api: FakeAnthropicServer) -> None:
     _online(up, api)
+    up.env["SWARM_CLI_SERVER"] = "1"  # as a person's `swarm up` runs: 8 teammates forked with the SDK loaded once
     api.limit_concurrency(2, retry_after=1.0)  # the API key's limit: a third request in flight is refused
     api.otherwise(replace(tool_use_reply("TaskList", {}), delay=0.2))
     api.enqueue(replace(text_reply("done"), delay=0.2), after="tool_result", repeat=True)
