@@ -18,7 +18,6 @@ plain ``pip install`` carries it too.
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
@@ -29,7 +28,7 @@ from swarm.agent.definitions import load_agents
 from swarm.agent.permissions.paths import SETTINGS_FILES
 from swarm.agent.skills import load_skills
 from swarm.agent.trust import is_trusted
-from swarm.core.jsonfile import decode_json
+from swarm.core.jsonfile import decode_json, decode_toml
 
 MOST = 40
 """Entries listed per kind; the rest are counted."""
@@ -88,8 +87,8 @@ def team_files(cwd: Path) -> list[Path]:
             if len(found) >= MOST or any(part.startswith(".") for part in path.relative_to(cwd).parts):
                 continue
             try:
-                data = tomllib.loads(path.read_text(encoding="utf-8", errors="replace"))
-            except (OSError, tomllib.TOMLDecodeError, RecursionError):  # any TOML file of a cloned repository
+                data = decode_toml(path.read_text(encoding="utf-8", errors="replace"))
+            except (OSError, ValueError):  # any TOML file of a cloned repository
                 continue
             if isinstance(data.get("team"), dict):
                 found.append(path)

@@ -31,6 +31,7 @@ import logging
 import os
 import random
 import time
+import tomllib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -397,5 +398,15 @@ def decode_json(data: bytes | str) -> Any:
             pass
     try:
         return json.loads(data)
+    except RecursionError:
+        raise ValueError("nested too deep to parse") from None
+
+
+def decode_toml(text: str) -> dict[str, Any]:
+    """``decode_json``'s counterpart for TOML (team files, playbooks, any TOML file of a folder the guide looks
+    at): ``ValueError`` for anything that is not TOML, nesting too deep to parse included (``tomllib`` raises
+    ``RecursionError`` for that)."""
+    try:
+        return tomllib.loads(text)
     except RecursionError:
         raise ValueError("nested too deep to parse") from None

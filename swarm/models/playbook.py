@@ -24,7 +24,6 @@ variables and the built-ins ``incoming`` and ``first_line``.
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -39,7 +38,7 @@ from pydantic import (
     model_validator,
 )
 
-from swarm.core.jsonfile import decode_json
+from swarm.core.jsonfile import decode_json, decode_toml
 from swarm.errors import NotFoundError, UsageError
 
 On = Literal["prompt", "tool_result", "any", "summary"]
@@ -171,9 +170,7 @@ def load_playbook(path: Path) -> Playbook:
         raise NotFoundError(f"playbook {path} does not exist; check the path")
     try:
         text = path.read_text(encoding="utf-8")
-        data = decode_json(text) if path.suffix.lower() == ".json" else tomllib.loads(text)
-    except RecursionError as exc:  # tomllib's answer to nesting too deep
-        raise UsageError(f"playbook {path} does not parse: nested too deep; fix the syntax") from exc
+        data = decode_json(text) if path.suffix.lower() == ".json" else decode_toml(text)
     except ValueError as exc:  # not UTF-8, not JSON (nesting too deep included), not TOML
         raise UsageError(f"playbook {path} does not parse: {exc}; fix the syntax") from exc
     return parse_playbook(data, source=str(path))

@@ -56,7 +56,6 @@ Validation errors name the file, the field and what is expected.
 
 from __future__ import annotations
 
-import tomllib
 import typing
 from pathlib import Path
 from typing import Any, Literal
@@ -75,6 +74,7 @@ from pydantic import (
 
 from swarm.agent.permissions.policy import PERMISSION_MODES
 from swarm.agent.permissions.rules import Rule
+from swarm.core.jsonfile import decode_toml
 from swarm.core.names import LEAD_NAME, validate_name
 from swarm.core.protocol import CLAUDE_RUNTIME, COLORS
 from swarm.core.sandbox_config import SandboxSettings
@@ -322,13 +322,11 @@ def _checked_name(value: str, kind: str) -> str:
 def load_upfile(path: Path) -> UpFile:
     """Parse and validate a team file; playbook paths become absolute (relative to the file)."""
     try:
-        raw = tomllib.loads(path.read_text())
+        raw = decode_toml(path.read_text())
     except FileNotFoundError as exc:
         raise NotFoundError(f"team file {path} not found") from exc
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except ValueError as exc:  # not TOML (nesting too deep included), not UTF-8
         raise UsageError(f"{path}: not valid TOML: {exc}") from exc
-    except RecursionError as exc:
-        raise UsageError(f"{path}: not valid TOML: nested too deep") from exc
     except OSError as exc:
         raise UsageError(f"team file {path} cannot be read ({exc.strerror or exc})") from exc
     try:

@@ -6,8 +6,9 @@ deep in a project's settings file or its ``.mcp.json``; ``json.loads`` raises
 ``RecursionError`` for that, which is no ``ValueError``, and every reader here
 used to let it escape as a traceback instead of its one-line error. They all
 read through ``core.jsonfile.decode_json`` now, which says "not JSON". ``tomllib``
-raises ``RecursionError`` too: the guide's scan of a folder's TOML files skips
-such a file (``swarm up`` with one: ``tests/runtime/up/test_invalid_files.py``).
+raises ``RecursionError`` too; TOML is read through ``decode_toml``: the guide's
+scan of a folder's TOML files skips such a file (``swarm up`` with one:
+``tests/runtime/up/test_invalid_files.py``; a playbook: ``tests/models/test_playbook.py``).
 """
 
 from __future__ import annotations
