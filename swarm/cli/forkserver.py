@@ -79,11 +79,11 @@ SPARE_NAME = b"swarm-spare"
 """A waiting spare's process name (``ps``); it takes back the server's once it has a connection."""
 
 
-def _handed_over(handoff: socket.socket) -> socket.socket:
-    """In a spare: block until the server hands over a connection; exit when the server closed the hand-off."""
+def _handed_over(handoff: socket.socket, server_name: bytes | None) -> socket.socket:
+    """In a spare: block until the server hands over a connection, then take the server's name back; exit when the
+    server closed the hand-off."""
     from swarm.backends.procs import name_process  # imported by the server's warm-up: nothing to load here
 
-    before = name_process(SPARE_NAME)
     try:
         _, fds, _, _ = socket.recv_fds(handoff, 1, 1)
     except OSError:
@@ -91,8 +91,8 @@ def _handed_over(handoff: socket.socket) -> socket.socket:
     handoff.close()
     if len(fds) != 1:
         os._exit(0)  # the server ended (or stopped this spare): nothing to serve
-    if before is not None:
-        name_process(before)
+    if server_name is not None:
+        name_process(server_name)
     return socket.socket(fileno=fds[0])
 
 
@@ -210,9 +210,16 @@ class Server:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         delivery = self._delivery_connection()
         sys.stderr.flush()
+        from swarm.backends.procs import name_process  # imported by the server's warm-up: nothing to load here
+
+        # the spare is born with its name (the server wears it for the fork): ``ps`` never shows a spare that looks
+        # like a child serving a command
+        server_name = name_process(SPARE_NAME)
         try:
             pid = os.fork()
         except OSError:
+            if server_name is not None:
+                name_process(server_name)
             ours.close()
             theirs.close()
             if delivery is not None:
@@ -221,7 +228,9 @@ class Server:
         if pid == 0:
             ours.close()
             self._prepare()
-            run_request(_handed_over(theirs), delivery)  # the client's command (``swarm.cli.served_command``)
+            run_request(_handed_over(theirs, server_name), delivery)  # the client's command (``served_command``)
+        if server_name is not None:
+            name_process(server_name)
         theirs.close()
         if delivery is not None:
             delivery.sock.close()  # the child's now

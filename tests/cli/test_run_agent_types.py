@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -62,16 +63,17 @@ WORKER = "You are a worker started by a coordinator"
 
 def test_coordinator_mode_orchestrates_background_workers_that_cannot_spawn_and_resume_on_send_message(
         tmp_path: Path, api: FakeAnthropicServer) -> None:
+    # each time the worker ends only after the coordinator has asked for its turn's last reply, so the worker's news
+    # opens a turn of its own (on a loaded host it would otherwise ride along with that request, and the replies shift)
+    waiting, waiting_again = threading.Event(), threading.Event()
     api.enqueue(tool_use_reply("Agent", {"description": "first job", "prompt": "WORK ONE", "name": "w1"},
                                tool_id="toolu_c1"),
-                text_reply("waiting"),
+                replace(text_reply("waiting"), opens=waiting),
                 tool_use_reply("SendMessage", {"to": "w1", "message": "MORE WORK"}, tool_id="toolu_c2"),
-                text_reply("waiting again"), text_reply("all done"), when=COORDINATOR)
+                replace(text_reply("waiting again"), opens=waiting_again), text_reply("all done"), when=COORDINATOR)
     api.enqueue(tool_use_reply("Agent", {"description": "sub", "prompt": "spawn deeper"}, tool_id="toolu_w1"),
-                text_reply("worker done"),
-                # the resumed worker ends after the coordinator's "waiting again" turn, so its news opens a turn of
-                # its own (it would otherwise ride along with the SendMessage result, and the replies shift)
-                replace(text_reply("more done"), delay=1.0), when=WORKER)
+                replace(text_reply("worker done"), gate=waiting),
+                replace(text_reply("more done"), gate=waiting_again), when=WORKER)
     result = _run(["--coordinator", "-p", "orchestrate"], tmp_path, api)
     assert result.returncode == 0, result.stderr
     assert result.stdout == "all done\n"

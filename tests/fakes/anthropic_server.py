@@ -74,6 +74,11 @@ class ScriptedReply:
     """A streamed answer then sends this ``error`` event (the API's way to fail after its 200), e.g.
     ``{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}``."""
 
+    gate: threading.Event | None = None
+    """Answer only once this is set (by another reply's ``opens``): one agent's step waits for another's request."""
+    opens: threading.Event | None = None
+    """Set when this reply is served, i.e. its request has arrived: what another reply's ``gate`` waits for."""
+
     def matches(self, body: Any) -> bool:
         if self.when is not None and self.when not in json.dumps(body):
             return False
@@ -245,6 +250,8 @@ class FakeAnthropicServer:
                 if reply.matches(request.body):
                     if not reply.repeat:
                         self._replies.remove(reply)
+                    if reply.opens is not None:
+                        reply.opens.set()
                     return self._signing(reply.answer(request.body))
             if self._otherwise is not None:
                 return self._signing(self._otherwise.answer(request.body))
@@ -330,6 +337,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _reply(self, recorded: RecordedRequest) -> None:
         reply = self.server.fake._serve(recorded)
+        while reply.gate is not None and not reply.gate.wait(0.05) and not self.server.fake._stopping.is_set():
+            pass
         if reply.delay:
             self.server.fake._wait(reply.delay)
         if reply.status == 200 and isinstance(recorded.body, dict) and recorded.body.get("stream"):
