@@ -39,6 +39,7 @@ returns it again); ``read_file`` and ``get`` give each caller its own
 
 from __future__ import annotations
 
+import difflib
 import os
 import sys
 import time
@@ -61,6 +62,16 @@ SETTLE = 0.05
 """Where ``FILE_CLOCK`` cannot be read: seconds a version's ctime must lie behind the precise clock to count
 as stable (more than a tick)."""
 
+
+
+def team_not_found(teams_dir: Path, team: str) -> NotFoundError:
+    """The error for a team that does not exist: what to run, and the team meant when the name is a typo of one."""
+    names = [entry.name for entry in teams_dir.iterdir() if (entry / "config.json").exists()] \
+        if teams_dir.is_dir() else []
+    close = difflib.get_close_matches(team, names, n=1)
+    meant = f"did you mean {close[0]!r}? " if close else ""
+    return NotFoundError(f"team {team!r} not found; {meant}`swarm team list` shows the teams, "
+                         f"`swarm team create {team}` makes it")
 
 class Signature(NamedTuple):
     """What tells one version of a file from another without opening it."""
@@ -140,8 +151,7 @@ class TeamView:
         if broken:
             return CorruptFileError(f"team {team!r} has no usable config.json: it did not parse and was moved "
                                     f"to {broken[-1]}; repair and move it back, or `swarm team delete {team}`")
-        return NotFoundError(f"team {team!r} not found; `swarm team list` shows the teams, "
-                             f"`swarm team create {team}` makes it")
+        return team_not_found(config.parent.parent, team)
 
     # -- activity ------------------------------------------------------------
 

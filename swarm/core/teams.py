@@ -23,7 +23,7 @@ from swarm.core.jsonfile import LockedJsonFile, encode_json
 from swarm.core.names import LEAD_NAME, agent_id, valid_name, validate_name
 from swarm.core.protocol import COLORS, Activity, Member, TeamFile
 from swarm.core.store import forget, locate, record, recorded_teams, team_row
-from swarm.core.team_view import TeamView, lay_activity
+from swarm.core.team_view import TeamView, lay_activity, team_not_found
 from swarm.core.watch import ChangeWatcher, watch_dirs
 from swarm.errors import ConflictError, CorruptFileError, NotFoundError, StorageError
 
@@ -296,7 +296,7 @@ class TeamStore:
         """Run ``change`` on the team file under its lock (NotFoundError if missing)."""
         def guarded(current: TeamFile | None) -> Any:
             if current is None:
-                raise NotFoundError(f"team {team!r} not found; `swarm team list` shows the teams")
+                raise team_not_found(self.home.teams_dir, team)
             return change(current)
 
         try:

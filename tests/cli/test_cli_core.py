@@ -77,7 +77,9 @@ BAD_INPUT: list[tuple[list[str], int, str]] = [
     (["team", "show", "ghost"], 1, "team 'ghost' not found"),
     (["send", "ghost", "hi", "--team", "t"], 1, "no member 'ghost'"),
     (["send", "team-lead", "hi", "--team", "t", "--from", "mallory"], 1, "sender 'mallory' is not a member"),
-    (["send", "team-lead", "hi", "--team", "nope"], 1, "team 'nope' not found"),
+    (["send", "team-lead", "hi", "--team", "nope"], 1, "team 'nope' not found; `swarm team list`"),  # no guess
+    (["send", "team-lead", "hi", "--team", "tt"], 1, "team 'tt' not found; did you mean 't'?"),
+    (["task", "add", "x", "--team", "tt"], 1, "team 'tt' not found; did you mean 't'?"),
     (["send", "../lead", "hi", "--team", "t"], 2, "contains '.'"),
     (["inbox", "ghost", "--team", "t"], 1, "no member 'ghost'"),
     (["send", "team-lead", "hi"], 2, "Missing option '--team'"),
