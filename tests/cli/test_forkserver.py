@@ -301,8 +301,11 @@ def test_garbage_and_silence_on_the_socket_neither_run_anything_nor_stall_the_se
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
                 conn.settimeout(10)
                 conn.connect(path)
-                attack(conn)
-                conn.shutdown(socket.SHUT_WR)
+                try:
+                    attack(conn)
+                    conn.shutdown(socket.SHUT_WR)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the server's child already hung up on what it read first (one fd, not three)
                 assert _answer(conn) == b""  # closed, never "P": nothing was started
         began = time.monotonic()
         result = served.run("send", "-t", TEAM, "team-lead", "after the attacks", importtime=True)
