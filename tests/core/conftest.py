@@ -1,7 +1,9 @@
 """Fixtures for the core tests: a team with one recipient, and real worker processes.
 
-Workers are ``sys.executable -c <code>`` children in their own session, with
-``SWARM_HOME`` pointing at the test's home. Every worker a test starts is
+Workers are children in their own session, with ``SWARM_HOME`` pointing at
+the test's home: forked from the test process when they run the prologue
+(``forked.ForkedProcess``: swarm already imported), else
+``sys.executable -c <code>``. Every worker a test starts is
 SIGKILLed (whole process group) and reaped when the test ends, pass or fail.
 A worker talks to the test through stdout lines (``say("ready")``) and reads
 commands from stdin (``sys.stdin.readline()``), so the test waits on events
@@ -24,8 +26,9 @@ from pathlib import Path
 import pytest
 
 from swarm.core.home import Home
-from swarm.core.protocol import Member
+from swarm.core.protocol import Member, build_models
 from swarm.core.teams import TeamStore
+from tests.core.forked import ForkedProcess
 
 TEAM = "crew"
 RECIPIENT = "bob"
@@ -58,7 +61,7 @@ def record(fd, *items):
 class Worker:
     """One child process; stdout is read line by line with a deadline."""
 
-    def __init__(self, name: str, proc: subprocess.Popen[bytes], stderr_path: Path) -> None:
+    def __init__(self, name: str, proc: subprocess.Popen[bytes] | ForkedProcess, stderr_path: Path) -> None:
         self.name = name
         self.proc = proc
         self.stderr_path = stderr_path
@@ -142,10 +145,18 @@ class Workers:
                         PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])))
 
     def start(self, name: str, body: str, *args: object, prologue: bool = True) -> Worker:
-        """Run ``body`` (after ``PROLOGUE`` unless ``prologue=False``) with ``args`` in sys.argv[1:]."""
+        """Run ``body`` (after ``PROLOGUE`` unless ``prologue=False``) with ``args`` in sys.argv[1:]. With the
+        prologue the worker is forked from this process, which has swarm imported and its models built (``forked``);
+        without it, a fresh interpreter."""
         self.logs.mkdir(parents=True, exist_ok=True)
         stderr_path = self.logs / f"{name}-{len(self.started)}.stderr"
-        code = (PROLOGUE if prologue else "") + body
+        if prologue:
+            build_models()  # once here rather than in each child
+            forked = ForkedProcess(PROLOGUE + body, list(map(str, args)), self.env, self.logs, stderr_path)
+            worker = Worker(name, forked, stderr_path)
+            self.started.append(worker)
+            return worker
+        code = body
         with stderr_path.open("wb") as err:
             proc = subprocess.Popen(
                 [sys.executable, "-c", code, *map(str, args)],
