@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -75,8 +76,10 @@ def test_a_fork_cannot_read_stop_or_message_its_parents_background_agent(api: Fa
     api.enqueue(tool_use_reply("Agent", {"description": "slow job", "prompt": "SLOW JOB", "name": "bgjob",
                                          "subagent_type": "general-purpose", "run_in_background": True}),
                 tool_use_reply("Agent", {"description": "meddle", "prompt": "MEDDLE"}, tool_id="toolu_fork"),
-                text_reply("waiting"), text_reply("all done"), when=PARENT)
-    api.enqueue(replace(text_reply("SLOW RESULT"), delay=1.5), when="SLOW JOB")  # still running while the fork meddles
+                replace(text_reply("waiting"), opens=(waiting := threading.Event())), text_reply("all done"),
+                when=PARENT)
+    # still running while the fork meddles: it ends only once the parent has asked for its "waiting"
+    api.enqueue(replace(text_reply("SLOW RESULT"), gate=waiting), when="SLOW JOB")
     result = run_main(api, tmp_path)
     assert result.text == "all done"
     fork = with_text(api, "Your directive: MEDDLE")
