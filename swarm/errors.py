@@ -90,6 +90,13 @@ class ModelError(SwarmError):
     """A model provider failed and will not be retried further."""
 
 
+class AnswerInterrupted(SwarmError):
+    """The model's streamed answer was abandoned because its turn was interrupted (not a failure: nothing to retry).
+
+    The agent loop turns it into the turn's ``interrupted`` end, as an interrupt between steps does.
+    """
+
+
 class PromptTooLong(ModelError):
     """The API refused a request because its prompt does not fit the model's window (a 400 that says so).
 

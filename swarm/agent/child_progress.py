@@ -6,6 +6,8 @@ usage); with a background task, the counts land on it for ``/tasks`` and the tas
 
 from __future__ import annotations
 
+import threading
+
 from swarm.agent.background import BackgroundAgent
 from swarm.models.base import ModelProvider, ModelRequest, ModelResponse
 from swarm.models.messages import Message, ToolUseBlock, Usage
@@ -53,8 +55,8 @@ class CountedProvider:
     def model(self) -> str:
         return self._inner.model
 
-    def complete(self, request: ModelRequest) -> ModelResponse:
-        response = self._inner.complete(request)
+    def complete(self, request: ModelRequest, stop: threading.Event | None = None) -> ModelResponse:
+        response = self._inner.complete(request, stop)
         self._progress.used(response.usage)
         return response
 

@@ -39,7 +39,7 @@ from swarm.agent.executor import MalformedCall, ToolGate, execute
 from swarm.agent.limits import AgentStop, EndRun, Interrupted, Limits, ModelStopped, TooManyToolErrors
 from swarm.agent.tool_api.base import Tool
 from swarm.agent.tool_api.context import ToolContext
-from swarm.errors import PromptTooLong
+from swarm.errors import AnswerInterrupted, PromptTooLong
 from swarm.models.base import Effort, ModelProvider, ModelRequest, ModelResponse, ToolSpec
 from swarm.models.catalog import model_info
 from swarm.models.messages import (
@@ -205,8 +205,14 @@ def _call(spec: AgentSpec, conversation: Conversation, specs: list[ToolSpec],
         return ModelRequest.of(system=spec.system, messages=conversation.messages, tools=specs,
                                max_tokens=output_limit, effort=spec.effort)
 
+    def answer() -> ModelResponse:
+        try:
+            return spec.provider.complete(request(), ctx.turn.interrupt)  # an interrupt cuts the answer short
+        except AnswerInterrupted as exc:
+            raise Interrupted(str(exc)) from exc
+
     try:
-        return spec.provider.complete(request()), Usage()
+        return answer(), Usage()
     except PromptTooLong:
         if spec.compaction is None:
             raise
@@ -217,7 +223,7 @@ def _call(spec: AgentSpec, conversation: Conversation, specs: list[ToolSpec],
         if summary is None:
             raise
     log.info("prompt too long: compacted, trying once more")
-    return spec.provider.complete(request()), summary
+    return answer(), summary
 
 
 def _pre_compact(spec: AgentSpec, ctx: ToolContext) -> None:

@@ -8,6 +8,7 @@ skill asks, as its subagents do.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 
 from swarm.models.aliases import expand_alias, is_scripted
@@ -61,8 +62,8 @@ class TurnModel:
     def model(self) -> str:
         return self._current.model
 
-    def complete(self, request: ModelRequest) -> ModelResponse:
-        return self._current.complete(request)
+    def complete(self, request: ModelRequest, stop: threading.Event | None = None) -> ModelResponse:
+        return self._current.complete(request, stop)
 
     def close(self) -> None:
         for provider in self._others.values():

@@ -54,7 +54,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from swarm.core.text import flat
-from swarm.errors import ModelError, PromptTooLong, UsageError
+from swarm.errors import AnswerInterrupted, ModelError, PromptTooLong, UsageError
 from swarm.models.base import ModelRequest, ModelResponse
 from swarm.models.catalog import ALIASES, DEFAULT_ALIAS
 from swarm.models.api_shapes import build_params, to_model_response
@@ -180,17 +180,20 @@ class AnthropicProvider:
     def base_url(self) -> str:
         return self._base_url
 
-    def complete(self, request: ModelRequest) -> ModelResponse:
+    def complete(self, request: ModelRequest, stop: threading.Event | None = None) -> ModelResponse:
         """Send ``request`` as a streaming call; retry transient failures; raise ``ModelError`` when done trying.
 
         Streaming (server-sent events) keeps long answers from hitting the
         non-streaming time limit, and ``on_text`` hears the text as it arrives.
+        Once ``stop`` is set, the answer is abandoned at its next event: the
+        connection is closed (the API stops writing it) and ``AnswerInterrupted``
+        raised; no retry starts after it.
         """
         if self._output_cap is not None and request.max_tokens > self._output_cap:
             request = request.model_copy(update={"max_tokens": self._output_cap})
         if self.gate is not None:
             self.gate.check_budget()
-        raw = self._call_with_retries(build_params(self._model, request))
+        raw = self._call_with_retries(build_params(self._model, request), stop)
         response = to_model_response(raw)
         with self._lock:
             self.usage = self.usage + response.usage
@@ -219,14 +222,15 @@ class AnthropicProvider:
                                                     timeout=timeout)
         return self._client
 
-    def _call_with_retries(self, params: dict[str, Any]) -> Any:
+    def _call_with_retries(self, params: dict[str, Any], stop: threading.Event | None) -> Any:
         sdk, client = _sdk(), self._sdk_client()
         attempt = 0
         while True:
             attempt += 1
+            _check(stop)
             try:
                 with self._in_flight():
-                    return self._stream(client, params)
+                    return self._stream(client, params, stop)
             except (sdk.AnthropicError, _Cut) as exc:
                 failure = self._classify(exc, sdk)
                 if failure.retry_after is not None and self.gate is not None:
@@ -243,10 +247,11 @@ class AnthropicProvider:
     def _in_flight(self) -> contextlib.AbstractContextManager[None]:
         return self.gate.in_flight() if self.gate is not None else contextlib.nullcontext()
 
-    def _stream(self, client: anthropic.Anthropic, params: dict[str, Any]) -> Any:
-        with client.messages.stream(**params) as stream:
+    def _stream(self, client: anthropic.Anthropic, params: dict[str, Any], stop: threading.Event | None) -> Any:
+        with client.messages.stream(**params) as stream:  # its exit closes the connection, however the block ends
             stopped = False
             for event in stream:
+                _check(stop)
                 if event.type == "text":
                     self.on_text(event.text)
                 elif event.type == "message_stop":
@@ -297,6 +302,12 @@ class AnthropicProvider:
             advice = "the conversation does not fit the model's window; compact it or start anew"
         return _Failure(retryable, what, advice, detail, _retry_after(exc.response.headers),
                         overloaded=status == 529, too_long=too_long)
+
+
+
+def _check(stop: threading.Event | None) -> None:
+    if stop is not None and stop.is_set():
+        raise AnswerInterrupted("the turn was interrupted while the model answered")
 
 
 class _Cut(Exception):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
@@ -75,7 +76,10 @@ class ModelProvider(Protocol):
         """The model id requests go to."""
         ...
 
-    def complete(self, request: ModelRequest) -> ModelResponse: ...
+    def complete(self, request: ModelRequest, stop: threading.Event | None = None) -> ModelResponse:
+        """The model's answer to ``request``. Once ``stop`` is set (the turn was interrupted), an answer still
+        arriving is abandoned at its next streamed event and ``swarm.errors.AnswerInterrupted`` raised."""
+        ...
 
     def close(self) -> None:
         """Release connections; safe to call more than once."""

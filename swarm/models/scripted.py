@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from swarm.errors import AnswerInterrupted
 from swarm.models.base import ModelRequest, ModelResponse
 from swarm.models.messages import (
     Message,
@@ -128,7 +129,9 @@ class ScriptedProvider:
     def close(self) -> None:
         """Nothing to release: the scripted model holds no connections."""
 
-    def complete(self, request: ModelRequest) -> ModelResponse:
+    def complete(self, request: ModelRequest, stop: threading.Event | None = None) -> ModelResponse:
+        if stop is not None and stop.is_set():
+            raise AnswerInterrupted("the turn was interrupted before the scripted model answered")
         if request.summary:
             return self._summary(request)
         incoming = incoming_of(request.messages)

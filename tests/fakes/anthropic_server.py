@@ -142,6 +142,7 @@ class FakeAnthropicServer:
         self._replies: deque[ScriptedReply] = deque()
         self._otherwise: ScriptedReply | None = None
         self._requests: list[RecordedRequest] = []
+        self._abandoned = 0
         self._signed: set[tuple[str, str]] = set()
         """(thinking, signature) of every thinking block served: only these may come back."""
         self._lock = threading.Lock()
@@ -228,6 +229,12 @@ class FakeAnthropicServer:
             return list(self._requests)
 
     @property
+    def abandoned(self) -> int:
+        """Streamed answers whose client hung up before their last event (as the API sees an aborted request)."""
+        with self._lock:
+            return self._abandoned
+
+    @property
     def pending(self) -> int:
         """Scripted replies not served yet."""
         with self._lock:
@@ -308,11 +315,15 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.stream_error is not None:
             events.append(("error", reply.stream_error))
         pace = reply.pace
-        for name, data in events:
-            if pace:
-                self.server.fake._wait(pace)
-            self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
-            self.wfile.flush()
+        try:
+            for name, data in events:
+                if pace:
+                    self.server.fake._wait(pace)
+                self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+                self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            with self.server.fake._lock:
+                self.server.fake._abandoned += 1  # the client closed the connection before the answer's end
         self.close_connection = True
 
     def _answer(self) -> None:

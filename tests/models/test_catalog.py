@@ -52,7 +52,7 @@ def test_aliases_ids_and_the_offline_model_are_accepted(name: str) -> None:
 def test_an_output_cap_from_the_environment_lowers_max_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
     sent: list[int] = []
     provider = AnthropicProvider(env={"ANTHROPIC_API_KEY": "k", "CLAUDE_CODE_MAX_OUTPUT_TOKENS": "4000"})
-    monkeypatch.setattr(provider, "_call_with_retries", lambda params: sent.append(params["max_tokens"]) or _raise())
+    monkeypatch.setattr(provider, "_call_with_retries", lambda params, stop: sent.append(params["max_tokens"]) or _raise())
     with pytest.raises(RuntimeError):
         provider.complete(ModelRequest(messages=[], max_tokens=128_000))
     assert sent == [4000]
