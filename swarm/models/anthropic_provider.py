@@ -229,8 +229,10 @@ class AnthropicProvider:
             attempt += 1
             _check(stop)
             try:
-                with self._in_flight():
+                with self._in_flight(stop):
                     return self._stream(client, params, stop)
+            except InterruptedError as exc:  # the team's slot or backoff was still being waited for
+                raise AnswerInterrupted("the turn was interrupted before the model was asked") from exc
             except (sdk.AnthropicError, _Cut) as exc:
                 failure = self._classify(exc, sdk)
                 if failure.retry_after is not None and self.gate is not None:
@@ -242,10 +244,17 @@ class AnthropicProvider:
             log.warning("retried model request", extra={
                 "provider": "anthropic", "model": self._model, "attempt": attempt,
                 "reason": failure.what, "delay_s": round(delay, 3)})
-            self._sleep(delay)
+            self._pause(delay, stop)
 
-    def _in_flight(self) -> contextlib.AbstractContextManager[None]:
-        return self.gate.in_flight() if self.gate is not None else contextlib.nullcontext()
+    def _pause(self, delay: float, stop: threading.Event | None) -> None:
+        """The wait before a retry; an interrupt ends it, and the call."""
+        if stop is None:
+            self._sleep(delay)
+        elif stop.wait(delay):
+            raise AnswerInterrupted("the turn was interrupted while the model's answer was retried")
+
+    def _in_flight(self, stop: threading.Event | None) -> contextlib.AbstractContextManager[None]:
+        return self.gate.in_flight(stop) if self.gate is not None else contextlib.nullcontext()
 
     def _stream(self, client: anthropic.Anthropic, params: dict[str, Any], stop: threading.Event | None) -> Any:
         with client.messages.stream(**params) as stream:  # its exit closes the connection, however the block ends

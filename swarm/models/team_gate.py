@@ -206,13 +206,14 @@ class TeamGate:
 
     @contextmanager
     def in_flight(self, cancel: threading.Event | None = None) -> Iterator[None]:
-        """Hold one of the team's request slots for the ``with`` body, once no backoff is in force."""
+        """Hold one of the team's request slots for the ``with`` body, once no backoff is in force; ``cancel`` set
+        while either is waited for ends the wait with ``InterruptedError``."""
         if self.directory is None:
             yield
             return
         slots = Slots(self.directory, read_limits(self.directory).max_concurrent_requests)
         while True:
-            self._wait_out_backoff()
+            self._wait_out_backoff(cancel)
             with contextlib.ExitStack() as held:
                 try:
                     held.enter_context(slots.hold(cancel))
@@ -243,7 +244,12 @@ class TeamGate:
         until = _read(self.directory / NOT_BEFORE_FILE).get("until")
         return float(until) if isinstance(until, (int, float)) else 0.0
 
-    def _wait_out_backoff(self) -> None:
+    def _wait_out_backoff(self, cancel: threading.Event | None) -> None:
+        """Until the team's backoff is over; ``cancel`` set meanwhile ends the wait with ``InterruptedError`` (as a
+        slot's wait does)."""
         while (left := self._not_before() - self._clock()) > 0:
             log.info("waiting out the team's backoff", extra={"agent": self.member, "delay_s": round(left, 3)})
-            self._sleep(left)
+            if cancel is None:
+                self._sleep(left)
+            elif cancel.wait(left):
+                raise InterruptedError("cancelled while waiting out the team's backoff")

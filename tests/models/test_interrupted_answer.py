@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -17,9 +18,11 @@ from swarm.errors import AnswerInterrupted
 from swarm.models.anthropic_provider import AnthropicProvider
 from swarm.models.base import ModelRequest
 from swarm.models.messages import Message
+from swarm.models.retry_policy import RetryPolicy
+from swarm.models.team_gate import TeamGate
 from tests.backends.helpers import retry_until
 from tests.fakes import FakeAnthropicServer
-from tests.fakes.anthropic_server import text_reply
+from tests.fakes.anthropic_server import error_reply, text_reply
 
 Make = Callable[..., AnthropicProvider]
 LONG = "word " * 80  # ~60 events: ~6 s at 0.1 s each when read to the end
@@ -59,3 +62,34 @@ def test_without_an_interrupt_the_same_answer_arrives_whole(make_anthropic: Make
     anthropic_server.enqueue(replace(text_reply("word " * 10), pace=0.01))
     response = make_anthropic().complete(_hello(), threading.Event())
     assert response.message().text() == "word " * 10 and anthropic_server.abandoned == 0
+
+
+def _interrupt_after(seconds: float) -> threading.Event:
+    stop = threading.Event()
+    threading.Timer(seconds, stop.set).start()
+    return stop
+
+
+def test_an_interrupt_ends_the_wait_before_a_retry(make_anthropic: Make,
+                                                   anthropic_server: FakeAnthropicServer) -> None:
+    anthropic_server.enqueue(error_reply(429, "rate_limit_error", "slow down", headers={"retry-after": "60"}),
+                             text_reply("never asked for"))
+    began = time.monotonic()
+    with pytest.raises(AnswerInterrupted, match="while the model's answer was retried"):
+        make_anthropic().complete(_hello(), _interrupt_after(0.3))
+    assert time.monotonic() - began < 5.0  # not the minute the API asked for
+    assert len(anthropic_server.requests) == 1
+
+
+def test_an_interrupt_ends_the_wait_for_the_teams_backoff_and_sends_nothing(
+        tmp_path: Path, anthropic_server: FakeAnthropicServer) -> None:
+    gate = TeamGate(tmp_path, "alice")
+    gate.back_off(60)  # a teammate was told retry-after 60: the whole team waits
+    provider = AnthropicProvider(gate=gate, retry=RetryPolicy(max_retries=1, base_delay=0.01), timeout=10.0,
+                                 env={"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": anthropic_server.base_url})
+    began = time.monotonic()
+    with pytest.raises(AnswerInterrupted, match="before the model was asked"):
+        with provider:
+            provider.complete(_hello(), _interrupt_after(0.3))
+    assert time.monotonic() - began < 5.0
+    assert anthropic_server.requests == []
