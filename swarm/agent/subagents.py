@@ -113,7 +113,8 @@ Issues: <list — include only if there are issues to flag>"""
 
 
 class LinkedCancel(threading.Event):
-    """A child's cancel flag: set by itself, or seen set when the parent's is (setting it never sets the parent)."""
+    """A child's cancel or interrupt flag: set by itself, or seen set when the parent's is (setting it never sets
+    the parent). A ``wait`` ends when either is set (the parent's is looked at every ``LINK_POLL`` seconds)."""
 
     def __init__(self, parent: threading.Event) -> None:
         super().__init__()
@@ -121,6 +122,19 @@ class LinkedCancel(threading.Event):
 
     def is_set(self) -> bool:
         return super().is_set() or self._parent.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self.is_set():
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return False
+            super().wait(LINK_POLL if left is None else min(left, LINK_POLL))
+        return True
+
+
+LINK_POLL = 0.05
+"""Seconds between looks at the parent's flag while a child's ``LinkedCancel.wait`` waits."""
 
 
 @dataclass
@@ -363,7 +377,8 @@ def run_child(host: AgentHost, parent: ToolContext, plan: ChildPlan, cancel: thr
         ctx = ToolContext(identity, services=AgentServices(mailbox=parent.services.mailbox, agents=host, models=models,
                                                            session_tasks=parent.services.session_tasks, hooks=hooks,
                                                            sandbox=parent.services.sandbox),
-                          turn=TurnState(cancel=cancel, granted_rules=list(plan.granted_rules),
+                          turn=TurnState(cancel=cancel, interrupt=LinkedCancel(parent.turn.interrupt),
+                                         granted_rules=list(plan.granted_rules),
                                          completed_tasks=parent.turn.completed_tasks))
         stack.callback(stop_background, ctx)
         conversation = Conversation.resume(transcript) if resume else Conversation(transcript=transcript)

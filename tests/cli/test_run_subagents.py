@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 from swarm.agent.conversation import Conversation
@@ -73,6 +74,33 @@ def test_sigint_during_a_sync_subagent_stops_both_after_their_current_step(tmp_p
     assert child.parent == tmp_path / "t.subagents"
     _sendable(child)
     assert [r for r in Transcript(child).events("stop")][0]["reason"] == "interrupted"
+
+
+def test_sigterm_during_a_sync_subagent_kills_the_childs_running_command(tmp_path: Path) -> None:
+    """SIGTERM interrupts what runs now (as Ctrl-C in a session or a pane): the child's command too, not only the
+    parent's, and the child's transcript is as whole as after a stop between steps."""
+    playbook = tmp_path / "play.toml"
+    playbook.write_text(PLAYBOOK.replace("sleep 2", "sleep 60"))
+    transcript = tmp_path / "t.jsonl"
+    proc = subprocess.Popen([str(SWARM_EXE), "run", "-p", "parentwork", "--playbook", str(playbook),
+                             "--transcript", str(transcript)],
+                            cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        retry_until(lambda: (tmp_path / "child-started").exists(), 15, what="the child's first step")
+        began = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=45)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert time.monotonic() - began < 10, err  # not the child's 60 s sleep
+    assert proc.returncode == 1 and "interrupted" in err and out == ""
+    assert not (tmp_path / "child-finished").exists() and not (tmp_path / "child-second").exists()
+    [link] = Transcript(transcript).events("subagent")
+    child = Path(link["transcript"])
+    _sendable(transcript)
+    _sendable(child)
+    assert "interrupted" in json.dumps(Transcript(child).messages()[-1].model_dump())  # its command's result
 
 
 def test_run_as_a_definition_uses_its_prompt(tmp_path: Path) -> None:
