@@ -57,6 +57,8 @@ class BackgroundAgent:
     started: float = field(default_factory=time.monotonic)
     ended: float | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
+    interrupt: threading.Event = field(default_factory=threading.Event)
+    """Set with ``cancel`` by ``stop``: what the child runs now ends too (its command killed, its answer cut)."""
     notified: bool = False
     inbox: deque[str] = field(default_factory=deque)
     """Messages from the parent (SendMessage) that the running child reads before its next step."""
@@ -190,11 +192,12 @@ class BackgroundAgents:
             task.inbox.clear()
             return texts
 
-    def resume(self, task: BackgroundAgent, cancel: threading.Event, work: Work) -> None:
-        """Run an ended task again (a new message for it): running, and owing one more notification."""
+    def resume(self, task: BackgroundAgent, flags: tuple[threading.Event, threading.Event], work: Work) -> None:
+        """Run an ended task again (a new message for it), with new ``(cancel, interrupt)`` flags: running, and
+        owing one more notification."""
         with self._lock:
             task.status, task.result, task.error, task.ended, task.notified = "running", None, None, None, False
-            task.cancel, task.started = cancel, time.monotonic()
+            (task.cancel, task.interrupt), task.started = flags, time.monotonic()
         thread = threading.Thread(target=self._run, args=(task, work), name=f"subagent-{task.id}", daemon=True)
         self._threads[task.id] = thread
         thread.start()
@@ -224,8 +227,10 @@ class BackgroundAgents:
         return task.status != "running"
 
     def stop(self, task: BackgroundAgent) -> None:
-        """Ask the task to stop after its current step; it counts as killed from now on."""
+        """Stop the task now, as an interrupt stops a turn: a command it runs is killed, an answer the model is
+        writing is cut; it counts as killed from now on."""
         task.cancel.set()
+        task.interrupt.set()
         with self._lock:
             if task.status == "running":
                 task.status, task.ended = "killed", time.monotonic()

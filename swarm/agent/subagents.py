@@ -13,8 +13,8 @@ Context isolation (what a child shares with its parent):
 - messages: a fresh conversation (a fork: a copy of the parent's, ending with
   the parent's assistant message, a placeholder result for each of its tool
   calls — the same text for every child — and the child's directive);
-- cancellation, one way: cancelling the parent cancels the child, a child's
-  end never touches the parent (``LinkedCancel``);
+- cancellation, one way: cancelling or interrupting the parent does so to the
+  child, a child's end never touches the parent (``LinkedCancel``);
 - cwd: the parent's, or one the Agent call names inside the parent's write
   roots (``plan_definition`` refuses any other);
 - permissions: the parent's gate, so a teammate's subagent asks the lead like
@@ -133,9 +133,7 @@ class LinkedCancel(threading.Event):
         return True
 
 
-LINK_POLL = 0.05
-"""Seconds between looks at the parent's flag while a child's ``LinkedCancel.wait`` waits."""
-
+LINK_POLL = 0.05  # seconds between looks at the parent's flag while a child's ``LinkedCancel.wait`` waits
 
 @dataclass
 class AgentHost:
@@ -310,8 +308,13 @@ def launch(host: AgentHost, parent: ToolContext, plan: ChildPlan) -> BackgroundA
     """Start ``plan`` in the background; the parent hears of its end once (see ``swarm.agent.background``)."""
     task = BackgroundAgent(id=plan.id, description=plan.description, agent_type=plan.kind, name=plan.name,
                           output_file=host.transcript_dir / f"agent-{plan.id}.jsonl")
-    task.cancel = LinkedCancel(parent.turn.cancel)
+    task.cancel, task.interrupt = _linked(parent)
     return host.background.start(task, _background_work(host, parent, plan, resume=False))
+
+
+def _linked(parent: ToolContext) -> tuple[LinkedCancel, LinkedCancel]:
+    """A child's ``(cancel, interrupt)`` flags: its own, and set whenever its parent's are."""
+    return LinkedCancel(parent.turn.cancel), LinkedCancel(parent.turn.interrupt)
 
 
 def message_child(host: AgentHost, parent: ToolContext, to: str, text: str) -> str | None:
@@ -329,7 +332,7 @@ def message_child(host: AgentHost, parent: ToolContext, to: str, text: str) -> s
     if plan is None:
         raise ToolError(f"{to} cannot be resumed: its plan is gone")
     follow_up = replace(plan, messages=[Message.user_text(note)])
-    host.background.resume(task, LinkedCancel(parent.turn.cancel), _background_work(host, parent, follow_up, resume=True))
+    host.background.resume(task, _linked(parent), _background_work(host, parent, follow_up, resume=True))
     return f"{to} resumed in the background with your message; you will be notified when it completes."
 
 
@@ -354,6 +357,7 @@ def run_child(host: AgentHost, parent: ToolContext, plan: ChildPlan, cancel: thr
     ``resume`` continues the child's recorded conversation (from its transcript) with ``plan.messages``.
     """
     started = time.monotonic()
+    interrupt = task.interrupt if task is not None else LinkedCancel(parent.turn.interrupt)  # TaskStop's too
     transcript = Transcript(host.transcript_dir / f"agent-{plan.id}.jsonl")
     if not resume and parent.turn.running is not None and parent.turn.running.conversation.transcript is not None:
         parent.turn.running.conversation.transcript.event("subagent", agent_id=plan.id, agent_type=plan.kind,
@@ -377,8 +381,7 @@ def run_child(host: AgentHost, parent: ToolContext, plan: ChildPlan, cancel: thr
         ctx = ToolContext(identity, services=AgentServices(mailbox=parent.services.mailbox, agents=host, models=models,
                                                            session_tasks=parent.services.session_tasks, hooks=hooks,
                                                            sandbox=parent.services.sandbox),
-                          turn=TurnState(cancel=cancel, interrupt=LinkedCancel(parent.turn.interrupt),
-                                         granted_rules=list(plan.granted_rules),
+                          turn=TurnState(cancel=cancel, interrupt=interrupt, granted_rules=list(plan.granted_rules),
                                          completed_tasks=parent.turn.completed_tasks))
         stack.callback(stop_background, ctx)
         conversation = Conversation.resume(transcript) if resume else Conversation(transcript=transcript)

@@ -9,9 +9,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import threading
+import time
 from dataclasses import replace
 from pathlib import Path
 
+import psutil
 import pytest
 
 from swarm.agent.compaction import SUMMARY_INSTRUCTION
@@ -30,6 +33,7 @@ from tests.agent.subagent_helpers import (
     run_main,
     tool_names,
 )
+from tests.backends.helpers import retry_until
 from tests.fakes import FakeAnthropicServer, error_reply, text_reply, tool_use_reply, usage_json
 from tests.fakes.anthropic_server import conversation_error, unmarked
 
@@ -153,6 +157,34 @@ def test_task_stop_kills_a_background_child_and_its_state_says_so(api: FakeAnthr
     children = [r for r in api.requests if "SLOW TASK" in json.dumps(r.body) and PARENT not in json.dumps(r.body)]
     assert len(children) <= 1  # stopped before its next model call (or before its first): the Bash never ran
     assert not any("toolu_never" in json.dumps(last_results(r)) for r in api.requests)
+
+
+def test_task_stop_kills_the_command_a_background_child_is_running(api: FakeAnthropicServer, tmp_path: Path) -> None:
+    """TaskStop stops the child now, as an interrupt does: its running command is killed (it used to run on,
+    the task already called killed, until the command ended by itself)."""
+    started = threading.Event()
+    api.enqueue(tool_use_reply("Agent", {"description": "slow job", "prompt": "LONG COMMAND", "name": "sleeper",
+                                         "subagent_type": "general-purpose", "run_in_background": True}),
+                replace(tool_use_reply("TaskStop", {"task_id": "sleeper"}, tool_id="toolu_stop"), gate=started),
+                text_reply("stopped it"), text_reply("noted the stop"), when=PARENT)
+    api.enqueue(tool_use_reply("Bash", {"command": "echo $$ > pid.tmp && mv pid.tmp pid && exec sleep 60"},
+                               tool_id="toolu_sleep"), when="LONG COMMAND")
+    pid_file = tmp_path / "pid"
+    threading.Thread(target=lambda: (retry_until(pid_file.exists, 30, what="the command"), started.set()),
+                     daemon=True).start()  # the TaskStop answer waits until the command runs
+    began = time.monotonic()
+    run_main(api, tmp_path)
+    assert time.monotonic() - began < 20  # not the 60 s of the command
+    assert not _running(int(pid_file.read_text()))  # killed, not left running
+    parents = [r for r in api.requests if PARENT in json.dumps(r.body)]
+    assert "stopped (killed)" in last_results(parents[2])[0]["content"]
+
+
+def _running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def test_task_stop_without_an_id_is_an_error_the_model_can_fix(api: FakeAnthropicServer, tmp_path: Path) -> None:
