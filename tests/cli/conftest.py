@@ -6,7 +6,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -16,6 +18,7 @@ from click.testing import CliRunner, Result
 from swarm.cli.entry import server_pid
 from swarm.cli.main import cli
 from swarm.core.home import Home
+from tests.backends.helpers import retry_until
 
 SWARM_EXE = Path(sys.executable).parent / "swarm"
 
@@ -163,3 +166,30 @@ def stop_server(proc: psutil.Process) -> None:
             child.kill()
     with contextlib.suppress(psutil.NoSuchProcess):
         proc.terminate()
+
+
+@dataclass(frozen=True)
+class Signalled:
+    """How a ``swarm`` run ended after a signal: its output, exit status, and seconds from the signal to its exit."""
+
+    out: str
+    err: str
+    returncode: int
+    took: float
+
+
+def run_and_signal(args: list[str], cwd: Path, env: Mapping[str, str], ready: Callable[[], bool], signum: int, *,
+                   what: str, timeout: float = 30) -> Signalled:
+    """Run ``swarm ARGS``, send it ``signum`` once ``ready()`` (waited for, as ``what``), and wait for its end."""
+    proc = subprocess.Popen([str(SWARM_EXE), *args], cwd=cwd, env=dict(env), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        retry_until(ready, 30, what=what)
+        began = time.monotonic()
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=timeout)
+        return Signalled(out, err, proc.returncode, time.monotonic() - began)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

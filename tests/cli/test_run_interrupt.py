@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import time
 from dataclasses import replace
 from pathlib import Path
 
 from tests.backends.helpers import retry_until
-from tests.cli.conftest import SWARM_EXE
+from tests.cli.conftest import run_and_signal
 from tests.fakes import FakeAnthropicServer
 from tests.fakes.anthropic_server import text_reply
 
@@ -32,21 +31,13 @@ def test_first_sigint_stops_after_the_current_step(tmp_path: Path) -> None:
     playbook.write_text(PLAYBOOK)
     transcript = tmp_path / "t.jsonl"
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-    proc = subprocess.Popen([str(SWARM_EXE), "run", "-p", "work", "--playbook", str(playbook),
-                             "--transcript", str(transcript), "--allow-writes-outside-cwd"],
-                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        retry_until(lambda: (tmp_path / "started").exists(), 15, what="the first step to start")
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    ended = run_and_signal(["run", "-p", "work", "--playbook", str(playbook), "--transcript", str(transcript),
+                            "--allow-writes-outside-cwd"], tmp_path, env, (tmp_path / "started").exists,
+                           signal.SIGINT, what="the first step to start")
     assert (tmp_path / "finished").exists()  # the running step was allowed to finish
     assert not (tmp_path / "second-step").exists()  # no step after the interrupt
-    assert proc.returncode == 1 and out == ""
-    assert "stopping after the current step" in err and "interrupted" in err
+    assert ended.returncode == 1 and ended.out == ""
+    assert "stopping after the current step" in ended.err and "interrupted" in ended.err
     records = [json.loads(line) for line in transcript.read_text().splitlines()]
     blocks = [b for r in records if r["kind"] == "message" for b in r["message"]["content"]]
     uses = [b["id"] for b in blocks if b["type"] == "tool_use"]
@@ -60,20 +51,16 @@ def test_sigterm_cuts_the_models_streaming_answer_short(tmp_path: Path, api: Fak
     api.enqueue(replace(text_reply("word " * 200), pace=0.05))  # ~150 events: ~7.5 s read to the end
     transcript = tmp_path / "t.jsonl"
     env = {**os.environ, "ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": api.base_url}
-    proc = subprocess.Popen([str(SWARM_EXE), "run", "-p", "talk at length", "--transcript", str(transcript)],
-                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        retry_until(lambda: len(api.requests) == 1, 30, what="the model request")
-        time.sleep(0.3)  # a few words in
-        began = time.monotonic()
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert time.monotonic() - began < 4.0, err  # not the ~7 s left of the answer
-    assert proc.returncode != 0 and "interrupted while the model answered" in err, err
+    def a_few_words_in() -> bool:
+        if not api.requests:
+            return False
+        time.sleep(0.3)
+        return True
+
+    ended = run_and_signal(["run", "-p", "talk at length", "--transcript", str(transcript)], tmp_path, env,
+                           a_few_words_in, signal.SIGTERM, what="the model request")
+    assert ended.took < 4.0, ended.err  # not the ~7 s left of the answer
+    assert ended.returncode != 0 and "interrupted while the model answered" in ended.err, ended.err
     retry_until(lambda: api.abandoned == 1, 10, what="the server to see the connection closed")
     assert len(api.requests) == 1  # no retry
     records = [json.loads(line) for line in transcript.read_text().splitlines()]

@@ -6,15 +6,13 @@ import json
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 from swarm.agent.conversation import Conversation
 from swarm.agent.transcript import Transcript
 from swarm.models.api_shapes import build_params
 from swarm.models.base import ModelRequest
-from tests.backends.helpers import retry_until
-from tests.cli.conftest import SWARM_EXE
+from tests.cli.conftest import SWARM_EXE, Signalled, run_and_signal
 from tests.fakes.anthropic_server import conversation_error
 
 PLAYBOOK = r"""
@@ -52,22 +50,19 @@ def _env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
 
 
+def _parent_signalled(tmp_path: Path, playbook: str, signum: int) -> Signalled:
+    """``swarm run -p parentwork`` on ``playbook``, sent ``signum`` once its child's command has started."""
+    (tmp_path / "play.toml").write_text(playbook)
+    return run_and_signal(["run", "-p", "parentwork", "--playbook", str(tmp_path / "play.toml"), "--transcript",
+                           str(tmp_path / "t.jsonl")], tmp_path, _env(), (tmp_path / "child-started").exists,
+                          signum, what="the child's first step", timeout=45)
+
+
 def test_sigint_during_a_sync_subagent_stops_both_after_their_current_step(tmp_path: Path) -> None:
-    playbook = tmp_path / "play.toml"
-    playbook.write_text(PLAYBOOK)
-    transcript = tmp_path / "t.jsonl"
-    proc = subprocess.Popen([str(SWARM_EXE), "run", "-p", "parentwork", "--playbook", str(playbook),
-                             "--transcript", str(transcript)],
-                            cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        retry_until(lambda: (tmp_path / "child-started").exists(), 15, what="the child's first step")
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 1 and "interrupted" in err and out == ""
+    ended = _parent_signalled(tmp_path, PLAYBOOK, signal.SIGINT)
+    assert ended.returncode == 1 and "interrupted" in ended.err and ended.out == ""
     assert (tmp_path / "child-finished").exists() and not (tmp_path / "child-second").exists()
+    transcript = tmp_path / "t.jsonl"
     _sendable(transcript)
     [link] = Transcript(transcript).events("subagent")
     child = Path(link["transcript"])
@@ -79,23 +74,11 @@ def test_sigint_during_a_sync_subagent_stops_both_after_their_current_step(tmp_p
 def test_sigterm_during_a_sync_subagent_kills_the_childs_running_command(tmp_path: Path) -> None:
     """SIGTERM interrupts what runs now (as Ctrl-C in a session or a pane): the child's command too, not only the
     parent's, and the child's transcript is as whole as after a stop between steps."""
-    playbook = tmp_path / "play.toml"
-    playbook.write_text(PLAYBOOK.replace("sleep 2", "sleep 60"))
-    transcript = tmp_path / "t.jsonl"
-    proc = subprocess.Popen([str(SWARM_EXE), "run", "-p", "parentwork", "--playbook", str(playbook),
-                             "--transcript", str(transcript)],
-                            cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        retry_until(lambda: (tmp_path / "child-started").exists(), 15, what="the child's first step")
-        began = time.monotonic()
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=45)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert time.monotonic() - began < 10, err  # not the child's 60 s sleep
-    assert proc.returncode == 1 and "interrupted" in err and out == ""
+    ended = _parent_signalled(tmp_path, PLAYBOOK.replace("sleep 2", "sleep 60"), signal.SIGTERM)
+    assert ended.took < 10, ended.err  # not the child's 60 s sleep
+    assert ended.returncode == 1 and "interrupted" in ended.err and ended.out == ""
     assert not (tmp_path / "child-finished").exists() and not (tmp_path / "child-second").exists()
+    transcript = tmp_path / "t.jsonl"
     [link] = Transcript(transcript).events("subagent")
     child = Path(link["transcript"])
     _sendable(transcript)
