@@ -114,7 +114,9 @@ Issues: <list — include only if there are issues to flag>"""
 
 class LinkedCancel(threading.Event):
     """A child's cancel or interrupt flag: set by itself, or seen set when the parent's is (setting it never sets
-    the parent). A ``wait`` ends when either is set (the parent's is looked at every ``LINK_POLL`` seconds)."""
+    the parent). A ``wait`` ends when either is set (the parent's is looked at every ``POLL`` seconds)."""
+
+    POLL = 0.05
 
     def __init__(self, parent: threading.Event) -> None:
         super().__init__()
@@ -126,14 +128,12 @@ class LinkedCancel(threading.Event):
     def wait(self, timeout: float | None = None) -> bool:
         deadline = None if timeout is None else time.monotonic() + timeout
         while not self.is_set():
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
+            left = self.POLL if deadline is None else min(deadline - time.monotonic(), self.POLL)
+            if left <= 0:
                 return False
-            super().wait(LINK_POLL if left is None else min(left, LINK_POLL))
+            super().wait(left)
         return True
 
-
-LINK_POLL = 0.05  # seconds between looks at the parent's flag while a child's ``LinkedCancel.wait`` waits
 
 @dataclass
 class AgentHost:

@@ -63,7 +63,6 @@ SETTLE = 0.05
 as stable (more than a tick)."""
 
 
-
 def team_not_found(teams_dir: Path, team: str) -> NotFoundError:
     """The error for a team that does not exist: what to run, and the team meant when the name is a typo of one."""
     names = [entry.name for entry in teams_dir.iterdir() if (entry / "config.json").exists()] \
@@ -72,6 +71,7 @@ def team_not_found(teams_dir: Path, team: str) -> NotFoundError:
     meant = f"did you mean {close[0]!r}? " if close else ""
     return NotFoundError(f"team {team!r} not found; {meant}`swarm team list` shows the teams, "
                          f"`swarm team create {team}` makes it")
+
 
 class Signature(NamedTuple):
     """What tells one version of a file from another without opening it."""
