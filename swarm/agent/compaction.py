@@ -43,6 +43,7 @@ instruction are always sent.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -117,9 +118,10 @@ def _positive(raw: str | None) -> float | None:
 
 def compact_if_due(policy: CompactionPolicy | None, provider: ModelProvider, conversation: Conversation, *,
                    system: str, tools: Sequence[ToolSpec], effort: Effort | None = None,
-                   before: Callable[[], None] | None = None) -> Usage:
+                   before: Callable[[], None] | None = None, stop: threading.Event | None = None) -> Usage:
     """Compact ``conversation`` if its context reached the threshold; the usage of the summary call (or none).
-    ``before`` runs just before a compaction starts (the agent's ``PreCompact`` hooks)."""
+    ``before`` runs just before a compaction starts (the agent's ``PreCompact`` hooks); ``stop`` set cuts the
+    summary short (``AnswerInterrupted``: the conversation stays whole)."""
     if policy is None or not policy.enabled or not conversation.unfinished:
         return Usage()
     threshold = policy.threshold(provider.model)
@@ -127,11 +129,12 @@ def compact_if_due(policy: CompactionPolicy | None, provider: ModelProvider, con
         return Usage()
     if before is not None:
         before()
-    return compact(provider, conversation, system=system, tools=tools, threshold=threshold, effort=effort) or Usage()
+    return compact(provider, conversation, system=system, tools=tools, threshold=threshold, effort=effort,
+                   stop=stop) or Usage()
 
 
 def compact(provider: ModelProvider, conversation: Conversation, *, system: str, tools: Sequence[ToolSpec],
-            threshold: int, effort: Effort | None = None) -> Usage | None:
+            threshold: int, effort: Effort | None = None, stop: threading.Event | None = None) -> Usage | None:
     """Replace ``conversation`` (ending with a user message) by its summary, whatever its size.
 
     Returns the summary call's usage, or None when the summary failed (logged
@@ -140,7 +143,7 @@ def compact(provider: ModelProvider, conversation: Conversation, *, system: str,
     """
     messages = [*conversation.messages[:-1], _with_instruction(conversation.messages[-1])]
     try:
-        response = _summarise(provider, messages, system=system, tools=tools, effort=effort)
+        response = _summarise(provider, messages, system=system, tools=tools, effort=effort, stop=stop)
     except ModelError as exc:
         conversation.compaction_retry_at = conversation.context_tokens + int(threshold * RETRY_GROWTH) + 1
         log.warning("compaction failed; the conversation goes on whole", extra={"error": str(exc)})
@@ -155,14 +158,14 @@ def compact(provider: ModelProvider, conversation: Conversation, *, system: str,
 
 
 def _summarise(provider: ModelProvider, messages: list[Message], *, system: str, tools: Sequence[ToolSpec],
-               effort: Effort | None) -> ModelResponse:
+               effort: Effort | None, stop: threading.Event | None) -> ModelResponse:
     """The summary call; a request too long for the window goes again with its oldest messages dropped."""
     trims = 0
     while True:
         request = ModelRequest(system=system, tools=list(tools), max_tokens=SUMMARY_MAX_TOKENS, summary=True,
                                messages=messages, effort=effort)
         try:
-            return provider.complete(request)
+            return provider.complete(request, stop)
         except PromptTooLong:
             shorter = _trimmed(messages)
             if shorter is None or trims >= MAX_SUMMARY_TRIMS:

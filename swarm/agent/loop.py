@@ -139,7 +139,8 @@ def run_agent(spec: AgentSpec, conversation: Conversation, ctx: ToolContext,
                 raise Interrupted("cancelled before the next model call")
             spec.limits.check(turns=turns, usage=usage, started=started)
             usage = usage + compact_if_due(spec.compaction, spec.provider, conversation, system=spec.system,
-                                           tools=specs, effort=spec.effort, before=lambda: _pre_compact(spec, ctx))
+                                           tools=specs, effort=spec.effort, before=lambda: _pre_compact(spec, ctx),
+                                           stop=ctx.turn.interrupt)
             response, compacted = _call(spec, conversation, specs, output_limit, ctx)
             usage = usage + compacted
             turns += 1
@@ -181,7 +182,8 @@ def run_agent(spec: AgentSpec, conversation: Conversation, ctx: ToolContext,
             limit = spec.limits.max_consecutive_tool_errors
             if limit and error_streak >= limit:
                 raise TooManyToolErrors(error_streak)
-    except AgentStop as stop:
+    except (AgentStop, AnswerInterrupted) as caught:  # an interrupt cut a model's answer (or summary) short
+        stop = caught if isinstance(caught, AgentStop) else Interrupted(str(caught))
         log.info("agent stopped", extra={"reason": stop.reason, "turns": turns})
         if conversation.transcript is not None:
             conversation.transcript.event("stop", reason=stop.reason, detail=str(stop))
@@ -206,10 +208,7 @@ def _call(spec: AgentSpec, conversation: Conversation, specs: list[ToolSpec],
                                max_tokens=output_limit, effort=spec.effort)
 
     def answer() -> ModelResponse:
-        try:
-            return spec.provider.complete(request(), ctx.turn.interrupt)  # an interrupt cuts the answer short
-        except AnswerInterrupted as exc:
-            raise Interrupted(str(exc)) from exc
+        return spec.provider.complete(request(), ctx.turn.interrupt)  # an interrupt cuts it short
 
     try:
         return answer(), Usage()
@@ -219,7 +218,7 @@ def _call(spec: AgentSpec, conversation: Conversation, specs: list[ToolSpec],
         threshold = spec.compaction.threshold(spec.provider.model)
         _pre_compact(spec, ctx)
         summary = compact(spec.provider, conversation, system=spec.system, tools=specs, threshold=threshold,
-                          effort=spec.effort)
+                          effort=spec.effort, stop=ctx.turn.interrupt)
         if summary is None:
             raise
     log.info("prompt too long: compacted, trying once more")

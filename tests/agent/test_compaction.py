@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import threading
+import time
+from dataclasses import replace
 from pathlib import Path
 
 from swarm.agent.compaction import SUMMARY_INSTRUCTION, CompactionPolicy
@@ -14,6 +16,7 @@ from swarm.agent.transcript import Transcript
 from swarm.models.anthropic_provider import AnthropicProvider
 from swarm.models.playbook import load_playbook
 from swarm.models.scripted import ScriptedProvider
+from tests.backends.helpers import retry_until
 from tests.fakes import FakeAnthropicServer, text_reply, tool_use_reply, usage_json
 from tests.fakes.anthropic_server import error_reply, unmarked
 
@@ -127,3 +130,31 @@ def test_a_failed_summary_leaves_the_conversation_whole_and_is_not_retried_every
     assert sum(SUMMARY_MARK in str(r.body["messages"][-1]) for r in api.requests) == 1
     [failed] = transcript.events("compaction_failed")
     assert "prompt is too long" in failed["error"] and failed["context_tokens"] == 2_010
+
+
+def test_an_interrupt_cuts_the_summary_short_and_leaves_the_conversation_whole(
+        api: FakeAnthropicServer, claude: AnthropicProvider, tmp_path: Path) -> None:
+    """The summary of a long conversation can take a while: an interrupt ends it at its next event, as it does an
+    answer, and the turn ends ``interrupted`` with nothing replaced."""
+    api.enqueue(replace(text_reply("SUMMARY: " + "detail " * 100, usage=usage_json(50, 20)), pace=0.1),
+                when=SUMMARY_MARK)  # ~100 events: ~10 s read to the end
+    api.enqueue(tool_use_reply("Bash", {"command": "echo big"}, usage=usage_json(950, 10)), text_reply("never"))
+    conversation = Conversation(transcript=Transcript(tmp_path / "t.jsonl"))
+    conversation.add_user_text("work")
+    turn = TurnState(cancel=threading.Event())
+    heard: list[float] = []
+
+    def interrupted(_text: str) -> None:  # the person presses Ctrl-C as the summary starts to arrive
+        heard.append(time.monotonic())
+        turn.cancel.set()
+        turn.interrupt.set()
+
+    claude.on_text = interrupted
+    spec = AgentSpec(provider=claude, tools=core_tools(), system="s", compaction=CompactionPolicy(window=1_000,
+                                                                                                   percent=100))
+    result = run_agent(spec, conversation, ToolContext(AgentIdentity(cwd=tmp_path), turn=turn))
+    assert result.stop_reason == "interrupted" and "while the model answered" in result.detail
+    assert time.monotonic() - heard[0] < 3  # not the ~10 s of the whole summary
+    retry_until(lambda: api.abandoned == 1, 10, what="the server to see the summary's connection closed")
+    assert [m.role for m in conversation.messages] == ["user", "assistant", "user"]  # whole, nothing summarised
+    assert len(api.requests) == 2 and api.pending == 1  # the step's answer was never asked for
