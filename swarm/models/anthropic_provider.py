@@ -227,7 +227,7 @@ class AnthropicProvider:
         attempt = 0
         while True:
             attempt += 1
-            _check(stop, "before the model was asked")
+            _unless_interrupted(stop, "before the model was asked")
             try:
                 with self._in_flight(stop):
                     return self._stream(client, params, stop)
@@ -260,7 +260,7 @@ class AnthropicProvider:
         with client.messages.stream(**params) as stream:  # its exit closes the connection, however the block ends
             stopped = False
             for event in stream:
-                _check(stop, "while the model answered")
+                _unless_interrupted(stop, "while the model answered")
                 if event.type == "text":
                     self.on_text(event.text)
                 elif event.type == "message_stop":
@@ -313,7 +313,7 @@ class AnthropicProvider:
                         overloaded=status == 529, too_long=too_long)
 
 
-def _check(stop: threading.Event | None, when: str) -> None:
+def _unless_interrupted(stop: threading.Event | None, when: str) -> None:
     if stop is not None and stop.is_set():
         raise AnswerInterrupted(f"the turn was interrupted {when}")
 
