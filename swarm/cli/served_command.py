@@ -80,7 +80,7 @@ def run_request(conn: socket.socket, delivery: SharedSocket | None = None) -> No
         if answer != GO:
             os._exit(1)  # the client gave up before "go": it runs the command itself
         conn.settimeout(None)
-        _take_over(request, fds)
+        take_over(request, fds)
         try:
             if request.argv[1:2] == [TEAMMATE]:
                 status = _teammate(conn, delivery)
@@ -90,7 +90,7 @@ def run_request(conn: socket.socket, delivery: SharedSocket | None = None) -> No
                 swarm.cli.main.main()
                 status = 0
         except SystemExit as exc:  # click's and argparse's way out (--help, a usage error)
-            status = _exit_status(exc)
+            status = exit_status(exc)
     except BaseException:
         traceback.print_exc()
     finally:
@@ -120,7 +120,7 @@ def _detach(conn: socket.socket, request: Request, fds: list[int], delivery: Sha
         os.setsid()  # first: a SIGHUP the server sends this child's group once the client hangs up misses it
         conn.sendall(b"W%d\n" % os.getpid())
         conn.close()
-        _take_over(request, fds)
+        take_over(request, fds)
         from swarm.backends.procs import name_process
         from swarm.teammate.__main__ import main
         from swarm.teammate.delivery_worker import DeliveryWorker
@@ -129,7 +129,7 @@ def _detach(conn: socket.socket, request: Request, fds: list[int], delivery: Sha
         name_process(COMM)
         status = main(sys.argv[2:], worker=DeliveryWorker.attach(delivery))
     except SystemExit as exc:
-        status = _exit_status(exc)
+        status = exit_status(exc)
     except BaseException:
         traceback.print_exc()
     finally:
@@ -147,7 +147,9 @@ def _teammate(conn: socket.socket, delivery: SharedSocket | None) -> int:
     return main(sys.argv[2:], launcher=Launcher.of(conn), worker=worker)
 
 
-def _take_over(request: Request, fds: list[int]) -> None:
+def take_over(request: Request, fds: list[int]) -> None:
+    """Become the command ``request`` describes: ``fds`` (its stdin, stdout and stderr, closed here once they are
+    0-2; none when they are already), new standard streams over them, its cwd, umask, environment and argv."""
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
         os.close(fd)
@@ -165,7 +167,8 @@ def _take_over(request: Request, fds: list[int]) -> None:
     sys.argv = request.argv
 
 
-def _exit_status(exc: SystemExit) -> int:
+def exit_status(exc: SystemExit) -> int:
+    """The status a process ending with ``exc`` exits with, as the interpreter would give it."""
     if exc.code is None:
         return 0
     if isinstance(exc.code, int):

@@ -27,7 +27,6 @@ from swarm.agent.transcript import Transcript
 from swarm.models.anthropic_provider import AnthropicProvider
 from swarm.models.retry_policy import RetryPolicy
 from swarm.models.messages import TextBlock
-from tests.cli.conftest import SWARM_EXE
 from tests.fakes import (
     FakeAnthropicServer,
     RecordedRequest,
@@ -36,6 +35,7 @@ from tests.fakes import (
     text_reply,
     tool_use_reply,
 )
+from tests.forked import run_swarm
 
 ECHO_RULE = r"Respond with exactly: (?P<answer>.*?)[ \t]*(?:\n|$)"
 ECHO = f"""
@@ -94,8 +94,7 @@ def _swarm_run(cwd: Path, prompt: str, *options: str) -> subprocess.CompletedPro
     book = cwd / "echo.toml"
     book.write_text(ECHO)
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-    return subprocess.run([str(SWARM_EXE), "run", "-p", prompt, "--playbook", str(book), *options], cwd=cwd,
-                          env=env, capture_output=True, text=True, timeout=60)
+    return run_swarm(["run", "-p", prompt, "--playbook", str(book), *options], cwd=cwd, env=env, timeout=60)
 
 
 def _echo(body: dict[str, Any]) -> dict[str, Any]:

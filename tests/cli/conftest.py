@@ -4,7 +4,6 @@ import contextlib
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -19,8 +18,7 @@ from swarm.cli.entry import server_pid
 from swarm.cli.main import cli
 from swarm.core.home import Home
 from tests.backends.helpers import retry_until
-
-SWARM_EXE = Path(sys.executable).parent / "swarm"
+from tests.forked import SWARM_EXE, run_swarm
 
 
 def live_cli_server(home: Home) -> int | None:
@@ -61,15 +59,12 @@ def run_cli() -> Callable[..., Result]:
 
 @pytest.fixture
 def run_exe(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
-    """Run the installed ``swarm`` executable in a subprocess."""
-    if not SWARM_EXE.exists():
-        pytest.fail(f"installed swarm executable missing at {SWARM_EXE}; pip install the project first")
+    """Run ``swarm ARGS`` as a process of its own, in ``tmp_path/cwd`` (forked from this one: ``run_swarm``)."""
     cwd = tmp_path / "cwd"
     cwd.mkdir(exist_ok=True)
 
     def run(*args: str, input: str | None = None, timeout: float = 30) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(SWARM_EXE), *args], capture_output=True, text=True, input=input,
-                              cwd=cwd, env=dict(os.environ), timeout=timeout)
+        return run_swarm(args, input=input, cwd=cwd, timeout=timeout)
 
     return run
 

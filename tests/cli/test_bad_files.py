@@ -20,6 +20,7 @@ from swarm.core.home import Home
 from swarm.core.protocol import Member
 from swarm.core.teams import TeamStore
 from tests.cli.conftest import SWARM_EXE
+from tests.forked import run_swarm
 
 TEAM = "t"
 
@@ -78,9 +79,8 @@ def _team_with_bob(home: Home) -> None:
 
 
 def _run(args: list[str]) -> subprocess.CompletedProcess[str]:
-    """The installed executable; a hang is a failure (TimeoutExpired), not a stuck test run."""
-    return subprocess.run([str(SWARM_EXE), *args], check=False, capture_output=True, text=True, timeout=20,
-                          env=dict(os.environ), stdin=subprocess.DEVNULL)
+    """``swarm ARGS`` as a process of its own; a hang is a failure (TimeoutExpired), not a stuck test run."""
+    return run_swarm(args, timeout=20, env=dict(os.environ))
 
 
 def _assert_one_line_error(result: subprocess.CompletedProcess[str], *expected: str) -> None:

@@ -58,13 +58,17 @@ def test_send_reads_stdin(home: Home, run_cli: Callable[..., Result]) -> None:
     assert Home(home.root).inbox_path("t", "team-lead").read_text().count("line1\\nline2") == 1
 
 
-def test_executable_round_trip(home: Home, run_exe: Exe) -> None:
-    assert run_exe("team", "create", "t").returncode == 0
-    assert run_exe("send", "*", "broadcast", "--team", "t").stdout.strip() == "no recipients: the team has no other members"
-    assert run_exe("send", "team-lead", "x", "--team", "t").returncode == 0
-    out = run_exe("inbox", "team-lead", "--team", "t", "--unread", "--json")
+def test_executable_round_trip(home: Home, tmp_path: Path) -> None:
+    """The installed executable itself, each command a new interpreter (the other tests fork theirs)."""
+    def exe(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(SWARM_EXE), *args], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+
+    assert exe("team", "create", "t").returncode == 0
+    assert exe("send", "*", "broadcast", "--team", "t").stdout.strip() == "no recipients: the team has no other members"
+    assert exe("send", "team-lead", "x", "--team", "t").returncode == 0
+    out = exe("inbox", "team-lead", "--team", "t", "--unread", "--json")
     assert [e["text"] for e in json.loads(out.stdout)] == ["x"]
-    assert run_exe("--version").stdout.startswith("swarm, version")
+    assert exe("--version").stdout.startswith("swarm, version")
 
 
 BAD_INPUT: list[tuple[list[str], int, str]] = [

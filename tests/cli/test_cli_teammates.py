@@ -19,14 +19,14 @@ from swarm.core.mailbox import Mailbox
 from swarm.core.protocol import Member
 from swarm.core.teams import TeamStore
 from tests.backends.helpers import retry_until
-from tests.cli.conftest import SWARM_EXE
+from tests.forked import run_swarm
 
 
 @pytest.fixture
 def cli_team(home: Home, tmp_path: Path) -> Iterator[tuple[Home, Path]]:
     work = tmp_path / "work"
     work.mkdir()
-    subprocess.run([str(SWARM_EXE), "team", "create", "t"], check=True, capture_output=True)
+    run_swarm(["team", "create", "t"], check=True)
     yield home, work
     if home.config_path("t").exists():
         for member in TeamStore(home).get("t").members[1:]:
@@ -35,8 +35,7 @@ def cli_team(home: Home, tmp_path: Path) -> Iterator[tuple[Home, Path]]:
 
 
 def swarm(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(SWARM_EXE), *args], capture_output=True, text=True, timeout=60,
-                          env=env or dict(os.environ), cwd=cwd)
+    return run_swarm(args, timeout=60, env=env or dict(os.environ), cwd=cwd)
 
 
 def _idle_count(home: Home) -> int:

@@ -16,12 +16,13 @@ from swarm.core.home import Home
 from swarm.models.messages import ToolResultBlock, ToolUseBlock
 from swarm.runtime.demo import DEMO_TEAM
 from tests.cli.conftest import SWARM_EXE
+from tests.forked import run_swarm
 
 
 def _demo(*args: str, env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
     env.update(env_extra or {})
-    return subprocess.run([str(SWARM_EXE), "demo", *args], capture_output=True, text=True, env=env, timeout=180)
+    return run_swarm(["demo", *args], env=env, timeout=180)
 
 
 def test_demo_runs_offline_and_cleans_up() -> None:

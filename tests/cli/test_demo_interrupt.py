@@ -24,6 +24,7 @@ import pytest
 from swarm.teammate.served import teammate_processes
 from tests.backends.helpers import retry_until
 from tests.cli.conftest import SWARM_EXE
+from tests.forked import run_swarm
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -66,8 +67,7 @@ def leftovers(tmpdir_env: dict[str, str]) -> Iterator[None]:
 
 
 def test_a_finished_demo_leaves_no_tmux_socket(tmpdir_env: dict[str, str], leftovers: None) -> None:
-    result = subprocess.run([str(SWARM_EXE), "demo", "--backend", "tmux"], capture_output=True, text=True,
-                            env=tmpdir_env, timeout=180, check=False)
+    result = run_swarm(["demo", "--backend", "tmux"], env=tmpdir_env, timeout=180)
     assert result.returncode == 0, result.stderr
     assert _sockets(tmpdir_env) == []
     assert list(Path(tmpdir_env["TMPDIR"]).iterdir()) == []

@@ -8,15 +8,14 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from tests.cli.conftest import SWARM_EXE
 from tests.fakes import FakeAnthropicServer
 from tests.fakes.anthropic_server import error_reply, text_reply
+from tests.forked import run_swarm
 
 
 def doctor(tmp_path: Path, extra: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE_CODE_USE_"))}
-    return subprocess.run([str(SWARM_EXE), "doctor", *args], capture_output=True, text=True, cwd=tmp_path,
-                          env={**env, **extra}, timeout=60)
+    return run_swarm(["doctor", *args], cwd=tmp_path, env={**env, **extra}, timeout=60)
 
 
 def lines(done: subprocess.CompletedProcess[str]) -> dict[str, tuple[str, str]]:

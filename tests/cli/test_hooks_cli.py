@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from tests.agent.hooks.hook_helpers import hook_settings, script
-from tests.cli.conftest import SWARM_EXE
 from tests.fakes import FakeAnthropicServer
 from tests.fakes.anthropic_server import text_reply, tool_use_reply
+from tests.forked import run_swarm
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -32,8 +32,7 @@ def _settings(directory: Path, doc: dict, name: str = "settings.json") -> Path:
 
 def _run(cwd: Path, api: FakeAnthropicServer, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": api.base_url}
-    return subprocess.run([str(SWARM_EXE), "run", *args], capture_output=True, text=True, cwd=cwd, env=env,
-                          timeout=60)
+    return run_swarm(["run", *args], cwd=cwd, env=env, timeout=60)
 
 
 def _texts(message: dict) -> str:
@@ -118,8 +117,7 @@ def test_untrusted_folder_runs_only_the_users_hooks(tmp_path: Path, monkeypatch:
     found = settings_hooks(work, env, None)
     assert [(h.command, h.source) for h in found.hooks] == [(mine, "user")]
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
-    listing = subprocess.run([str(SWARM_EXE), "hooks", "--json", "--cwd", str(work)], capture_output=True,
-                             text=True, env=dict(os.environ), timeout=30)
+    listing = run_swarm(["hooks", "--json", "--cwd", str(work)], env=dict(os.environ), timeout=30)
     assert listing.returncode == 0 and "not trusted" in listing.stderr.lower()
     assert [h["command"] for h in json.loads(listing.stdout)] == [mine]
     assert not pwned.exists()

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 from swarm.agent.transcript import Transcript
 from swarm.runtime.sample_repo import make_sample_repo
-from tests.cli.conftest import SWARM_EXE
+from tests.forked import run_swarm
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "teams.example" / "hooks"
 
@@ -21,9 +20,7 @@ def test_the_hooks_example_blocks_rm_rf_reports_the_edit_and_lets_the_turn_end(t
     (repo / "__pycache__").mkdir()
     env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
     transcript = tmp_path / "run.jsonl"
-    result = subprocess.run([str(SWARM_EXE), "run", "--cwd", str(repo), "--playbook", str(EXAMPLE / "lead.toml"),
-                             "--transcript", str(transcript), "-p", "tidy up"],
-                            capture_output=True, text=True, env=env, timeout=60)
+    result = run_swarm(["run", "--cwd", str(repo), "--playbook", str(EXAMPLE / "lead.toml"), "--transcript", str(transcript), "-p", "tidy up"], env=env, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("Tidied up")
     assert (repo / "__pycache__").is_dir()  # the rm -rf never ran

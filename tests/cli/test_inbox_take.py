@@ -18,6 +18,7 @@ from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.teams import TeamStore
 from tests.cli.conftest import SWARM_EXE
+from tests.forked import run_swarm
 
 COUNT = 50
 BIG = "x" * 4096
@@ -61,8 +62,7 @@ def test_take_to_a_file_prunes_what_it_wrote(home: Home, tmp_path: Path) -> None
 
 
 def _swarm(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(SWARM_EXE), *args], input=stdin, capture_output=True, text=True, timeout=60,
-                          env=dict(os.environ))
+    return run_swarm(args, input=stdin, timeout=60, env=dict(os.environ))
 
 
 def test_a_take_in_the_table_view_prints_every_entrys_whole_text_before_removing_it(home: Home) -> None:

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import psutil
 
-from tests.cli.conftest import SWARM_EXE
 from tests.fakes import FakeAnthropicServer, text_reply, tool_use_reply
 from tests.fakes.anthropic_server import unmarked
 from tests.fakes.mcp_servers import SCRIPT, HttpMcpServer, declare_user_servers, stdio_entry
+from tests.forked import run_swarm
 
 PLAYBOOK = r"""
 [[rules]]
@@ -51,8 +51,7 @@ text = "child done"
 
 
 def _swarm(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(SWARM_EXE), *args], cwd=cwd, env=env or dict(os.environ), capture_output=True,
-                          text=True, timeout=120)
+    return run_swarm(args, cwd=cwd, env=env or dict(os.environ), timeout=120)
 
 
 def _servers(tmp_path: Path, mcp_http: HttpMcpServer) -> Path:

@@ -19,14 +19,13 @@ import pytest
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.teams import TeamStore
-from tests.cli.conftest import SWARM_EXE
+from tests.forked import run_swarm
 
 QUEUED = ["first", "second", "third"]
 
 
 def swarm(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(SWARM_EXE), *args], check=False, capture_output=True, text=True, timeout=60,
-                          env=env or dict(os.environ))
+    return run_swarm(args, timeout=60, env=env or dict(os.environ))
 
 
 @pytest.fixture

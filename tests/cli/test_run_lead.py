@@ -22,6 +22,7 @@ from tests.cli.conftest import SWARM_EXE
 from tests.fakes import FakeAnthropicServer, text_reply, tool_use_reply
 from tests.teammate.conftest import teammate_pids
 from tests.runtime.up.helpers import processes_with
+from tests.forked import run_swarm
 
 LEAD = "Create a team that you lead"
 NAP = "27.913"  # an unusual duration: the teammate's sleep is found by it
@@ -42,8 +43,7 @@ def _lead_env(home: Home, api: FakeAnthropicServer) -> dict[str, str]:
 
 
 def _run_lead(home: Home, api: FakeAnthropicServer, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(SWARM_EXE), "run", "--backend", "subprocess", *args], cwd=cwd,
-                          env=_lead_env(home, api), capture_output=True, text=True, timeout=120)
+    return run_swarm(["run", "--backend", "subprocess", *args], cwd=cwd, env=_lead_env(home, api), timeout=120)
 
 
 def test_a_headless_lead_run_leaves_a_finished_task_list_and_no_processes(tmp_path: Path) -> None:
@@ -52,13 +52,7 @@ def test_a_headless_lead_run_leaves_a_finished_task_list_and_no_processes(tmp_pa
     lead = examples_dir() / "lead"
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
     env["SWARM_HOME"] = str(home.root)
-    done = subprocess.run(
-        [str(SWARM_EXE), "run", "-p", DEMO_PROMPT, "--playbook", str(lead / "lead.toml"), "--backend", "subprocess",
-         "--teammate-playbook", f"implementer={lead / 'implementer.toml'}",
-         "--teammate-playbook", f"tester={lead / 'tester.toml'}",
-         "--allow", "Bash(git add:*)", "--allow", "Bash(git commit:*)", "--allow", "Bash(git merge:*)",
-         "--allow", "Bash(python3:*)", "--json"],
-        cwd=repo, env=env, capture_output=True, text=True, timeout=120)
+    done = run_swarm(["run", "-p", DEMO_PROMPT, "--playbook", str(lead / "lead.toml"), "--backend", "subprocess", "--teammate-playbook", f"implementer={lead / 'implementer.toml'}", "--teammate-playbook", f"tester={lead / 'tester.toml'}", "--allow", "Bash(git add:*)", "--allow", "Bash(git commit:*)", "--allow", "Bash(git merge:*)", "--allow", "Bash(python3:*)", "--json"], cwd=repo, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert out["text"].startswith("Done: slugify()") and out["reason"] == "done"
@@ -73,8 +67,7 @@ def test_a_headless_lead_run_leaves_a_finished_task_list_and_no_processes(tmp_pa
 
 
 def test_a_bad_teammate_playbook_option_is_a_usage_error(tmp_path: Path) -> None:
-    done = subprocess.run([str(SWARM_EXE), "run", "-p", "x", "--teammate-playbook", "alice"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=60)
+    done = run_swarm(["run", "-p", "x", "--teammate-playbook", "alice"], cwd=tmp_path, timeout=60)
     assert done.returncode == 2 and "NAME=PLAYBOOK" in done.stderr and done.stderr.count("\n") == 1
 
 
@@ -90,12 +83,14 @@ def test_a_run_out_of_time_exits_1_with_its_teammates_stopped_and_their_tasks_pe
     api.enqueue(tool_use_reply("Bash", {"command": f"sleep {NAP}"}), when="SLOW JOB")
     api.enqueue(text_reply("ok"), when="SLOW JOB", repeat=True)
 
-    run = subprocess.Popen([str(SWARM_EXE), "run", "--backend", "subprocess", "-p", "nap", "--timeout", "12",
+    run = subprocess.Popen([str(SWARM_EXE), "run", "--backend", "subprocess", "-p", "nap", "--timeout", "30",
                             "--allow", "Bash(sleep:*)", "--json"], cwd=tmp_path, env=_lead_env(home, api), text=True,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     napping: list[int] = []
     try:
-        while not napping and run.poll() is None:  # the teammate's Bash is running when the time runs out
+        # the teammate's Bash is running when the time runs out; the 30 s leave room for a loaded machine to spawn
+        # it (12 s were once not enough on a CI runner with four workers on two cores)
+        while not napping and run.poll() is None:
             napping = processes_with(f"sleep {NAP}")
             time.sleep(0.05)
         stdout, stderr = run.communicate(timeout=60)

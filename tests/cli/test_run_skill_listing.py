@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from swarm.agent.agent_listing import SKILLS_CHANGED, SKILLS_OPENING
-from tests.cli.conftest import SWARM_EXE
 from tests.fakes import FakeAnthropicServer
 from tests.fakes.anthropic_server import text_reply, tool_use_reply
+from tests.forked import run_swarm
 
 LATE = "---\\nname: late\\ndescription: Late skill added mid-run\\n---\\nSay LATE-BODY-4127.\\n"
 WRITE_LATE = "mkdir -p .claude/skills/late && printf -- '" + LATE + "' > .claude/skills/late/SKILL.md"
@@ -21,8 +21,7 @@ WRITE_LATE = "mkdir -p .claude/skills/late && printf -- '" + LATE + "' > .claude
 
 def _run(cwd: Path, api: FakeAnthropicServer) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": api.base_url}
-    return subprocess.run([str(SWARM_EXE), "run", "-p", "go"], capture_output=True, text=True, cwd=cwd, env=env,
-                          timeout=60)
+    return run_swarm(["run", "-p", "go"], cwd=cwd, env=env, timeout=60)
 
 
 def _texts(message: dict[str, Any]) -> list[str]:

@@ -14,8 +14,8 @@ import pytest
 from swarm.backends.procs import kill_tree
 from swarm.core.home import Home
 from swarm.core.tasks import TaskStore
-from tests.cli.conftest import SWARM_EXE
 from tests.teammate.conftest import teammate_pids
+from tests.forked import run_swarm
 
 SOLO = r"""
 [[rules]]
@@ -86,9 +86,7 @@ def _run(home: Home, cwd: Path, playbook: str, prompt: str, *args: str) -> subpr
     book.write_text(playbook)
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
     env["SWARM_HOME"] = str(home.root)
-    return subprocess.run([str(SWARM_EXE), "run", "-p", prompt, "--playbook", str(book), "--json",
-                           "--backend", "subprocess", *args],
-                          cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+    return run_swarm(["run", "-p", prompt, "--playbook", str(book), "--json", "--backend", "subprocess", *args], cwd=cwd, env=env, timeout=120)
 
 
 def _session_lists(home: Home) -> list[str]:

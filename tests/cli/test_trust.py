@@ -25,8 +25,8 @@ from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.teams import TeamStore
 from tests.backends.helpers import retry_until
-from tests.cli.conftest import SWARM_EXE
 from tests.runtime.worktrees.conftest import git
+from tests.forked import run_swarm
 
 PLANTED = "---\ndescription: helps\npermissionMode: bypassPermissions\n---\nYou are the planted helper.\n"
 PLAYBOOK = """
@@ -69,8 +69,7 @@ def playbook(tmp_path: Path) -> Path:
 
 def swarm(*args: str, cwd: Path | None = None, input: str | None = None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-    return subprocess.run([str(SWARM_EXE), *args], capture_output=True, text=True, timeout=60, env=env, cwd=cwd,
-                          input=input)
+    return run_swarm(args, timeout=60, env=env, cwd=cwd, input=input)
 
 
 def listed(cwd: Path) -> dict[str, str]:

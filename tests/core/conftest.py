@@ -2,7 +2,7 @@
 
 Workers are children in their own session, with ``SWARM_HOME`` pointing at
 the test's home: forked from the test process when they run the prologue
-(``forked.ForkedProcess``: swarm already imported), else
+(``tests.forked.ForkedProcess``: swarm already imported), else
 ``sys.executable -c <code>``. Every worker a test starts is
 SIGKILLed (whole process group) and reaped when the test ends, pass or fail.
 A worker talks to the test through stdout lines (``say("ready")``) and reads
@@ -28,7 +28,7 @@ import pytest
 from swarm.core.home import Home
 from swarm.core.protocol import Member, build_models
 from swarm.core.teams import TeamStore
-from tests.core.forked import ForkedProcess
+from tests.forked import ForkedProcess
 
 TEAM = "crew"
 RECIPIENT = "bob"

@@ -30,6 +30,7 @@ from tests.fakes.anthropic_server import (
 )
 from tests.interactive.conftest import EXITED, Screen
 from tests.teammate.conftest import teammate_pids
+from tests.forked import run_swarm
 
 ALICE = """
 [[rules]]
@@ -195,8 +196,7 @@ def test_a_request_answered_in_another_terminal_leaves_the_prompt(
     pending = PermissionLog(screen.home, "crew").pending()
     assert len(pending) == 1
     env = {"SWARM_HOME": str(screen.home.root), "PATH": "/usr/bin:/bin"}
-    done = subprocess.run([str(SWARM_EXE), "approve", pending[0].request_id, "--team", "crew"], env=env,
-                          capture_output=True, text=True, timeout=30)
+    done = run_swarm(["approve", pending[0].request_id, "--team", "crew"], env=env, timeout=30)
     assert done.returncode == 0, done.stderr
     screen.wait_for("alice's request was answered elsewhere")
     screen.wait_for("⇐ alice alice made the file")
@@ -237,8 +237,7 @@ def test_without_a_terminal_each_line_is_a_prompt_and_the_output_is_plain(
     fake_api.enqueue(text_reply("first answer"), text_reply("second answer"))
     env = {"SWARM_HOME": str(tmp_path / "home"), "HOME": str(tmp_path), "PATH": "/usr/bin:/bin",
            "ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": fake_api.base_url}
-    done = subprocess.run([str(SWARM_EXE), "run"], input="one\n/tasks\ntwo\n", env=env, cwd=tmp_path,
-                          capture_output=True, text=True, timeout=60)
+    done = run_swarm(["run"], input="one\n/tasks\ntwo\n", env=env, cwd=tmp_path, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "\x1b[" not in done.stdout
     lines = done.stdout.splitlines()
@@ -250,8 +249,7 @@ def test_without_a_terminal_each_line_is_a_prompt_and_the_output_is_plain(
 
 def test_resume_of_an_unknown_session_is_a_one_line_error(tmp_path: Path) -> None:
     env = {"SWARM_HOME": str(tmp_path / "home"), "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
-    done = subprocess.run([str(SWARM_EXE), "run", "--resume", "nope"], env=env, cwd=tmp_path, input="",
-                          capture_output=True, text=True, timeout=60)
+    done = run_swarm(["run", "--resume", "nope"], env=env, cwd=tmp_path, input="", timeout=60)
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "no earlier session" in done.stderr
 
 

@@ -15,9 +15,9 @@ from swarm.models.credentials import find_credentials
 from swarm.models.factory import choose_model, make_provider
 from swarm.models.messages import Message
 from swarm.models.scripted import ScriptedProvider
-from tests.cli.conftest import SWARM_EXE
 from tests.fakes import FakeAnthropicServer
 from tests.fakes.anthropic_server import text_reply
+from tests.forked import run_swarm
 
 HI = ModelRequest(messages=[Message.user_text("hi")], max_tokens=16)
 
@@ -81,8 +81,7 @@ def test_nothing_asked_and_no_credentials_stays_the_offline_default() -> None:
 
 def _swarm_run(args: list[str], cwd: Path, extra: dict[str, str]) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE_CODE_USE_"))}
-    return subprocess.run([str(SWARM_EXE), "run", *args], capture_output=True, text=True, cwd=cwd,
-                          env={**env, **extra}, timeout=60)
+    return run_swarm(["run", *args], cwd=cwd, env={**env, **extra}, timeout=60)
 
 
 def test_swarm_run_with_a_model_and_no_key_says_what_to_set(tmp_path: Path) -> None:

@@ -23,8 +23,8 @@ from swarm.runtime.lead import LeadTeam, render
 from swarm.runtime.lead_inbox import LeadMessage
 from swarm.runtime.sample_repo import make_sample_repo
 from swarm.teammate.gate import after_plan
-from tests.cli.conftest import SWARM_EXE
 from tests.teammate.conftest import teammate_pids
+from tests.forked import run_swarm
 
 LEAD = r"""
 [[rules]]
@@ -52,9 +52,7 @@ def _run(home: Home, repo: Path, tmp_path: Path, spawn: str, *flags: str) -> tup
     mate.write_text(MATE)
     transcript = tmp_path / "lead.jsonl"
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")} | {"SWARM_HOME": str(home.root)}
-    done = subprocess.run([str(SWARM_EXE), "run", "-p", "start now", "--playbook", str(book), "--backend",
-                           "subprocess", "--teammate-playbook", f"mate={mate}", "--transcript", str(transcript),
-                           "--rm", *flags], cwd=repo, env=env, capture_output=True, text=True, timeout=120)
+    done = run_swarm(["run", "-p", "start now", "--playbook", str(book), "--backend", "subprocess", "--teammate-playbook", f"mate={mate}", "--transcript", str(transcript), "--rm", *flags], cwd=repo, env=env, timeout=120)
     results = [block for line in transcript.read_text().splitlines() for block in json.loads(line).get("message", {})
                .get("content", []) if isinstance(block, dict) and block.get("type") == "tool_result"]
     return done, results

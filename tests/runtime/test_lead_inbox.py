@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -25,9 +24,9 @@ from swarm.runtime import permission_desk
 from swarm.runtime.lead_pump import LeadPump
 from swarm.runtime.lead_inbox import LeadInbox, LeadMessage, catch_up
 from swarm.runtime.up import stop_team
-from tests.cli.conftest import SWARM_EXE
 from tests.conftest import both_stores
 from tests.teammate.conftest import REFUSER, teammate_pids, wait_status
+from tests.forked import run_swarm
 
 T = "2026-12-01T10:00:00.000Z"
 
@@ -166,8 +165,7 @@ def test_swarm_shutdown_with_no_coordinator_is_the_one_consumer_and_leaves_the_i
     book.write_text(REFUSER)
     start("mule", "hello", book=book)
     wait_status(home, team, "mule", "idle")
-    result = subprocess.run([str(SWARM_EXE), "shutdown", "mule", "--team", team, "--timeout", "10"],
-                            capture_output=True, text=True, timeout=60, check=False)
+    result = run_swarm(["shutdown", "mule", "--team", team, "--timeout", "10"], timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "mule: rejected (still merging)"
     texts = [e.text for e in Mailbox(home, team).read("team-lead")]

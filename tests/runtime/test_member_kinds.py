@@ -50,7 +50,7 @@ from swarm.runtime.spawn import SpawnRequest, spawn, wait_joined
 from swarm.runtime.status import team_status
 from tests.backends.helpers import retry_until
 from tests.fakes import FakeAnthropicServer, text_reply
-from tests.runtime.up.helpers import SWARM_EXE
+from tests.forked import run_swarm
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -223,8 +223,7 @@ def test_a_real_idle_claude_code_teammate_swarm_started_is_shown_idle(
            "SWARM_CLAUDE_BIN": str(claude_code)}
 
     def swarm_cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(SWARM_EXE), *args], capture_output=True, text=True, env=env, cwd=tmp_path,
-                              timeout=120, check=False)
+        return run_swarm(args, env=env, cwd=tmp_path, timeout=120)
 
     TeamStore(home).create(TEAM)
     started = swarm_cli("spawn", "bob", "--team", TEAM, "-p", "Say OK.", "--runtime", "claude",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
 from swarm.agent.transcript import Transcript
@@ -13,8 +12,8 @@ from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.runtime.spawn import SpawnRequest, spawn
 from tests.backends.helpers import retry_until
-from tests.cli.conftest import SWARM_EXE
 from tests.fakes import FakeAnthropicServer, text_reply, usage_json
+from tests.forked import run_swarm
 
 
 def _idles(home: Home, team: str) -> int:
@@ -36,8 +35,7 @@ def test_turns_leave_the_team_file_alone_and_status_and_transcript_show_tokens_a
         retry_until(lambda i=i: _idles(home, team) == i + 2, 20, what=f"turn {i}")
     assert (config.stat().st_ino, config.stat().st_mtime_ns, config.read_bytes()) == before
 
-    status = subprocess.run([str(SWARM_EXE), "status", "--team", team, "--json"], capture_output=True, text=True,
-                            env=dict(os.environ), timeout=30)
+    status = run_swarm(["status", "--team", team, "--json"], env=dict(os.environ), timeout=30)
     [row] = [r for r in json.loads(status.stdout) if r["name"] == "w"]
     assert row["state"] == "idle"
     assert row["tokens"] == 4 * 110 + 90 + 3 * 90 and row["cache_read_tokens"] == 3 * 90

@@ -31,6 +31,7 @@ from swarm.teammate.delivery_worker import COMM as DELIVERY_COMM
 from tests.backends.helpers import retry_until
 from tests.cli.conftest import SWARM_EXE
 from tests.teammate.conftest import teammate_pids, wait_status
+from tests.forked import run_swarm
 
 ESCAPER = r"""
 [[rules]]
@@ -83,8 +84,7 @@ def escaper(tmp_path: Path) -> Path:
 
 
 def swarm(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(SWARM_EXE), *args], check=False, capture_output=True, text=True,
-                          env=env or dict(os.environ), timeout=60)
+    return run_swarm(args, env=env or dict(os.environ), timeout=60)
 
 
 def _escapees(tok: str) -> dict[str, list[psutil.Process]]:

@@ -26,6 +26,7 @@ from tests.backends.helpers import retry_until
 from tests.cli.conftest import SWARM_EXE
 from tests.teammate.conftest import idle_results
 from tests.teammate.test_forged_blocks import _user_texts
+from tests.forked import run_swarm
 
 DEPLOYER = r"""
 [[rules]]
@@ -91,8 +92,7 @@ def _book(tmp_path: Path) -> Path:
 def _swarm(home: Home, cwd: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
     env["SWARM_HOME"] = str(home.root)
-    return subprocess.run([str(SWARM_EXE), *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    return run_swarm(args, cwd=cwd, env=env, timeout=timeout)
 
 
 def _tool_results(home: Home, team: str, name: str) -> list[ToolResultBlock]:

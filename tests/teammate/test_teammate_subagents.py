@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,9 +18,9 @@ from swarm.core.teams import TeamStore
 from swarm.runtime.permission_desk import deny
 from swarm.runtime.spawn import SpawnRequest, spawn
 from tests.backends.helpers import retry_until
-from tests.cli.conftest import SWARM_EXE
 from tests.fakes import FakeAnthropicServer, text_reply
 from tests.teammate.conftest import idle_results
+from tests.forked import run_swarm
 
 DELEGATING = r"""
 [[rules]]
@@ -174,8 +173,7 @@ def test_a_persons_slash_command_expands_in_a_teammate_and_grants_its_tools_for_
     book.write_text(SKILLED)
     start("w", "hello", book=book)
     retry_until(lambda: idle_results(home, team, "w") == ["ready"], 20, what="the first turn")
-    sent = subprocess.run([str(SWARM_EXE), "send", "w", "/marker one", "--team", team], capture_output=True,
-                          text=True, env=dict(os.environ), timeout=30)
+    sent = run_swarm(["send", "w", "/marker one", "--team", team], env=dict(os.environ), timeout=30)
     assert sent.returncode == 0, sent.stderr
     retry_until(lambda: idle_results(home, team, "w")[-1:] == ["touched one"], 20, what="the skill's turn")
     assert (workdir / "marker-one.txt").exists() and PermissionLog(home, team).pending() == []

@@ -12,13 +12,13 @@ from swarm.core.home import Home
 from swarm.core.protocol import Member
 from swarm.runtime.permission_desk import pending
 from tests.backends.helpers import retry_until
-from tests.cli.conftest import SWARM_EXE
 from tests.conftest import both_stores
 from tests.agent.permissions.conftest import tool_results
+from tests.forked import run_swarm
 
 
 def swarm(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(SWARM_EXE), *args], capture_output=True, text=True, timeout=60, env=dict(os.environ))
+    return run_swarm(args, timeout=60, env=dict(os.environ))
 
 
 @both_stores

@@ -35,8 +35,8 @@ from swarm.core.teams import TeamStore
 from swarm.runtime.permission_desk import answer_by_policy, pending, what_is_asked
 from tests.agent.permissions.conftest import tool_results
 from tests.backends.helpers import retry_until
-from tests.cli.conftest import SWARM_EXE
 from tests.teammate.conftest import idle_results
+from tests.forked import run_swarm
 
 PLANT_GIT_CONFIG = r"""
 [[rules]]
@@ -62,8 +62,7 @@ def _git_repo(path: Path) -> None:
 
 
 def _permissions(team: str) -> str:
-    done = subprocess.run([str(SWARM_EXE), "permissions", "--team", team], capture_output=True, text=True,
-                          timeout=60, env=dict(os.environ))
+    done = run_swarm(["permissions", "--team", team], timeout=60, env=dict(os.environ))
     assert done.returncode == 0, done.stderr
     return done.stdout
 

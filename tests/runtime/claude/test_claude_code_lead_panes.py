@@ -25,7 +25,7 @@ from swarm.backends.procs import is_pid_alive
 from swarm.core.home import Home
 from swarm.runtime.claude_teammate import seed_config
 from tests.backends.helpers import retry_until
-from tests.runtime.up.helpers import SWARM_EXE
+from tests.forked import run_swarm
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -102,8 +102,7 @@ def test_a_real_claude_code_teammate_is_found_on_its_leads_server_and_stopped_al
     assert list(users) == ["%0"]
 
     def swarm(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(SWARM_EXE), *args, "--team", TEAM], capture_output=True, text=True, timeout=60,
-                              check=False)
+        return run_swarm([*args, "--team", TEAM], timeout=60)
 
     status = swarm("status", "--json")
     assert status.returncode == 0, status.stderr

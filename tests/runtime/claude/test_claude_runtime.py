@@ -32,7 +32,7 @@ from swarm.runtime.spawn import SpawnRequest, spawn, wait_joined
 from swarm.runtime.status import team_status
 from swarm.runtime.upfile import load_upfile
 from tests.backends.helpers import retry_until
-from tests.cli.conftest import SWARM_EXE
+from tests.forked import run_swarm
 
 TEAM = "mix"
 FAKE = """#!/bin/sh
@@ -60,7 +60,7 @@ def tmux_socket(tmp_path: Path) -> Iterator[str]:
 
 
 def _swarm(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(SWARM_EXE), *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=60)
+    return run_swarm(args, env=env, cwd=cwd, timeout=60)
 
 
 # -- finding the binary -----------------------------------------------------------------------

@@ -50,7 +50,8 @@ from swarm.runtime.status import team_status
 from tests.backends.helpers import retry_until
 from tests.fakes import FakeAnthropicServer, text_reply, tool_use_reply
 from tests.fakes.anthropic_server import ScriptedReply, message_json, since_model
-from tests.runtime.up.helpers import EXAMPLES, SWARM_EXE
+from tests.runtime.up.helpers import EXAMPLES
+from tests.forked import run_swarm
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -308,9 +309,7 @@ def test_the_mixed_example_team_runs_headless(tmp_path: Path, api: FakeAnthropic
     api.otherwise(text_reply("OK"))
     run_env = {**env, "SWARM_HOME": str(tmp_path / "home"), "SWARM_CLAUDE_BIN": str(claude_code),
                "SWARM_TMUX_SOCKET": tmux_socket}
-    done = subprocess.run([str(SWARM_EXE), "up", str(EXAMPLES / "mixed" / "team.toml"), "--headless", "--json",
-                           "--offline", "--timeout", "90"], capture_output=True, text=True, cwd=repo, env=run_env,
-                          timeout=150, stdin=subprocess.DEVNULL)
+    done = run_swarm(["up", str(EXAMPLES / "mixed" / "team.toml"), "--headless", "--json", "--offline", "--timeout", "90"], cwd=repo, env=run_env, timeout=150)
     assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
     report = json.loads(done.stdout)
     assert report["ok"] is True and report["reason"] == "settled", report

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,8 +21,8 @@ from swarm.core.store.postgres.hosts import HostRows
 from swarm.core.teams import TeamStore
 from tests.backends.helpers import retry_until
 from tests.fakes import pg_cluster
+from tests.forked import SWARM_EXE
 
-SWARM_EXE = Path(sys.executable).parent / "swarm"
 SECRET = "hunter2-host-pw"
 """A password in the team's URL (the test cluster trusts loopback, so it is not checked): never shown."""
 

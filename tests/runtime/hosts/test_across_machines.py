@@ -45,6 +45,7 @@ from swarm.runtime.status import team_status
 from tests.backends.helpers import retry_until
 from tests.fakes import netns, pg_cluster
 from tests.runtime.hosts.conftest import SWARM_EXE
+from tests.forked import run_swarm
 
 TEAM = "t"
 NAMES = ("ann", "bob", "cat")
@@ -149,7 +150,7 @@ def _swarm(lead: Home, *args: str) -> str:
     """Run a `swarm` command as the lead (its home); its output."""
     env = {**os.environ, "SWARM_HOME": str(lead.root)}
     env.pop("SWARM_TEAM", None)
-    done = subprocess.run([str(SWARM_EXE), *args], env=env, capture_output=True, text=True, check=False)
+    done = run_swarm(args, env=env)
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
 

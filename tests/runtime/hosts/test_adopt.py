@@ -16,13 +16,13 @@ from swarm.runtime.shutdown import shutdown
 from swarm.runtime.spawn import wait_joined
 from swarm.runtime.status import team_status
 from tests.backends.helpers import retry_until
-from tests.runtime.hosts.conftest import SECRET, SWARM_EXE, HostProc, Site
+from tests.runtime.hosts.conftest import SECRET, HostProc, Site
 from tests.teammate.conftest import PLAYBOOK
+from tests.forked import run_swarm
 
 
 def _adopt(home: Home, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(SWARM_EXE), "team", "adopt", *args], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "SWARM_HOME": str(home.root)})
+    return run_swarm(["team", "adopt", *args], timeout=60, env={**os.environ, "SWARM_HOME": str(home.root)})
 
 
 def test_a_new_lead_adopts_the_team_and_leads_its_remote_teammate(site: Site,

@@ -19,8 +19,9 @@ from swarm.runtime.restart_policy import read_record, record_file
 from swarm.runtime.shutdown import shutdown
 from swarm.runtime.spawn import wait_joined
 from tests.backends.helpers import retry_until
-from tests.runtime.hosts.conftest import SWARM_EXE, HostProc, Site
+from tests.runtime.hosts.conftest import HostProc, Site
 from tests.runtime.hosts.test_lead_on_host import _repo
+from tests.forked import run_swarm
 
 COMMITTER = r"""
 [[rules]]
@@ -40,8 +41,7 @@ def _git(cwd: Path, *args: str) -> str:
 def _worktrees(site: Site, cwd: Path) -> list[dict[str, Any]]:
     env = {**os.environ, "SWARM_HOME": str(site.lead.root)}
     env.pop("SWARM_TEAM", None)
-    done = subprocess.run([str(SWARM_EXE), "worktrees", "--team", site.team, "--json"], capture_output=True,
-                          text=True, env=env, cwd=cwd, timeout=60, check=True)
+    done = run_swarm(["worktrees", "--team", site.team, "--json"], env=env, cwd=cwd, timeout=60, check=True)
     rows: list[dict[str, Any]] = json.loads(done.stdout)
     return rows
 
@@ -84,8 +84,7 @@ def test_the_teammates_commits_arrive_as_its_pushed_branch(site: Site, start_hos
             "h1", 2, 2, pushed, base, "live"), row
     assert _git(src, "rev-parse", "refs/swarm-remote/t/ann") == pushed
     env = {**os.environ, "SWARM_HOME": str(site.lead.root)}
-    text = subprocess.run([str(SWARM_EXE), "worktrees", "--team", "t"], capture_output=True, text=True, env=env,
-                          cwd=src, timeout=60, check=True).stdout
+    text = run_swarm(["worktrees", "--team", "t"], env=env, cwd=src, timeout=60, check=True).stdout
     assert f"on h1; pushed {pushed[:10]}, 2 file(s) changed" in text and "swarm/t/ann" in text
     assert _git(src, "branch", "--list").split() == ["*", _git(src, "branch", "--show-current")]  # no branch added
 
@@ -165,8 +164,7 @@ def test_one_cache_per_remote_and_pushed_clones_removed_unpushed_kept(
     _git(ghost, "checkout", "-q", "-b", "swarm/t/ghost", "origin/swarm/t/base")
     _git(ghost, "-c", "user.name=g", "-c", "user.email=g@example.invalid", "commit", "-q", "--allow-empty", "-m", "x")
     env = {**os.environ, "SWARM_HOME": str(host.home.root)}
-    listed = subprocess.run([str(SWARM_EXE), "host", "clean", "--json"], capture_output=True, text=True, env=env,
-                            timeout=60, check=True)
+    listed = run_swarm(["host", "clean", "--json"], env=env, timeout=60, check=True)
     kept = {row["name"]: row["kept"] for row in json.loads(listed.stdout)}
     assert kept["bob"] == "1 uncommitted change(s)" and "is not what the remote has" in kept["ghost"]
     assert ghost.is_dir() and bob_work.is_dir()

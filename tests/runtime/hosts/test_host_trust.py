@@ -36,14 +36,15 @@ from swarm.runtime.hosts.trust import (
     trust_path,
 )
 from tests.backends.helpers import retry_until
-from tests.runtime.hosts.conftest import SWARM_EXE, HostProc, Site
+from tests.runtime.hosts.conftest import HostProc, Site
 from tests.teammate.conftest import PLAYBOOK
+from tests.forked import run_swarm
 
 
 def _swarm(home: Home, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "SWARM_HOME": str(home.root)}
     env.pop("SWARM_TEAM", None)
-    return subprocess.run([str(SWARM_EXE), *args], capture_output=True, text=True, timeout=60, env=env, check=False)
+    return run_swarm(args, timeout=60, env=env)
 
 
 def _status(site: Site, row_id: int) -> str | None:

@@ -13,14 +13,15 @@ from pathlib import Path
 from swarm.core.mailbox import Mailbox
 from swarm.core.signing import verify_key_arg
 from tests.backends.helpers import retry_until
-from tests.runtime.hosts.conftest import SECRET, SWARM_EXE, HostProc, Site
+from tests.runtime.hosts.conftest import SECRET, HostProc, Site
 from tests.teammate.conftest import PLAYBOOK
+from tests.forked import run_swarm
 
 
 def _swarm(site: Site, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "SWARM_HOME": str(site.lead.root)}
     env.pop("SWARM_TEAM", None)
-    return subprocess.run([str(SWARM_EXE), *args], capture_output=True, text=True, timeout=60, env=env, cwd=site.tmp)
+    return run_swarm(args, timeout=60, env=env, cwd=site.tmp)
 
 
 def test_spawn_on_a_host_from_the_command_line(site: Site, start_host: Callable[..., HostProc]) -> None:
@@ -56,8 +57,7 @@ def test_a_host_whose_database_does_not_answer_says_so_and_never_claims_to_serve
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     env = {**os.environ, "SWARM_HOME": str(tmp_path / "home")}
-    done = subprocess.run([str(SWARM_EXE), "host", "serve", "--store", f"postgresql://swarm:{SECRET}@127.0.0.1:{port}/x",
-                           "--name", "h1"], capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
+    done = run_swarm(["host", "serve", "--store", f"postgresql://swarm:{SECRET}@127.0.0.1:{port}/x", "--name", "h1"], timeout=60, env=env, cwd=tmp_path)
     assert done.returncode == 1 and "serving" not in done.stdout
     assert "could not connect to the database" in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert SECRET not in done.stdout + done.stderr

@@ -17,17 +17,18 @@ from swarm.runtime.hosts.place import place
 from swarm.runtime.upfile import load_upfile
 from swarm.errors import UsageError
 from tests.backends.helpers import retry_until
-from tests.runtime.hosts.conftest import SWARM_EXE, HostProc, Site
+from tests.runtime.hosts.conftest import HostProc, Site
 from tests.runtime.hosts.test_hosts import _texts
 from tests.runtime.hosts.test_lead_on_host import _git, _repo
 from tests.teammate.conftest import PLAYBOOK
+from tests.forked import run_swarm
 
 
 def _swarm(home: Home, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "SWARM_HOME": str(home.root)}
     env.pop("SWARM_TEAM", None)
     env.pop("SWARM_STORE", None)
-    return subprocess.run([str(SWARM_EXE), *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=60)
+    return run_swarm(args, env=env, cwd=cwd, timeout=60)
 
 
 def test_team_create_records_the_remote_in_both_stores_and_refuses_one_git_would_read_as_an_option(

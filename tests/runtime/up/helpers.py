@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -13,8 +12,8 @@ from typing import Any, TextIO
 import psutil
 
 from swarm.teammate.served import teammate_processes
+from tests.forked import SWARM_EXE, run_swarm
 
-SWARM_EXE = Path(sys.executable).parent / "swarm"
 EXAMPLES = Path(__file__).resolve().parents[3] / "teams.example"
 RUN_TIMEOUT = 60.0
 
@@ -34,8 +33,7 @@ class Up:
     def run(self, *args: str, cwd: Path | None = None,
             timeout: float = RUN_TIMEOUT) -> subprocess.CompletedProcess[str]:
         """Run ``swarm ARGS`` to completion (in the sample repo unless ``cwd``)."""
-        return subprocess.run([str(SWARM_EXE), *args], capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                              cwd=cwd or self.repo, env=self.env, timeout=timeout)
+        return run_swarm(args, cwd=cwd or self.repo, env=self.env, timeout=timeout)
 
     def popen(self, *args: str, name: str) -> subprocess.Popen[str]:
         """Start ``swarm ARGS`` in the background; stdout/stderr go to ``<tmp>/<name>.out|.err``."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,8 +18,8 @@ from swarm.runtime.lead import LeadTeam
 from swarm.runtime.merge_queue import run_queue
 from swarm.runtime.spawn import Spawned
 from tests.backends.helpers import retry_until
-from tests.cli.conftest import SWARM_EXE
 from tests.runtime.worktrees.conftest import PLAYBOOK, git, wait_turns
+from tests.forked import run_swarm
 
 RESOLVER = PLAYBOOK + r"""
 [[rules]]
@@ -56,8 +55,7 @@ def test_clean_merges_in_the_order_of_the_tasks(home: Home, team: str, repo: Pat
     _commit_file(Path(bob.worktree_path or ""), "schema.txt", "schema\n")
     before = git(repo, "rev-parse", "main")
 
-    done = subprocess.run([str(SWARM_EXE), "merge", "--team", team, "--test", "test -f schema.txt", "--json"],
-                          capture_output=True, text=True, cwd=repo, env=dict(os.environ), timeout=60)
+    done = run_swarm(["merge", "--team", team, "--test", "test -f schema.txt", "--json"], cwd=repo, env=dict(os.environ), timeout=60)
     run = json.loads(done.stdout)
     assert done.returncode == 0 and run["ok"], done.stderr
     assert [(s["name"], s["result"]) for s in run["steps"]] == [("bob", "merged"), ("alice", "merged")]
@@ -131,8 +129,7 @@ def test_with_wait_the_queue_takes_the_teammates_fix_and_goes_on(
     start("bob", "commit two", playbook=resolver)
     wait_turns(home, team, "alice", 1)
     wait_turns(home, team, "bob", 1)
-    done = subprocess.run([str(SWARM_EXE), "merge", "--team", team, "--wait", "30", "--json"], capture_output=True,
-                          text=True, cwd=repo, env=dict(os.environ), timeout=60)
+    done = run_swarm(["merge", "--team", team, "--wait", "30", "--json"], cwd=repo, env=dict(os.environ), timeout=60)
     run = json.loads(done.stdout)
     assert done.returncode == 0 and run["ok"], (done.stderr, run)
     alice, bob = run["steps"]

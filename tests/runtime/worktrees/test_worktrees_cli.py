@@ -17,14 +17,13 @@ from swarm.core.teams import TeamStore
 from swarm.errors import BackendError
 from swarm.runtime.shutdown import shutdown
 from swarm.runtime.spawn import Spawned
-from tests.cli.conftest import SWARM_EXE
 from tests.teammate.conftest import teammate_pids
 from tests.runtime.worktrees.conftest import ORIGINAL, ahead, branches, git, wait_turns
+from tests.forked import run_swarm
 
 
 def swarm(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(SWARM_EXE), *args], capture_output=True, text=True, timeout=60, cwd=cwd,
-                          env=dict(os.environ))
+    return run_swarm(args, timeout=60, cwd=cwd, env=dict(os.environ))
 
 
 def test_cli_round_trip(home: Home, team: str, repo: Path, playbook: Path) -> None:
