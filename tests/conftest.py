@@ -20,6 +20,7 @@ import tests.fakes.pg_cluster as pg_cluster
 from swarm.core.home import Home
 from tests.fakes import FakeAnthropicServer
 from tests.fakes.mcp_servers import HttpMcpServer
+from tests.zygote import ForkedServer, Zygote
 
 
 def trust_tmp_dirs(config: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
@@ -152,6 +153,28 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Home:
     root = tmp_path / "home"
     monkeypatch.setenv("SWARM_HOME", str(root))
     return Home(root)
+
+
+@pytest.fixture(scope="session")
+def zygote() -> Iterator[Zygote]:
+    """The process this test worker's CLI servers are forked from (``tests.zygote``)."""
+    forker = Zygote()
+    try:
+        yield forker
+    finally:
+        forker.close()
+
+
+@pytest.fixture
+def served(home: Home, zygote: Zygote, monkeypatch: pytest.MonkeyPatch) -> Iterator[ForkedServer]:
+    """``home``'s CLI server (``tests.zygote``) and ``SWARM_CLI_SERVER=1``: the teammates a test starts are forked
+    from it, as a person's are, rather than each a new interpreter."""
+    server = ForkedServer(zygote, home.root)
+    monkeypatch.setenv("SWARM_CLI_SERVER", "1")
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ atexit handler, no buffer of the test's flushed twice).
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import select
@@ -83,7 +84,7 @@ def run_swarm(args: Sequence[str], *, env: Mapping[str, str] | None = None, cwd:
     ``input`` on its stdin (default: /dev/null); what ``subprocess.run(..., capture_output=True, text=True,
     check=check)`` would return or raise. Past ``timeout`` its process group is killed and
     ``subprocess.TimeoutExpired`` raised."""
-    _preload()
+    preload()
     argv = [str(SWARM_EXE), *args]
     with tempfile.TemporaryFile() as stdin, tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         stdin.write((input or "").encode())
@@ -99,16 +100,25 @@ def run_swarm(args: Sequence[str], *, env: Mapping[str, str] | None = None, cwd:
     return done
 
 
-def _preload() -> None:
-    """Every command's module and the ``anthropic`` SDK, imported here once rather than in every child (as a CLI
-    server's warm-up does for the commands it serves)."""
+@functools.cache
+def preload() -> None:
+    """Every command's module, a teammate's and the ``anthropic`` SDK, imported here once rather than in every
+    child: what a CLI server's warm-up (``swarm.cli.forkserver._warm``) loads."""
     import importlib
 
+    from swarm.agent.tool_catalog import preload_schemas
     from swarm.cli.main import COMMANDS
+    from swarm.core.frames import build_validators
+    from swarm.core.watch import preload as preload_watch
     from swarm.models.anthropic_provider import preload_sdk
 
     for target in COMMANDS.values():
         importlib.import_module(target.split(":")[0])
+    for module in ("swarm.cli.forkserver", "swarm.teammate.__main__", "nacl.signing"):
+        importlib.import_module(module)
+    build_validators()
+    preload_watch()
+    preload_schemas()
     preload_sdk()
 
 

@@ -102,8 +102,13 @@ def workdir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def start(home: Home, team: str, playbook: Path, workdir: Path,
-          tmux_socket: str) -> Callable[..., Member]:
+def start(home: Home, team: str, playbook: Path, workdir: Path, tmux_socket: str,
+          request: pytest.FixtureRequest) -> Callable[..., Member]:
+    """Starts a teammate. Teammates are forked from the home's CLI server (``served``), as a person's are, unless
+    the test is marked ``unserved`` (one about a new interpreter's own process tree)."""
+    if request.node.get_closest_marker("unserved") is None:
+        request.getfixturevalue("served")
+
     def run(name: str, prompt: str = "hello", *, backend: str = "subprocess", book: Path | None = None,
             **extra: object) -> Member:
         options: dict[str, object] = {"cwd": workdir, **extra}

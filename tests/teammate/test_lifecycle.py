@@ -51,6 +51,7 @@ def _panes(socket: str) -> list[str]:
 
 @both_stores
 @pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.unserved  # one process per teammate
 def test_three_teammates_answer_and_shut_down(backend: str, home: Home, team: str, tmux_socket: str,
                                              start: Callable[..., Member]) -> None:
     names = ["ann", "ben", "cat"]

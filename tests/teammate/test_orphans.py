@@ -181,6 +181,7 @@ def _background_logs(home: Home) -> list[Path]:
 
 @pytest.mark.skipif(not Path("/usr/bin/tmux").exists() and not any(
     Path(d, "tmux").exists() for d in os.environ.get("PATH", "").split(os.pathsep)), reason="tmux not installed")
+@pytest.mark.unserved  # the teammate is the one process its pid names
 def test_kill_without_tmux_on_path_stops_the_teammate_by_pid_and_only_then_marks_it(
         home: Home, team: str, playbook: Path, start: Callable[..., Member]) -> None:
     start("t1", "hello", backend="tmux")
@@ -238,6 +239,7 @@ def test_a_reused_pid_is_never_signalled(stop: tuple[str, ...], home: Home, team
     assert stranger.poll() is None, "swarm signalled a process that only reused a teammate's pid"
 
 
+@pytest.mark.unserved  # a delivery worker of its own (a served teammate shares its server's)
 def test_a_sigkilled_teammates_delivery_worker_ends_by_itself(home: Home, team: str,
                                                               start: Callable[..., Member]) -> None:
     """The worker's socket closes with the teammate, however it ends: it leaves, nobody has to stop it."""
