@@ -16,7 +16,6 @@ import psutil
 import pytest
 
 import tests.fakes.pg_cluster as pg_cluster
-
 from swarm.core.home import Home
 from tests.fakes import FakeAnthropicServer
 from tests.fakes.mcp_servers import HttpMcpServer

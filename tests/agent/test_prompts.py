@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+import pytest
 
 from swarm.agent.assembly import Catalogs, Parent, Seat, TeamSeat, assemble
 from swarm.agent.definitions import AgentDefinition
@@ -22,6 +23,8 @@ from swarm.runtime.lead import LeadTeam
 from swarm.runtime.spawn import SpawnRequest, spawn
 from tests.backends.helpers import retry_until
 from tests.fakes import FakeAnthropicServer, text_reply
+
+pytestmark = pytest.mark.usefixtures("served")  # teammates forked from the home's CLI server (tests.zygote)
 
 SKILLS = Catalogs.empty().skills
 LEAD_MARKS = ("[idle]", "shutdown_request", "TaskUpdate", "Never sleep")

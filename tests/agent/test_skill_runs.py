@@ -25,8 +25,8 @@ from swarm.agent.limits import Limits
 from swarm.agent.skills import load_skills
 from swarm.agent.transcript import Transcript
 from swarm.models.anthropic_provider import AnthropicProvider
-from swarm.models.retry_policy import RetryPolicy
 from swarm.models.messages import TextBlock
+from swarm.models.retry_policy import RetryPolicy
 from tests.fakes import (
     FakeAnthropicServer,
     RecordedRequest,

@@ -21,6 +21,8 @@ from swarm.core.teams import TeamStore
 from tests.backends.helpers import retry_until
 from tests.forked import run_swarm
 
+pytestmark = pytest.mark.usefixtures("served")  # teammates forked from the home's CLI server (tests.zygote)
+
 
 @pytest.fixture
 def cli_team(home: Home, tmp_path: Path) -> Iterator[tuple[Home, Path]]:

@@ -21,6 +21,8 @@ from swarm.core.mailbox import Mailbox
 from swarm.core.teams import TeamStore
 from tests.forked import run_swarm
 
+pytestmark = pytest.mark.usefixtures("served")  # teammates forked from the home's CLI server (tests.zygote)
+
 QUEUED = ["first", "second", "third"]
 
 

@@ -6,9 +6,13 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.cli.conftest import SWARM_EXE
 from tests.fakes import FakeAnthropicServer
 from tests.fakes.anthropic_server import ScriptedReply, error_reply, message_json, text_reply, tool_use_reply
+
+pytestmark = pytest.mark.usefixtures("served")  # teammates forked from the home's CLI server (tests.zygote)
 
 
 def _run(args: list[str], cwd: Path, env_extra: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -10,10 +10,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from swarm.agent.agent_listing import CHANGED, OPENING
 from tests.cli.conftest import SWARM_EXE
 from tests.fakes import FakeAnthropicServer
 from tests.fakes.anthropic_server import text_reply, tool_use_reply
+
+pytestmark = pytest.mark.usefixtures("served")  # teammates forked from the home's CLI server (tests.zygote)
 
 LATE = "---\\ndescription: Late reviewer added mid-run\\n---\\nYou review LATE things.\\n"
 

@@ -20,9 +20,11 @@ from swarm.runtime.demo import DEMO_PROMPT
 from swarm.runtime.sample_repo import examples_dir, make_sample_repo
 from tests.cli.conftest import SWARM_EXE
 from tests.fakes import FakeAnthropicServer, text_reply, tool_use_reply
-from tests.teammate.conftest import teammate_pids
-from tests.runtime.up.helpers import processes_with
 from tests.forked import run_swarm
+from tests.runtime.up.helpers import processes_with
+from tests.teammate.conftest import teammate_pids
+
+pytestmark = pytest.mark.usefixtures("served")  # teammates forked from the home's CLI server (tests.zygote)
 
 LEAD = "Create a team that you lead"
 NAP = "27.913"  # an unusual duration: the teammate's sleep is found by it

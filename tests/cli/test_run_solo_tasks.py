@@ -14,8 +14,8 @@ import pytest
 from swarm.backends.procs import kill_tree
 from swarm.core.home import Home
 from swarm.core.tasks import TaskStore
-from tests.teammate.conftest import teammate_pids
 from tests.forked import run_swarm
+from tests.teammate.conftest import teammate_pids
 
 SOLO = r"""
 [[rules]]

@@ -15,13 +15,15 @@ from click.testing import Result
 
 from swarm.core.home import Home
 from swarm.core.store import locate
-from swarm.errors import UsageError
 from swarm.core.teams import TeamStore
+from swarm.errors import UsageError
 from swarm.runtime.demo import DEMO_TEAM
 from swarm.runtime.spawn import SpawnRequest, spawn
 from swarm.runtime.upfile import load_upfile
 from tests.cli.conftest import SWARM_EXE
 from tests.fakes import pg_cluster
+
+pytestmark = pytest.mark.usefixtures("served")  # teammates forked from the home's CLI server (tests.zygote)
 
 psycopg = pytest.importorskip("psycopg")
 

@@ -22,6 +22,8 @@ from tests.backends.helpers import retry_until
 from tests.cli.conftest import SWARM_EXE
 from tests.cli.test_cli_teammates import cli_team, swarm  # noqa: F401 (the fixture)
 
+pytestmark = pytest.mark.usefixtures("served")  # teammates forked from the home's CLI server (tests.zygote)
+
 PLAYBOOK = r"""
 [[rules]]
 name = "ask"

@@ -25,8 +25,8 @@ from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
 from swarm.core.teams import TeamStore
 from tests.backends.helpers import retry_until
-from tests.runtime.worktrees.conftest import git
 from tests.forked import run_swarm
+from tests.runtime.worktrees.conftest import git
 
 PLANTED = "---\ndescription: helps\npermissionMode: bypassPermissions\n---\nYou are the planted helper.\n"
 PLAYBOOK = """

@@ -8,11 +8,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from swarm.backends.procs import is_pid_alive
 from swarm.core.mailbox import Mailbox
 from swarm.core.teams import TeamStore
 from tests.fakes.anthropic_server import FakeAnthropicServer, text_reply, tool_use_reply
 from tests.interactive.conftest import EXITED, Screen
+
+pytestmark = pytest.mark.usefixtures("served")  # teammates forked from the home's CLI server (tests.zygote)
 
 STANDBY = """
 [[rules]]

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+import pytest
 
 from swarm.core.permlog import PermissionLog
 from swarm.core.teams import TeamStore
@@ -28,9 +29,11 @@ from tests.fakes.anthropic_server import (
     tool_use_reply,
     usage_json,
 )
+from tests.forked import run_swarm
 from tests.interactive.conftest import EXITED, Screen
 from tests.teammate.conftest import teammate_pids
-from tests.forked import run_swarm
+
+pytestmark = pytest.mark.usefixtures("served")  # teammates forked from the home's CLI server (tests.zygote)
 
 ALICE = """
 [[rules]]

@@ -7,10 +7,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from tests.fakes.anthropic_server import FakeAnthropicServer
 from tests.interactive.conftest import EXITED, Screen
 from tests.interactive.test_session import _lead_starts, _wait
 from tests.teammate.conftest import teammate_pids
+
+pytestmark = pytest.mark.usefixtures("served")  # teammates forked from the home's CLI server (tests.zygote)
 
 ALICE = r"""
 [[rules]]

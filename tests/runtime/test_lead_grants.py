@@ -23,8 +23,10 @@ from swarm.runtime.lead import LeadTeam, render
 from swarm.runtime.lead_inbox import LeadMessage
 from swarm.runtime.sample_repo import make_sample_repo
 from swarm.teammate.gate import after_plan
-from tests.teammate.conftest import teammate_pids
 from tests.forked import run_swarm
+from tests.teammate.conftest import teammate_pids
+
+pytestmark = pytest.mark.usefixtures("served")  # teammates forked from the home's CLI server (tests.zygote)
 
 LEAD = r"""
 [[rules]]

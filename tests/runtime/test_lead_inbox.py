@@ -21,12 +21,12 @@ from swarm.core.mailbox import Mailbox
 from swarm.core.protocol import Member
 from swarm.core.teams import TeamStore
 from swarm.runtime import permission_desk
-from swarm.runtime.lead_pump import LeadPump
 from swarm.runtime.lead_inbox import LeadInbox, LeadMessage, catch_up
+from swarm.runtime.lead_pump import LeadPump
 from swarm.runtime.up import stop_team
 from tests.conftest import both_stores
-from tests.teammate.conftest import REFUSER, teammate_pids, wait_status
 from tests.forked import run_swarm
+from tests.teammate.conftest import REFUSER, teammate_pids, wait_status
 
 T = "2026-12-01T10:00:00.000Z"
 

@@ -52,7 +52,7 @@ from tests.backends.helpers import retry_until
 from tests.fakes import FakeAnthropicServer, text_reply
 from tests.forked import run_swarm
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.timeout(180), pytest.mark.usefixtures("served")]
 
 TEAM = "kinds"
 API_KEY = "sk-ant-api03-swarm-member-kinds-test-0123456789"

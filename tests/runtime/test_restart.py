@@ -7,6 +7,8 @@ import signal
 import time
 from collections.abc import Callable
 
+import pytest
+
 from swarm.agent.transcript import Transcript
 from swarm.backends.procs import is_pid_alive
 from swarm.core.home import Home
@@ -20,6 +22,8 @@ from swarm.runtime.shutdown import force_stop
 from swarm.runtime.up import stop_team
 from tests.backends.helpers import retry_until
 from tests.teammate.conftest import wait_status
+
+pytestmark = pytest.mark.usefixtures("served")  # teammates forked from the home's CLI server (tests.zygote)
 
 
 def _member(home: Home, team: str, name: str) -> Member:

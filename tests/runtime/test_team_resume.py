@@ -6,6 +6,8 @@ import os
 import signal
 from collections.abc import Callable
 
+import pytest
+
 from swarm.backends.procs import is_pid_alive
 from swarm.core.home import Home
 from swarm.core.mailbox import Mailbox
@@ -14,6 +16,8 @@ from swarm.core.teams import TeamStore
 from swarm.runtime.team_resume import resume_team
 from tests.backends.helpers import retry_until
 from tests.teammate.conftest import lead_texts, wait_status
+
+pytestmark = pytest.mark.usefixtures("served")  # teammates forked from the home's CLI server (tests.zygote)
 
 
 def test_running_teammates_are_adopted_and_gone_ones_started_again(home: Home, team: str,

@@ -8,6 +8,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from swarm.agent.hooks.permission_hooks import stalled_hooks
 from swarm.agent.tool_api.context import AgentIdentity, AgentServices, ToolContext
 from swarm.core.frames import IdleNotification, entry_frame
@@ -21,6 +23,8 @@ from swarm.runtime.watchdog import Watchdog
 from tests.agent.hooks.hook_helpers import agent_hooks, hook_settings, script
 from tests.backends.helpers import retry_until
 from tests.teammate.conftest import wait_status
+
+pytestmark = pytest.mark.usefixtures("served")  # teammates forked from the home's CLI server (tests.zygote)
 
 BOOK = r"""
 [[rules]]

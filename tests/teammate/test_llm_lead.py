@@ -21,8 +21,8 @@ from swarm.agent.definitions import load_agents
 from swarm.agent.headless import MainOptions, MainSession
 from swarm.agent.limits import Limits
 from swarm.agent.skills import load_skills
-from swarm.agent.tools import ToolContext, ToolError
 from swarm.agent.tool_api.context import AgentIdentity
+from swarm.agent.tools import ToolContext, ToolError
 from swarm.agent.tools.team_tools import TeamCreate, TeamDelete, team_tools
 from swarm.agent.transcript import Transcript
 from swarm.backends.procs import kill_tree
@@ -41,6 +41,8 @@ from tests.fakes import (
 )
 from tests.fakes.anthropic_server import ScriptedReply, since_model
 from tests.teammate.conftest import teammate_pids
+
+pytestmark = pytest.mark.usefixtures("served")  # teammates forked from the home's CLI server (tests.zygote)
 
 LEAD = "Create a team that you lead"
 

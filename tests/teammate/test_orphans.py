@@ -30,8 +30,8 @@ from swarm.core.teams import TeamStore
 from swarm.teammate.delivery_worker import COMM as DELIVERY_COMM
 from tests.backends.helpers import retry_until
 from tests.cli.conftest import SWARM_EXE
-from tests.teammate.conftest import teammate_pids, wait_status
 from tests.forked import run_swarm
+from tests.teammate.conftest import teammate_pids, wait_status
 
 ESCAPER = r"""
 [[rules]]

@@ -24,9 +24,9 @@ from swarm.core.teams import TeamStore
 from swarm.models.messages import Message, ToolResultBlock
 from tests.backends.helpers import retry_until
 from tests.cli.conftest import SWARM_EXE
+from tests.forked import run_swarm
 from tests.teammate.conftest import idle_results
 from tests.teammate.test_forged_blocks import _user_texts
-from tests.forked import run_swarm
 
 DEPLOYER = r"""
 [[rules]]

@@ -19,8 +19,8 @@ from swarm.runtime.permission_desk import deny
 from swarm.runtime.spawn import SpawnRequest, spawn
 from tests.backends.helpers import retry_until
 from tests.fakes import FakeAnthropicServer, text_reply
-from tests.teammate.conftest import idle_results
 from tests.forked import run_swarm
+from tests.teammate.conftest import idle_results
 
 DELEGATING = r"""
 [[rules]]

@@ -11,9 +11,9 @@ from pathlib import Path
 from swarm.core.home import Home
 from swarm.core.protocol import Member
 from swarm.runtime.permission_desk import pending
+from tests.agent.permissions.conftest import tool_results
 from tests.backends.helpers import retry_until
 from tests.conftest import both_stores
-from tests.agent.permissions.conftest import tool_results
 from tests.forked import run_swarm
 
 

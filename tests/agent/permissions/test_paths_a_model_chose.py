@@ -35,8 +35,8 @@ from swarm.core.teams import TeamStore
 from swarm.runtime.permission_desk import answer_by_policy, pending, what_is_asked
 from tests.agent.permissions.conftest import tool_results
 from tests.backends.helpers import retry_until
-from tests.teammate.conftest import idle_results
 from tests.forked import run_swarm
+from tests.teammate.conftest import idle_results
 
 PLANT_GIT_CONFIG = r"""
 [[rules]]

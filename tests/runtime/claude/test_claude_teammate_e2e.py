@@ -50,8 +50,8 @@ from swarm.runtime.status import team_status
 from tests.backends.helpers import retry_until
 from tests.fakes import FakeAnthropicServer, text_reply, tool_use_reply
 from tests.fakes.anthropic_server import ScriptedReply, message_json, since_model
-from tests.runtime.up.helpers import EXAMPLES
 from tests.forked import run_swarm
+from tests.runtime.up.helpers import EXAMPLES
 
 pytestmark = pytest.mark.timeout(240)
 

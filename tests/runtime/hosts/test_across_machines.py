@@ -44,8 +44,8 @@ from swarm.runtime.lead import LeadOutcome, LeadTeam, run_lead
 from swarm.runtime.status import team_status
 from tests.backends.helpers import retry_until
 from tests.fakes import netns, pg_cluster
-from tests.runtime.hosts.conftest import SWARM_EXE
 from tests.forked import run_swarm
+from tests.runtime.hosts.conftest import SWARM_EXE
 
 TEAM = "t"
 NAMES = ("ann", "bob", "cat")

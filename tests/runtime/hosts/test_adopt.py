@@ -16,9 +16,9 @@ from swarm.runtime.shutdown import shutdown
 from swarm.runtime.spawn import wait_joined
 from swarm.runtime.status import team_status
 from tests.backends.helpers import retry_until
+from tests.forked import run_swarm
 from tests.runtime.hosts.conftest import SECRET, HostProc, Site
 from tests.teammate.conftest import PLAYBOOK
-from tests.forked import run_swarm
 
 
 def _adopt(home: Home, *args: str) -> subprocess.CompletedProcess[str]:

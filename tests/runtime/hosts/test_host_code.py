@@ -19,9 +19,9 @@ from swarm.runtime.restart_policy import read_record, record_file
 from swarm.runtime.shutdown import shutdown
 from swarm.runtime.spawn import wait_joined
 from tests.backends.helpers import retry_until
+from tests.forked import run_swarm
 from tests.runtime.hosts.conftest import HostProc, Site
 from tests.runtime.hosts.test_lead_on_host import _repo
-from tests.forked import run_swarm
 
 COMMITTER = r"""
 [[rules]]

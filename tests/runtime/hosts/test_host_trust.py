@@ -36,9 +36,9 @@ from swarm.runtime.hosts.trust import (
     trust_path,
 )
 from tests.backends.helpers import retry_until
+from tests.forked import run_swarm
 from tests.runtime.hosts.conftest import HostProc, Site
 from tests.teammate.conftest import PLAYBOOK
-from tests.forked import run_swarm
 
 
 def _swarm(home: Home, *args: str) -> subprocess.CompletedProcess[str]:

@@ -13,9 +13,9 @@ from pathlib import Path
 from swarm.core.mailbox import Mailbox
 from swarm.core.signing import verify_key_arg
 from tests.backends.helpers import retry_until
+from tests.forked import run_swarm
 from tests.runtime.hosts.conftest import SECRET, HostProc, Site
 from tests.teammate.conftest import PLAYBOOK
-from tests.forked import run_swarm
 
 
 def _swarm(site: Site, *args: str) -> subprocess.CompletedProcess[str]:

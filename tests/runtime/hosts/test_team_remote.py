@@ -13,15 +13,17 @@ import pytest
 
 from swarm.core.home import Home
 from swarm.core.teams import TeamStore
+from swarm.errors import UsageError
 from swarm.runtime.hosts.place import place
 from swarm.runtime.upfile import load_upfile
-from swarm.errors import UsageError
 from tests.backends.helpers import retry_until
+from tests.forked import run_swarm
 from tests.runtime.hosts.conftest import HostProc, Site
 from tests.runtime.hosts.test_hosts import _texts
 from tests.runtime.hosts.test_lead_on_host import _git, _repo
 from tests.teammate.conftest import PLAYBOOK
-from tests.forked import run_swarm
+
+pytestmark = pytest.mark.usefixtures("served")  # teammates forked from the home's CLI server (tests.zygote)
 
 
 def _swarm(home: Home, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

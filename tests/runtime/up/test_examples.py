@@ -12,8 +12,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from swarm.runtime.sample_repo import examples_dir
 from tests.runtime.up.helpers import EXAMPLES, Up, panes, teammate_pids
+
+pytestmark = pytest.mark.usefixtures("served")  # teammates forked from the home's CLI server (tests.zygote)
 
 
 def _headless(up: Up, example: str) -> dict[str, Any]:

@@ -9,11 +9,15 @@ import signal
 import subprocess
 import time
 
+import pytest
+
 from swarm.core.home import Home
 from swarm.core.permlog import PermissionLog
 from swarm.core.teams import TeamStore
 from tests.agent.permissions.test_what_the_lead_sees import LIE, ask_as_claude, claude_member
 from tests.runtime.up.helpers import SWARM_EXE, Up
+
+pytestmark = pytest.mark.usefixtures("served")  # teammates forked from the home's CLI server (tests.zygote)
 
 TEAM = """
 [team]

@@ -11,6 +11,8 @@ import pytest
 from tests.fakes import FakeAnthropicServer, text_reply, tool_use_reply, usage_json
 from tests.runtime.up.helpers import Up
 
+pytestmark = pytest.mark.usefixtures("served")  # teammates forked from the home's CLI server (tests.zygote)
+
 
 def _team_file(up: Up, name: str, members: list[str], extra: str = "") -> Path:
     body = f'[team]\nname = "{name}"\n{extra}\n' + "".join(

@@ -18,8 +18,8 @@ from swarm.runtime.lead import LeadTeam
 from swarm.runtime.merge_queue import run_queue
 from swarm.runtime.spawn import Spawned
 from tests.backends.helpers import retry_until
-from tests.runtime.worktrees.conftest import PLAYBOOK, git, wait_turns
 from tests.forked import run_swarm
+from tests.runtime.worktrees.conftest import PLAYBOOK, git, wait_turns
 
 RESOLVER = PLAYBOOK + r"""
 [[rules]]

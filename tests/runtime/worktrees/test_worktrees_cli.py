@@ -17,9 +17,11 @@ from swarm.core.teams import TeamStore
 from swarm.errors import BackendError
 from swarm.runtime.shutdown import shutdown
 from swarm.runtime.spawn import Spawned
-from tests.teammate.conftest import teammate_pids
-from tests.runtime.worktrees.conftest import ORIGINAL, ahead, branches, git, wait_turns
 from tests.forked import run_swarm
+from tests.runtime.worktrees.conftest import ORIGINAL, ahead, branches, git, wait_turns
+from tests.teammate.conftest import teammate_pids
+
+pytestmark = pytest.mark.usefixtures("served")  # teammates forked from the home's CLI server (tests.zygote)
 
 
 def swarm(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
