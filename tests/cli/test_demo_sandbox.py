@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 
 from tests.agent.sandbox.conftest import needs_bwrap
-from tests.cli.conftest import SWARM_EXE
+from tests.forked import run_swarm
 
 pytestmark = needs_bwrap
 
 
 def _demo(*args: str) -> dict:  # type: ignore[type-arg]
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-    done = subprocess.run([str(SWARM_EXE), "demo", "--backend", "subprocess", "--json", *args], capture_output=True,
-                          text=True, env=env, timeout=180)
+    done = run_swarm(["demo", "--backend", "subprocess", "--json", *args], env=env, timeout=180)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)  # type: ignore[no-any-return]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from swarm.agent.transcript import Transcript
 from swarm.runtime.sample_repo import make_sample_repo
-from tests.cli.conftest import SWARM_EXE
+from tests.forked import run_swarm
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "teams.example" / "mcp"
 
@@ -27,9 +27,7 @@ def _project(tmp_path: Path) -> Path:
 
 def _run(repo: Path, transcript: Path, **extra: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"} | {"MCP_PYTHON": sys.executable, **extra}
-    return subprocess.run([str(SWARM_EXE), "run", "--cwd", str(repo), "--playbook", str(EXAMPLE / "lead.toml"),
-                           "--transcript", str(transcript), "-p", "take notes"],
-                          capture_output=True, text=True, env=env, timeout=90)
+    return run_swarm(["run", "--cwd", str(repo), "--playbook", str(EXAMPLE / "lead.toml"), "--transcript", str(transcript), "-p", "take notes"], env=env, timeout=90)
 
 
 def test_the_mcp_example_server_is_approved_called_and_its_hooks_react(tmp_path: Path) -> None:

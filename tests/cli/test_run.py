@@ -8,17 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.conftest import SWARM_EXE
 from tests.fakes import FakeAnthropicServer
 from tests.fakes.anthropic_server import ScriptedReply, error_reply, message_json, text_reply, tool_use_reply
+from tests.forked import run_swarm
 
 pytestmark = pytest.mark.usefixtures("served")  # teammates forked from the home's CLI server (tests.zygote)
 
 
 def _run(args: list[str], cwd: Path, env_extra: dict[str, str]) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, **env_extra}
-    return subprocess.run([str(SWARM_EXE), "run", *args], capture_output=True, text=True, cwd=cwd, env=env,
-                          timeout=60)
+    return run_swarm(["run", *args], cwd=cwd, env=env, timeout=60)
 
 
 def test_prints_exactly_the_final_text(tmp_path: Path, api: FakeAnthropicServer) -> None:
@@ -59,8 +58,7 @@ def test_offline_default_without_api_key(tmp_path: Path) -> None:
 
 def test_without_a_key_or_playbook_swarm_run_says_it_runs_the_echoing_offline_model(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-    done = subprocess.run([str(SWARM_EXE), "run", "-p", "list the files"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=60)
+    done = run_swarm(["run", "-p", "list the files"], cwd=tmp_path, env=env, timeout=60)
     assert done.returncode == 0
     assert "offline scripted model" in done.stderr and "ANTHROPIC_API_KEY" in done.stderr
     assert done.stdout.startswith("Received:")

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from swarm.agent.agent_listing import CHANGED, OPENING
-from tests.cli.conftest import SWARM_EXE
 from tests.fakes import FakeAnthropicServer
 from tests.fakes.anthropic_server import text_reply, tool_use_reply
+from tests.forked import run_swarm
 
 pytestmark = pytest.mark.usefixtures("served")  # teammates forked from the home's CLI server (tests.zygote)
 
@@ -24,8 +24,7 @@ LATE = "---\\ndescription: Late reviewer added mid-run\\n---\\nYou review LATE t
 
 def _run(args: list[str], cwd: Path, api: FakeAnthropicServer, **extra: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": api.base_url, **extra}
-    return subprocess.run([str(SWARM_EXE), "run", *args], capture_output=True, text=True, cwd=cwd, env=env,
-                          timeout=60)
+    return run_swarm(["run", *args], cwd=cwd, env=env, timeout=60)
 
 
 def _texts(message: dict[str, Any]) -> list[str]:

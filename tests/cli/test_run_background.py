@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from swarm.backends.procs import is_pid_alive, kill_tree
-from tests.cli.conftest import SWARM_EXE
+from tests.forked import run_swarm
 
 BACKGROUND = r"""
 [[rules.steps]]
@@ -61,8 +61,7 @@ def work(tmp_path: Path) -> Iterator[Path]:
 
 def _run(cwd: Path, prompt: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-    return subprocess.run([str(SWARM_EXE), "run", "-p", prompt, "--playbook", str(cwd / "play.toml")],
-                          cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+    return run_swarm(["run", "-p", prompt, "--playbook", str(cwd / "play.toml")], cwd=cwd, env=env, timeout=60)
 
 
 def test_a_subagents_background_command_dies_with_its_children_when_the_subagent_ends(work: Path) -> None:

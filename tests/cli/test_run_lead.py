@@ -85,12 +85,12 @@ def test_a_run_out_of_time_exits_1_with_its_teammates_stopped_and_their_tasks_pe
     api.enqueue(tool_use_reply("Bash", {"command": f"sleep {NAP}"}), when="SLOW JOB")
     api.enqueue(text_reply("ok"), when="SLOW JOB", repeat=True)
 
-    run = subprocess.Popen([str(SWARM_EXE), "run", "--backend", "subprocess", "-p", "nap", "--timeout", "30",
+    run = subprocess.Popen([str(SWARM_EXE), "run", "--backend", "subprocess", "-p", "nap", "--timeout", "20",
                             "--allow", "Bash(sleep:*)", "--json"], cwd=tmp_path, env=_lead_env(home, api), text=True,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     napping: list[int] = []
     try:
-        # the teammate's Bash is running when the time runs out; the 30 s leave room for a loaded machine to spawn
+        # the teammate's Bash is running when the time runs out; the 20 s leave room for a loaded machine to spawn
         # it (12 s were once not enough on a CI runner with four workers on two cores)
         while not napping and run.poll() is None:
             napping = processes_with(f"sleep {NAP}")

@@ -5,15 +5,15 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 from pathlib import Path
 
 from swarm.agent.conversation import Conversation
 from swarm.agent.transcript import Transcript
 from swarm.models.api_shapes import build_params
 from swarm.models.base import ModelRequest
-from tests.cli.conftest import SWARM_EXE, Signalled, run_and_signal
+from tests.cli.conftest import Signalled, run_and_signal
 from tests.fakes.anthropic_server import conversation_error
+from tests.forked import run_swarm
 
 PLAYBOOK = r"""
 [[rules]]
@@ -90,12 +90,10 @@ def test_run_as_a_definition_uses_its_prompt(tmp_path: Path) -> None:
     playbook = tmp_path / "play.toml"
     playbook.write_text(PLAYBOOK)
     agents = json.dumps({"reviewer": {"description": "reviews", "prompt": "You review code carefully."}})
-    done = subprocess.run([str(SWARM_EXE), "run", "-p", "whoami", "--playbook", str(playbook), "--agent", "reviewer",
-                           "--agents", agents], cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=60)
+    done = run_swarm(["run", "-p", "whoami", "--playbook", str(playbook), "--agent", "reviewer", "--agents", agents], cwd=tmp_path, env=_env(), timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "I am the reviewer"
-    unknown = subprocess.run([str(SWARM_EXE), "run", "-p", "x", "--agent", "nobody"], cwd=tmp_path, env=_env(),
-                             capture_output=True, text=True, timeout=60)
+    unknown = run_swarm(["run", "-p", "x", "--agent", "nobody"], cwd=tmp_path, env=_env(), timeout=60)
     assert unknown.returncode == 2 and unknown.stderr.count("\n") == 1 and "swarm agents" in unknown.stderr
 
 
@@ -109,8 +107,7 @@ def test_a_definitions_unknown_skills_are_named_with_its_file_for_the_main_agent
     playbook = tmp_path / "play.toml"
     playbook.write_text(PLAYBOOK.replace('subagent_type = "general-purpose"', 'subagent_type = "helper"')
                         .replace("touch child-started && sleep 2 && ", ""))
-    done = subprocess.run([str(SWARM_EXE), "run", "-p", "parentwork", "--playbook", str(playbook), "--agent", "leader"],
-                          cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=60)
+    done = run_swarm(["run", "-p", "parentwork", "--playbook", str(playbook), "--agent", "leader"], cwd=tmp_path, env=_env(), timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "parent done"
     warnings = [line for line in done.stderr.splitlines() if "no such skill" in line]
@@ -158,8 +155,7 @@ def _run_as(tmp_path: Path, agent: str, prompt: str) -> str:
     memory = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "agent-memory" / "memo" / "MEMORY.md"
     playbook = tmp_path / "limits.toml"
     playbook.write_text(LIMITS.replace("{memory}", str(memory)))
-    done = subprocess.run([str(SWARM_EXE), "run", "-p", prompt, "--playbook", str(playbook), "--agent", agent],
-                          cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=60)
+    done = run_swarm(["run", "-p", prompt, "--playbook", str(playbook), "--agent", agent], cwd=tmp_path, env=_env(), timeout=60)
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
 

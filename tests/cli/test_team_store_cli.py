@@ -6,7 +6,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,8 +19,8 @@ from swarm.errors import UsageError
 from swarm.runtime.demo import DEMO_TEAM
 from swarm.runtime.spawn import SpawnRequest, spawn
 from swarm.runtime.upfile import load_upfile
-from tests.cli.conftest import SWARM_EXE
 from tests.fakes import pg_cluster
+from tests.forked import run_swarm
 
 pytestmark = pytest.mark.usefixtures("served")  # teammates forked from the home's CLI server (tests.zygote)
 
@@ -90,8 +89,7 @@ def test_the_demo_runs_its_whole_team_in_postgresql(url: str) -> None:
     """The model lead's TeamCreate takes SWARM_STORE: tasks with a dependency, claims, the lead policy's
     permission answers, messages between teammates and the shutdown all go through the database."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-    done = subprocess.run([str(SWARM_EXE), "demo", "--backend", "subprocess", "--json", "--keep"],
-                          capture_output=True, text=True, env={**env, "SWARM_STORE": url}, timeout=180)
+    done = run_swarm(["demo", "--backend", "subprocess", "--json", "--keep"], env={**env, "SWARM_STORE": url}, timeout=180)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout[: done.stdout.rindex("}") + 1])
     kept = Path(re.findall(r"kept: (\S+) ", done.stdout)[0])

@@ -34,6 +34,7 @@ from swarm.core.spool import spool_dir
 from swarm.core.teams import TeamStore
 from swarm.errors import StorageError
 from tests.cli.conftest import SWARM_EXE
+from tests.forked import run_swarm
 
 DISK_BYTES = 1 << 20
 MESSAGE = "m" * 60_000
@@ -147,8 +148,7 @@ def test_send_never_writes_through_a_planted_symlink(home: Home, tmp_path: Path)
     (inbox.parent / "bob.json.tmp").symlink_to(outside)  # the temp name every send used to write through
     env = {**os.environ, "SWARM_HOME": str(home.root)}
     for number in range(3):
-        result = subprocess.run([str(SWARM_EXE), "send", "bob", f"hello {number}", "--team", "t"], check=False,
-                                capture_output=True, text=True, timeout=60, env=env)
+        result = run_swarm(["send", "bob", f"hello {number}", "--team", "t"], timeout=60, env=env)
         assert result.returncode == 0, result.stderr
     assert outside.read_text() == "precious\n"
     assert not inbox.is_symlink()

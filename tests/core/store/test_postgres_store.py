@@ -24,9 +24,9 @@ from swarm.core.store.postgres.schema import VERSION, migrate
 from swarm.core.tasks import TaskStore
 from swarm.core.teams import TeamStore
 from swarm.errors import StorageError
-from tests.cli.conftest import SWARM_EXE
 from tests.core.conftest import Workers
 from tests.fakes import pg_cluster
+from tests.forked import run_swarm
 
 SECRET = "s3cr3t-Pw"
 
@@ -214,8 +214,7 @@ def test_a_password_in_the_url_is_never_shown(home: Home, postgres_url: str,
     assert SECRET not in str(caught.value) and "swarm:***@127.0.0.1:1" in str(caught.value)
     assert locate(home, "nowhere") is None  # no record of a team that was not made
 
-    done = subprocess.run([str(SWARM_EXE), "team", "create", "cli", "--store", bad], capture_output=True,
-                          text=True, timeout=60, env=dict(os.environ))
+    done = run_swarm(["team", "create", "cli", "--store", bad], timeout=60, env=dict(os.environ))
     assert done.returncode != 0 and SECRET not in done.stdout + done.stderr and "***" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
 
@@ -223,8 +222,7 @@ def test_a_password_in_the_url_is_never_shown(home: Home, postgres_url: str,
     schema = pg_cluster.fresh_schema(postgres_url)
     good = schema.replace("postgresql://swarm@", f"postgresql://swarm:{SECRET}@")
     _team(home, good)
-    listed = subprocess.run([str(SWARM_EXE), "team", "list"], capture_output=True, text=True, timeout=60,
-                            env=dict(os.environ, SWARM_HOME=str(home.root)))
+    listed = run_swarm(["team", "list"], timeout=60, env=dict(os.environ, SWARM_HOME=str(home.root)))
     assert "crew" in listed.stdout and SECRET not in listed.stdout + listed.stderr
     db = database(home, good)
     with db.connect(autocommit=True) as admin:
