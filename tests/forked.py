@@ -89,8 +89,8 @@ def run_swarm(args: Sequence[str], *, env: Mapping[str, str] | None = None, cwd:
     with tempfile.TemporaryFile() as stdin, tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         stdin.write((input or "").encode())
         stdin.seek(0)
-        pid = _fork((stdin.fileno(), out.fileno(), err.fileno()), _request(argv, os.environ if env is None else env, cwd),
-                    _swarm_main)
+        request = _request(argv, os.environ if env is None else env, cwd)
+        pid = _fork((stdin.fileno(), out.fileno(), err.fileno()), request, _swarm_main)
         status = _reap(pid, timeout, argv)
         out.seek(0)
         err.seek(0)

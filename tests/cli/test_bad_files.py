@@ -80,7 +80,7 @@ def _team_with_bob(home: Home) -> None:
 
 def _run(args: list[str]) -> subprocess.CompletedProcess[str]:
     """``swarm ARGS`` as a process of its own; a hang is a failure (TimeoutExpired), not a stuck test run."""
-    return run_swarm(args, timeout=20, env=dict(os.environ))
+    return run_swarm(args, timeout=20)
 
 
 def _assert_one_line_error(result: subprocess.CompletedProcess[str], *expected: str) -> None:

@@ -37,7 +37,7 @@ def cli_team(home: Home, tmp_path: Path) -> Iterator[tuple[Home, Path]]:
 
 
 def swarm(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return run_swarm(args, timeout=60, env=env or dict(os.environ), cwd=cwd)
+    return run_swarm(args, timeout=60, env=env, cwd=cwd)
 
 
 def _idle_count(home: Home) -> int:

@@ -117,7 +117,7 @@ def test_untrusted_folder_runs_only_the_users_hooks(tmp_path: Path, monkeypatch:
     found = settings_hooks(work, env, None)
     assert [(h.command, h.source) for h in found.hooks] == [(mine, "user")]
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
-    listing = run_swarm(["hooks", "--json", "--cwd", str(work)], env=dict(os.environ), timeout=30)
+    listing = run_swarm(["hooks", "--json", "--cwd", str(work)], timeout=30)
     assert listing.returncode == 0 and "not trusted" in listing.stderr.lower()
     assert [h["command"] for h in json.loads(listing.stdout)] == [mine]
     assert not pwned.exists()

@@ -20,7 +20,8 @@ def test_the_hooks_example_blocks_rm_rf_reports_the_edit_and_lets_the_turn_end(t
     (repo / "__pycache__").mkdir()
     env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
     transcript = tmp_path / "run.jsonl"
-    result = run_swarm(["run", "--cwd", str(repo), "--playbook", str(EXAMPLE / "lead.toml"), "--transcript", str(transcript), "-p", "tidy up"], env=env, timeout=60)
+    result = run_swarm(["run", "--cwd", str(repo), "--playbook", str(EXAMPLE / "lead.toml"), "--transcript",
+                        str(transcript), "-p", "tidy up"], env=env, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("Tidied up")
     assert (repo / "__pycache__").is_dir()  # the rm -rf never ran

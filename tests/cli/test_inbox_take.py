@@ -62,7 +62,7 @@ def test_take_to_a_file_prunes_what_it_wrote(home: Home, tmp_path: Path) -> None
 
 
 def _swarm(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return run_swarm(args, input=stdin, timeout=60, env=dict(os.environ))
+    return run_swarm(args, input=stdin, timeout=60)
 
 
 def test_a_take_in_the_table_view_prints_every_entrys_whole_text_before_removing_it(home: Home) -> None:

@@ -51,7 +51,7 @@ text = "child done"
 
 
 def _swarm(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return run_swarm(args, cwd=cwd, env=env or dict(os.environ), timeout=120)
+    return run_swarm(args, cwd=cwd, env=env, timeout=120)
 
 
 def _servers(tmp_path: Path, mcp_http: HttpMcpServer) -> Path:

@@ -27,7 +27,8 @@ def _project(tmp_path: Path) -> Path:
 
 def _run(repo: Path, transcript: Path, **extra: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"} | {"MCP_PYTHON": sys.executable, **extra}
-    return run_swarm(["run", "--cwd", str(repo), "--playbook", str(EXAMPLE / "lead.toml"), "--transcript", str(transcript), "-p", "take notes"], env=env, timeout=90)
+    return run_swarm(["run", "--cwd", str(repo), "--playbook", str(EXAMPLE / "lead.toml"), "--transcript",
+                      str(transcript), "-p", "take notes"], env=env, timeout=90)
 
 
 def test_the_mcp_example_server_is_approved_called_and_its_hooks_react(tmp_path: Path) -> None:

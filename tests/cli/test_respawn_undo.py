@@ -27,7 +27,7 @@ QUEUED = ["first", "second", "third"]
 
 
 def swarm(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return run_swarm(args, timeout=60, env=env or dict(os.environ))
+    return run_swarm(args, timeout=60, env=env)
 
 
 @pytest.fixture

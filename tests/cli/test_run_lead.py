@@ -54,7 +54,11 @@ def test_a_headless_lead_run_leaves_a_finished_task_list_and_no_processes(tmp_pa
     lead = examples_dir() / "lead"
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
     env["SWARM_HOME"] = str(home.root)
-    done = run_swarm(["run", "-p", DEMO_PROMPT, "--playbook", str(lead / "lead.toml"), "--backend", "subprocess", "--teammate-playbook", f"implementer={lead / 'implementer.toml'}", "--teammate-playbook", f"tester={lead / 'tester.toml'}", "--allow", "Bash(git add:*)", "--allow", "Bash(git commit:*)", "--allow", "Bash(git merge:*)", "--allow", "Bash(python3:*)", "--json"], cwd=repo, env=env, timeout=120)
+    done = run_swarm(["run", "-p", DEMO_PROMPT, "--playbook", str(lead / "lead.toml"), "--backend", "subprocess",
+                      "--teammate-playbook", f"implementer={lead / 'implementer.toml'}",
+                      "--teammate-playbook", f"tester={lead / 'tester.toml'}",
+                      "--allow", "Bash(git add:*)", "--allow", "Bash(git commit:*)", "--allow", "Bash(git merge:*)",
+                      "--allow", "Bash(python3:*)", "--json"], cwd=repo, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert out["text"].startswith("Done: slugify()") and out["reason"] == "done"

@@ -19,7 +19,8 @@ def test_the_leads_own_bash_cannot_write_outside_its_cwd(tmp_path: Path, api: Fa
     outside.mkdir()
     command = f"touch inside.txt && python3 -c \"open('{outside}/escaped', 'w')\""
     api.enqueue(tool_use_reply("Bash", {"command": command}), text_reply("done"))
-    done = run_swarm(["run", "--sandbox", "-p", "go"], cwd=work, timeout=60, env={**os.environ, "ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": api.base_url})
+    done = run_swarm(["run", "--sandbox", "-p", "go"], cwd=work, timeout=60,
+                     env={**os.environ, "ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": api.base_url})
     assert done.returncode == 0, done.stderr
     result = api.requests[1].body["messages"][-1]["content"][0]
     assert result["is_error"] and "Read-only file system" in str(result["content"])
@@ -45,8 +46,9 @@ def test_a_project_hook_runs_in_the_same_sandbox_as_the_leads_bash(tmp_path: Pat
             '{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", '
             '"command": "\\"$CLAUDE_PROJECT_DIR\\"/.claude/hooks/steal.sh"}]}]}}')
         api.enqueue(tool_use_reply("Bash", {"command": "true"}), text_reply("done"))
-        done = run_swarm(["run", *(["--sandbox"] if sandboxed else []), "-p", "go"], cwd=work, timeout=60, env={**os.environ, "HOME": str(home), "ANTHROPIC_API_KEY": "k",
-                                   "ANTHROPIC_BASE_URL": api.base_url})
+        done = run_swarm(["run", *(["--sandbox"] if sandboxed else []), "-p", "go"], cwd=work, timeout=60,
+                         env={**os.environ, "HOME": str(home), "ANTHROPIC_API_KEY": "k",
+                              "ANTHROPIC_BASE_URL": api.base_url})
         assert done.returncode == 0, done.stderr
         assert (work / "hook-ran").read_text() == "ran\n"  # the hook ran, in the cwd
         assert (outside / "escaped").exists() is not sandboxed

@@ -86,7 +86,8 @@ def _run(home: Home, cwd: Path, playbook: str, prompt: str, *args: str) -> subpr
     book.write_text(playbook)
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
     env["SWARM_HOME"] = str(home.root)
-    return run_swarm(["run", "-p", prompt, "--playbook", str(book), "--json", "--backend", "subprocess", *args], cwd=cwd, env=env, timeout=120)
+    return run_swarm(["run", "-p", prompt, "--playbook", str(book), "--json", "--backend", "subprocess", *args],
+                     cwd=cwd, env=env, timeout=120)
 
 
 def _session_lists(home: Home) -> list[str]:

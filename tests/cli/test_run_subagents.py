@@ -90,7 +90,8 @@ def test_run_as_a_definition_uses_its_prompt(tmp_path: Path) -> None:
     playbook = tmp_path / "play.toml"
     playbook.write_text(PLAYBOOK)
     agents = json.dumps({"reviewer": {"description": "reviews", "prompt": "You review code carefully."}})
-    done = run_swarm(["run", "-p", "whoami", "--playbook", str(playbook), "--agent", "reviewer", "--agents", agents], cwd=tmp_path, env=_env(), timeout=60)
+    done = run_swarm(["run", "-p", "whoami", "--playbook", str(playbook), "--agent", "reviewer", "--agents", agents],
+                     cwd=tmp_path, env=_env(), timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "I am the reviewer"
     unknown = run_swarm(["run", "-p", "x", "--agent", "nobody"], cwd=tmp_path, env=_env(), timeout=60)
@@ -107,7 +108,8 @@ def test_a_definitions_unknown_skills_are_named_with_its_file_for_the_main_agent
     playbook = tmp_path / "play.toml"
     playbook.write_text(PLAYBOOK.replace('subagent_type = "general-purpose"', 'subagent_type = "helper"')
                         .replace("touch child-started && sleep 2 && ", ""))
-    done = run_swarm(["run", "-p", "parentwork", "--playbook", str(playbook), "--agent", "leader"], cwd=tmp_path, env=_env(), timeout=60)
+    done = run_swarm(["run", "-p", "parentwork", "--playbook", str(playbook), "--agent", "leader"], cwd=tmp_path,
+                     env=_env(), timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "parent done"
     warnings = [line for line in done.stderr.splitlines() if "no such skill" in line]
@@ -155,7 +157,8 @@ def _run_as(tmp_path: Path, agent: str, prompt: str) -> str:
     memory = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "agent-memory" / "memo" / "MEMORY.md"
     playbook = tmp_path / "limits.toml"
     playbook.write_text(LIMITS.replace("{memory}", str(memory)))
-    done = run_swarm(["run", "-p", prompt, "--playbook", str(playbook), "--agent", agent], cwd=tmp_path, env=_env(), timeout=60)
+    done = run_swarm(["run", "-p", prompt, "--playbook", str(playbook), "--agent", agent], cwd=tmp_path, env=_env(),
+                     timeout=60)
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
 

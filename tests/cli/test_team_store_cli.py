@@ -89,7 +89,8 @@ def test_the_demo_runs_its_whole_team_in_postgresql(url: str) -> None:
     """The model lead's TeamCreate takes SWARM_STORE: tasks with a dependency, claims, the lead policy's
     permission answers, messages between teammates and the shutdown all go through the database."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-    done = run_swarm(["demo", "--backend", "subprocess", "--json", "--keep"], env={**env, "SWARM_STORE": url}, timeout=180)
+    done = run_swarm(["demo", "--backend", "subprocess", "--json", "--keep"], env={**env, "SWARM_STORE": url},
+                     timeout=180)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout[: done.stdout.rindex("}") + 1])
     kept = Path(re.findall(r"kept: (\S+) ", done.stdout)[0])

@@ -54,7 +54,9 @@ def _run(home: Home, repo: Path, tmp_path: Path, spawn: str, *flags: str) -> tup
     mate.write_text(MATE)
     transcript = tmp_path / "lead.jsonl"
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")} | {"SWARM_HOME": str(home.root)}
-    done = run_swarm(["run", "-p", "start now", "--playbook", str(book), "--backend", "subprocess", "--teammate-playbook", f"mate={mate}", "--transcript", str(transcript), "--rm", *flags], cwd=repo, env=env, timeout=120)
+    done = run_swarm(["run", "-p", "start now", "--playbook", str(book), "--backend", "subprocess",
+                      "--teammate-playbook", f"mate={mate}", "--transcript", str(transcript), "--rm", *flags],
+                     cwd=repo, env=env, timeout=120)
     results = [block for line in transcript.read_text().splitlines() for block in json.loads(line).get("message", {})
                .get("content", []) if isinstance(block, dict) and block.get("type") == "tool_result"]
     return done, results

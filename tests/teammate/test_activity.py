@@ -35,7 +35,7 @@ def test_turns_leave_the_team_file_alone_and_status_and_transcript_show_tokens_a
         retry_until(lambda i=i: _idles(home, team) == i + 2, 20, what=f"turn {i}")
     assert (config.stat().st_ino, config.stat().st_mtime_ns, config.read_bytes()) == before
 
-    status = run_swarm(["status", "--team", team, "--json"], env=dict(os.environ), timeout=30)
+    status = run_swarm(["status", "--team", team, "--json"], timeout=30)
     [row] = [r for r in json.loads(status.stdout) if r["name"] == "w"]
     assert row["state"] == "idle"
     assert row["tokens"] == 4 * 110 + 90 + 3 * 90 and row["cache_read_tokens"] == 3 * 90

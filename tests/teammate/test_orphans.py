@@ -84,7 +84,7 @@ def escaper(tmp_path: Path) -> Path:
 
 
 def swarm(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return run_swarm(args, env=env or dict(os.environ), timeout=60)
+    return run_swarm(args, env=env, timeout=60)
 
 
 def _escapees(tok: str) -> dict[str, list[psutil.Process]]:

@@ -173,7 +173,7 @@ def test_a_persons_slash_command_expands_in_a_teammate_and_grants_its_tools_for_
     book.write_text(SKILLED)
     start("w", "hello", book=book)
     retry_until(lambda: idle_results(home, team, "w") == ["ready"], 20, what="the first turn")
-    sent = run_swarm(["send", "w", "/marker one", "--team", team], env=dict(os.environ), timeout=30)
+    sent = run_swarm(["send", "w", "/marker one", "--team", team], timeout=30)
     assert sent.returncode == 0, sent.stderr
     retry_until(lambda: idle_results(home, team, "w")[-1:] == ["touched one"], 20, what="the skill's turn")
     assert (workdir / "marker-one.txt").exists() and PermissionLog(home, team).pending() == []

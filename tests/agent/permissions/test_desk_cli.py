@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -18,7 +17,7 @@ from tests.forked import run_swarm
 
 
 def swarm(*args: str) -> subprocess.CompletedProcess[str]:
-    return run_swarm(args, timeout=60, env=dict(os.environ))
+    return run_swarm(args, timeout=60)
 
 
 @both_stores

@@ -62,7 +62,7 @@ def _git_repo(path: Path) -> None:
 
 
 def _permissions(team: str) -> str:
-    done = run_swarm(["permissions", "--team", team], timeout=60, env=dict(os.environ))
+    done = run_swarm(["permissions", "--team", team], timeout=60)
     assert done.returncode == 0, done.stderr
     return done.stdout
 

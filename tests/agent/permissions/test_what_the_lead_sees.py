@@ -10,7 +10,6 @@ input, described by the one describer, with nothing cut from its tail (the
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +39,7 @@ def ask_as_claude(home: Home, team: str, request_id: str, command: str) -> None:
 
 
 def _permissions(team: str) -> str:
-    done = run_swarm(["permissions", "--team", team], timeout=60, env=dict(os.environ))
+    done = run_swarm(["permissions", "--team", team], timeout=60)
     assert done.returncode == 0, done.stderr
     return done.stdout
 

@@ -309,7 +309,8 @@ def test_the_mixed_example_team_runs_headless(tmp_path: Path, api: FakeAnthropic
     api.otherwise(text_reply("OK"))
     run_env = {**env, "SWARM_HOME": str(tmp_path / "home"), "SWARM_CLAUDE_BIN": str(claude_code),
                "SWARM_TMUX_SOCKET": tmux_socket}
-    done = run_swarm(["up", str(EXAMPLES / "mixed" / "team.toml"), "--headless", "--json", "--offline", "--timeout", "90"], cwd=repo, env=run_env, timeout=150)
+    done = run_swarm(["up", str(EXAMPLES / "mixed" / "team.toml"), "--headless", "--json", "--offline", "--timeout",
+                      "90"], cwd=repo, env=run_env, timeout=150)
     assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
     report = json.loads(done.stdout)
     assert report["ok"] is True and report["reason"] == "settled", report

@@ -57,7 +57,8 @@ def test_a_host_whose_database_does_not_answer_says_so_and_never_claims_to_serve
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     env = {**os.environ, "SWARM_HOME": str(tmp_path / "home")}
-    done = run_swarm(["host", "serve", "--store", f"postgresql://swarm:{SECRET}@127.0.0.1:{port}/x", "--name", "h1"], timeout=60, env=env, cwd=tmp_path)
+    done = run_swarm(["host", "serve", "--store", f"postgresql://swarm:{SECRET}@127.0.0.1:{port}/x", "--name", "h1"],
+                     timeout=60, env=env, cwd=tmp_path)
     assert done.returncode == 1 and "serving" not in done.stdout
     assert "could not connect to the database" in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert SECRET not in done.stdout + done.stderr

@@ -55,7 +55,7 @@ def test_clean_merges_in_the_order_of_the_tasks(home: Home, team: str, repo: Pat
     _commit_file(Path(bob.worktree_path or ""), "schema.txt", "schema\n")
     before = git(repo, "rev-parse", "main")
 
-    done = run_swarm(["merge", "--team", team, "--test", "test -f schema.txt", "--json"], cwd=repo, env=dict(os.environ), timeout=60)
+    done = run_swarm(["merge", "--team", team, "--test", "test -f schema.txt", "--json"], cwd=repo, timeout=60)
     run = json.loads(done.stdout)
     assert done.returncode == 0 and run["ok"], done.stderr
     assert [(s["name"], s["result"]) for s in run["steps"]] == [("bob", "merged"), ("alice", "merged")]
@@ -129,7 +129,7 @@ def test_with_wait_the_queue_takes_the_teammates_fix_and_goes_on(
     start("bob", "commit two", playbook=resolver)
     wait_turns(home, team, "alice", 1)
     wait_turns(home, team, "bob", 1)
-    done = run_swarm(["merge", "--team", team, "--wait", "30", "--json"], cwd=repo, env=dict(os.environ), timeout=60)
+    done = run_swarm(["merge", "--team", team, "--wait", "30", "--json"], cwd=repo, timeout=60)
     run = json.loads(done.stdout)
     assert done.returncode == 0 and run["ok"], (done.stderr, run)
     alice, bob = run["steps"]

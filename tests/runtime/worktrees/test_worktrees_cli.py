@@ -25,7 +25,7 @@ pytestmark = pytest.mark.usefixtures("served")  # teammates forked from the home
 
 
 def swarm(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return run_swarm(args, timeout=60, cwd=cwd, env=dict(os.environ))
+    return run_swarm(args, timeout=60, cwd=cwd)
 
 
 def test_cli_round_trip(home: Home, team: str, repo: Path, playbook: Path) -> None:
