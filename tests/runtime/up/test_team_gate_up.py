@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -31,7 +32,12 @@ def test_a_budget_reached_mid_run_stops_every_member_s_next_call_and_says_so(up:
                                                                             api: FakeAnthropicServer) -> None:
     _online(up, api)
     # every answer is one more tool call and costs $0.30 (100k input tokens of claude-sonnet-4-6 at $3/MTok)
-    api.otherwise(tool_use_reply("TaskList", {}, usage=usage_json(100_000, 0)))
+    answer = tool_use_reply("TaskList", {}, usage=usage_json(100_000, 0))
+    # the two first answers wait for both first requests: each member has made a call before the budget is spent
+    # (a member forked fast could otherwise spend it alone, two calls in, before the other asks at all)
+    first, second = threading.Event(), threading.Event()
+    api.enqueue(replace(answer, opens=first, gate=second), replace(answer, opens=second, gate=first))
+    api.otherwise(answer)
     team = _team_file(up, "budget", ["alice", "bob"], "max_cost = 2.0")
     done = up.run("up", str(team), "--headless", "--json", "--timeout", "60", "--max-cost", "0.5")
     report = json.loads(done.stdout)
